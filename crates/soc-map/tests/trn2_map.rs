@@ -1,0 +1,255 @@
+//! The built-in Trn2 map: decode examples from the foundation issue and the
+//! spec sections they come from, plus validation of bad maps.
+#![allow(clippy::unwrap_used)]
+
+use soc_map::{Hole, RegionKind, SocMap, trn2};
+
+fn name_of(map: &SocMap, addr: u64) -> Option<String> {
+    map.decode(addr).region.map(|r| map.name(r).to_string())
+}
+
+#[test]
+fn builtin_map_loads_and_has_every_engine() {
+    let map = trn2().unwrap();
+    for e in 0..132 {
+        for sub in ["m2s", "s2m", "gen", "gen_ex", "sdma_app", "notific"] {
+            assert!(
+                map.by_name(&format!("eng{e}.{sub}")).is_some(),
+                "eng{e}.{sub}"
+            );
+        }
+        for q in 0..16 {
+            assert!(map.by_name(&format!("eng{e}.m2s.q{q}")).is_some());
+            assert!(map.by_name(&format!("eng{e}.s2m.q{q}")).is_some());
+        }
+    }
+    assert!(map.by_name("eng132.m2s").is_none());
+    // Broadcast mirrors only on SDMA_0 and SDMA_16 of each cluster (wiki-facts §I.3).
+    let with_bcast: Vec<u32> = (0..132)
+        .filter(|e| map.by_name(&format!("eng{e}.bcast")).is_some())
+        .collect();
+    assert_eq!(with_bcast, vec![0, 16, 32, 48, 64, 80, 96, 112]);
+    for t in 0..8 {
+        for sub in [
+            "sbuf",
+            "psum",
+            "evt_sem",
+            "dge_memory",
+            "scratch",
+            "q7_local_reg",
+        ] {
+            assert!(map.by_name(&format!("tpb{t}.{sub}")).is_some());
+        }
+    }
+}
+
+#[test]
+fn issue_examples_decode() {
+    let map = trn2().unwrap();
+    // SBUF partition 1, offset 0x10.
+    let d = map.decode(0x20_0004_0010);
+    assert_eq!(name_of(&map, 0x20_0004_0010).as_deref(), Some("tpb0.sbuf"));
+    assert_eq!((d.partition, d.offset, d.hole), (Some(1), 0x10, None));
+    // The SBUF partition pad (224 KiB..256 KiB) is not mapped.
+    let d = map.decode(0x20_0003_8000);
+    assert_eq!(
+        d.hole,
+        Some(Hole::PartitionPad {
+            partition: 0,
+            offset: 0x38000
+        })
+    );
+    // PSUM partition 1 offset 0x10, bank 0.
+    let d = map.decode(0x28_0200_8010);
+    assert_eq!(name_of(&map, 0x28_0200_8010).as_deref(), Some("tpb0.psum"));
+    assert_eq!(
+        (d.partition, d.offset, d.bank, d.hole),
+        (Some(1), 0x10, Some(0), None)
+    );
+    assert_eq!(map.decode(0x28_0200_8810).bank, Some(1));
+    assert!(matches!(
+        map.decode(0x28_0200_4000).hole,
+        Some(Hole::PartitionPad { partition: 0, .. })
+    ));
+    // EVT_SEM increment window, semaphore 1 → offset 0x1804 in the block.
+    let d = map.decode(0x28_0270_1804);
+    assert_eq!(
+        name_of(&map, 0x28_0270_1804).as_deref(),
+        Some("tpb0.evt_sem")
+    );
+    assert_eq!(d.offset, 0x1804);
+    // Engine 0 M2S queue 0 doorbell, S2M queue 0 doorbell (driver-facts §6.2).
+    assert_eq!(
+        name_of(&map, 0x10_0200_1038).as_deref(),
+        Some("eng0.m2s.q0")
+    );
+    assert_eq!(map.decode(0x10_0200_1038).offset, 0x38);
+    assert_eq!(
+        name_of(&map, 0x10_0202_1038).as_deref(),
+        Some("eng0.s2m.q0")
+    );
+    // SE_0 channel 5 queue 5 doorbell (wiki-facts §I.3).
+    assert_eq!(
+        name_of(&map, 0x10_0250_6038).as_deref(),
+        Some("eng5.m2s.q5")
+    );
+}
+
+#[test]
+fn fabric_layout_facts() {
+    let map = trn2().unwrap();
+    let base = |n: &str| map.region(map.by_name(n).unwrap()).base;
+    assert_eq!(base("hbm0"), 0);
+    assert_eq!(base("hbm1"), 0x40_0000_0000);
+    assert_eq!(base("hbm2"), 0x8000_0000_0000);
+    assert_eq!(base("hbm3"), 0x8040_0000_0000);
+    assert_eq!(base("tpb1"), 0x30_0000_0000);
+    assert_eq!(base("tpb4"), 0x8020_0000_0000);
+    assert_eq!(base("tpb7"), 0x8070_0000_0000);
+    assert_eq!(base("tpb0.dge_memory"), 0x20_4000_0000);
+    assert_eq!(base("tpb0.psum"), 0x28_0200_0000);
+    assert_eq!(base("tpb0.evt_sem"), 0x28_0270_0000);
+    assert_eq!(base("tpb0.q7_local_reg"), 0x28_0306_0000);
+    assert_eq!(base("tpb0.q7_iram1"), 0x28_0320_0000);
+    assert_eq!(base("tpb0.q7_dram0"), 0x28_0318_0000);
+    assert_eq!(base("eng31.m2s"), 0x10_0200_0000 + 31 * 0x10_0000);
+    assert_eq!(base("eng32.m2s"), 0x50_0400_0000);
+    assert_eq!(base("eng64.m2s"), 0x8010_0200_0000);
+    assert_eq!(base("eng96.m2s"), 0x8050_0400_0000);
+    assert_eq!(base("eng128.m2s"), 0x80_0680_0000);
+    assert_eq!(base("eng131.m2s"), 0x8080_0690_0000);
+    assert_eq!(base("eng0.gen"), 0x10_0203_8000);
+    assert_eq!(base("eng0.gen_ex"), 0x10_0203_C000);
+    assert_eq!(base("eng0.sdma_app"), 0x10_0204_0000);
+    assert_eq!(base("eng0.notific"), 0x10_0204_1000);
+    assert_eq!(base("eng16.bcast.m2s"), 0x10_0308_0000);
+    assert_eq!(base("eng0.bcast.s2m"), 0x10_020A_0000);
+    assert_eq!(base("eng0.s2m.q15"), 0x10_0202_0000 + 0x1000 + 15 * 0x1000);
+    assert_eq!(base("host"), 1 << 46);
+    // The Q7 dataram aperture: cpu n at SoC_BASE + ((2n+9) << 16), aliasing q7_dram n.
+    let ap = map.by_name("tpb0.q7_dataram3").unwrap();
+    assert_eq!(map.region(ap).base, 0x28_0280_0000 + ((2 * 3 + 9) << 16));
+    assert_eq!(map.region(ap).alias_of, map.by_name("tpb0.q7_dram3"));
+}
+
+#[test]
+fn holes_are_reported() {
+    let map = trn2().unwrap();
+    // Between queues' engine registers and past the last queue: container gap.
+    let d = map.decode(0x10_0201_1000);
+    assert_eq!(name_of(&map, 0x10_0201_1000).as_deref(), Some("eng0.m2s"));
+    assert_eq!(
+        d.hole, None,
+        "m2s has its own register block; the csr layer decides"
+    );
+    // Past HBM0's 24 GiB inside its 64 GiB window.
+    let d = map.decode(0x6_0000_0000);
+    assert_eq!(d.hole, Some(Hole::WindowGap));
+    assert_eq!(name_of(&map, 0x6_0000_0000).as_deref(), Some("hbm0"));
+    // Nothing at all.
+    assert_eq!(map.decode(0xFFFF_FFFF_FFFF_FFFF).hole, Some(Hole::Unmapped));
+    // Reserved SBUF decode aperture.
+    assert_eq!(map.decode(0x28_0000_0000).hole, Some(Hole::Reserved));
+    // A TPB hole between the SBUF window and the scratch RAM.
+    let d = map.decode(0x20_0200_0000);
+    assert_eq!(d.hole, Some(Hole::ContainerGap));
+    assert_eq!(name_of(&map, 0x20_0200_0000).as_deref(), Some("tpb0"));
+}
+
+#[test]
+fn every_region_fits_and_kinds_are_consistent() {
+    let map = trn2().unwrap();
+    for id in map.walk() {
+        let r = map.region(id);
+        if let Some(p) = r.parent {
+            let p = map.region(p);
+            assert!(r.base >= p.base && r.end() <= p.end(), "{}", r.name);
+        }
+        if matches!(r.kind, RegionKind::Csr) {
+            assert!(r.block.is_some(), "{}", r.name);
+        }
+    }
+}
+
+fn bad(json: &str) -> String {
+    SocMap::from_json(json, "test.json")
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn malformed_maps_are_rejected_with_the_field_named() {
+    let e = bad(
+        r#"{"device": "x", "regions": [ {"name": "a", "kind": "memory", "size": "0x10", "bas": "0x0"} ]}"#,
+    );
+    assert!(e.contains("unknown field `bas`"), "{e}");
+    assert!(e.contains("line 1"), "{e}");
+    let e = bad(r#"{"device": "x", "regions": [ {"name": "a", "kind": "memory", "size": "zz"} ]}"#);
+    assert!(e.contains("`zz` is not a number"), "{e}");
+    let e = bad(r#"{"device": "x", "regions": [
+        {"name": "a", "kind": "memory", "base": "0x0", "size": "0x100"},
+        {"name": "b", "kind": "memory", "base": "0x80", "size": "0x100"} ]}"#);
+    assert!(
+        e.contains("overlap") && e.contains("`a`") && e.contains("`b`"),
+        "{e}"
+    );
+    let e = bad(r#"{"device": "x", "regions": [
+        {"name": "a", "base": "0x0", "size": "0x100", "children": [
+            {"name": "c", "kind": "memory", "base": "0xf0", "size": "0x20"} ]} ]}"#);
+    assert!(e.contains("does not fit inside `a`"), "{e}");
+    assert!(e.contains("regions[0] \"a\" / children[0] \"c\""), "{e}");
+    let e = bad(
+        r#"{"device": "x", "regions": [ {"name": "a", "kind": "sbuf", "size": "0x100",
+        "partitions": {"count": 4, "stride": "0x80", "populated": "0x40"}} ]}"#,
+    );
+    assert!(e.contains("does not fit in size"), "{e}");
+    let e = bad(r#"{"device": "x", "regions": [ {"name": "a", "kind": "csr", "size": "0x100"} ]}"#);
+    assert!(e.contains("needs `block`"), "{e}");
+    let e = bad(
+        r#"{"device": "x", "regions": [ {"name": "a", "size": "0x100", "include": ["nope"]} ]}"#,
+    );
+    assert!(e.contains("unknown template `nope`"), "{e}");
+    let e = bad(
+        r#"{"device": "x", "regions": [ {"name": "a", "kind": "memory", "count": 2, "size": "0x100"} ]}"#,
+    );
+    assert!(e.contains("needs `stride`"), "{e}");
+    let e = bad(
+        r#"{"device": "x", "regions": [ {"name": "a", "kind": "memory", "base": "0xffffffffffffff00", "size": "0x1000"} ]}"#,
+    );
+    assert!(e.contains("overflows"), "{e}");
+    let e = bad("{ not json");
+    assert!(e.contains("test.json") && e.contains("line 1"), "{e}");
+}
+
+#[test]
+fn region_table_snapshot() {
+    let map = trn2().unwrap();
+    let table = soc_map::table::render_table(&soc_map::table::region_table(&map));
+    insta::assert_snapshot!("trn2_region_table", table);
+}
+
+#[test]
+fn expanded_regions_snapshot_for_one_core_and_engines() {
+    let map = trn2().unwrap();
+    let rows: Vec<_> = soc_map::table::expanded(&map)
+        .into_iter()
+        .filter(|r| {
+            r.name == "tpb0"
+                || r.name.starts_with("tpb0.")
+                || r.name == "eng0"
+                || r.name.starts_with("eng0.")
+                || r.name.starts_with("eng128")
+                || r.name.starts_with("hbm")
+                || r.name == "host"
+        })
+        .collect();
+    insta::assert_yaml_snapshot!("trn2_expanded_tpb0_eng0_eng128", rows);
+    // Sanity on the whole expansion: 132 engines × (m2s + s2m + 32 queues +
+    // gen + gen_ex + sdma_app + notific + the engine itself) + bcast mirrors.
+    let all = soc_map::table::expanded(&map);
+    let queues = all
+        .iter()
+        .filter(|r| r.name.contains(".m2s.q") || r.name.contains(".s2m.q"))
+        .count();
+    assert_eq!(queues, 132 * 32 + 8 * 32);
+}
