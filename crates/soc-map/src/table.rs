@@ -175,7 +175,7 @@ pub fn render_table(rows: &[TableRow]) -> String {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
         out.push_str(
-            &format!(
+            format!(
                 "{:<38} {:<18} {:>13} {:>5} {:>10}  {:<9} {:<13} {}",
                 name,
                 base,
