@@ -1,0 +1,548 @@
+//! Sparse linear memory: an HBM stack, the host-memory window.
+//!
+//! Storage comes in 64 KiB pages allocated on the first write that puts a
+//! non-zero byte in them, so four 24 GiB HBM stacks (driver-facts §6,
+//! DESIGN §2) cost nothing until used. Data moves page to page with
+//! `copy_from_slice`, looking each page up once per contiguous run
+//! (DESIGN §7).
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::{Bytes, MemFault};
+
+/// Size of one backing page: 64 KiB (DESIGN §7).
+pub const PAGE_BYTES: usize = 64 * 1024;
+const PAGE_SHIFT: u32 = PAGE_BYTES.trailing_zeros();
+const PAGE_MASK: u64 = PAGE_BYTES as u64 - 1;
+
+type Page = Box<[u8]>;
+type PageMap = HashMap<u64, Page, BuildHasherDefault<PageIndexHasher>>;
+
+/// A fixed-size, zero-initialised byte memory with lazily allocated pages.
+///
+/// Implements [`Bytes<u64>`] with the `u64` being the byte offset inside the
+/// memory. Reads never allocate; writes allocate only pages that receive a
+/// non-zero byte; filling or copying zeros over a whole page releases it.
+#[derive(Clone)]
+pub struct SparseMemory {
+    size_bytes: u64,
+    pages: PageMap,
+}
+
+impl SparseMemory {
+    /// A memory of `size_bytes` bytes, all zero, with no page allocated.
+    pub fn new(size_bytes: u64) -> Self {
+        SparseMemory {
+            size_bytes,
+            pages: PageMap::default(),
+        }
+    }
+
+    /// Size of the memory in bytes.
+    pub const fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    /// Number of backing pages currently allocated.
+    pub fn allocated_pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Host bytes held by allocated pages.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.pages.len() as u64 * PAGE_BYTES as u64
+    }
+
+    /// The allocated pages in address order, as `(offset, bytes)`; the last
+    /// page is cut at [`size_bytes`](Self::size_bytes). Pages not listed
+    /// read as zero.
+    pub fn pages(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+        let mut indices: Vec<u64> = self.pages.keys().copied().collect();
+        indices.sort_unstable();
+        indices.into_iter().filter_map(move |index| {
+            let page = self.pages.get(&index)?;
+            let offset = index << PAGE_SHIFT;
+            let visible = self
+                .size_bytes
+                .saturating_sub(offset)
+                .min(PAGE_BYTES as u64);
+            Some((offset, page.get(..visible as usize)?))
+        })
+    }
+
+    /// Checks that `[offset, offset + len)` lies inside the memory.
+    pub fn check_range(&self, offset: u64, len: u64) -> Result<(), MemFault> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size_bytes => Ok(()),
+            _ => Err(MemFault::OutOfRange {
+                offset,
+                len,
+                size: self.size_bytes,
+            }),
+        }
+    }
+
+    /// Sets `len` bytes at `offset` to `byte`. Zero-filling allocates
+    /// nothing and releases pages it covers completely.
+    pub fn fill_range(&mut self, offset: u64, len: u64, byte: u8) -> Result<(), MemFault> {
+        self.check_range(offset, len)?;
+        for run in PageRuns::new(offset, len) {
+            match self.pages.entry(run.page) {
+                Entry::Occupied(entry) if byte == 0 && run.len == PAGE_BYTES => {
+                    entry.remove();
+                }
+                Entry::Occupied(mut entry) => entry.get_mut()[run.span()].fill(byte),
+                Entry::Vacant(_) if byte == 0 => {}
+                Entry::Vacant(entry) => entry.insert(new_page())[run.span()].fill(byte),
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `len` bytes from `src_off` to `dst_off` inside this memory,
+    /// with `memmove` semantics for overlapping ranges. Both ranges are
+    /// checked before anything is written.
+    pub fn copy(&mut self, src_off: u64, dst_off: u64, len: u64) -> Result<(), MemFault> {
+        self.check_range(src_off, len)?;
+        self.check_range(dst_off, len)?;
+        if len == 0 || src_off == dst_off {
+            return Ok(());
+        }
+        // Ranges are in bounds, so none of these sums overflow.
+        let overlaps_ahead = dst_off > src_off && dst_off < src_off + len;
+        if overlaps_ahead {
+            // Walk from the end so no source byte is overwritten before it
+            // is read.
+            let mut remaining = len;
+            while remaining > 0 {
+                let src_end = src_off + remaining;
+                let dst_end = dst_off + remaining;
+                let n = remaining
+                    .min(((src_end - 1) & PAGE_MASK) + 1)
+                    .min(((dst_end - 1) & PAGE_MASK) + 1);
+                self.copy_chunk(src_end - n, dst_end - n, n as usize);
+                remaining -= n;
+            }
+        } else {
+            for (src, dst, n) in PairRuns::new(src_off, dst_off, len) {
+                self.copy_chunk(src, dst, n);
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `len` bytes from `src` at `src_off` to `dst` at `dst_off`,
+    /// page to page with no intermediate buffer. Absent (zero) source pages
+    /// allocate nothing in `dst` where its page is absent too. Both ranges
+    /// are checked before anything is written.
+    pub fn copy_between(
+        src: &SparseMemory,
+        src_off: u64,
+        dst: &mut SparseMemory,
+        dst_off: u64,
+        len: u64,
+    ) -> Result<(), MemFault> {
+        src.check_range(src_off, len)?;
+        dst.check_range(dst_off, len)?;
+        for (src_pos, dst_pos, n) in PairRuns::new(src_off, dst_off, len) {
+            let (src_page, src_in) = split(src_pos);
+            let (dst_page, dst_in) = split(dst_pos);
+            let source = src
+                .pages
+                .get(&src_page)
+                .map(|page| &page[src_in..src_in + n]);
+            match (source, dst.pages.entry(dst_page)) {
+                (Some(bytes), Entry::Occupied(mut entry)) => {
+                    entry.get_mut()[dst_in..dst_in + n].copy_from_slice(bytes);
+                }
+                (Some(bytes), Entry::Vacant(entry)) => {
+                    if !is_zero(bytes) {
+                        entry.insert(new_page())[dst_in..dst_in + n].copy_from_slice(bytes);
+                    }
+                }
+                (None, Entry::Occupied(entry)) if n == PAGE_BYTES => {
+                    entry.remove();
+                }
+                (None, Entry::Occupied(mut entry)) => {
+                    entry.get_mut()[dst_in..dst_in + n].fill(0);
+                }
+                (None, Entry::Vacant(_)) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies one chunk that lies inside one source page and one
+    /// destination page. The caller has range-checked it.
+    fn copy_chunk(&mut self, src_pos: u64, dst_pos: u64, n: usize) {
+        let (src_page, src_in) = split(src_pos);
+        let (dst_page, dst_in) = split(dst_pos);
+        if src_page == dst_page {
+            if let Some(page) = self.pages.get_mut(&src_page) {
+                page.copy_within(src_in..src_in + n, dst_in);
+            }
+            return;
+        }
+        match self.pages.get_disjoint_mut([&src_page, &dst_page]) {
+            [Some(src), Some(dst)] => {
+                dst[dst_in..dst_in + n].copy_from_slice(&src[src_in..src_in + n]);
+            }
+            [Some(src), None] => {
+                let bytes = &src[src_in..src_in + n];
+                if !is_zero(bytes) {
+                    let mut page = new_page();
+                    page[dst_in..dst_in + n].copy_from_slice(bytes);
+                    self.pages.insert(dst_page, page);
+                }
+            }
+            [None, Some(dst)] => {
+                if n == PAGE_BYTES {
+                    self.pages.remove(&dst_page);
+                } else {
+                    dst[dst_in..dst_in + n].fill(0);
+                }
+            }
+            [None, None] => {}
+        }
+    }
+}
+
+impl Bytes<u64> for SparseMemory {
+    fn check_read(&self, offset: u64, len: usize) -> Result<(), MemFault> {
+        self.check_range(offset, len as u64)
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        self.check_range(offset, buf.len() as u64)?;
+        let mut done = 0;
+        for run in PageRuns::new(offset, buf.len() as u64) {
+            let out = &mut buf[done..done + run.len];
+            match self.pages.get(&run.page) {
+                Some(page) => out.copy_from_slice(&page[run.span()]),
+                None => out.fill(0),
+            }
+            done += run.len;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), MemFault> {
+        self.check_range(offset, data.len() as u64)?;
+        let mut done = 0;
+        for run in PageRuns::new(offset, data.len() as u64) {
+            let bytes = &data[done..done + run.len];
+            match self.pages.entry(run.page) {
+                Entry::Occupied(mut entry) => entry.get_mut()[run.span()].copy_from_slice(bytes),
+                Entry::Vacant(entry) => {
+                    if !is_zero(bytes) {
+                        entry.insert(new_page())[run.span()].copy_from_slice(bytes);
+                    }
+                }
+            }
+            done += run.len;
+        }
+        Ok(())
+    }
+
+    fn fill(&mut self, offset: u64, len: usize, byte: u8) -> Result<(), MemFault> {
+        self.fill_range(offset, len as u64, byte)
+    }
+}
+
+impl fmt::Debug for SparseMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SparseMemory")
+            .field("size_bytes", &format_args!("{:#x}", self.size_bytes))
+            .field("allocated_pages", &self.pages.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A zeroed page (`calloc`-backed, so the OS maps it lazily).
+fn new_page() -> Page {
+    vec![0u8; PAGE_BYTES].into_boxed_slice()
+}
+
+/// Page index and offset inside the page.
+const fn split(pos: u64) -> (u64, usize) {
+    (pos >> PAGE_SHIFT, (pos & PAGE_MASK) as usize)
+}
+
+/// True if every byte is zero; vectorises in 64-byte blocks.
+fn is_zero(bytes: &[u8]) -> bool {
+    bytes
+        .chunks(64)
+        .all(|block| block.iter().fold(0u8, |acc, &b| acc | b) == 0)
+}
+
+/// One contiguous run inside one page.
+#[derive(Clone, Copy, Debug)]
+struct PageRun {
+    page: u64,
+    start: usize,
+    len: usize,
+}
+
+impl PageRun {
+    fn span(self) -> std::ops::Range<usize> {
+        self.start..self.start + self.len
+    }
+}
+
+/// Splits a range at page boundaries. The range must be in bounds of a
+/// `u64` (checked by the caller), so `pos` never overflows.
+#[derive(Clone, Copy, Debug)]
+struct PageRuns {
+    pos: u64,
+    remaining: u64,
+}
+
+impl PageRuns {
+    fn new(offset: u64, len: u64) -> Self {
+        PageRuns {
+            pos: offset,
+            remaining: len,
+        }
+    }
+}
+
+impl Iterator for PageRuns {
+    type Item = PageRun;
+
+    fn next(&mut self) -> Option<PageRun> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let (page, start) = split(self.pos);
+        let len = (PAGE_BYTES - start).min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        self.pos += len as u64;
+        self.remaining -= len as u64;
+        Some(PageRun { page, start, len })
+    }
+}
+
+/// Splits a pair of equal-length ranges at the page boundaries of both,
+/// yielding `(src_pos, dst_pos, len)`.
+#[derive(Clone, Copy, Debug)]
+struct PairRuns {
+    src: u64,
+    dst: u64,
+    remaining: u64,
+}
+
+impl PairRuns {
+    fn new(src: u64, dst: u64, len: u64) -> Self {
+        PairRuns {
+            src,
+            dst,
+            remaining: len,
+        }
+    }
+}
+
+impl Iterator for PairRuns {
+    type Item = (u64, u64, usize);
+
+    fn next(&mut self) -> Option<(u64, u64, usize)> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let src_room = PAGE_BYTES as u64 - (self.src & PAGE_MASK);
+        let dst_room = PAGE_BYTES as u64 - (self.dst & PAGE_MASK);
+        let len = self.remaining.min(src_room).min(dst_room);
+        let item = (self.src, self.dst, len as usize);
+        self.src += len;
+        self.dst += len;
+        self.remaining -= len;
+        Some(item)
+    }
+}
+
+/// Hasher for page indices: one folded 64×64→128-bit multiply, far cheaper
+/// than SipHash and deterministic. Page indices are not attacker-chosen.
+#[derive(Clone, Copy, Debug, Default)]
+struct PageIndexHasher(u64);
+
+impl Hasher for PageIndexHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed; this keeps the trait contract for
+        // anything else.
+        for chunk in bytes.chunks(8) {
+            let mut raw = [0u8; 8];
+            raw[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(raw));
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+        let product = u128::from(self.0 ^ key) * u128::from(MULTIPLIER);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn unwritten_bytes_read_zero_and_reads_do_not_allocate() {
+        let mem = SparseMemory::new(24 * GIB);
+        let buf = mem.read_vec(12 * GIB - 7, 200_000).unwrap();
+        assert!(buf.iter().all(|&b| b == 0));
+        assert_eq!(mem.allocated_pages(), 0);
+    }
+
+    #[test]
+    fn write_read_across_page_boundary() {
+        let mut mem = SparseMemory::new(1 << 20);
+        let data: Vec<u8> = (0..100u8).collect();
+        let at = PAGE_BYTES as u64 - 40;
+        mem.write(at, &data).unwrap();
+        assert_eq!(mem.allocated_pages(), 2);
+        assert_eq!(mem.allocated_bytes(), 2 * PAGE_BYTES as u64);
+        assert_eq!(mem.read_vec(at, 100).unwrap(), data);
+        assert_eq!(mem.read_vec(at - 1, 1).unwrap(), [0]);
+        assert_eq!(mem.read_vec(at + 100, 1).unwrap(), [0]);
+    }
+
+    #[test]
+    fn zero_writes_to_absent_pages_allocate_nothing() {
+        let mut mem = SparseMemory::new(1 << 20);
+        mem.write(5, &[0; 70_000]).unwrap();
+        assert_eq!(mem.allocated_pages(), 0);
+        mem.write_u32_le(0x1_0004, 0xdead_beef).unwrap();
+        assert_eq!(mem.allocated_pages(), 1);
+        // A zero write into a present page still clears the bytes.
+        mem.write(0x1_0004, &[0; 4]).unwrap();
+        assert_eq!(mem.read_u32_le(0x1_0004).unwrap(), 0);
+    }
+
+    #[test]
+    fn out_of_range_and_overflow_fault_without_writing() {
+        let mut mem = SparseMemory::new(0x1000);
+        assert_eq!(
+            mem.write(0xffe, &[1, 2, 3]),
+            Err(MemFault::OutOfRange {
+                offset: 0xffe,
+                len: 3,
+                size: 0x1000
+            })
+        );
+        assert_eq!(mem.allocated_pages(), 0);
+        assert!(matches!(
+            mem.fill_range(u64::MAX, 2, 1),
+            Err(MemFault::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            mem.copy(0, u64::MAX - 1, 4),
+            Err(MemFault::OutOfRange { .. })
+        ));
+        // Huge lengths fault before allocating a buffer.
+        assert!(matches!(
+            mem.read_vec(0, usize::MAX),
+            Err(MemFault::OutOfRange { .. })
+        ));
+        // Zero-length access at the end is fine, one past it is not.
+        assert_eq!(mem.write(0x1000, &[]), Ok(()));
+        assert!(mem.write(0x1001, &[]).is_err());
+    }
+
+    #[test]
+    fn fill_zero_releases_whole_pages() {
+        let mut mem = SparseMemory::new(4 * PAGE_BYTES as u64);
+        mem.fill_range(0, 3 * PAGE_BYTES as u64, 0xab).unwrap();
+        assert_eq!(mem.allocated_pages(), 3);
+        mem.fill_range(10, 2 * PAGE_BYTES as u64, 0).unwrap();
+        // Page 1 was covered completely; pages 0 and 2 only partly.
+        assert_eq!(mem.allocated_pages(), 2);
+        assert_eq!(mem.read_vec(8, 3).unwrap(), [0xab, 0xab, 0]);
+        let end = 10 + 2 * PAGE_BYTES as u64;
+        assert_eq!(mem.read_vec(end - 1, 2).unwrap(), [0, 0xab]);
+    }
+
+    #[test]
+    fn copy_handles_overlap_both_ways() {
+        let len = 3 * PAGE_BYTES + 123;
+        let pattern: Vec<u8> = (0..len).map(|i| (i % 251) as u8 + 1).collect();
+        for (src, dst) in [(100u64, 5000u64), (5000, 100), (7, PAGE_BYTES as u64 + 9)] {
+            let mut mem = SparseMemory::new(8 * PAGE_BYTES as u64);
+            mem.write(src, &pattern).unwrap();
+            mem.copy(src, dst, len as u64).unwrap();
+            assert_eq!(mem.read_vec(dst, len).unwrap(), pattern, "{src}->{dst}");
+        }
+    }
+
+    #[test]
+    fn copy_between_skips_zero_pages() {
+        let mut src = SparseMemory::new(1 << 24);
+        let mut dst = SparseMemory::new(1 << 24);
+        src.write(3 * PAGE_BYTES as u64 + 1, b"hello").unwrap();
+        SparseMemory::copy_between(&src, 0, &mut dst, 17, 8 * PAGE_BYTES as u64).unwrap();
+        // Only the page(s) receiving "hello" are allocated.
+        assert_eq!(dst.allocated_pages(), 1);
+        assert_eq!(
+            dst.read_vec(3 * PAGE_BYTES as u64 + 18, 5).unwrap(),
+            b"hello"
+        );
+    }
+
+    #[test]
+    fn copy_between_zero_source_clears_destination() {
+        let src = SparseMemory::new(1 << 20);
+        let mut dst = SparseMemory::new(1 << 20);
+        dst.fill_range(0, 1 << 20, 0x55).unwrap();
+        SparseMemory::copy_between(&src, 0, &mut dst, 3, 2 * PAGE_BYTES as u64).unwrap();
+        assert_eq!(dst.read_vec(0, 4).unwrap(), [0x55, 0x55, 0x55, 0]);
+        let end = 3 + 2 * PAGE_BYTES as u64;
+        assert_eq!(dst.read_vec(end - 1, 2).unwrap(), [0, 0x55]);
+        // A page-aligned zero copy over whole pages releases them.
+        assert_eq!(dst.allocated_pages(), 16);
+        let p = PAGE_BYTES as u64;
+        SparseMemory::copy_between(&src, 0, &mut dst, 4 * p, 2 * p).unwrap();
+        assert_eq!(dst.allocated_pages(), 14);
+        assert_eq!(dst.read_vec(4 * p - 1, 1).unwrap(), [0x55]);
+        assert_eq!(dst.read_vec(6 * p, 1).unwrap(), [0x55]);
+    }
+
+    #[test]
+    fn pages_iterate_in_address_order_and_clip_to_size() {
+        let mut mem = SparseMemory::new(5 * PAGE_BYTES as u64 + 10);
+        for page in [4u64, 0, 5, 2] {
+            mem.write(page * PAGE_BYTES as u64, &[page as u8 + 1])
+                .unwrap();
+        }
+        let listed: Vec<(u64, usize, u8)> =
+            mem.pages().map(|(off, b)| (off, b.len(), b[0])).collect();
+        let p = PAGE_BYTES as u64;
+        assert_eq!(
+            listed,
+            [
+                (0, PAGE_BYTES, 1),
+                (2 * p, PAGE_BYTES, 3),
+                (4 * p, PAGE_BYTES, 5),
+                (5 * p, 10, 6)
+            ]
+        );
+    }
+
+    #[test]
+    fn page_hasher_spreads_aligned_keys() {
+        use std::hash::BuildHasher;
+        let build = BuildHasherDefault::<PageIndexHasher>::default();
+        // Keys 32 pages apart (2 MiB-aligned buffers) must not share low bits.
+        let low: std::collections::BTreeSet<u64> =
+            (0..64u64).map(|k| build.hash_one(k * 32) & 0x3f).collect();
+        assert!(low.len() > 32, "{} distinct buckets", low.len());
+    }
+}
