@@ -1,0 +1,847 @@
+//! The directive table and the generic argument checker.
+//!
+//! Every directive is one [`DirectiveSpec`] row: its positional parameters,
+//! whether it takes `== VALUE`, its `key=value` parameters with their value
+//! kinds, and a `build` function that turns the checked arguments into a
+//! [`StatementKind`]. The generic checker reports unknown, duplicate, missing
+//! and surplus arguments and parses every value by its kind, so a new
+//! directive needs only a row, a `build` function and an AST variant.
+
+use std::fmt;
+
+use crate::MAX_LEN;
+use crate::addr::{AddrExpr, parse_addr_at};
+use crate::ast::{ExpectCheck, FileRef, FillContent, FillPattern, Statement, StatementKind};
+use crate::error::{Diag, quote};
+use crate::lex::{RawArg, RawLine, Word};
+use crate::number::{HexError, NumError, parse_hex_bytes, parse_u64};
+use crate::span::Span;
+
+/// The type of an argument value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// An address expression.
+    Addr,
+    /// A number that fits in 32 bits.
+    U32,
+    /// A number that fits in 8 bits.
+    U8,
+    /// Any 64-bit number.
+    U64,
+    /// A byte count: 1 ..= [`MAX_LEN`].
+    Len,
+    /// Hex digits, two per byte in memory order, `_` separators allowed.
+    HexBytes,
+    /// Exactly 64 hex digits (a SHA-256 digest).
+    Sha256,
+    /// A file name (a word or a quoted string).
+    Path,
+    /// One of a fixed set of keywords.
+    Choice(&'static [&'static str]),
+}
+
+impl ValueKind {
+    fn describe(self) -> String {
+        match self {
+            ValueKind::Addr => "an address".into(),
+            ValueKind::U32 => "a 32-bit number".into(),
+            ValueKind::U8 => "a byte value (0..=0xff)".into(),
+            ValueKind::U64 => "a number".into(),
+            ValueKind::Len => "a length in bytes".into(),
+            ValueKind::HexBytes => "hex bytes (like de_ad_be_ef)".into(),
+            ValueKind::Sha256 => "64 hex digits".into(),
+            ValueKind::Path => "a file name".into(),
+            ValueKind::Choice(opts) => format!("one of: {}", opts.join(", ")),
+        }
+    }
+}
+
+/// One parameter of a directive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Param {
+    /// For keys, the key (`len`); for positionals, a description used in
+    /// messages (`address`, `value`).
+    pub name: &'static str,
+    /// What the value must be.
+    pub kind: ValueKind,
+    /// Whether the generic checker reports it missing. Arguments that are
+    /// required only in some combinations are checked by the directive.
+    pub required: bool,
+}
+
+const fn req(name: &'static str, kind: ValueKind) -> Param {
+    Param {
+        name,
+        kind,
+        required: true,
+    }
+}
+
+const fn opt(name: &'static str, kind: ValueKind) -> Param {
+    Param {
+        name,
+        kind,
+        required: false,
+    }
+}
+
+type BuildFn = fn(&mut Args<'_>) -> Option<StatementKind>;
+
+/// One row of the directive table.
+#[derive(Clone, Copy)]
+pub struct DirectiveSpec {
+    /// The keyword.
+    pub name: &'static str,
+    /// One-line synopsis, quoted in error messages.
+    pub usage: &'static str,
+    /// Positional parameters, in order.
+    pub positionals: &'static [Param],
+    /// `Some(kind)` when the directive accepts `== VALUE` after its positionals.
+    pub compare: Option<ValueKind>,
+    /// `key=value` parameters, in the order error messages list them.
+    pub keys: &'static [Param],
+    build: BuildFn,
+}
+
+impl fmt::Debug for DirectiveSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DirectiveSpec")
+            .field("name", &self.name)
+            .field("usage", &self.usage)
+            .field("positionals", &self.positionals)
+            .field("compare", &self.compare)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+const ADDR: Param = req("address", ValueKind::Addr);
+const PATTERNS: &[&str] = &["incr8", "incr32"];
+
+static DIRECTIVES: &[DirectiveSpec] = &[
+    DirectiveSpec {
+        name: "write32",
+        usage: "write32 ADDR VALUE",
+        positionals: &[ADDR, req("value", ValueKind::U32)],
+        compare: None,
+        keys: &[],
+        build: build_write32,
+    },
+    DirectiveSpec {
+        name: "read32",
+        usage: "read32 ADDR [== VALUE] [mask=M]",
+        positionals: &[ADDR],
+        compare: Some(ValueKind::U32),
+        keys: &[opt("mask", ValueKind::U32)],
+        build: build_read32,
+    },
+    DirectiveSpec {
+        name: "fill",
+        usage: "fill ADDR len=N (byte=B | pattern=incr8|incr32 [seed=S])",
+        positionals: &[ADDR],
+        compare: None,
+        keys: &[
+            req("len", ValueKind::Len),
+            opt("byte", ValueKind::U8),
+            opt("pattern", ValueKind::Choice(PATTERNS)),
+            opt("seed", ValueKind::U64),
+        ],
+        build: build_fill,
+    },
+    DirectiveSpec {
+        name: "write",
+        usage: "write ADDR bytes=HEX",
+        positionals: &[ADDR],
+        compare: None,
+        keys: &[req("bytes", ValueKind::HexBytes)],
+        build: build_write,
+    },
+    DirectiveSpec {
+        name: "load",
+        usage: "load ADDR file=PATH [offset=N] [len=N]",
+        positionals: &[ADDR],
+        compare: None,
+        keys: &[
+            req("file", ValueKind::Path),
+            opt("offset", ValueKind::U64),
+            opt("len", ValueKind::Len),
+        ],
+        build: build_load,
+    },
+    DirectiveSpec {
+        name: "expect",
+        usage: "expect ADDR (bytes=HEX | len=N sha256=HEX)",
+        positionals: &[ADDR],
+        compare: None,
+        keys: &[
+            opt("bytes", ValueKind::HexBytes),
+            opt("len", ValueKind::Len),
+            opt("sha256", ValueKind::Sha256),
+        ],
+        build: build_expect,
+    },
+    DirectiveSpec {
+        name: "dump",
+        usage: "dump ADDR len=N [file=PATH]",
+        positionals: &[ADDR],
+        compare: None,
+        keys: &[req("len", ValueKind::Len), opt("file", ValueKind::Path)],
+        build: build_dump,
+    },
+];
+
+/// All directives of the language, in documentation order.
+pub fn directives() -> &'static [DirectiveSpec] {
+    DIRECTIVES
+}
+
+/// The directive named `name` (case-sensitive).
+pub fn directive(name: &str) -> Option<&'static DirectiveSpec> {
+    DIRECTIVES.iter().find(|d| d.name == name)
+}
+
+/// A parsed argument value.
+#[derive(Clone, Debug)]
+enum Value {
+    Addr(AddrExpr),
+    Num(u64),
+    Bytes(Vec<u8>),
+    Digest([u8; 32]),
+    Path(FileRef),
+    Choice(&'static str),
+}
+
+/// The checked arguments of one line, handed to a `build` function.
+struct Args<'a> {
+    spec: &'static DirectiveSpec,
+    positionals: Vec<Option<Value>>,
+    keys: Vec<Option<(Value, Span)>>,
+    compare: Option<(Value, Span)>,
+    /// The whole statement.
+    line: Span,
+    diags: &'a mut Vec<Diag>,
+}
+
+impl Args<'_> {
+    fn error(&mut self, span: Span, message: impl Into<String>) {
+        self.diags.push(Diag::new(span, message));
+    }
+
+    fn usage(&self) -> String {
+        format!("usage: {}", self.spec.usage)
+    }
+
+    fn positional(&mut self, i: usize) -> Option<Value> {
+        self.positionals.get_mut(i).and_then(Option::take)
+    }
+
+    fn addr(&mut self) -> Option<AddrExpr> {
+        match self.positional(0) {
+            Some(Value::Addr(a)) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn key(&mut self, name: &str) -> Option<(Value, Span)> {
+        let i = self.spec.keys.iter().position(|p| p.name == name)?;
+        self.keys.get_mut(i).and_then(Option::take)
+    }
+
+    fn key_num(&mut self, name: &str) -> Option<(u64, Span)> {
+        match self.key(name) {
+            Some((Value::Num(n), span)) => Some((n, span)),
+            _ => None,
+        }
+    }
+
+    fn key_u32(&mut self, name: &str) -> Option<(u32, Span)> {
+        self.key_num(name)
+            .and_then(|(n, span)| u32::try_from(n).ok().map(|n| (n, span)))
+    }
+
+    fn key_bytes(&mut self, name: &str) -> Option<(Vec<u8>, Span)> {
+        match self.key(name) {
+            Some((Value::Bytes(b), span)) => Some((b, span)),
+            _ => None,
+        }
+    }
+
+    fn key_path(&mut self, name: &str) -> Option<FileRef> {
+        match self.key(name) {
+            Some((Value::Path(p), _)) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The candidate closest to `word` (case-insensitive), if one is close:
+/// within one edit (two for names longer than 4), or a prefix of it (`lenght` → `len`).
+fn closest(word: &str, candidates: impl IntoIterator<Item = &'static str>) -> Option<&'static str> {
+    let lower = word.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .filter_map(|c| {
+            let d = edit_distance(&lower, c);
+            let max = if c.len() <= 4 { 1 } else { 2 };
+            if d <= max {
+                Some((d, c))
+            } else if c.len() >= 2 && lower.starts_with(c) {
+                Some((lower.len() - c.len(), c))
+            } else {
+                None
+            }
+        })
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+/// "; did you mean 'x'?" when a candidate is close to `word`, else "".
+fn suggestion(word: &str, candidates: impl IntoIterator<Item = &'static str>) -> String {
+    match closest(word, candidates) {
+        Some(c) => format!("; did you mean '{c}'?"),
+        None => String::new(),
+    }
+}
+
+/// Optimal-string-alignment distance (Levenshtein plus adjacent swaps).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.len() > 64 || b.len() > 64 {
+        return usize::MAX; // not worth comparing
+    }
+    // Rows i-1, i and i+1 of the distance table.
+    let mut prev2: Vec<usize> = Vec::new();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            let mut v = (prev[j + 1] + 1).min(cur[j] + 1).min(prev[j] + cost);
+            if i > 0 && j > 0 && ca == b[j - 1] && a[i - 1] == cb {
+                v = v.min(prev2[j - 1] + 1);
+            }
+            cur[j + 1] = v;
+        }
+        prev2 = std::mem::replace(&mut prev, cur);
+    }
+    prev[b.len()]
+}
+
+/// Parses `word` as a value of `kind`; `what` names it in messages.
+fn parse_value(kind: ValueKind, word: &Word, what: &str) -> Result<Value, Diag> {
+    let text = word.text.as_str();
+    let span = word.span;
+    if word.quoted && kind != ValueKind::Path {
+        return Err(Diag::new(
+            span,
+            format!(
+                "{what} expects {}, found {}",
+                kind.describe(),
+                word.describe()
+            ),
+        ));
+    }
+    let number = |max: u64| -> Result<u64, Diag> {
+        let n = parse_u64(text).map_err(|e| match e {
+            NumError::Invalid => Diag::new(
+                span,
+                format!("{what} expects {}, found {}", kind.describe(), quote(text)),
+            ),
+            NumError::Overflow => Diag::new(
+                span,
+                format!(
+                    "{what} is too large: {} does not fit in 64 bits",
+                    quote(text)
+                ),
+            ),
+        })?;
+        if n > max {
+            let bits = 64 - max.leading_zeros();
+            return Err(Diag::new(
+                span,
+                format!(
+                    "{what} must fit in {bits} bits (at most {max:#x}), found {}",
+                    quote(text)
+                ),
+            ));
+        }
+        Ok(n)
+    };
+    let hex =
+        |text: &str| -> Result<Vec<u8>, Diag> {
+            if text.len() >= 2 && text.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("0x")) {
+                return Err(Diag::new(
+                    span,
+                    format!("{what} takes hex digits in memory order, without a '0x' prefix"),
+                ));
+            }
+            parse_hex_bytes(text).map_err(|e| match e {
+            HexError::BadChar { index, ch } => {
+                let col = span
+                    .column
+                    .saturating_add(u32::try_from(index).unwrap_or(u32::MAX));
+                Diag::new(
+                    Span::new(span.line, col, 1),
+                    format!("{what} expects hex digits, found {}", quote(&ch.to_string())),
+                )
+            }
+            HexError::OddDigits(n) if kind == ValueKind::Sha256 => Diag::new(
+                span,
+                format!("{what} expects 64 hex digits, found {n}"),
+            ),
+            HexError::OddDigits(n) => Diag::new(
+                span,
+                format!(
+                    "{what} expects whole bytes (an even number of hex digits), found {n} digits"
+                ),
+            ),
+            HexError::Empty if kind == ValueKind::Sha256 => {
+                Diag::new(span, format!("{what} expects 64 hex digits, found 0"))
+            }
+            HexError::Empty => Diag::new(
+                span,
+                format!("{what} expects at least one byte of hex digits, found none"),
+            ),
+        })
+        };
+    match kind {
+        ValueKind::Addr => parse_addr_at(text, span).map(Value::Addr),
+        ValueKind::U32 => number(u64::from(u32::MAX)).map(Value::Num),
+        ValueKind::U8 => number(u64::from(u8::MAX)).map(Value::Num),
+        ValueKind::U64 => number(u64::MAX).map(Value::Num),
+        ValueKind::Len => {
+            let n = number(u64::MAX)?;
+            if n == 0 {
+                Err(Diag::new(span, format!("{what} must be greater than 0")))
+            } else if n > MAX_LEN {
+                Err(Diag::new(
+                    span,
+                    format!(
+                        "{what} must be at most {MAX_LEN:#x} (4 GiB), found {}",
+                        quote(text)
+                    ),
+                ))
+            } else {
+                Ok(Value::Num(n))
+            }
+        }
+        ValueKind::HexBytes => hex(text).map(Value::Bytes),
+        ValueKind::Sha256 => {
+            let bytes = hex(text)?;
+            <[u8; 32]>::try_from(bytes.as_slice())
+                .map(Value::Digest)
+                .map_err(|_| {
+                    Diag::new(
+                        span,
+                        format!("{what} expects 64 hex digits, found {}", bytes.len() * 2),
+                    )
+                })
+        }
+        ValueKind::Path => {
+            if text.is_empty() {
+                Err(Diag::new(
+                    span,
+                    format!("{what} expects a file name, found an empty string"),
+                ))
+            } else {
+                Ok(Value::Path(FileRef {
+                    path: text.to_string(),
+                    span,
+                }))
+            }
+        }
+        ValueKind::Choice(opts) => match opts.iter().find(|o| **o == text) {
+            Some(o) => Ok(Value::Choice(o)),
+            None => Err(Diag::new(
+                span,
+                format!(
+                    "unknown value {} for {what} (expected one of: {}){}",
+                    quote(text),
+                    opts.join(", "),
+                    suggestion(text, opts.iter().copied())
+                ),
+            )),
+        },
+    }
+}
+
+/// Checks one lexed line against the directive table and builds its
+/// statement. Problems are pushed to `diags` (and `None` returned).
+pub(crate) fn analyze(raw: RawLine, diags: &mut Vec<Diag>) -> Option<Statement> {
+    let before = diags.len();
+    let name = raw.directive.text.as_str();
+    let Some(spec) = directive(name) else {
+        let names: Vec<&str> = DIRECTIVES.iter().map(|d| d.name).collect();
+        diags.push(Diag::new(
+            raw.directive.span,
+            format!(
+                "unknown directive {} (expected one of: {}){}",
+                quote(name),
+                names.join(", "),
+                suggestion(name, names.iter().copied())
+            ),
+        ));
+        return None;
+    };
+    let usage = format!("usage: {}", spec.usage);
+    let mut positionals: Vec<Option<Value>> = Vec::new();
+    let mut keys: Vec<Option<(Value, Span)>> = vec![None; spec.keys.len()];
+    let mut key_spans: Vec<Option<Span>> = vec![None; spec.keys.len()];
+    let mut compare: Option<(Value, Span)> = None;
+    let mut compare_span: Option<Span> = None;
+    let mut npos = 0usize;
+    // Keys a misspelt argument probably meant: not reported missing again.
+    let mut meant: Vec<&'static str> = Vec::new();
+
+    for arg in raw.args {
+        match arg {
+            RawArg::Positional(word) => {
+                let Some(param) = spec.positionals.get(npos) else {
+                    diags.push(Diag::new(
+                        word.span,
+                        format!(
+                            "unexpected argument {} for {} ({usage})",
+                            word.describe(),
+                            spec.name
+                        ),
+                    ));
+                    continue;
+                };
+                npos += 1;
+                let what = format!("{} {}", spec.name, param.name);
+                match parse_value(param.kind, &word, &what) {
+                    Ok(v) => positionals.push(Some(v)),
+                    Err(d) => {
+                        diags.push(d);
+                        positionals.push(None);
+                    }
+                }
+            }
+            RawArg::Keyed { key, value } => {
+                let Some(i) = spec.keys.iter().position(|p| p.name == key.text) else {
+                    let msg = if spec.keys.is_empty() {
+                        format!(
+                            "unknown argument {} for {} ({} takes no key=value arguments; {usage})",
+                            quote(&key.text),
+                            spec.name,
+                            spec.name
+                        )
+                    } else {
+                        let names: Vec<&'static str> = spec.keys.iter().map(|p| p.name).collect();
+                        meant.extend(closest(&key.text, names.iter().copied()));
+                        format!(
+                            "unknown argument {} for {} (expected one of: {}){}",
+                            quote(&key.text),
+                            spec.name,
+                            names.join(", "),
+                            suggestion(&key.text, names.iter().copied())
+                        )
+                    };
+                    diags.push(Diag::new(key.span, msg));
+                    continue;
+                };
+                let param = spec.keys[i];
+                if let Some(first) = key_spans[i] {
+                    diags.push(Diag::new(
+                        key.span,
+                        format!(
+                            "duplicate argument {} (first given at column {})",
+                            quote(&key.text),
+                            first.column
+                        ),
+                    ));
+                    continue;
+                }
+                let span = key.span.to(value.span);
+                key_spans[i] = Some(span);
+                match parse_value(param.kind, &value, &quote(param.name)) {
+                    Ok(v) => keys[i] = Some((v, span)),
+                    Err(d) => diags.push(d),
+                }
+            }
+            RawArg::Compare { op, value } => {
+                let Some(kind) = spec.compare else {
+                    diags.push(Diag::new(
+                        op,
+                        format!("'==' is not allowed with {} ({usage})", spec.name),
+                    ));
+                    continue;
+                };
+                if let Some(first) = compare_span {
+                    diags.push(Diag::new(
+                        op,
+                        format!("duplicate '==' (first given at column {})", first.column),
+                    ));
+                    continue;
+                }
+                let span = op.to(value.span);
+                compare_span = Some(span);
+                if let Some(param) = spec.positionals.get(npos) {
+                    diags.push(Diag::new(
+                        op,
+                        format!("missing {} before '==' ({usage})", param.name),
+                    ));
+                    continue;
+                }
+                let what = format!("the expected value of {}", spec.name);
+                match parse_value(kind, &value, &what) {
+                    Ok(v) => compare = Some((v, span)),
+                    Err(d) => diags.push(d),
+                }
+            }
+        }
+    }
+
+    let end = raw.span.after();
+    for param in spec.positionals.iter().skip(npos) {
+        if param.required && compare_span.is_none() {
+            diags.push(Diag::new(
+                end,
+                format!("missing {} for {} ({usage})", param.name, spec.name),
+            ));
+        }
+    }
+    for (param, seen) in spec.keys.iter().zip(&key_spans) {
+        if param.required && seen.is_none() && !meant.contains(&param.name) {
+            diags.push(Diag::new(
+                end,
+                format!(
+                    "missing argument {} for {} ({usage})",
+                    quote(param.name),
+                    spec.name
+                ),
+            ));
+        }
+    }
+    if diags.len() > before {
+        return None;
+    }
+
+    let mut args = Args {
+        spec,
+        positionals,
+        keys,
+        compare,
+        line: raw.span,
+        diags,
+    };
+    let kind = (spec.build)(&mut args);
+    if kind.is_none() && args.diags.len() == before {
+        args.error(
+            raw.span,
+            format!("internal error: could not build a {} statement", spec.name),
+        );
+    }
+    kind.map(|kind| Statement {
+        kind,
+        span: raw.span,
+    })
+}
+
+fn build_write32(args: &mut Args<'_>) -> Option<StatementKind> {
+    let addr = args.addr()?;
+    let Some(Value::Num(n)) = args.positional(1) else {
+        return None;
+    };
+    Some(StatementKind::Write32 {
+        addr,
+        value: u32::try_from(n).ok()?,
+    })
+}
+
+fn build_read32(args: &mut Args<'_>) -> Option<StatementKind> {
+    let addr = args.addr()?;
+    let expect = match args.compare.take() {
+        Some((Value::Num(n), span)) => Some((u32::try_from(n).ok()?, span)),
+        _ => None,
+    };
+    let mask = args.key_u32("mask");
+    if let (Some((e, span)), Some((m, _))) = (expect, mask)
+        && e & !m != 0
+    {
+        args.error(
+            span,
+            format!(
+                "expected value {e:#x} has bits outside mask {m:#x}, so the comparison can never hold"
+            ),
+        );
+        return None;
+    }
+    Some(StatementKind::Read32 {
+        addr,
+        expect: expect.map(|(e, _)| e),
+        mask: mask.map(|(m, _)| m),
+    })
+}
+
+fn build_fill(args: &mut Args<'_>) -> Option<StatementKind> {
+    let addr = args.addr()?;
+    let (len, len_span) = args.key_num("len")?;
+    let byte = args.key_num("byte");
+    let pattern = args.key("pattern");
+    let seed = args.key_num("seed");
+    let content = match (byte, pattern) {
+        (Some(_), Some((_, span))) => {
+            args.error(span, "'byte' and 'pattern' cannot be used together");
+            return None;
+        }
+        (None, None) => {
+            let usage = args.usage();
+            args.error(
+                args.line.after(),
+                format!("fill needs 'byte' or 'pattern' ({usage})"),
+            );
+            return None;
+        }
+        (Some((b, _)), None) => {
+            if let Some((_, span)) = seed {
+                args.error(span, "'seed' is only used with 'pattern'");
+                return None;
+            }
+            FillContent::Byte(u8::try_from(b).ok()?)
+        }
+        (None, Some((Value::Choice(name), _))) => {
+            let kind = if name == "incr32" {
+                FillPattern::Incr32
+            } else {
+                FillPattern::Incr8
+            };
+            let max = match kind {
+                FillPattern::Incr8 => u64::from(u8::MAX),
+                FillPattern::Incr32 => u64::from(u32::MAX),
+            };
+            let seed = match seed {
+                Some((s, span)) if s > max => {
+                    args.error(
+                        span,
+                        format!(
+                            "'seed' for pattern={name} must fit in {} bits (at most {max:#x}), found {s:#x}",
+                            kind.width() * 8
+                        ),
+                    );
+                    return None;
+                }
+                Some((s, _)) => s,
+                None => 0,
+            };
+            if len % kind.width() != 0 {
+                args.error(
+                    len_span,
+                    format!(
+                        "'len' must be a multiple of {} for pattern={name}, found {len}",
+                        kind.width()
+                    ),
+                );
+                return None;
+            }
+            FillContent::Pattern { kind, seed }
+        }
+        (None, Some(_)) => return None,
+    };
+    Some(StatementKind::Fill { addr, len, content })
+}
+
+fn build_write(args: &mut Args<'_>) -> Option<StatementKind> {
+    let addr = args.addr()?;
+    let (bytes, _) = args.key_bytes("bytes")?;
+    Some(StatementKind::Write { addr, bytes })
+}
+
+fn build_load(args: &mut Args<'_>) -> Option<StatementKind> {
+    let addr = args.addr()?;
+    let path = args.key_path("file")?;
+    let offset = args.key_num("offset").map(|(n, _)| n);
+    let len = args.key_num("len").map(|(n, _)| n);
+    Some(StatementKind::Load {
+        addr,
+        path,
+        offset,
+        len,
+    })
+}
+
+fn build_expect(args: &mut Args<'_>) -> Option<StatementKind> {
+    let addr = args.addr()?;
+    let bytes = args.key_bytes("bytes");
+    let len = args.key_num("len");
+    let digest = match args.key("sha256") {
+        Some((Value::Digest(d), span)) => Some((d, span)),
+        _ => None,
+    };
+    let check = match (bytes, len, digest) {
+        (Some(_), _, Some((_, span))) => {
+            args.error(span, "'bytes' and 'sha256' cannot be used together");
+            return None;
+        }
+        (Some(_), Some((_, span)), None) => {
+            args.error(
+                span,
+                "'len' is not used with 'bytes' (the length is the number of bytes given)",
+            );
+            return None;
+        }
+        (Some((b, _)), None, None) => ExpectCheck::Bytes(b),
+        (None, Some((len, _)), Some((digest, _))) => ExpectCheck::Sha256 { len, digest },
+        (None, None, Some((_, span))) => {
+            args.error(span, "'sha256' needs 'len' (the number of bytes hashed)");
+            return None;
+        }
+        (None, Some((_, span)), None) => {
+            args.error(
+                span.after(),
+                "'len' needs 'sha256' (or use bytes=HEX to compare bytes)",
+            );
+            return None;
+        }
+        (None, None, None) => {
+            let usage = args.usage();
+            args.error(
+                args.line.after(),
+                format!("expect needs 'bytes' or 'len' and 'sha256' ({usage})"),
+            );
+            return None;
+        }
+    };
+    Some(StatementKind::Expect { addr, check })
+}
+
+fn build_dump(args: &mut Args<'_>) -> Option<StatementKind> {
+    let addr = args.addr()?;
+    let (len, _) = args.key_num("len")?;
+    let file = args.key_path("file");
+    Some(StatementKind::Dump { addr, len, file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distance() {
+        assert_eq!(edit_distance("wirte32", "write32"), 1);
+        assert_eq!(edit_distance("lenght", "len"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("fil", "fill"), 1);
+        assert_eq!(
+            suggestion("lenght", ["len", "byte"]),
+            "; did you mean 'len'?"
+        );
+        assert_eq!(suggestion("size", ["len", "byte"]), "");
+        assert_eq!(
+            suggestion("WRITE32", ["write32", "read32"]),
+            "; did you mean 'write32'?"
+        );
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        for (i, d) in DIRECTIVES.iter().enumerate() {
+            assert!(d.usage.starts_with(d.name), "{}", d.name);
+            assert!(DIRECTIVES[..i].iter().all(|e| e.name != d.name));
+            for (j, k) in d.keys.iter().enumerate() {
+                assert!(d.keys[..j].iter().all(|e| e.name != k.name));
+            }
+        }
+    }
+}
