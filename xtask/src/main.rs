@@ -1,1 +1,106 @@
-fn main() {}
+//! Repository automation, run as `cargo xtask <command>` (alias in
+//! `.cargo/config.toml`).
+//!
+//! - `codegen [--check]`: render `docs/csr/*.md` from `csr-maps/*.json`;
+//!   `--check` writes nothing and fails when a file is stale.
+//! - `ci`: the checks CI runs (fmt, clippy, tests).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use clap::{Parser, Subcommand};
+
+mod codegen;
+
+#[derive(Debug, Parser)]
+#[command(name = "xtask", about = "neuron-sim repository automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Regenerate docs/csr/*.md from csr-maps/*.json.
+    Codegen {
+        /// Do not write; exit non-zero listing the stale files.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Run the CI checks: fmt, clippy (deny warnings), tests.
+    Ci,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Codegen { check } => codegen::run(&project_root(), check),
+        Cmd::Ci => ci(&project_root()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's directory).
+fn project_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// The `cargo` that invoked us, or `cargo` from PATH.
+fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// One CI step: a cargo invocation with extra environment.
+struct Step {
+    name: &'static str,
+    args: &'static [&'static str],
+    env: &'static [(&'static str, &'static str)],
+}
+
+const CI_STEPS: &[Step] = &[
+    Step {
+        name: "fmt",
+        args: &["fmt", "--all", "--", "--check"],
+        env: &[],
+    },
+    Step {
+        name: "clippy",
+        args: &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        env: &[],
+    },
+    Step {
+        name: "test",
+        args: &["test", "--workspace"],
+        env: &[("INSTA_UPDATE", "no")],
+    },
+];
+
+fn ci(root: &Path) -> Result<(), String> {
+    for step in CI_STEPS {
+        eprintln!("xtask ci: cargo {}", step.args.join(" "));
+        let status = Command::new(cargo())
+            .args(step.args)
+            .envs(step.env.iter().copied())
+            .current_dir(root)
+            .status()
+            .map_err(|e| format!("{}: cannot run cargo: {e}", step.name))?;
+        if !status.success() {
+            return Err(format!("{} failed ({status})", step.name));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! The built-in maps (`csr-maps/*.json`, embedded at build time) and the
+//! process-wide catalog of them.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use crate::error::{CsrMapError, CsrMapErrorDetails, CsrMapErrorKind};
+use crate::map::CsrMap;
+
+/// One embedded map file.
+#[derive(Clone, Copy, Debug)]
+pub struct BuiltinMap {
+    /// Block type name; must equal the file's `block`.
+    pub block: &'static str,
+    /// Repository-relative path of the JSON file.
+    pub path: &'static str,
+    /// The file's text.
+    pub json: &'static str,
+}
+
+/// Every map under `csr-maps/` that describes a register block, in
+/// documentation order.
+pub const BUILTIN_MAPS: &[BuiltinMap] = &[
+    BuiltinMap {
+        block: "udma_m2s",
+        path: "csr-maps/udma_m2s.json",
+        json: include_str!("../../../csr-maps/udma_m2s.json"),
+    },
+    BuiltinMap {
+        block: "udma_m2s_q",
+        path: "csr-maps/udma_m2s_q.json",
+        json: include_str!("../../../csr-maps/udma_m2s_q.json"),
+    },
+    BuiltinMap {
+        block: "udma_s2m",
+        path: "csr-maps/udma_s2m.json",
+        json: include_str!("../../../csr-maps/udma_s2m.json"),
+    },
+    BuiltinMap {
+        block: "udma_s2m_q",
+        path: "csr-maps/udma_s2m_q.json",
+        json: include_str!("../../../csr-maps/udma_s2m_q.json"),
+    },
+    BuiltinMap {
+        block: "udma_gen",
+        path: "csr-maps/udma_gen.json",
+        json: include_str!("../../../csr-maps/udma_gen.json"),
+    },
+    BuiltinMap {
+        block: "udma_gen_ex",
+        path: "csr-maps/udma_gen_ex.json",
+        json: include_str!("../../../csr-maps/udma_gen_ex.json"),
+    },
+    BuiltinMap {
+        block: "sdma_app",
+        path: "csr-maps/sdma_app.json",
+        json: include_str!("../../../csr-maps/sdma_app.json"),
+    },
+    BuiltinMap {
+        block: "notific",
+        path: "csr-maps/notific.json",
+        json: include_str!("../../../csr-maps/notific.json"),
+    },
+    BuiltinMap {
+        block: "evt_sem",
+        path: "csr-maps/evt_sem.json",
+        json: include_str!("../../../csr-maps/evt_sem.json"),
+    },
+    BuiltinMap {
+        block: "q7_local_reg",
+        path: "csr-maps/q7_local_reg.json",
+        json: include_str!("../../../csr-maps/q7_local_reg.json"),
+    },
+];
+
+/// A set of loaded maps, by block name.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    maps: BTreeMap<String, CsrMap>,
+    order: Vec<String>,
+}
+
+impl Catalog {
+    /// Loads and validates every built-in map.
+    pub fn builtin() -> Result<Catalog, CsrMapError> {
+        let mut catalog = Catalog::default();
+        for b in BUILTIN_MAPS {
+            let map = CsrMap::from_json(b.json, b.path)?;
+            if map.block() != b.block {
+                return Err(CsrMapError::new(CsrMapErrorDetails {
+                    source_name: b.path.to_string(),
+                    block: Some(map.block().to_string()),
+                    register: None,
+                    field: None,
+                    path: "block".to_string(),
+                    kind: CsrMapErrorKind::BlockNameMismatch {
+                        expected: b.block.to_string(),
+                    },
+                }));
+            }
+            catalog.insert(map);
+        }
+        Ok(catalog)
+    }
+
+    /// Adds (or replaces) a map.
+    pub fn insert(&mut self, map: CsrMap) {
+        let name = map.block().to_string();
+        if !self.maps.contains_key(&name) {
+            self.order.push(name.clone());
+        }
+        self.maps.insert(name, map);
+    }
+
+    /// The map of block type `name` (case-insensitive).
+    pub fn block(&self, name: &str) -> Option<&CsrMap> {
+        self.maps.get(&name.to_ascii_lowercase())
+    }
+
+    /// Block names in insertion (documentation) order.
+    pub fn block_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.order.iter().map(String::as_str)
+    }
+
+    /// The maps in insertion (documentation) order.
+    pub fn maps(&self) -> impl Iterator<Item = &CsrMap> + '_ {
+        self.order.iter().filter_map(|n| self.maps.get(n))
+    }
+}
+
+/// The built-in catalog, loaded once per process. A broken built-in map is a
+/// build defect (the test suite loads every map), but it is still reported as
+/// an error here rather than a panic.
+pub fn catalog() -> Result<&'static Catalog, CsrMapError> {
+    static CATALOG: OnceLock<Result<Catalog, CsrMapError>> = OnceLock::new();
+    CATALOG
+        .get_or_init(Catalog::builtin)
+        .as_ref()
+        .map_err(Clone::clone)
+}

@@ -1,0 +1,1176 @@
+//! Loaded and validated CSR maps (`csr-maps/<block>.json`; the format is
+//! described in `docs/csr-map-format.md`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use soc_map::{Hex, parse_u64};
+
+use crate::access::Access;
+use crate::error::{CsrAccessError, CsrMapError, CsrMapErrorDetails, CsrMapErrorKind};
+
+/// Largest block a map may describe (one 1 MiB engine slot, wiki-facts §I.3).
+/// The offset → register index is dense, one `u32` per word.
+pub const MAX_BLOCK_SIZE: u64 = 0x10_0000;
+
+/// Largest array element count.
+pub const MAX_ARRAY_COUNT: u64 = 0x1_0000;
+
+const NO_SLOT: u32 = u32::MAX;
+
+// ---------------------------------------------------------------------------
+// JSON shape (deserialized as written, then validated into the public types).
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMap {
+    block: String,
+    description: String,
+    size: Hex,
+    source: String,
+    registers: Vec<RawRegister>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRegister {
+    name: String,
+    offset: Hex,
+    access: String,
+    reset: Option<Hex>,
+    description: String,
+    source: String,
+    array: Option<RawArray>,
+    #[serde(default)]
+    aliases: Vec<String>,
+    #[serde(default)]
+    fields: Vec<RawField>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArray {
+    count: Hex,
+    stride: Hex,
+    #[serde(default)]
+    skip: Vec<Hex>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawField {
+    name: String,
+    bits: String,
+    access: Option<String>,
+    reset: Option<Hex>,
+    description: String,
+    source: Option<String>,
+}
+
+// ---------------------------------------------------------------------------
+// Public, validated types.
+
+/// One block type's register map: a validated `csr-maps/<block>.json`.
+///
+/// Offsets are block-relative byte offsets. Lookup by offset is O(1) (a dense
+/// word index); lookup by name is O(log n).
+#[derive(Clone, Debug)]
+pub struct CsrMap {
+    block: String,
+    description: String,
+    size: u64,
+    source: String,
+    registers: Vec<RegisterSpec>,
+    /// One per register element, sorted by offset.
+    slots: Vec<Slot>,
+    /// `offset / 4` → slot index, or `NO_SLOT`.
+    by_word: Vec<u32>,
+    /// Reset value per slot.
+    reset_values: Vec<u32>,
+    /// Upper-case register name → register index.
+    names: BTreeMap<String, usize>,
+    /// (upper-case alias name, index) → register index.
+    aliases: BTreeMap<(String, Option<u32>), usize>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    reg: u32,
+    index: u32,
+    offset: u32,
+}
+
+/// A register (or a register array) of a map.
+#[derive(Clone, Debug)]
+pub struct RegisterSpec {
+    name: String,
+    offset: u64,
+    access: Access,
+    reset: u32,
+    reset_declared: bool,
+    description: String,
+    source: String,
+    array: Option<ArraySpec>,
+    aliases: Vec<String>,
+    fields: Vec<FieldSpec>,
+    masks: RegMasks,
+    delta_lsb: u32,
+}
+
+/// Element layout of a register array: element `i` sits at
+/// `offset + i * stride` unless `i` is in `skip`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArraySpec {
+    count: u32,
+    stride: u64,
+    skip: Vec<u32>,
+}
+
+/// A bit field of a register.
+#[derive(Clone, Debug)]
+pub struct FieldSpec {
+    name: String,
+    lsb: u32,
+    width: u32,
+    access: Access,
+    access_overridden: bool,
+    reset: u32,
+    description: String,
+    source: Option<String>,
+}
+
+/// Per-register bit masks computed from the access kinds; every bit of the
+/// register is in exactly one mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegMasks {
+    /// RW bits: a write stores them.
+    pub rw: u32,
+    /// RO bits: writes ignored.
+    pub ro: u32,
+    /// RC bits: writes ignored, a read clears them.
+    pub rc: u32,
+    /// WO bits: a written 1 is a command pulse; reads 0.
+    pub wo: u32,
+    /// W1C bits: a written 1 clears.
+    pub w1c: u32,
+    /// W0C bits: a written 0 clears.
+    pub w0c: u32,
+    /// INC bits: the written value is an increment; reads 0.
+    pub inc: u32,
+    /// DEC bits: the written value is a decrement; reads 0.
+    pub dec: u32,
+    /// Bits outside every field (only when the register has fields): writes
+    /// ignored, read as their reset value (always 0).
+    pub reserved: u32,
+}
+
+impl RegMasks {
+    /// Bits that a write stores directly (`RW`).
+    pub const fn writable(&self) -> u32 {
+        self.rw
+    }
+
+    /// Bits that always read 0 (`WO`, `INC`, `DEC`).
+    pub const fn read_zero(&self) -> u32 {
+        self.wo | self.inc | self.dec
+    }
+
+    /// Bits a write can never affect (`RO`, `RC`, reserved).
+    pub const fn ignores_writes(&self) -> u32 {
+        self.ro | self.rc | self.reserved
+    }
+
+    /// True when no write can have any effect (the whole register is read-only).
+    pub const fn is_read_only(&self) -> bool {
+        (self.rw | self.w1c | self.w0c | self.wo | self.inc | self.dec) == 0
+    }
+
+    fn add(&mut self, access: Access, mask: u32) {
+        match access {
+            Access::Rw => self.rw |= mask,
+            Access::Ro => self.ro |= mask,
+            Access::Rc => self.rc |= mask,
+            Access::Wo => self.wo |= mask,
+            Access::W1c => self.w1c |= mask,
+            Access::W0c => self.w0c |= mask,
+            Access::Inc => self.inc |= mask,
+            Access::Dec => self.dec |= mask,
+        }
+    }
+}
+
+/// One register element found by offset or name: the spec, the array index
+/// (for arrays) and the element's offset.
+#[derive(Clone, Copy, Debug)]
+pub struct RegRef<'m> {
+    spec: &'m RegisterSpec,
+    index: Option<u32>,
+    offset: u64,
+    slot: u32,
+}
+
+impl<'m> RegRef<'m> {
+    /// The register's spec.
+    pub fn spec(&self) -> &'m RegisterSpec {
+        self.spec
+    }
+
+    /// The array index, for elements of register arrays.
+    pub fn index(&self) -> Option<u32> {
+        self.index
+    }
+
+    /// The element's block-relative byte offset.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The element's name: `Q_CFG`, or `SEM_INC[3]` for array elements.
+    pub fn name(&self) -> String {
+        self.to_string()
+    }
+
+    /// Position of this element in the map's offset-sorted element list.
+    pub fn slot(&self) -> usize {
+        self.slot as usize
+    }
+}
+
+impl fmt::Display for RegRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "{}[{i}]", self.spec.name),
+            None => f.write_str(&self.spec.name),
+        }
+    }
+}
+
+impl CsrMap {
+    /// Parses and validates one map. `source_name` (usually the file path) is
+    /// only used in error messages.
+    pub fn from_json(text: &str, source_name: &str) -> Result<CsrMap, CsrMapError> {
+        let raw: RawMap = serde_json::from_str(text)
+            .map_err(|e| CsrMapErrorDetails {
+                source_name: source_name.to_string(),
+                block: None,
+                register: None,
+                field: None,
+                path: String::new(),
+                kind: CsrMapErrorKind::Json {
+                    line: e.line(),
+                    column: e.column(),
+                    message: serde_message(&e),
+                },
+            })
+            .map_err(CsrMapError::new)?;
+        Builder {
+            source_name,
+            block: &raw.block,
+        }
+        .build(&raw)
+    }
+
+    /// Block type name (`udma_m2s_q`).
+    pub fn block(&self) -> &str {
+        &self.block
+    }
+
+    /// What the block is.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Where the map's facts come from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Block size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The registers in declaration order.
+    pub fn registers(&self) -> &[RegisterSpec] {
+        &self.registers
+    }
+
+    /// Number of register elements (array elements counted one by one).
+    pub fn element_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Register by name (case-insensitive), not counting aliases.
+    pub fn register(&self, name: &str) -> Option<&RegisterSpec> {
+        self.names
+            .get(&name.to_ascii_uppercase())
+            .and_then(|&r| self.registers.get(r))
+    }
+
+    /// The register element at a block-relative byte offset.
+    pub fn register_at(&self, offset: u64) -> Option<RegRef<'_>> {
+        self.slot_at(offset).ok().and_then(|s| self.element(s))
+    }
+
+    /// Like [`CsrMap::register_at`], but says why there is no register.
+    pub fn element_at(&self, offset: u64) -> Result<RegRef<'_>, CsrAccessError> {
+        let slot = self.slot_at(offset)?;
+        self.element(slot).ok_or(CsrAccessError::Hole { offset })
+    }
+
+    /// All register elements in offset order.
+    pub fn elements(&self) -> impl Iterator<Item = RegRef<'_>> + '_ {
+        (0..self.slots.len()).filter_map(|s| self.element(s))
+    }
+
+    /// Offset of register `name` (case-insensitive), element `index` for
+    /// arrays (`None` for single registers). Aliases are tried after
+    /// register names.
+    pub fn find(&self, name: &str, index: Option<u32>) -> Option<u64> {
+        let key = name.trim().to_ascii_uppercase();
+        if let Some(spec) = self.names.get(&key).and_then(|&r| self.registers.get(r)) {
+            match (&spec.array, index) {
+                (None, None) => return Some(spec.offset),
+                (Some(array), Some(i)) => {
+                    if let Some(offset) = array.element_offset(spec.offset, i) {
+                        return Some(offset);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.aliases
+            .get(&(key, index))
+            .and_then(|&r| self.registers.get(r))
+            .map(|spec| spec.offset)
+    }
+
+    /// Resolves a register reference as written in traces and CLIs:
+    /// `tdrtp_inc`, `SEM_INC[3]`, `lr[0x27]` (case-insensitive; index decimal
+    /// or `0x` hex).
+    pub fn lookup(&self, text: &str) -> Option<RegRef<'_>> {
+        let (name, index) = split_index(text)?;
+        self.find(name, index).and_then(|o| self.register_at(o))
+    }
+
+    /// Field values of `value` read from register `reg` (named as in
+    /// [`CsrMap::lookup`]; see [`RegisterSpec::decode`]). `None` if there is
+    /// no such register.
+    pub fn decode(&self, reg: &str, value: u32) -> Option<Vec<(&str, u32)>> {
+        self.lookup(reg).map(|r| r.spec().decode(value))
+    }
+
+    /// Reset value of every element, indexed by [`RegRef::slot`].
+    pub fn reset_values(&self) -> &[u32] {
+        &self.reset_values
+    }
+
+    /// The slot for an offset (alignment and range checked).
+    pub(crate) fn slot_at(&self, offset: u64) -> Result<usize, CsrAccessError> {
+        if !offset.is_multiple_of(4) {
+            return Err(CsrAccessError::Misaligned { offset });
+        }
+        if offset >= self.size {
+            return Err(CsrAccessError::OutsideBlock {
+                offset,
+                size: self.size,
+            });
+        }
+        let word = usize::try_from(offset / 4).map_err(|_| CsrAccessError::Hole { offset })?;
+        match self.by_word.get(word) {
+            Some(&s) if s != NO_SLOT => Ok(s as usize),
+            _ => Err(CsrAccessError::Hole { offset }),
+        }
+    }
+
+    /// The element in slot `slot`.
+    pub(crate) fn element(&self, slot: usize) -> Option<RegRef<'_>> {
+        let s = self.slots.get(slot)?;
+        let spec = self.registers.get(s.reg as usize)?;
+        Some(RegRef {
+            spec,
+            index: spec.array.as_ref().map(|_| s.index),
+            offset: u64::from(s.offset),
+            slot: u32::try_from(slot).ok()?,
+        })
+    }
+}
+
+impl RegisterSpec {
+    /// Register name (UPPER_SNAKE); array elements are `NAME[i]`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Offset of the register (of element 0 for arrays).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The register's declared access kind (fields may override it).
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// Reset value (declared, or composed from the field resets).
+    pub fn reset(&self) -> u32 {
+        self.reset
+    }
+
+    /// True when the map gives the reset value of the register explicitly.
+    pub fn reset_declared(&self) -> bool {
+        self.reset_declared
+    }
+
+    /// What the register does.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Where the register's facts come from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Array layout, for register arrays.
+    pub fn array(&self) -> Option<&ArraySpec> {
+        self.array.as_ref()
+    }
+
+    /// Alternative names accepted by [`CsrMap::find`] (`LR[39]`).
+    pub fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    /// The fields, in declaration order (empty: the register is one 32-bit value).
+    pub fn fields(&self) -> &[FieldSpec] {
+        &self.fields
+    }
+
+    /// Field by name (case-insensitive).
+    pub fn field(&self, name: &str) -> Option<&FieldSpec> {
+        self.fields
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Bit masks per access kind.
+    pub fn masks(&self) -> &RegMasks {
+        &self.masks
+    }
+
+    /// Offsets of all elements (one for single registers).
+    pub fn element_offsets(&self) -> Vec<u64> {
+        match &self.array {
+            None => vec![self.offset],
+            Some(a) => (0..a.count)
+                .filter_map(|i| a.element_offset(self.offset, i))
+                .collect(),
+        }
+    }
+
+    /// `(field name, field value)` for every field of `value`.
+    pub fn decode(&self, value: u32) -> Vec<(&str, u32)> {
+        self.fields
+            .iter()
+            .map(|f| (f.name.as_str(), f.extract(value)))
+            .collect()
+    }
+
+    /// The increment/decrement carried by a written value (INC/DEC registers).
+    pub(crate) fn delta_of(&self, written: u32) -> u32 {
+        (written & (self.masks.inc | self.masks.dec)) >> self.delta_lsb
+    }
+}
+
+impl ArraySpec {
+    /// Number of index positions (skipped ones included).
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Byte distance between consecutive elements.
+    pub fn stride(&self) -> u64 {
+        self.stride
+    }
+
+    /// Indices that are not part of the array (another register sits there).
+    pub fn skip(&self) -> &[u32] {
+        &self.skip
+    }
+
+    /// True when element `index` exists.
+    pub fn contains(&self, index: u32) -> bool {
+        index < self.count && !self.skip.contains(&index)
+    }
+
+    fn element_offset(&self, base: u64, index: u32) -> Option<u64> {
+        if self.contains(index) {
+            Some(base + u64::from(index) * self.stride)
+        } else {
+            None
+        }
+    }
+}
+
+impl FieldSpec {
+    /// Field name (UPPER_SNAKE).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Lowest bit.
+    pub fn lsb(&self) -> u32 {
+        self.lsb
+    }
+
+    /// Highest bit.
+    pub fn msb(&self) -> u32 {
+        self.lsb + self.width - 1
+    }
+
+    /// Width in bits (1..=32).
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// Effective access kind (the override, or the register's).
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// True when the field overrides the register's access kind.
+    pub fn access_overridden(&self) -> bool {
+        self.access_overridden
+    }
+
+    /// Reset value of the field (field-aligned, not shifted).
+    pub fn reset(&self) -> u32 {
+        self.reset
+    }
+
+    /// What the field does.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Field-specific source, if it differs from the register's.
+    pub fn source(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+
+    /// The field's bits within the register.
+    pub fn mask(&self) -> u32 {
+        field_mask(self.lsb, self.width)
+    }
+
+    /// `bits` as written in maps: `"16"` or `"30:28"`.
+    pub fn bits(&self) -> String {
+        if self.width == 1 {
+            self.lsb.to_string()
+        } else {
+            format!("{}:{}", self.msb(), self.lsb)
+        }
+    }
+
+    /// The field's value inside a register value.
+    pub fn extract(&self, register_value: u32) -> u32 {
+        (register_value & self.mask()) >> self.lsb
+    }
+
+    /// `register_value` with this field replaced by `field_value` (truncated
+    /// to the field width).
+    pub fn insert(&self, register_value: u32, field_value: u32) -> u32 {
+        let mask = self.mask();
+        (register_value & !mask) | ((field_value << self.lsb) & mask)
+    }
+}
+
+fn field_mask(lsb: u32, width: u32) -> u32 {
+    let ones = if width >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    };
+    ones.checked_shl(lsb).unwrap_or(0)
+}
+
+/// serde_json's message without its trailing " at line L column C".
+fn serde_message(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    full.strip_suffix(&suffix).unwrap_or(&full).to_string()
+}
+
+/// Splits `NAME` / `NAME[idx]`.
+fn split_index(text: &str) -> Option<(&str, Option<u32>)> {
+    let text = text.trim();
+    match text.split_once('[') {
+        None => Some((text, None)),
+        Some((name, rest)) => {
+            let inner = rest.strip_suffix(']')?;
+            let index = u32::try_from(parse_u64(inner).ok()?).ok()?;
+            Some((name.trim(), Some(index)))
+        }
+    }
+}
+
+fn is_upper_snake(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_uppercase())
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn is_lower_snake(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Parses `"N"` or `"H:L"` into (lsb, width).
+fn parse_bits(text: &str) -> Result<(u32, u32), &'static str> {
+    let num = |s: &str| -> Result<u32, &'static str> {
+        let s = s.trim();
+        if s.is_empty() || !s.chars().all(|c| c.is_ascii_digit()) {
+            return Err("expected decimal bit numbers, `N` or `H:L`");
+        }
+        s.parse::<u32>().map_err(|_| "bit number too large")
+    };
+    let (msb, lsb) = match text.split_once(':') {
+        None => {
+            let b = num(text)?;
+            (b, b)
+        }
+        Some((h, l)) => (num(h)?, num(l)?),
+    };
+    if msb > 31 {
+        return Err("bits must lie within 31:0");
+    }
+    if msb < lsb {
+        return Err("high bit is below low bit (write `H:L`)");
+    }
+    Ok((lsb, msb - lsb + 1))
+}
+
+// ---------------------------------------------------------------------------
+// Validation.
+
+struct Builder<'a> {
+    source_name: &'a str,
+    block: &'a str,
+}
+
+impl Builder<'_> {
+    fn err(
+        &self,
+        register: Option<&str>,
+        field: Option<&str>,
+        path: String,
+        kind: CsrMapErrorKind,
+    ) -> CsrMapError {
+        CsrMapError::new(CsrMapErrorDetails {
+            source_name: self.source_name.to_string(),
+            block: Some(self.block.to_string()),
+            register: register.map(str::to_string),
+            field: field.map(str::to_string),
+            path,
+            kind,
+        })
+    }
+
+    fn build(&self, raw: &RawMap) -> Result<CsrMap, CsrMapError> {
+        if !is_lower_snake(&raw.block) {
+            return Err(self.err(
+                None,
+                None,
+                "block".into(),
+                CsrMapErrorKind::BadName {
+                    name: raw.block.clone(),
+                    expected: "lower_snake_case",
+                },
+            ));
+        }
+        let size = raw.size.0;
+        if size == 0 || !size.is_multiple_of(4) || size > MAX_BLOCK_SIZE {
+            return Err(self.err(
+                None,
+                None,
+                "size".into(),
+                CsrMapErrorKind::BadBlockSize { size },
+            ));
+        }
+
+        let mut registers = Vec::with_capacity(raw.registers.len());
+        let mut names: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, r) in raw.registers.iter().enumerate() {
+            let path = format!("registers[{i}]");
+            let spec = self.build_register(r, &path)?;
+            let key = spec.name.to_ascii_uppercase();
+            if let Some(&first) = names.get(&key) {
+                return Err(self.err(
+                    Some(&r.name),
+                    None,
+                    format!("{path}.name"),
+                    CsrMapErrorKind::DuplicateName {
+                        name: r.name.clone(),
+                        first: format!("registers[{first}].name"),
+                    },
+                ));
+            }
+            names.insert(key, i);
+            registers.push(spec);
+        }
+
+        let (slots, by_word) = self.layout(&registers, size)?;
+        let aliases = self.aliases(&registers, &names)?;
+        let reset_values = slots
+            .iter()
+            .map(|s| registers.get(s.reg as usize).map_or(0, |r| r.reset))
+            .collect();
+
+        Ok(CsrMap {
+            block: raw.block.clone(),
+            description: raw.description.clone(),
+            size,
+            source: raw.source.clone(),
+            registers,
+            slots,
+            by_word,
+            reset_values,
+            names,
+            aliases,
+        })
+    }
+
+    fn build_register(&self, r: &RawRegister, path: &str) -> Result<RegisterSpec, CsrMapError> {
+        let reg = Some(r.name.as_str());
+        if !is_upper_snake(&r.name) {
+            return Err(self.err(
+                reg,
+                None,
+                format!("{path}.name"),
+                CsrMapErrorKind::BadName {
+                    name: r.name.clone(),
+                    expected: "UPPER_SNAKE_CASE",
+                },
+            ));
+        }
+        let access = Access::parse(&r.access).ok_or_else(|| {
+            self.err(
+                reg,
+                None,
+                format!("{path}.access"),
+                CsrMapErrorKind::UnknownAccess {
+                    text: r.access.clone(),
+                },
+            )
+        })?;
+        let offset = r.offset.0;
+        if !offset.is_multiple_of(4) {
+            return Err(self.err(
+                reg,
+                None,
+                format!("{path}.offset"),
+                CsrMapErrorKind::Misaligned { value: offset },
+            ));
+        }
+        let array = match &r.array {
+            None => None,
+            Some(a) => Some(self.build_array(a, reg, path)?),
+        };
+
+        // Fields and masks.
+        let mut fields: Vec<FieldSpec> = Vec::with_capacity(r.fields.len());
+        let mut masks = RegMasks::default();
+        let mut used = 0u32;
+        let mut delta_field: Option<(String, u32)> = None;
+        for (j, f) in r.fields.iter().enumerate() {
+            let fpath = format!("{path}.fields[{j}]");
+            let field = Some(f.name.as_str());
+            if !is_upper_snake(&f.name) {
+                return Err(self.err(
+                    reg,
+                    field,
+                    format!("{fpath}.name"),
+                    CsrMapErrorKind::BadName {
+                        name: f.name.clone(),
+                        expected: "UPPER_SNAKE_CASE",
+                    },
+                ));
+            }
+            if let Some(first) = fields
+                .iter()
+                .position(|g| g.name.eq_ignore_ascii_case(&f.name))
+            {
+                return Err(self.err(
+                    reg,
+                    field,
+                    format!("{fpath}.name"),
+                    CsrMapErrorKind::DuplicateName {
+                        name: f.name.clone(),
+                        first: format!("{path}.fields[{first}].name"),
+                    },
+                ));
+            }
+            let (lsb, width) = parse_bits(&f.bits).map_err(|reason| {
+                self.err(
+                    reg,
+                    field,
+                    format!("{fpath}.bits"),
+                    CsrMapErrorKind::BadBits {
+                        text: f.bits.clone(),
+                        reason,
+                    },
+                )
+            })?;
+            let mask = field_mask(lsb, width);
+            if used & mask != 0 {
+                let other = fields
+                    .iter()
+                    .find(|g| g.mask() & mask != 0)
+                    .map(|g| g.name.clone())
+                    .unwrap_or_default();
+                return Err(self.err(
+                    reg,
+                    field,
+                    format!("{fpath}.bits"),
+                    CsrMapErrorKind::FieldOverlap {
+                        other,
+                        bits: used & mask,
+                    },
+                ));
+            }
+            used |= mask;
+            let (faccess, overridden) = match &f.access {
+                None => (access, false),
+                Some(text) => {
+                    let a = Access::parse(text).ok_or_else(|| {
+                        self.err(
+                            reg,
+                            field,
+                            format!("{fpath}.access"),
+                            CsrMapErrorKind::UnknownAccess { text: text.clone() },
+                        )
+                    })?;
+                    (a, a != access)
+                }
+            };
+            if matches!(faccess, Access::Inc | Access::Dec) {
+                if let Some((other, _)) = &delta_field {
+                    return Err(self.err(
+                        reg,
+                        field,
+                        format!("{fpath}.access"),
+                        CsrMapErrorKind::MultipleDeltaFields {
+                            other: other.clone(),
+                        },
+                    ));
+                }
+                delta_field = Some((f.name.clone(), lsb));
+            }
+            let reset = match f.reset {
+                None => 0,
+                Some(Hex(v)) => {
+                    if v > u64::from(field_mask(0, width)) {
+                        return Err(self.err(
+                            reg,
+                            field,
+                            format!("{fpath}.reset"),
+                            CsrMapErrorKind::FieldResetTooWide { value: v, width },
+                        ));
+                    }
+                    // Width <= 32 was checked just above.
+                    v as u32
+                }
+            };
+            masks.add(faccess, mask);
+            fields.push(FieldSpec {
+                name: f.name.clone(),
+                lsb,
+                width,
+                access: faccess,
+                access_overridden: overridden,
+                reset,
+                description: f.description.clone(),
+                source: f.source.clone(),
+            });
+        }
+        if fields.is_empty() {
+            masks.add(access, u32::MAX);
+        } else {
+            masks.reserved = !used;
+        }
+
+        // Reset value: declared, or composed from the fields.
+        let reset = match r.reset {
+            Some(Hex(v)) => {
+                let v = u32::try_from(v).map_err(|_| {
+                    self.err(
+                        reg,
+                        None,
+                        format!("{path}.reset"),
+                        CsrMapErrorKind::ResetTooWide { value: v },
+                    )
+                })?;
+                if v & masks.reserved != 0 {
+                    return Err(self.err(
+                        reg,
+                        None,
+                        format!("{path}.reset"),
+                        CsrMapErrorKind::ResetOutsideFields {
+                            reset: v,
+                            bits: v & masks.reserved,
+                        },
+                    ));
+                }
+                for (j, (f, raw_f)) in fields.iter().zip(&r.fields).enumerate() {
+                    if raw_f.reset.is_some() && f.extract(v) != f.reset {
+                        return Err(self.err(
+                            reg,
+                            Some(&f.name),
+                            format!("{path}.fields[{j}].reset"),
+                            CsrMapErrorKind::ResetMismatch {
+                                from_register: f.extract(v),
+                                from_field: f.reset,
+                            },
+                        ));
+                    }
+                }
+                v
+            }
+            None => fields.iter().fold(0, |acc, f| f.insert(acc, f.reset)),
+        };
+        if reset & masks.read_zero() != 0 {
+            return Err(self.err(
+                reg,
+                None,
+                format!("{path}.reset"),
+                CsrMapErrorKind::ResetOnWriteOnlyBits {
+                    bits: reset & masks.read_zero(),
+                },
+            ));
+        }
+        for f in &mut fields {
+            f.reset = f.extract(reset);
+        }
+        let delta_lsb = delta_field.as_ref().map_or(0, |(_, lsb)| *lsb);
+
+        Ok(RegisterSpec {
+            name: r.name.clone(),
+            offset,
+            access,
+            reset,
+            reset_declared: r.reset.is_some(),
+            description: r.description.clone(),
+            source: r.source.clone(),
+            array,
+            aliases: r.aliases.clone(),
+            fields,
+            masks,
+            delta_lsb,
+        })
+    }
+
+    fn build_array(
+        &self,
+        a: &RawArray,
+        reg: Option<&str>,
+        path: &str,
+    ) -> Result<ArraySpec, CsrMapError> {
+        let bad = |what: &str, reason: String| {
+            self.err(
+                reg,
+                None,
+                format!("{path}.array.{what}"),
+                CsrMapErrorKind::BadArray { reason },
+            )
+        };
+        let count = a.count.0;
+        if count == 0 || count > MAX_ARRAY_COUNT {
+            return Err(bad(
+                "count",
+                format!("count {count} must be between 1 and {MAX_ARRAY_COUNT}"),
+            ));
+        }
+        let stride = a.stride.0;
+        if !stride.is_multiple_of(4) {
+            return Err(self.err(
+                reg,
+                None,
+                format!("{path}.array.stride"),
+                CsrMapErrorKind::Misaligned { value: stride },
+            ));
+        }
+        if !(4..=MAX_BLOCK_SIZE).contains(&stride) {
+            return Err(bad(
+                "stride",
+                format!("stride {stride:#x} must be at least 4 and at most the block limit"),
+            ));
+        }
+        let mut skip: Vec<u32> = Vec::with_capacity(a.skip.len());
+        for (k, s) in a.skip.iter().enumerate() {
+            if s.0 >= count {
+                return Err(bad(
+                    &format!("skip[{k}]"),
+                    format!("skipped index {} is not below count {count}", s.0),
+                ));
+            }
+            // count <= MAX_ARRAY_COUNT, so the index fits.
+            let s = s.0 as u32;
+            if skip.contains(&s) {
+                return Err(bad(
+                    &format!("skip[{k}]"),
+                    format!("index {s} is skipped twice"),
+                ));
+            }
+            skip.push(s);
+        }
+        skip.sort_unstable();
+        if skip.len() as u64 == count {
+            return Err(bad("skip", "every element is skipped".into()));
+        }
+        Ok(ArraySpec {
+            count: count as u32,
+            stride,
+            skip,
+        })
+    }
+
+    /// Places every element, rejecting overlaps and elements past the block end.
+    fn layout(
+        &self,
+        registers: &[RegisterSpec],
+        size: u64,
+    ) -> Result<(Vec<Slot>, Vec<u32>), CsrMapError> {
+        let words = (size / 4) as usize;
+        // First pass: word → (register, index) so overlaps can be named.
+        let mut owner: Vec<Option<(u32, u32)>> = vec![None; words];
+        let render = |reg: u32, index: u32| -> String {
+            match registers.get(reg as usize) {
+                Some(r) if r.array.is_some() => format!("{}[{index}]", r.name),
+                Some(r) => r.name.clone(),
+                None => String::new(),
+            }
+        };
+        for (ri, r) in registers.iter().enumerate() {
+            let ri = ri as u32;
+            let path = format!("registers[{ri}]");
+            let (count, stride) = r.array.as_ref().map_or((1, 0), |a| (a.count, a.stride));
+            for i in 0..count {
+                if r.array.as_ref().is_some_and(|a| !a.contains(i)) {
+                    continue;
+                }
+                let offset = u64::from(i)
+                    .checked_mul(stride)
+                    .and_then(|d| d.checked_add(r.offset))
+                    .unwrap_or(u64::MAX);
+                let name = render(ri, i);
+                if offset.saturating_add(4) > size {
+                    return Err(self.err(
+                        Some(&name),
+                        None,
+                        format!("{path}.offset"),
+                        CsrMapErrorKind::OutsideBlock { offset, size },
+                    ));
+                }
+                let word = (offset / 4) as usize;
+                match owner.get_mut(word) {
+                    Some(Some((or, oi))) => {
+                        return Err(self.err(
+                            Some(&name),
+                            None,
+                            format!("{path}.offset"),
+                            CsrMapErrorKind::Overlap {
+                                other: render(*or, *oi),
+                                offset,
+                            },
+                        ));
+                    }
+                    Some(slot) => *slot = Some((ri, i)),
+                    None => {
+                        return Err(self.err(
+                            Some(&name),
+                            None,
+                            format!("{path}.offset"),
+                            CsrMapErrorKind::OutsideBlock { offset, size },
+                        ));
+                    }
+                }
+            }
+        }
+        // Second pass: slots in offset order.
+        let mut slots = Vec::new();
+        let mut by_word = vec![NO_SLOT; words];
+        for (word, o) in owner.iter().enumerate() {
+            if let Some((reg, index)) = *o {
+                by_word[word] = slots.len() as u32;
+                slots.push(Slot {
+                    reg,
+                    index,
+                    offset: (word * 4) as u32,
+                });
+            }
+        }
+        Ok((slots, by_word))
+    }
+
+    fn aliases(
+        &self,
+        registers: &[RegisterSpec],
+        names: &BTreeMap<String, usize>,
+    ) -> Result<BTreeMap<(String, Option<u32>), usize>, CsrMapError> {
+        let mut out: BTreeMap<(String, Option<u32>), usize> = BTreeMap::new();
+        let mut first_use: BTreeMap<(String, Option<u32>), String> = BTreeMap::new();
+        for (ri, r) in registers.iter().enumerate() {
+            for (k, alias) in r.aliases.iter().enumerate() {
+                let path = format!("registers[{ri}].aliases[{k}]");
+                let bad = |reason: &str| {
+                    self.err(
+                        Some(&r.name),
+                        None,
+                        path.clone(),
+                        CsrMapErrorKind::BadAlias {
+                            alias: alias.clone(),
+                            reason: reason.to_string(),
+                        },
+                    )
+                };
+                if r.array.is_some() {
+                    return Err(bad("aliases are only allowed on single registers"));
+                }
+                let (name, index) =
+                    split_index(alias).ok_or_else(|| bad("expected NAME or NAME[i]"))?;
+                if !is_upper_snake(name) {
+                    return Err(bad("alias names are UPPER_SNAKE_CASE"));
+                }
+                let key = name.to_string();
+                if let Some(target) = names.get(&key).and_then(|&t| registers.get(t)) {
+                    let clashes = match (&target.array, index) {
+                        (None, _) => true,
+                        (Some(a), Some(i)) => a.contains(i),
+                        (Some(_), None) => true,
+                    };
+                    if clashes {
+                        return Err(bad("it names an existing register element"));
+                    }
+                }
+                let map_key = (key, index);
+                if let Some(first) = first_use.get(&map_key) {
+                    return Err(self.err(
+                        Some(&r.name),
+                        None,
+                        path.clone(),
+                        CsrMapErrorKind::DuplicateName {
+                            name: alias.clone(),
+                            first: first.clone(),
+                        },
+                    ));
+                }
+                first_use.insert(map_key.clone(), path.clone());
+                out.insert(map_key, ri);
+            }
+        }
+        Ok(out)
+    }
+}
