@@ -21,6 +21,7 @@ pub mod access;
 pub mod catalog;
 pub mod docgen;
 pub mod error;
+pub mod listing;
 pub mod map;
 pub mod regfile;
 

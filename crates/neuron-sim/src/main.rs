@@ -1,1 +1,366 @@
-fn main() {}
+//! `neuron-sim`: the command-line front end (DESIGN §6). Thin: parse
+//! arguments, call the library crates, print text or `--json`.
+//!
+//! Exit status: 0 ok, 1 a trace expectation failed, 2 bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use soc::Device;
+use soc::exec::TraceFiles;
+use soc_map::Hex;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "neuron-sim",
+    version,
+    about = "Cycle-level simulator of the AWS Trainium2 (NeuronCore-v3) DMA subsystem"
+)]
+struct Cli {
+    /// Use this SoC address map instead of the built-in csr-maps/soc-map.json.
+    #[arg(long, global = true, value_name = "FILE")]
+    soc_map: Option<PathBuf>,
+    /// Load CSR block maps (*.json) from DIR over the built-in ones.
+    #[arg(long, global = true, value_name = "DIR")]
+    csr_maps: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// Where the device description comes from.
+struct Maps {
+    soc_map: Option<PathBuf>,
+    csr_maps: Option<PathBuf>,
+}
+
+impl Maps {
+    fn catalog(&self) -> Result<&'static csr::Catalog, Failure> {
+        let Some(dir) = &self.csr_maps else {
+            return csr::catalog().map_err(|e| bad_input(e.to_string()));
+        };
+        let mut catalog = csr::Catalog::builtin().map_err(|e| bad_input(e.to_string()))?;
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| bad_input(format!("cannot read --csr-maps {}: {e}", dir.display())))?;
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .filter(|p| p.file_name().is_some_and(|n| n != "soc-map.json"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            let text = std::fs::read_to_string(&p)
+                .map_err(|e| bad_input(format!("cannot read {}: {e}", p.display())))?;
+            let map = csr::CsrMap::from_json(&text, &p.display().to_string())
+                .map_err(|e| bad_input(e.to_string()))?;
+            catalog.insert(map);
+        }
+        // One catalog per process: the device borrows it for its lifetime.
+        Ok(Box::leak(Box::new(catalog)))
+    }
+
+    fn device(&self) -> Result<Device, Failure> {
+        let catalog = self.catalog()?;
+        let map = match &self.soc_map {
+            None => soc_map::trn2(),
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| {
+                    bad_input(format!("cannot read --soc-map {}: {e}", p.display()))
+                })?;
+                soc_map::SocMap::from_json(&text, &p.display().to_string())
+            }
+        }
+        .map_err(|e| bad_input(e.to_string()))?;
+        Device::new(map, catalog).map_err(|e| bad_input(e.to_string()))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Print the SoC address map, or decode one address.
+    Map {
+        /// Address to decode (0x-prefixed hex or decimal). Without it, print the region table.
+        addr: Option<Hex>,
+        /// List every concrete region instead of the compact table.
+        #[arg(long)]
+        expand: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// CSR register maps.
+    Csr {
+        #[command(subcommand)]
+        cmd: CsrCmd,
+    },
+    /// Execute a trace (register and memory directives).
+    Run {
+        /// The trace file.
+        trace: PathBuf,
+        /// Write every CSR that differs from reset to FILE (YAML, or JSON if FILE ends in .json).
+        #[arg(long, value_name = "FILE")]
+        csr_snapshot: Option<PathBuf>,
+        /// Print the run report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CsrCmd {
+    /// List a block's registers (or, without BLOCK, the blocks).
+    List {
+        /// Block name, e.g. udma_m2s_q.
+        block: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decode a register value into its fields.
+    Decode {
+        /// Block name, e.g. udma_m2s_q.
+        block: String,
+        /// Register name, e.g. Q_CFG or SEM_INC[3].
+        register: String,
+        /// The value (0x-prefixed hex or decimal).
+        value: Hex,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A command's failure: message and exit status.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+fn bad_input(message: impl Into<String>) -> Failure {
+    Failure {
+        code: 2,
+        message: message.into(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("neuron-sim: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<u8, Failure> {
+    let maps = Maps {
+        soc_map: cli.soc_map,
+        csr_maps: cli.csr_maps,
+    };
+    match cli.cmd {
+        Cmd::Map { addr, expand, json } => cmd_map(&maps, addr, expand, json),
+        Cmd::Csr { cmd } => match cmd {
+            CsrCmd::List { block, json } => cmd_csr_list(&maps, block.as_deref(), json),
+            CsrCmd::Decode {
+                block,
+                register,
+                value,
+                json,
+            } => cmd_csr_decode(&maps, &block, &register, value, json),
+        },
+        Cmd::Run {
+            trace,
+            csr_snapshot,
+            json,
+        } => cmd_run(&maps, &trace, csr_snapshot.as_deref(), json),
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, Failure> {
+    serde_json::to_string_pretty(v).map_err(|e| Failure {
+        code: 2,
+        message: format!("cannot render JSON: {e}"),
+    })
+}
+
+fn cmd_map(maps: &Maps, addr: Option<Hex>, expand: bool, json: bool) -> Result<u8, Failure> {
+    let dev = maps.device()?;
+    match addr {
+        Some(a) => {
+            let info = soc::describe(&dev, a.0);
+            if json {
+                println!("{}", to_json(&info)?);
+            } else {
+                println!("{}", info.to_text());
+            }
+        }
+        None if expand => {
+            let rows = soc_map::table::expanded(dev.map());
+            if json {
+                println!("{}", to_json(&rows)?);
+            } else {
+                for r in rows {
+                    let kind = serde_json::to_value(r.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    println!(
+                        "{:<28} {:>18} {:>14}  {:<9} {}",
+                        r.name,
+                        r.base.to_string(),
+                        r.size.to_string(),
+                        kind,
+                        r.block.unwrap_or_default()
+                    );
+                }
+            }
+        }
+        None => {
+            let rows = soc_map::table::region_table(dev.map());
+            if json {
+                println!("{}", to_json(&rows)?);
+            } else {
+                print!("{}", soc_map::table::render_table(&rows));
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn cmd_csr_list(maps: &Maps, block: Option<&str>, json: bool) -> Result<u8, Failure> {
+    let catalog = maps.catalog()?;
+    let Some(name) = block else {
+        let names: Vec<&str> = catalog.block_names().collect();
+        if json {
+            println!("{}", to_json(&names)?);
+        } else {
+            for n in names {
+                let desc = catalog.block(n).map(|m| m.description()).unwrap_or("");
+                println!("{n:<16} {desc}");
+            }
+        }
+        return Ok(0);
+    };
+    let map = catalog.block(name).ok_or_else(|| {
+        let names: Vec<&str> = catalog.block_names().collect();
+        bad_input(format!(
+            "unknown CSR block `{name}` (blocks: {})",
+            names.join(", ")
+        ))
+    })?;
+    let listing = csr::listing::list(map);
+    if json {
+        println!("{}", to_json(&listing)?);
+    } else {
+        print!("{}", csr::listing::render_text(map, &listing));
+    }
+    Ok(0)
+}
+
+fn cmd_csr_decode(
+    maps: &Maps,
+    block: &str,
+    register: &str,
+    value: Hex,
+    json: bool,
+) -> Result<u8, Failure> {
+    let catalog = maps.catalog()?;
+    let map = catalog
+        .block(block)
+        .ok_or_else(|| bad_input(format!("unknown CSR block `{block}`")))?;
+    let value = u32::try_from(value.0)
+        .map_err(|_| bad_input(format!("value {value} does not fit in 32 bits")))?;
+    let reg = map
+        .lookup(register)
+        .ok_or_else(|| bad_input(format!("block {block} has no register `{register}`")))?;
+    let fields: Vec<(String, String)> = reg
+        .spec()
+        .decode(value)
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), format!("{v:#x}")))
+        .collect();
+    if json {
+        let obj = serde_json::json!({
+            "block": block,
+            "register": reg.name(),
+            "offset": format!("{:#x}", reg.offset()),
+            "value": format!("{value:#010x}"),
+            "fields": fields.iter().map(|(n, v)| serde_json::json!({"name": n, "value": v})).collect::<Vec<_>>(),
+        });
+        println!("{}", to_json(&obj)?);
+    } else {
+        println!("{}.{} = {value:#010x}", block, reg.name());
+        for (n, v) in fields {
+            println!("  {n:<24} {v}");
+        }
+    }
+    Ok(0)
+}
+
+/// Trace files relative to the trace's directory.
+struct DirFiles {
+    base: PathBuf,
+}
+
+impl TraceFiles for DirFiles {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.base.join(path))
+    }
+    fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
+        let p = self.base.join(path);
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(p, data)
+    }
+}
+
+fn cmd_run(maps: &Maps, trace: &Path, snapshot: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    let source = std::fs::read_to_string(trace)
+        .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
+    let mut dev = maps.device()?;
+    let name = trace.display().to_string();
+    let mut files = DirFiles {
+        base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let report = match soc::exec::run_source(&mut dev, &source, &name, &mut files) {
+        Ok(r) => r,
+        Err(errors) => {
+            let mut msg = String::new();
+            for e in &errors {
+                msg.push_str(&format!("{e}\n"));
+            }
+            msg.push_str(&format!("{} error(s); nothing was run", errors.len()));
+            return Err(bad_input(msg));
+        }
+    };
+    if json {
+        println!("{}", to_json(&report)?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    if let Some(path) = snapshot {
+        let snap = dev.csr_snapshot();
+        let text = if path.extension().is_some_and(|e| e == "json") {
+            to_json(&snap)? + "\n"
+        } else {
+            snap.to_yaml()
+        };
+        std::fs::write(path, text)
+            .map_err(|e| bad_input(format!("cannot write CSR snapshot {}: {e}", path.display())))?;
+    }
+    Ok(report.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,1 +1,14 @@
-//! soc
+//! One Trainium2 device assembled from the address map, the memories and the
+//! CSR blocks, plus the trace executor that drives it.
+
+pub mod describe;
+pub mod device;
+pub mod exec;
+pub mod fault;
+pub mod memory;
+pub mod resolve;
+
+pub use describe::{AddressInfo, describe};
+pub use device::{BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, RegWrite};
+pub use fault::BusFault;
+pub use resolve::{ResolveError, Resolved, resolve};

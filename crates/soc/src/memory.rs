@@ -1,0 +1,197 @@
+//! The memories of one device, reached by SoC address (DESIGN §2): every
+//! memory region of the map gets a sparse backing store on first use;
+//! aliases (the Q7 dataram aperture) share their target's store.
+
+use std::collections::BTreeMap;
+
+use mem::{Bytes, MemFault, Psum, Sbuf, SparseMemory};
+use soc_map::{Hole, RegionId, RegionKind, SocMap};
+
+use crate::fault::BusFault;
+
+/// The storage behind one memory region.
+#[derive(Debug)]
+enum Backing {
+    Linear(SparseMemory),
+    Sbuf(Sbuf),
+    Psum(Psum),
+}
+
+impl Backing {
+    fn new(kind: RegionKind, size_bytes: u64) -> Self {
+        match kind {
+            RegionKind::Sbuf => Backing::Sbuf(Sbuf::new()),
+            RegionKind::Psum => Backing::Psum(Psum::new()),
+            _ => Backing::Linear(SparseMemory::new(size_bytes)),
+        }
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        match self {
+            Backing::Linear(m) => m.read(offset, buf),
+            Backing::Sbuf(m) => m.read(offset, buf),
+            Backing::Psum(m) => m.read(offset, buf),
+        }
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), MemFault> {
+        match self {
+            Backing::Linear(m) => m.write(offset, data),
+            Backing::Sbuf(m) => m.write(offset, data),
+            Backing::Psum(m) => m.write(offset, data),
+        }
+    }
+
+    fn fill(&mut self, offset: u64, len: u64, byte: u8) -> Result<(), MemFault> {
+        match self {
+            Backing::Linear(m) => m.fill_range(offset, len, byte),
+            Backing::Sbuf(m) => {
+                let len = usize::try_from(len).map_err(|_| MemFault::OutOfRange {
+                    offset,
+                    len,
+                    size: u64::MAX,
+                })?;
+                m.fill(offset, len, byte)
+            }
+            Backing::Psum(m) => {
+                let len = usize::try_from(len).map_err(|_| MemFault::OutOfRange {
+                    offset,
+                    len,
+                    size: u64::MAX,
+                })?;
+                m.fill(offset, len, byte)
+            }
+        }
+    }
+
+    fn allocated_bytes(&self) -> u64 {
+        match self {
+            Backing::Linear(m) => m.allocated_bytes(),
+            Backing::Sbuf(m) => m.as_partitioned().backing().allocated_bytes(),
+            Backing::Psum(m) => m.as_partitioned().backing().allocated_bytes(),
+        }
+    }
+}
+
+/// A resolved memory access: which store, at which offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemTarget {
+    /// The region the address decoded to.
+    pub region: RegionId,
+    /// The region whose store holds the bytes (differs for aliases).
+    pub storage: RegionId,
+    /// Offset from the region base (linear window offset for SBUF/PSUM).
+    pub offset: u64,
+}
+
+/// Every memory of the device, created lazily.
+#[derive(Debug, Default)]
+pub struct DeviceMemory {
+    stores: BTreeMap<RegionId, Backing>,
+}
+
+impl DeviceMemory {
+    /// Resolves `[addr, addr + len)` to one memory region, or the fault a
+    /// bus master would see.
+    pub fn resolve(map: &SocMap, addr: u64, len: u64) -> Result<MemTarget, BusFault> {
+        let d = map.decode(addr);
+        let Some(region) = d.region else {
+            return Err(BusFault::Unmapped { addr });
+        };
+        let r = map.region(region);
+        if let Some(hole) = d.hole {
+            // Partition pads are the memory's own faults; report them as
+            // holes of that region.
+            return Err(BusFault::Hole {
+                addr,
+                region: r.name.clone(),
+                hole,
+            });
+        }
+        match r.kind {
+            RegionKind::Memory | RegionKind::Host | RegionKind::Sbuf | RegionKind::Psum => {}
+            RegionKind::Csr | RegionKind::Container => {
+                return Err(BusFault::NotMemory {
+                    addr,
+                    region: r.name.clone(),
+                });
+            }
+            RegionKind::Reserved => {
+                return Err(BusFault::Hole {
+                    addr,
+                    region: r.name.clone(),
+                    hole: Hole::Reserved,
+                });
+            }
+        }
+        let offset = addr - r.base;
+        let end = offset.checked_add(len);
+        if end.is_none_or(|e| e > r.size_bytes) {
+            return Err(BusFault::CrossesBoundary {
+                addr,
+                len,
+                region: r.name.clone(),
+                boundary: r.end(),
+            });
+        }
+        Ok(MemTarget {
+            region,
+            storage: r.alias_of.unwrap_or(region),
+            offset,
+        })
+    }
+
+    fn store_mut(&mut self, map: &SocMap, storage: RegionId) -> &mut Backing {
+        self.stores.entry(storage).or_insert_with(|| {
+            let r = map.region(storage);
+            Backing::new(r.kind, r.size_bytes)
+        })
+    }
+
+    fn fault(map: &SocMap, t: MemTarget, addr: u64, fault: MemFault) -> BusFault {
+        BusFault::Memory {
+            addr,
+            region: map.name(t.region).to_string(),
+            fault,
+        }
+    }
+
+    /// Reads `buf.len()` bytes at `addr`.
+    pub fn read(&self, map: &SocMap, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
+        let t = Self::resolve(map, addr, buf.len() as u64)?;
+        match self.stores.get(&t.storage) {
+            Some(store) => store
+                .read(t.offset, buf)
+                .map_err(|f| Self::fault(map, t, addr, f)),
+            None => {
+                // Never written: zeros, but the geometry rules still apply.
+                let probe =
+                    Backing::new(map.region(t.storage).kind, map.region(t.storage).size_bytes);
+                probe
+                    .read(t.offset, buf)
+                    .map_err(|f| Self::fault(map, t, addr, f))
+            }
+        }
+    }
+
+    /// Writes `data` at `addr`.
+    pub fn write(&mut self, map: &SocMap, addr: u64, data: &[u8]) -> Result<(), BusFault> {
+        let t = Self::resolve(map, addr, data.len() as u64)?;
+        self.store_mut(map, t.storage)
+            .write(t.offset, data)
+            .map_err(|f| Self::fault(map, t, addr, f))
+    }
+
+    /// Sets `len` bytes at `addr` to `byte`.
+    pub fn fill(&mut self, map: &SocMap, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
+        let t = Self::resolve(map, addr, len)?;
+        self.store_mut(map, t.storage)
+            .fill(t.offset, len, byte)
+            .map_err(|f| Self::fault(map, t, addr, f))
+    }
+
+    /// Host bytes allocated by all stores (sparse pages).
+    pub fn allocated_bytes(&self) -> u64 {
+        self.stores.values().map(Backing::allocated_bytes).sum()
+    }
+}
