@@ -253,3 +253,29 @@ fn expanded_regions_snapshot_for_one_core_and_engines() {
         .count();
     assert_eq!(queues, 132 * 32 + 8 * 32);
 }
+
+#[test]
+fn geometry_constants_match_the_map() {
+    use soc_map::addr::*;
+    let map = trn2().unwrap();
+    for t in 0..8 {
+        let sbuf = map.region(map.by_name(&format!("tpb{t}.sbuf")).unwrap());
+        let p = sbuf.partitions.unwrap();
+        assert_eq!(p.count, PARTITIONS);
+        assert_eq!(p.stride_bytes, u64::from(SBUF_PARTITION_STRIDE_BYTES));
+        assert_eq!(p.populated_bytes, u64::from(SBUF_PARTITION_BYTES));
+        let psum = map.region(map.by_name(&format!("tpb{t}.psum")).unwrap());
+        let p = psum.partitions.unwrap();
+        assert_eq!(p.count, PARTITIONS);
+        assert_eq!(p.stride_bytes, u64::from(PSUM_PARTITION_STRIDE_BYTES));
+        assert_eq!(p.populated_bytes, u64::from(PSUM_PARTITION_BYTES));
+        assert_eq!(p.bank_bytes, Some(u64::from(PSUM_BANK_BYTES)));
+        // The TPB-local PSUM window sits at TPB base + 0x8_0000_0000 + 0x200_0000.
+        let tpb = map.region(map.by_name(&format!("tpb{t}")).unwrap());
+        assert_eq!(psum.base - tpb.base, 0x8_0000_0000 + u64::from(TPB_LOCAL_PSUM_BASE));
+        assert_eq!(
+            psum.size_bytes,
+            u64::from(TPB_LOCAL_PSUM_END - TPB_LOCAL_PSUM_BASE)
+        );
+    }
+}
