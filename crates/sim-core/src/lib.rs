@@ -1,0 +1,159 @@
+//! Simulated time, the timing configuration, the event queue and the bus
+//! interface the hardware models use (DESIGN §3 layer L2, §4 time).
+
+mod timing;
+
+pub use timing::{TimingConfig, TimingError, TimingParam};
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+
+/// A point in simulated time, in DMA clock cycles since reset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cycle(pub u64);
+
+impl Cycle {
+    /// `self + n` cycles (saturating: time never wraps).
+    pub const fn after(self, n: u64) -> Cycle {
+        Cycle(self.0.saturating_add(n))
+    }
+}
+
+impl fmt::Display for Cycle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cycle {}", self.0)
+    }
+}
+
+/// Events ordered by (cycle, insertion order): same-cycle events run in the
+/// order they were scheduled, so runs are deterministic.
+#[derive(Debug)]
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Reverse<(Cycle, u64, Slot<E>)>>,
+    seq: u64,
+}
+
+/// Wrapper so payloads need no ordering of their own.
+#[derive(Debug)]
+struct Slot<E>(E);
+
+impl<E> PartialEq for Slot<E> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl<E> Eq for Slot<E> {}
+impl<E> PartialOrd for Slot<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for Slot<E> {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self {
+            heap: BinaryHeap::new(),
+            seq: 0,
+        }
+    }
+}
+
+impl<E> EventQueue<E> {
+    /// Schedules `event` at `at`.
+    pub fn push(&mut self, at: Cycle, event: E) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, Slot(event))));
+    }
+
+    /// The cycle of the earliest event.
+    pub fn peek_cycle(&self) -> Option<Cycle> {
+        self.heap.peek().map(|Reverse((c, _, _))| *c)
+    }
+
+    /// Removes the earliest event if it is due at or before `now`.
+    pub fn pop_due(&mut self, now: Cycle) -> Option<(Cycle, E)> {
+        if self.peek_cycle()? <= now {
+            self.heap.pop().map(|Reverse((c, _, Slot(e)))| (c, e))
+        } else {
+            None
+        }
+    }
+
+    /// Number of pending events.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// True when nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// Drops every pending event.
+    pub fn clear(&mut self) {
+        self.heap.clear();
+    }
+}
+
+/// Why a bus access by a DMA master failed: the AXI slave or decode error the
+/// engine would see (an unmapped address, a hole, a read-only target).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessError {
+    /// The first byte of the failed access.
+    pub addr: u64,
+    /// What went wrong, for trace events.
+    pub message: String,
+}
+
+impl fmt::Display for AccessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}: {}", self.addr, self.message)
+    }
+}
+
+impl std::error::Error for AccessError {}
+
+/// The fabric as a DMA master sees it: byte reads and writes by SoC address.
+/// Writes into register apertures (semaphore increments) are register writes.
+pub trait Bus {
+    /// Reads `buf.len()` bytes at `addr`.
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), AccessError>;
+    /// Writes `data` at `addr`.
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError>;
+    /// Copies `len` bytes from `src` to `dst` (the data mover's fast path;
+    /// the default goes through a bounce buffer).
+    fn copy(&mut self, src: u64, dst: u64, len: u64) -> Result<(), AccessError> {
+        let n = usize::try_from(len).map_err(|_| AccessError {
+            addr: src,
+            message: format!("copy of {len} bytes is too large"),
+        })?;
+        let mut buf = vec![0u8; n];
+        self.read(src, &mut buf)?;
+        self.write(dst, &buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_pop_in_cycle_then_insertion_order() {
+        let mut q = EventQueue::default();
+        q.push(Cycle(5), "b");
+        q.push(Cycle(3), "a");
+        q.push(Cycle(5), "c");
+        assert_eq!(q.peek_cycle(), Some(Cycle(3)));
+        assert_eq!(q.pop_due(Cycle(2)), None);
+        assert_eq!(q.pop_due(Cycle(10)), Some((Cycle(3), "a")));
+        assert_eq!(q.pop_due(Cycle(10)), Some((Cycle(5), "b")));
+        assert_eq!(q.pop_due(Cycle(10)), Some((Cycle(5), "c")));
+        assert!(q.is_empty());
+    }
+}

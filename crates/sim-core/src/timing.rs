@@ -1,0 +1,196 @@
+//! The timing configuration: one JSON file, every value with its unit and
+//! source (`crates/sim-core/timing-default.json`, explained in
+//! `docs/timing.md`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The built-in defaults.
+pub const DEFAULT_TIMING_JSON: &str = include_str!("../timing-default.json");
+
+/// One parameter as written in the file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingParam {
+    /// The value.
+    pub value: f64,
+    /// Its unit.
+    pub unit: String,
+    /// Where the value comes from.
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TimingFile {
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: String,
+    parameters: BTreeMap<String, TimingParam>,
+}
+
+/// A bad timing file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimingError(pub String);
+
+impl fmt::Display for TimingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "timing config: {}", self.0)
+    }
+}
+
+impl std::error::Error for TimingError {}
+
+/// The timing model's parameters (DESIGN §4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimingConfig {
+    /// DMA clock in GHz (cycles per ns).
+    pub clock_ghz: f64,
+    /// Bytes per data beat.
+    pub beat_bytes: u64,
+    /// Beats per AXI burst; bursts break at `beat_bytes × burst_beats` boundaries.
+    pub burst_beats: u64,
+    /// Idle cycles per burst.
+    pub burst_gap_cycles: u64,
+    /// Data-path cycles per descriptor.
+    pub desc_overhead_cycles: u64,
+    /// Latency of a descriptor prefetch.
+    pub desc_fetch_latency_cycles: u64,
+    /// Additional prefetch cycles per descriptor.
+    pub desc_fetch_per_desc_cycles: u64,
+    /// First-data latency of a read.
+    pub read_latency_cycles: u64,
+    /// Latency of a write until it is visible.
+    pub write_latency_cycles: u64,
+    /// From a doorbell write to the queue's tail update.
+    pub doorbell_latency_cycles: u64,
+    /// Every parameter with unit and source, as loaded.
+    pub params: BTreeMap<String, TimingParam>,
+}
+
+impl TimingConfig {
+    /// The built-in defaults.
+    pub fn default_config() -> Result<Self, TimingError> {
+        Self::from_json(DEFAULT_TIMING_JSON)
+    }
+
+    /// Parses a timing file; every parameter must be present and sane.
+    pub fn from_json(text: &str) -> Result<Self, TimingError> {
+        let file: TimingFile =
+            serde_json::from_str(text).map_err(|e| TimingError(format!("invalid JSON: {e}")))?;
+        let p = &file.parameters;
+        let get = |name: &str| -> Result<f64, TimingError> {
+            p.get(name)
+                .map(|t| t.value)
+                .ok_or_else(|| TimingError(format!("parameter `{name}` is missing")))
+        };
+        let int = |name: &str, min: u64| -> Result<u64, TimingError> {
+            let v = get(name)?;
+            if v.fract() != 0.0 || v < min as f64 || v > 1e12 {
+                return Err(TimingError(format!(
+                    "parameter `{name}` = {v} must be a whole number ≥ {min}"
+                )));
+            }
+            Ok(v as u64)
+        };
+        for name in p.keys() {
+            if !KNOWN.contains(&name.as_str()) {
+                return Err(TimingError(format!(
+                    "unknown parameter `{name}` (known: {})",
+                    KNOWN.join(", ")
+                )));
+            }
+        }
+        let clock_ghz = get("clock_ghz")?;
+        if !(clock_ghz.is_finite() && clock_ghz > 0.0 && clock_ghz < 100.0) {
+            return Err(TimingError(format!(
+                "parameter `clock_ghz` = {clock_ghz} must be in (0, 100)"
+            )));
+        }
+        Ok(Self {
+            clock_ghz,
+            beat_bytes: int("beat_bytes", 1)?,
+            burst_beats: int("burst_beats", 1)?,
+            burst_gap_cycles: int("burst_gap_cycles", 0)?,
+            desc_overhead_cycles: int("desc_overhead_cycles", 0)?,
+            desc_fetch_latency_cycles: int("desc_fetch_latency_cycles", 0)?,
+            desc_fetch_per_desc_cycles: int("desc_fetch_per_desc_cycles", 0)?,
+            read_latency_cycles: int("read_latency_cycles", 0)?,
+            write_latency_cycles: int("write_latency_cycles", 0)?,
+            doorbell_latency_cycles: int("doorbell_latency_cycles", 0)?,
+            params: file.parameters,
+        })
+    }
+
+    /// Simulated nanoseconds for a cycle count.
+    pub fn ns(&self, cycles: u64) -> f64 {
+        cycles as f64 / self.clock_ghz
+    }
+
+    /// Data-path cycles to move `len` bytes starting at `addr`: one cycle per
+    /// beat, plus the burst gap for every burst (bursts break at
+    /// `beat_bytes × burst_beats` boundaries), plus the per-descriptor cost.
+    pub fn transfer_cycles(&self, addr: u64, len: u64) -> u64 {
+        if len == 0 {
+            return self.desc_overhead_cycles;
+        }
+        let burst_bytes = self.beat_bytes * self.burst_beats;
+        let first = addr / burst_bytes;
+        let last = (addr.saturating_add(len) - 1) / burst_bytes;
+        let bursts = last - first + 1;
+        let beats = len.div_ceil(self.beat_bytes);
+        beats + bursts * self.burst_gap_cycles + self.desc_overhead_cycles
+    }
+}
+
+const KNOWN: &[&str] = &[
+    "clock_ghz",
+    "beat_bytes",
+    "burst_beats",
+    "burst_gap_cycles",
+    "desc_overhead_cycles",
+    "desc_fetch_latency_cycles",
+    "desc_fetch_per_desc_cycles",
+    "read_latency_cycles",
+    "write_latency_cycles",
+    "doorbell_latency_cycles",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_load_with_sources() {
+        let t = TimingConfig::default_config().unwrap();
+        assert_eq!(t.beat_bytes, 32);
+        assert_eq!(t.burst_beats, 8);
+        assert!((t.clock_ghz - 0.85).abs() < 1e-12);
+        for p in t.params.values() {
+            assert!(!p.source.is_empty() && !p.unit.is_empty());
+        }
+        // 32 KiB aligned: 1024 beats in 128 bursts.
+        assert_eq!(
+            t.transfer_cycles(0, 32 * 1024),
+            1024 + 128 * t.burst_gap_cycles + t.desc_overhead_cycles
+        );
+        // An unaligned 4-byte access inside one burst.
+        assert_eq!(t.transfer_cycles(0x1004, 4), 1 + t.burst_gap_cycles + t.desc_overhead_cycles);
+        // Crossing a 256-byte boundary costs a second burst.
+        assert_eq!(t.transfer_cycles(0xFC, 8), 1 + 2 * t.burst_gap_cycles + t.desc_overhead_cycles);
+    }
+
+    #[test]
+    fn bad_files_name_the_parameter() {
+        let e = TimingConfig::from_json(r#"{"parameters": {}}"#).unwrap_err();
+        assert!(e.0.contains("`clock_ghz` is missing"), "{e}");
+        let text = DEFAULT_TIMING_JSON.replace("\"burst_beats\"", "\"burst_beatz\"");
+        let e = TimingConfig::from_json(&text).unwrap_err();
+        assert!(e.0.contains("burst_beatz"), "{e}");
+        let text = DEFAULT_TIMING_JSON.replace("\"value\": 32,", "\"value\": 32.5,");
+        let e = TimingConfig::from_json(&text).unwrap_err();
+        assert!(e.0.contains("beat_bytes"), "{e}");
+    }
+}

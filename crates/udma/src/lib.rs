@@ -1,0 +1,1 @@
+//! udma engines (in progress).
