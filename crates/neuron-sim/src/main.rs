@@ -93,6 +93,15 @@ enum Cmd {
         #[command(subcommand)]
         cmd: CsrCmd,
     },
+    /// Decode a 16-byte hardware descriptor.
+    Decode {
+        /// The descriptor: 32 hex digits, the 16 bytes in memory order.
+        #[arg(long, value_name = "HEX")]
+        desc: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Execute a trace (register and memory directives).
     Run {
         /// The trace file.
@@ -170,6 +179,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 json,
             } => cmd_csr_decode(&maps, &block, &register, value, json),
         },
+        Cmd::Decode { desc, json } => cmd_decode_desc(&desc, json),
         Cmd::Run {
             trace,
             csr_snapshot,
@@ -295,6 +305,17 @@ fn cmd_csr_decode(
         for (n, v) in fields {
             println!("  {n:<24} {v}");
         }
+    }
+    Ok(0)
+}
+
+fn cmd_decode_desc(hex: &str, json: bool) -> Result<u8, Failure> {
+    let desc = dma_abi::parse_hex_descriptor(hex).map_err(|e| bad_input(format!("--desc: {e}")))?;
+    let decoded = desc.decode();
+    if json {
+        println!("{}", to_json(&decoded)?);
+    } else {
+        print!("{}", dma_abi::render_text(&decoded));
     }
     Ok(0)
 }

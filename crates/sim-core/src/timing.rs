@@ -177,9 +177,15 @@ mod tests {
             1024 + 128 * t.burst_gap_cycles + t.desc_overhead_cycles
         );
         // An unaligned 4-byte access inside one burst.
-        assert_eq!(t.transfer_cycles(0x1004, 4), 1 + t.burst_gap_cycles + t.desc_overhead_cycles);
+        assert_eq!(
+            t.transfer_cycles(0x1004, 4),
+            1 + t.burst_gap_cycles + t.desc_overhead_cycles
+        );
         // Crossing a 256-byte boundary costs a second burst.
-        assert_eq!(t.transfer_cycles(0xFC, 8), 1 + 2 * t.burst_gap_cycles + t.desc_overhead_cycles);
+        assert_eq!(
+            t.transfer_cycles(0xFC, 8),
+            1 + 2 * t.burst_gap_cycles + t.desc_overhead_cycles
+        );
     }
 
     #[test]

@@ -1,17 +1,22 @@
-//! One Trainium2 device: the address map, its memories and its register
-//! blocks, reached by SoC address as a bus master would (DESIGN §2–3).
+//! One Trainium2 device: the address map, its memories, its register blocks
+//! and its DMA engines, reached by SoC address as a bus master would
+//! (DESIGN §2–3).
 //!
-//! Register blocks are instantiated on first access (a device has ~9,000 of
-//! them); an untouched block reads as its reset values. Side effects of
-//! register writes are routed to the block's owner: the EVT_SEM block applies
-//! semaphore set/increment/decrement here; doorbells and command pulses are
-//! recorded as [`DeviceEvent`]s for the engine models to consume.
+//! Register blocks are instantiated on first access; an untouched block reads
+//! as its reset values. Writes are routed to the block's owner: the 132 UDMA
+//! units (`udma::Engine`) own their M2S/S2M/queue/GEN/SDMA-app blocks and
+//! react to doorbells, resets and state changes; the EVT_SEM block applies
+//! semaphore set/increment/decrement here; other side effects are recorded as
+//! [`DeviceEvent`]s. Simulated time advances only in [`Device::run`].
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use csr::{Catalog, CsrAccessError, CsrMap, Delta, RegFile};
 use serde::Serialize;
+use sim_core::{AccessError, Bus, Cycle, TimingConfig};
 use soc_map::{Hex, Hex32, RegionId, RegionKind, SocMap};
+use udma::{Engine, EngineEvent, QueueStats, UnitBlock, UnitMaps};
 
 use crate::fault::BusFault;
 use crate::memory::DeviceMemory;
@@ -20,16 +25,16 @@ use crate::memory::DeviceMemory;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum DeviceEvent {
-    /// A write-to-increment doorbell (e.g. `TDRTP_INC`).
+    /// A write-to-increment doorbell on a block without an engine model.
     Doorbell {
-        /// Register block region, e.g. `eng0.m2s.q0`.
+        /// Register block region.
         region: String,
         /// Register name.
         register: String,
         /// The increment.
         increment: u32,
     },
-    /// WO command bits written as 1 (e.g. `CHANGE_STATE`, `Q_SW_CTRL`).
+    /// WO command bits written as 1 on a block without an engine model.
     Pulse {
         /// Register block region.
         region: String,
@@ -63,6 +68,8 @@ pub enum DeviceEvent {
         /// The whole register is read-only.
         read_only: bool,
     },
+    /// Something a DMA engine did (with `trace` on).
+    Engine(EngineEvent),
 }
 
 /// Where a 32-bit register access lands.
@@ -134,14 +141,23 @@ impl CsrSnapshot {
     }
 }
 
-/// One simulated device.
+/// Which engine block a region is, and whether it is a broadcast mirror.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct EngineBlockRef {
+    engine: u16,
+    block: UnitBlock,
+    broadcast: bool,
+}
+
+/// Everything a DMA master can touch except the engines themselves.
 #[derive(Debug)]
-pub struct Device {
+struct Fabric {
     map: SocMap,
     catalog: &'static Catalog,
     memory: DeviceMemory,
     regs: BTreeMap<RegionId, RegFile<'static>>,
     events: Vec<DeviceEvent>,
+    engine_blocks: BTreeMap<RegionId, EngineBlockRef>,
 }
 
 /// Why a device could not be built.
@@ -156,8 +172,30 @@ impl std::fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
+/// How a [`Device::run`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunStop {
+    /// Nothing is pending.
+    Idle,
+    /// The cycle limit was reached with work pending.
+    Limit,
+}
+
+/// One simulated device.
+#[derive(Debug)]
+pub struct Device {
+    fabric: Fabric,
+    unit_maps: &'static UnitMaps,
+    timing: TimingConfig,
+    engines: BTreeMap<u16, Engine>,
+    wake: BinaryHeap<Reverse<(Cycle, u16)>>,
+    now: Cycle,
+    trace: bool,
+    posted: Vec<(u64, u32)>,
+}
+
 impl Device {
-    /// The Trn2 device with the built-in maps.
+    /// The Trn2 device with the built-in maps and default timing.
     pub fn trn2() -> Result<Self, DeviceError> {
         let map = soc_map::trn2().map_err(|e| DeviceError(e.to_string()))?;
         let catalog = csr::catalog().map_err(|e| DeviceError(e.to_string()))?;
@@ -167,6 +205,16 @@ impl Device {
     /// A device from a map and a CSR catalog; every `block` the map names
     /// must exist in the catalog.
     pub fn new(map: SocMap, catalog: &'static Catalog) -> Result<Self, DeviceError> {
+        let timing = TimingConfig::default_config().map_err(|e| DeviceError(e.to_string()))?;
+        Self::with_timing(map, catalog, timing)
+    }
+
+    /// A device with an explicit timing configuration.
+    pub fn with_timing(
+        map: SocMap,
+        catalog: &'static Catalog,
+        timing: TimingConfig,
+    ) -> Result<Self, DeviceError> {
         for r in &map.regions {
             if let Some(b) = &r.block
                 && catalog.block(b).is_none()
@@ -177,27 +225,399 @@ impl Device {
                 )));
             }
         }
+        let unit_maps = UnitMaps::from_catalog(catalog)
+            .map(|m| &*Box::leak(Box::new(m)))
+            .map_err(|e| DeviceError(e.to_string()))?;
+        let engine_blocks = engine_blocks(&map);
         Ok(Self {
-            map,
-            catalog,
-            memory: DeviceMemory::default(),
-            regs: BTreeMap::new(),
-            events: Vec::new(),
+            fabric: Fabric {
+                map,
+                catalog,
+                memory: DeviceMemory::default(),
+                regs: BTreeMap::new(),
+                events: Vec::new(),
+                engine_blocks,
+            },
+            unit_maps,
+            timing,
+            engines: BTreeMap::new(),
+            wake: BinaryHeap::new(),
+            now: Cycle(0),
+            trace: true,
+            posted: Vec::new(),
         })
+    }
+
+    /// Records engine events (on by default; off for benchmarks).
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on;
+        for e in self.engines.values_mut() {
+            e.set_trace(on);
+        }
     }
 
     /// The address map.
     pub fn map(&self) -> &SocMap {
-        &self.map
+        &self.fabric.map
     }
 
     /// The CSR catalog.
     pub fn catalog(&self) -> &'static Catalog {
-        self.catalog
+        self.fabric.catalog
+    }
+
+    /// The timing configuration.
+    pub fn timing(&self) -> &TimingConfig {
+        &self.timing
+    }
+
+    /// Current simulated cycle.
+    pub fn now(&self) -> Cycle {
+        self.now
     }
 
     /// The CSR map of a region's register block, if it has one.
     pub fn block_of(&self, region: RegionId) -> Option<&'static CsrMap> {
+        self.fabric.block_of(region)
+    }
+
+    /// Side effects recorded so far.
+    pub fn events(&self) -> &[DeviceEvent] {
+        &self.fabric.events
+    }
+
+    /// Takes the recorded side effects.
+    pub fn take_events(&mut self) -> Vec<DeviceEvent> {
+        for e in self.engines.values_mut() {
+            let log = e.take_log();
+            self.fabric
+                .events
+                .extend(log.into_iter().map(DeviceEvent::Engine));
+        }
+        std::mem::take(&mut self.fabric.events)
+    }
+
+    /// Where a 32-bit register access at `addr` lands, if `addr` is in a
+    /// register block. `Ok(None)`: `addr` is memory (or nothing).
+    pub fn reg_target(&self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
+        self.fabric.reg_target(addr)
+    }
+
+    /// The engine model of unit `id`, if it has been touched.
+    pub fn engine(&self, id: u16) -> Option<&Engine> {
+        self.engines.get(&id)
+    }
+
+    /// Every touched engine.
+    pub fn engines(&self) -> impl Iterator<Item = &Engine> {
+        self.engines.values()
+    }
+
+    fn engine_mut(&mut self, id: u16) -> &mut Engine {
+        let maps = self.unit_maps;
+        let timing = &self.timing;
+        let trace = self.trace;
+        self.engines.entry(id).or_insert_with(|| {
+            let mut e = Engine::new(id, maps, timing);
+            e.set_trace(trace);
+            e
+        })
+    }
+
+    /// Register value without side effects (for debuggers and decoders).
+    pub fn peek_reg(&self, t: RegTarget) -> Option<u32> {
+        if let Some(r) = self.fabric.engine_blocks.get(&t.region) {
+            if let Some(e) = self.engines.get(&r.engine) {
+                return e.peek(r.block, t.offset);
+            }
+        } else if let Some(rf) = self.fabric.regs.get(&t.region) {
+            return rf.value(t.offset).ok();
+        }
+        self.block_of(t.region).and_then(|b| {
+            b.register_at(t.offset)
+                .and_then(|r| b.reset_values().get(r.slot()).copied())
+        })
+    }
+
+    /// A 32-bit read as a bus master: register read with its side effects
+    /// (read-to-clear), or four little-endian bytes of memory.
+    pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
+        if let Some(t) = self.fabric.reg_target(addr)? {
+            if let Some(r) = self.fabric.engine_blocks.get(&t.region).copied() {
+                return self
+                    .engine_mut(r.engine)
+                    .mmio_read(r.block, t.offset)
+                    .ok_or_else(|| self.fabric.no_register(addr, t));
+            }
+            return self.fabric.csr_read(addr, t);
+        }
+        let mut raw = [0u8; 4];
+        self.fabric.memory.read(&self.fabric.map, addr, &mut raw)?;
+        Ok(u32::from_le_bytes(raw))
+    }
+
+    /// A 32-bit write as a bus master. Register writes apply the access
+    /// semantics and route side effects; `Ok(Some(..))` reports what the
+    /// register did (including a read-only register left unchanged).
+    pub fn write32(&mut self, addr: u64, value: u32) -> Result<Option<RegWrite>, BusFault> {
+        let Some(t) = self.fabric.reg_target(addr)? else {
+            self.fabric
+                .memory
+                .write(&self.fabric.map, addr, &value.to_le_bytes())?;
+            return Ok(None);
+        };
+        match self.fabric.engine_blocks.get(&t.region).copied() {
+            Some(r) => self.engine_write(addr, t, r, value).map(Some),
+            None => self.fabric.csr_write(addr, t, value).map(Some),
+        }
+    }
+
+    fn engine_write(
+        &mut self,
+        addr: u64,
+        t: RegTarget,
+        r: EngineBlockRef,
+        value: u32,
+    ) -> Result<RegWrite, BusFault> {
+        let region_name = self.fabric.map.name(t.region).to_string();
+        let targets = if r.broadcast {
+            self.broadcast_targets(r.engine)
+        } else {
+            vec![r.engine]
+        };
+        let now = self.now;
+        let mut report = None;
+        for id in targets {
+            let e = self.engine_mut(id);
+            let Some(out) = e.mmio_write(r.block, t.offset, value, now) else {
+                continue;
+            };
+            let w = RegWrite {
+                region: region_name.clone(),
+                register: out.reg.name(),
+                old: out.old,
+                new: out.new,
+                ignored: out.ignored,
+                read_only: out.read_only,
+            };
+            if out.read_only || out.ignored != 0 {
+                self.fabric.events.push(DeviceEvent::IgnoredWrite {
+                    region: region_name.clone(),
+                    register: w.register.clone(),
+                    written: Hex32(value),
+                    ignored: Hex32(out.ignored),
+                    read_only: out.read_only,
+                });
+            }
+            self.reschedule(id);
+            report.get_or_insert(w);
+        }
+        if r.broadcast {
+            // The mirror keeps the value too, so reads of it show the last write.
+            let _ = self.fabric.csr_write(addr, t, value);
+        }
+        report.ok_or_else(|| self.fabric.no_register(addr, t))
+    }
+
+    /// The engines a broadcast mirror write reaches (wiki-facts §I.3): the
+    /// mirror on SDMA_0 / SDMA_16 of a cluster addresses broadcast group 0 /
+    /// 1, i.e. the 16 engines of that NeuronCore whose SDMA-app
+    /// BROADCAST_CFG_GROUP has the bit (reset 0xFFFF: all). Simulator
+    /// decision, documented in docs/address-map.md.
+    fn broadcast_targets(&mut self, mirror_engine: u16) -> Vec<u16> {
+        let group_bit = 1u32 << ((mirror_engine / 16) % 2);
+        let first = mirror_engine - mirror_engine % 16;
+        let mut out = Vec::new();
+        for id in first..first + 16 {
+            let member = self
+                .engines
+                .get(&id)
+                .and_then(|e| {
+                    let off = self.unit_maps.sdma_app.find("BROADCAST_CFG_GROUP", None)?;
+                    e.peek(UnitBlock::SdmaApp, off)
+                })
+                .unwrap_or(0xFFFF);
+            if member & group_bit != 0 {
+                out.push(id);
+            }
+        }
+        out
+    }
+
+    fn reschedule(&mut self, id: u16) {
+        if let Some(c) = self.engines.get(&id).and_then(Engine::next_event) {
+            self.wake.push(Reverse((c, id)));
+        }
+    }
+
+    /// Runs until nothing is pending, or until cycle `limit`.
+    pub fn run(&mut self, limit: Option<Cycle>) -> RunStop {
+        self.run_while(limit, |_| false).0
+    }
+
+    /// Runs like [`Device::run`], stopping early (after the event at which
+    /// it first holds) when `stop` returns true. Returns whether it stopped
+    /// for that reason.
+    pub fn run_while(
+        &mut self,
+        limit: Option<Cycle>,
+        mut stop: impl FnMut(&mut Device) -> bool,
+    ) -> (RunStop, bool) {
+        loop {
+            let Some(&Reverse((at, id))) = self.wake.peek() else {
+                return (RunStop::Idle, false);
+            };
+            if limit.is_some_and(|l| at > l) {
+                if let Some(l) = limit {
+                    self.now = self.now.max(l);
+                }
+                return (RunStop::Limit, false);
+            }
+            self.wake.pop();
+            let Some(engine) = self.engines.get_mut(&id) else {
+                continue;
+            };
+            if engine.next_event() != Some(at) {
+                continue;
+            }
+            self.now = self.now.max(at);
+            let mut bus = DmaBus {
+                fabric: &mut self.fabric,
+                posted: &mut self.posted,
+            };
+            engine.step(at, &mut bus, &self.timing);
+            self.reschedule(id);
+            self.apply_posted();
+            if stop(self) {
+                return (RunStop::Idle, true);
+            }
+        }
+    }
+
+    /// DMA writes into engine register blocks (a descriptor that rings
+    /// another queue's doorbell) land after the writing engine's step.
+    fn apply_posted(&mut self) {
+        while !self.posted.is_empty() {
+            let posted = std::mem::take(&mut self.posted);
+            for (addr, value) in posted {
+                let _ = self.write32(addr, value);
+            }
+        }
+    }
+
+    /// Per-queue statistics of every touched engine: (engine, queue, stats)
+    /// for queues that moved anything.
+    pub fn queue_stats(&self) -> Vec<(u16, u8, QueueStats)> {
+        let mut out = Vec::new();
+        for (id, e) in &self.engines {
+            for (q, s) in e.stats.iter().enumerate() {
+                if s.packets > 0 {
+                    out.push((*id, q as u8, s.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Reads `buf.len()` bytes of memory at `addr`.
+    pub fn read_bytes(&self, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
+        self.fabric.memory.read(&self.fabric.map, addr, buf)
+    }
+
+    /// Writes bytes to memory at `addr`.
+    pub fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), BusFault> {
+        self.fabric.memory.write(&self.fabric.map, addr, data)
+    }
+
+    /// Fills `len` bytes of memory at `addr` with `byte`.
+    pub fn fill(&mut self, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
+        self.fabric.memory.fill(&self.fabric.map, addr, len, byte)
+    }
+
+    /// Host bytes the device's memories hold.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.fabric.memory.allocated_bytes()
+    }
+
+    /// Every register that differs from reset, by block address.
+    pub fn csr_snapshot(&self) -> CsrSnapshot {
+        let map = &self.fabric.map;
+        let mut blocks: Vec<BlockSnapshot> = self
+            .fabric
+            .regs
+            .iter()
+            .filter_map(|(&id, rf)| {
+                let registers = rf.diff_from_reset();
+                if registers.is_empty() {
+                    return None;
+                }
+                let r = map.region(id);
+                Some(BlockSnapshot {
+                    region: r.name.clone(),
+                    block: rf.map().block().to_string(),
+                    base: Hex(r.base),
+                    registers,
+                })
+            })
+            .collect();
+        for (id, e) in &self.engines {
+            for b in UnitBlock::all() {
+                let Some(rf) = e.regs(b) else { continue };
+                let registers = e.changed_registers(b);
+                if registers.is_empty() {
+                    continue;
+                }
+                let name = format!("eng{id}.{}", b.region_suffix());
+                let Some(rid) = map.by_name(&name) else {
+                    continue;
+                };
+                blocks.push(BlockSnapshot {
+                    region: name,
+                    block: rf.map().block().to_string(),
+                    base: Hex(map.region(rid).base),
+                    registers,
+                });
+            }
+        }
+        blocks.sort_by_key(|b| b.base);
+        CsrSnapshot { blocks }
+    }
+}
+
+/// Engine register regions of the map: `engN.<block>` and the broadcast
+/// mirrors `engN.bcast.<block>`.
+fn engine_blocks(map: &SocMap) -> BTreeMap<RegionId, EngineBlockRef> {
+    let mut out = BTreeMap::new();
+    for (id, r) in map.regions.iter().enumerate() {
+        let Some(rest) = r.name.strip_prefix("eng") else {
+            continue;
+        };
+        let Some((num, path)) = rest.split_once('.') else {
+            continue;
+        };
+        let Ok(engine) = num.parse::<u16>() else {
+            continue;
+        };
+        let (broadcast, path) = match path.strip_prefix("bcast.") {
+            Some(p) => (true, p),
+            None => (false, path),
+        };
+        if let Some(block) = UnitBlock::from_suffix(path) {
+            out.insert(
+                id,
+                EngineBlockRef {
+                    engine,
+                    block,
+                    broadcast,
+                },
+            );
+        }
+    }
+    out
+}
+
+impl Fabric {
+    fn block_of(&self, region: RegionId) -> Option<&'static CsrMap> {
         let catalog = self.catalog;
         self.map
             .region(region)
@@ -206,19 +626,15 @@ impl Device {
             .and_then(|b| catalog.block(b))
     }
 
-    /// Side effects recorded so far.
-    pub fn events(&self) -> &[DeviceEvent] {
-        &self.events
+    fn no_register(&self, addr: u64, t: RegTarget) -> BusFault {
+        BusFault::NoRegister {
+            addr,
+            region: self.map.name(t.region).to_string(),
+            offset: t.offset,
+        }
     }
 
-    /// Takes the recorded side effects.
-    pub fn take_events(&mut self) -> Vec<DeviceEvent> {
-        std::mem::take(&mut self.events)
-    }
-
-    /// Where a 32-bit register access at `addr` lands, if `addr` is in a
-    /// register block. `Ok(None)`: `addr` is memory (or nothing).
-    pub fn reg_target(&self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
+    fn reg_target(&self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
         let d = self.map.decode(addr);
         let Some(region) = d.region else {
             return Ok(None);
@@ -258,57 +674,18 @@ impl Device {
         )
     }
 
-    /// Register value without side effects (for debuggers and decoders).
-    pub fn peek_reg(&self, t: RegTarget) -> Option<u32> {
-        match self.regs.get(&t.region) {
-            Some(rf) => rf.value(t.offset).ok(),
-            None => self.block_of(t.region).and_then(|b| {
-                b.register_at(t.offset)
-                    .and_then(|r| b.reset_values().get(r.slot()).copied())
-            }),
-        }
+    fn csr_read(&mut self, addr: u64, t: RegTarget) -> Result<u32, BusFault> {
+        let fault = self.no_register(addr, t);
+        let rf = self.regfile(t.region).ok_or_else(|| fault.clone())?;
+        rf.read(t.offset).map(|o| o.value).map_err(|_| fault)
     }
 
-    /// A 32-bit read as a bus master: register read with its side effects
-    /// (read-to-clear), or four little-endian bytes of memory.
-    pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
-        if let Some(t) = self.reg_target(addr)? {
-            let name = self.map.name(t.region).to_string();
-            let rf = self.regfile(t.region).ok_or(BusFault::NoRegister {
-                addr,
-                region: name.clone(),
-                offset: t.offset,
-            })?;
-            return rf
-                .read(t.offset)
-                .map(|o| o.value)
-                .map_err(|_| BusFault::NoRegister {
-                    addr,
-                    region: name,
-                    offset: t.offset,
-                });
-        }
-        let mut raw = [0u8; 4];
-        self.memory.read(&self.map, addr, &mut raw)?;
-        Ok(u32::from_le_bytes(raw))
-    }
-
-    /// A 32-bit write as a bus master. Register writes apply the access
-    /// semantics and route side effects; `Ok(Some(..))` reports what the
-    /// register did (including a read-only register left unchanged).
-    pub fn write32(&mut self, addr: u64, value: u32) -> Result<Option<RegWrite>, BusFault> {
-        let Some(t) = self.reg_target(addr)? else {
-            self.memory.write(&self.map, addr, &value.to_le_bytes())?;
-            return Ok(None);
-        };
+    /// A register write to a block without an engine model.
+    fn csr_write(&mut self, addr: u64, t: RegTarget, value: u32) -> Result<RegWrite, BusFault> {
         let region_name = self.map.name(t.region).to_string();
-        let no_reg = || BusFault::NoRegister {
-            addr,
-            region: region_name.clone(),
-            offset: t.offset,
-        };
-        let rf = self.regfile(t.region).ok_or_else(no_reg)?;
-        let out = rf.write(t.offset, value).map_err(|_| no_reg())?;
+        let fault = self.no_register(addr, t);
+        let rf = self.regfile(t.region).ok_or_else(|| fault.clone())?;
+        let out = rf.write(t.offset, value).map_err(|_| fault)?;
         let block_name: &'static str = rf.map().block();
         let reg_name = out.reg.name();
         let spec_name = out.reg.spec().name().to_string();
@@ -350,7 +727,7 @@ impl Device {
                 });
             }
         }
-        Ok(Some(report))
+        Ok(report)
     }
 
     /// EVT_SEM semantics (seed 004 §6, driver-facts §6.4): SET stores, INC
@@ -387,47 +764,77 @@ impl Device {
             });
         }
     }
+}
 
-    /// Reads `buf.len()` bytes of memory at `addr`.
-    pub fn read_bytes(&self, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
-        self.memory.read(&self.map, addr, buf)
+/// The fabric as a DMA engine sees it (`sim_core::Bus`): memory bytes, and
+/// 4-byte writes into register blocks (semaphore increments; writes to
+/// engine blocks are posted until the writing engine's step ends).
+struct DmaBus<'a> {
+    fabric: &'a mut Fabric,
+    posted: &'a mut Vec<(u64, u32)>,
+}
+
+fn access_error(e: BusFault, addr: u64) -> AccessError {
+    AccessError {
+        addr,
+        message: e.to_string(),
+    }
+}
+
+impl Bus for DmaBus<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), AccessError> {
+        match self.fabric.memory.read(&self.fabric.map, addr, buf) {
+            Ok(()) => Ok(()),
+            Err(BusFault::NotMemory { .. }) if buf.len() == 4 => {
+                let t = self
+                    .fabric
+                    .reg_target(addr)
+                    .map_err(|e| access_error(e, addr))?
+                    .ok_or_else(|| AccessError {
+                        addr,
+                        message: "not a register".into(),
+                    })?;
+                let v = self
+                    .fabric
+                    .csr_read(addr, t)
+                    .map_err(|e| access_error(e, addr))?;
+                buf.copy_from_slice(&v.to_le_bytes());
+                Ok(())
+            }
+            Err(e) => Err(access_error(e, addr)),
+        }
     }
 
-    /// Writes bytes to memory at `addr`.
-    pub fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), BusFault> {
-        self.memory.write(&self.map, addr, data)
-    }
-
-    /// Fills `len` bytes of memory at `addr` with `byte`.
-    pub fn fill(&mut self, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
-        self.memory.fill(&self.map, addr, len, byte)
-    }
-
-    /// Host bytes the device's memories hold.
-    pub fn allocated_bytes(&self) -> u64 {
-        self.memory.allocated_bytes()
-    }
-
-    /// Every register that differs from reset, by block address.
-    pub fn csr_snapshot(&self) -> CsrSnapshot {
-        let mut blocks: Vec<BlockSnapshot> = self
-            .regs
-            .iter()
-            .filter_map(|(&id, rf)| {
-                let registers = rf.diff_from_reset();
-                if registers.is_empty() {
-                    return None;
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError> {
+        match self.fabric.memory.write(&self.fabric.map, addr, data) {
+            Ok(()) => Ok(()),
+            Err(BusFault::NotMemory { .. }) if data.len() == 4 => {
+                let value = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+                let t = self
+                    .fabric
+                    .reg_target(addr)
+                    .map_err(|e| access_error(e, addr))?
+                    .ok_or_else(|| AccessError {
+                        addr,
+                        message: "not a register".into(),
+                    })?;
+                if self.fabric.engine_blocks.contains_key(&t.region) {
+                    self.posted.push((addr, value));
+                    return Ok(());
                 }
-                let r = self.map.region(id);
-                Some(BlockSnapshot {
-                    region: r.name.clone(),
-                    block: rf.map().block().to_string(),
-                    base: Hex(r.base),
-                    registers,
-                })
-            })
-            .collect();
-        blocks.sort_by_key(|b| b.base);
-        CsrSnapshot { blocks }
+                self.fabric
+                    .csr_write(addr, t, value)
+                    .map(|_| ())
+                    .map_err(|e| access_error(e, addr))
+            }
+            Err(e) => Err(access_error(e, addr)),
+        }
+    }
+
+    fn copy(&mut self, src: u64, dst: u64, len: u64) -> Result<(), AccessError> {
+        self.fabric
+            .memory
+            .copy(&self.fabric.map, src, dst, len)
+            .map_err(|(e, at)| access_error(e, at))
     }
 }

@@ -3,6 +3,7 @@
 //! unknown name costs nothing; a fault while running is reported at its
 //! statement and the run goes on, so nothing already computed is lost.
 
+use std::collections::BTreeMap;
 use std::io;
 
 use serde::Serialize;
@@ -10,9 +11,12 @@ use sha2::{Digest, Sha256};
 use soc_map::Hex;
 use trace_format::{ExpectCheck, FillContent, ParseError, Span, Statement, StatementKind, Trace};
 
-use crate::device::{Device, DeviceEvent};
+use crate::device::{Device, DeviceEvent, RunStop};
 use crate::fault::BusFault;
-use crate::resolve::{Resolved, resolve};
+use crate::resolve::{ResolveError, Resolved, resolve};
+use sim_core::Cycle;
+use trace_format::{AddrRole, Compare, DescFields, QueueRef, RunMode};
+use udma::{Dir, EngineEvent, EventKind, UnitBlock};
 
 /// Largest dump printed to the run output; larger dumps need `file=`.
 pub const MAX_PRINTED_DUMP_BYTES: u64 = 64 * 1024;
@@ -41,14 +45,17 @@ pub enum Status {
 }
 
 /// What one statement did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StepRecord {
     /// Trace line.
     pub line: u32,
     /// Directive keyword.
     pub directive: &'static str,
-    /// Resolved address.
+    /// Resolved address (the ring slot for `desc`, the doorbell register for
+    /// `doorbell`; 0 for `run`).
     pub address: Hex,
+    /// Simulated cycle after the statement.
+    pub cycle: u64,
     /// What happened, one line (dumps: several).
     pub text: String,
     /// Outcome.
@@ -58,8 +65,105 @@ pub struct StepRecord {
     pub events: Vec<DeviceEvent>,
 }
 
+/// Figures of one queue (one engine, one queue index, both directions).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueSummary {
+    /// Engine id.
+    pub engine: u16,
+    /// Queue index.
+    pub queue: u8,
+    /// Packets moved.
+    pub packets: u64,
+    /// TX (M2S) descriptors completed.
+    pub tx_descriptors: u64,
+    /// RX (S2M) descriptors completed.
+    pub rx_descriptors: u64,
+    /// Payload bytes written.
+    pub bytes: u64,
+    /// Data-path cycles.
+    pub busy_cycles: u64,
+    /// First packet start.
+    pub first_cycle: Option<u64>,
+    /// Last packet landed.
+    pub last_cycle: Option<u64>,
+    /// bytes / (last − first) in GB/s (bytes per ns).
+    pub bandwidth_gbps: f64,
+}
+
+/// The run's totals (DESIGN §6).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// Simulated cycles at the end.
+    pub cycles: u64,
+    /// Simulated time in ns.
+    pub sim_ns: f64,
+    /// DMA clock.
+    pub clock_ghz: f64,
+    /// Payload bytes moved by all engines.
+    pub bytes: u64,
+    /// Descriptors completed (TX + RX).
+    pub descriptors: u64,
+    /// TX descriptors completed.
+    pub tx_descriptors: u64,
+    /// RX descriptors completed.
+    pub rx_descriptors: u64,
+    /// Packets moved.
+    pub packets: u64,
+    /// Per queue, keyed `engN.qQ`.
+    pub queues: BTreeMap<String, QueueSummary>,
+}
+
+impl Summary {
+    /// The summary of a device's state.
+    pub fn of(device: &Device) -> Self {
+        let t = device.timing();
+        let mut s = Summary {
+            cycles: device.now().0,
+            sim_ns: t.ns(device.now().0),
+            clock_ghz: t.clock_ghz,
+            bytes: 0,
+            descriptors: 0,
+            tx_descriptors: 0,
+            rx_descriptors: 0,
+            packets: 0,
+            queues: BTreeMap::new(),
+        };
+        for (engine, queue, st) in device.queue_stats() {
+            s.bytes += st.bytes;
+            s.tx_descriptors += st.tx_descs;
+            s.rx_descriptors += st.rx_descs;
+            s.packets += st.packets;
+            let span_ns = match (st.first_start, st.last_done) {
+                (Some(a), Some(b)) if b > a => t.ns(b - a),
+                _ => 0.0,
+            };
+            s.queues.insert(
+                format!("eng{engine}.q{queue}"),
+                QueueSummary {
+                    engine,
+                    queue,
+                    packets: st.packets,
+                    tx_descriptors: st.tx_descs,
+                    rx_descriptors: st.rx_descs,
+                    bytes: st.bytes,
+                    busy_cycles: st.busy_cycles,
+                    first_cycle: st.first_start,
+                    last_cycle: st.last_done,
+                    bandwidth_gbps: if span_ns > 0.0 {
+                        (st.bytes as f64 / span_ns * 1000.0).round() / 1000.0
+                    } else {
+                        0.0
+                    },
+                },
+            );
+        }
+        s.descriptors = s.tx_descriptors + s.rx_descriptors;
+        s
+    }
+}
+
 /// The whole run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunReport {
     /// Trace file name as given.
     pub trace: String,
@@ -69,6 +173,8 @@ pub struct RunReport {
     pub expectations_passed: usize,
     /// Expectations that failed.
     pub expectations_failed: usize,
+    /// Totals after the run.
+    pub summary: Summary,
     /// Per-statement records.
     pub steps: Vec<StepRecord>,
     /// Failed expectations, `file:line:column: message`.
@@ -109,6 +215,25 @@ impl RunReport {
         for e in &self.errors {
             out.push_str(&format!("error: {e}\n"));
         }
+        let sm = &self.summary;
+        if sm.packets > 0 || sm.cycles > 0 {
+            out.push_str(&format!(
+                "simulated {} cycles ({:.1} ns): {} bytes, {} packets, {} descriptors\n",
+                sm.cycles, sm.sim_ns, sm.bytes, sm.packets, sm.descriptors
+            ));
+            for (name, q) in &sm.queues {
+                out.push_str(&format!(
+                    "  {name}: {} packets, {} bytes, {} TX + {} RX descriptors, cycles {}..{}, {} GB/s\n",
+                    q.packets,
+                    q.bytes,
+                    q.tx_descriptors,
+                    q.rx_descriptors,
+                    q.first_cycle.unwrap_or(0),
+                    q.last_cycle.unwrap_or(0),
+                    q.bandwidth_gbps
+                ));
+            }
+        }
         out.push_str(&format!(
             "{} statements, {} expectations passed, {} failed, {} errors\n",
             self.statements,
@@ -139,6 +264,7 @@ pub fn event_text(e: &DeviceEvent) -> String {
             old,
             new,
         } => format!("semaphore {region}[{index}] {old} -> {new}"),
+        DeviceEvent::Engine(e) => engine_event_text(e),
         DeviceEvent::IgnoredWrite {
             region,
             register,
@@ -167,12 +293,148 @@ fn located(file: &str, span: Span, message: String) -> ParseError {
     }
 }
 
-/// Resolves every address of a parsed trace; all errors, or the addresses.
-pub fn link(device: &Device, trace: &Trace, file: &str) -> Result<Vec<Resolved>, Vec<ParseError>> {
+/// A queue named by `desc` / `doorbell`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueTarget {
+    /// Region name, e.g. `eng0.m2s.q3`.
+    pub region: String,
+    /// Engine id.
+    pub engine: u16,
+    /// Direction.
+    pub dir: Dir,
+    /// Queue index.
+    pub queue: u8,
+    /// Queue block base address.
+    pub base: u64,
+}
+
+/// What a statement's names resolved to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Linked {
+    /// An address (v1 directives, `wait`).
+    Addr(Resolved),
+    /// `desc`: the queue, and the resolved data/second-buffer addresses.
+    Desc {
+        /// The queue.
+        queue: QueueTarget,
+        /// `src=`/`dst=`/`addr=`.
+        addr: Option<u64>,
+        /// `buf2=`.
+        buf2: Option<u64>,
+    },
+    /// `doorbell`.
+    Doorbell(QueueTarget),
+    /// `run`.
+    Run,
+}
+
+impl Linked {
+    fn addr(&self) -> u64 {
+        match self {
+            Linked::Addr(r) => r.addr,
+            Linked::Desc { queue, .. } | Linked::Doorbell(queue) => queue.base,
+            Linked::Run => 0,
+        }
+    }
+}
+
+fn resolve_queue(device: &Device, q: &QueueRef) -> Result<QueueTarget, ResolveError> {
+    let name: Vec<&str> = q.path.iter().map(|c| c.name.as_str()).collect();
+    let name = name.join(".");
+    let err = |message: String| ResolveError {
+        span: q.span,
+        message,
+    };
+    if let Some(c) = q.path.iter().find(|c| c.index.is_some()) {
+        return Err(ResolveError {
+            span: c.span,
+            message: format!(
+                "`{}`: a queue path takes no index (the ring slot goes last: eng0.m2s.q0[5])",
+                c.name
+            ),
+        });
+    }
+    let Some(region) = device.map().by_name(&name) else {
+        return Err(err(format!(
+            "unknown queue `{name}` (expected engN.m2s.qQ or engN.s2m.qQ, N < 132, Q < 16)"
+        )));
+    };
+    let parsed = name
+        .strip_prefix("eng")
+        .and_then(|r| r.split_once('.'))
+        .and_then(|(n, path)| Some((n.parse::<u16>().ok()?, UnitBlock::from_suffix(path)?)));
+    match parsed {
+        Some((engine, UnitBlock::M2sQ(queue))) => Ok(QueueTarget {
+            region: name,
+            engine,
+            dir: Dir::M2s,
+            queue,
+            base: device.map().region(region).base,
+        }),
+        Some((engine, UnitBlock::S2mQ(queue))) => Ok(QueueTarget {
+            region: name,
+            engine,
+            dir: Dir::S2m,
+            queue,
+            base: device.map().region(region).base,
+        }),
+        _ => Err(err(format!(
+            "`{name}` is not a DMA queue (expected engN.m2s.qQ or engN.s2m.qQ)"
+        ))),
+    }
+}
+
+fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, ResolveError> {
+    match kind {
+        StatementKind::Desc { queue, fields } => {
+            let queue = resolve_queue(device, queue)?;
+            let addr = match &fields.addr {
+                Some(a) => {
+                    match (a.role, queue.dir) {
+                        (AddrRole::Src, Dir::S2m) | (AddrRole::Dst, Dir::M2s) => {
+                            return Err(ResolveError {
+                                span: a.addr.span,
+                                message: format!(
+                                    "`{}` is an {} queue: use {} (src= names an M2S source, dst= an S2M destination)",
+                                    queue.region,
+                                    queue.dir.name().to_uppercase(),
+                                    if queue.dir == Dir::M2s {
+                                        "src="
+                                    } else {
+                                        "dst="
+                                    }
+                                ),
+                            });
+                        }
+                        _ => {}
+                    }
+                    Some(resolve(device, &a.addr)?.addr)
+                }
+                None => None,
+            };
+            let buf2 = match &fields.buf2 {
+                Some(b) => Some(resolve(device, b)?.addr),
+                None => None,
+            };
+            Ok(Linked::Desc { queue, addr, buf2 })
+        }
+        StatementKind::Doorbell { queue, .. } => {
+            Ok(Linked::Doorbell(resolve_queue(device, queue)?))
+        }
+        StatementKind::Run { .. } => Ok(Linked::Run),
+        other => match other.try_addr() {
+            Some(a) => Ok(Linked::Addr(resolve(device, a)?)),
+            None => Ok(Linked::Run),
+        },
+    }
+}
+
+/// Resolves every name of a parsed trace; all errors, or the targets.
+pub fn link(device: &Device, trace: &Trace, file: &str) -> Result<Vec<Linked>, Vec<ParseError>> {
     let mut out = Vec::with_capacity(trace.statements.len());
     let mut errors = Vec::new();
     for s in &trace.statements {
-        match resolve(device, s.kind.addr()) {
+        match link_one(device, &s.kind) {
             Ok(r) => out.push(r),
             Err(e) => errors.push(located(file, e.span, e.message)),
         }
@@ -193,29 +455,99 @@ pub fn run_source(
     files: &mut dyn TraceFiles,
 ) -> Result<RunReport, Vec<ParseError>> {
     let trace = trace_format::parse(source, file)?;
-    let resolved = link(device, &trace, file)?;
-    Ok(run_linked(device, &trace, &resolved, file, files))
+    let linked = link(device, &trace, file)?;
+    Ok(run_linked(
+        device,
+        &trace,
+        &linked,
+        file,
+        files,
+        &mut NoHooks,
+    ))
 }
+
+/// What a hook asks the executor to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Go on.
+    Continue,
+    /// Stop the run here (statements after this are not executed).
+    Quit,
+}
+
+/// Callbacks for debuggers: before each statement, and after every engine
+/// step while `run`/`wait` advance time.
+pub trait ExecHooks {
+    /// Before statement `index` runs.
+    fn before(
+        &mut self,
+        _index: usize,
+        _stmt: &Statement,
+        _linked: &Linked,
+        _device: &mut Device,
+        _executor: &Executor,
+    ) -> Control {
+        Control::Continue
+    }
+
+    /// After each engine step during `run`/`wait`.
+    fn during_run(&mut self, _device: &mut Device) -> Control {
+        Control::Continue
+    }
+}
+
+/// No hooks.
+#[derive(Debug)]
+pub struct NoHooks;
+
+impl ExecHooks for NoHooks {}
+
+/// Executor state that outlives a statement: the software producer index of
+/// each queue (like a driver's `next_desc_idx`).
+#[derive(Debug, Default)]
+pub struct Executor {
+    /// (engine, direction, queue) → descriptors placed since the last doorbell.
+    pending: BTreeMap<(u16, Dir, u8), u32>,
+}
+
+impl Executor {
+    /// Descriptors placed by `desc` on a queue since its last doorbell.
+    pub fn pending(&self, q: &QueueTarget) -> u32 {
+        self.pending
+            .get(&(q.engine, q.dir, q.queue))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Default `wait` timeout in cycles (docs/trace-format.md).
+pub const DEFAULT_WAIT_TIMEOUT_CYCLES: u64 = 10_000_000;
 
 /// Runs a linked trace.
 pub fn run_linked(
     device: &mut Device,
     trace: &Trace,
-    resolved: &[Resolved],
+    linked: &[Linked],
     file: &str,
     files: &mut dyn TraceFiles,
+    hooks: &mut dyn ExecHooks,
 ) -> RunReport {
     let mut report = RunReport {
         trace: file.to_string(),
         statements: 0,
         expectations_passed: 0,
         expectations_failed: 0,
+        summary: Summary::of(device),
         steps: Vec::new(),
         failures: Vec::new(),
         errors: Vec::new(),
     };
-    for (s, r) in trace.statements.iter().zip(resolved) {
-        let (status, text) = match step(device, s, r, files) {
+    let mut exec = Executor::default();
+    for (i, (s, r)) in trace.statements.iter().zip(linked).enumerate() {
+        if hooks.before(i, s, r, device, &exec) == Control::Quit {
+            break;
+        }
+        let (status, text) = match step(device, &mut exec, s, r, files, hooks) {
             Ok(Outcome::Done(text)) => (Status::Ok, text),
             Ok(Outcome::Expectation { text, held: true }) => {
                 report.expectations_passed += 1;
@@ -234,17 +566,26 @@ pub fn run_linked(
             }
         };
         report.statements += 1;
+        let quit = text == QUIT_MARK;
         report.steps.push(StepRecord {
             line: s.span.line,
             directive: s.kind.directive(),
-            address: Hex(r.addr),
+            address: Hex(r.addr()),
+            cycle: device.now().0,
             text,
             status,
             events: device.take_events(),
         });
+        if quit {
+            break;
+        }
     }
+    report.summary = Summary::of(device);
     report
 }
+
+/// The text of a statement the debugger quit during.
+const QUIT_MARK: &str = "(quit)";
 
 enum Outcome {
     Done(String),
@@ -253,10 +594,16 @@ enum Outcome {
 
 type StepError = (Option<Span>, String);
 
-fn name_of(s: &Statement, r: &Resolved) -> String {
-    match s.kind.addr().literal() {
-        Some(_) if s.kind.addr().offsets.is_empty() => format!("{:#x}", r.addr),
-        _ => format!("{} ({:#x})", s.kind.addr(), r.addr),
+fn name_of(s: &Statement, r: &Linked) -> String {
+    let Some(a) = s.kind.try_addr() else {
+        return match r {
+            Linked::Desc { queue, .. } | Linked::Doorbell(queue) => queue.region.clone(),
+            _ => String::new(),
+        };
+    };
+    match a.literal() {
+        Some(_) if a.offsets.is_empty() => format!("{:#x}", r.addr()),
+        _ => format!("{a} ({:#x})", r.addr()),
     }
 }
 
@@ -264,15 +611,364 @@ fn fault(e: BusFault) -> StepError {
     (None, e.to_string())
 }
 
+/// Ring base and length of a queue, from its CSRs.
+fn ring_of(device: &Device, q: &QueueTarget) -> Option<(u64, u32, u32, u8)> {
+    let map = device.catalog().block(if q.dir == Dir::M2s {
+        "udma_m2s_q"
+    } else {
+        "udma_s2m_q"
+    })?;
+    let p = if q.dir == Dir::M2s { "T" } else { "R" };
+    let reg = |name: &str| -> Option<u32> {
+        let off = map.find(&format!("{p}{name}"), None)?;
+        let t = device.reg_target(q.base + off).ok()??;
+        device.peek_reg(t)
+    };
+    let lo = reg("DRBP_LOW")? & 0xFFFF_FFC0;
+    let hi = reg("DRBP_HIGH")?;
+    let len = reg("DRL")? & 0xFF_FFFF;
+    let tail = reg("DRTP")?;
+    Some((
+        (u64::from(hi) << 32) | u64::from(lo),
+        len,
+        tail & 0xFF_FFFF,
+        (tail >> 30) as u8,
+    ))
+}
+
+fn build_descriptor(
+    q: &QueueTarget,
+    fields: &DescFields,
+    addr: Option<u64>,
+    buf2: Option<u64>,
+    ring_id: u8,
+) -> Result<[u8; 16], String> {
+    if let Some(raw) = fields.raw {
+        return Ok(raw);
+    }
+    let len = fields.len.ok_or("desc: len= is required (or raw=)")?;
+    let f = &fields.flags;
+    let flags = dma_abi::Flags {
+        first: f.first,
+        last: f.last,
+        int_en: f.int,
+        dmb: f.dmb,
+        sow: f.sow,
+        concat: f.concat,
+        meta: f.meta,
+        ring_id: fields.ring_id.unwrap_or(ring_id),
+    };
+    let w0 = dma_abi::LenCtrl::from_raw(0)
+        .with_len_bytes(len)
+        .map_err(|e| format!("desc: len={len}: {e}"))?
+        .with_flags(flags);
+    let word1 = match q.dir {
+        Dir::S2m => buf2.map_or(0, |b| (b & 0xFFFF_FFFF) as u32),
+        Dir::M2s => match fields.word1 {
+            Some(w) => w,
+            None => {
+                let mut w = dma_abi::CmeWord::DEFAULT_COPY;
+                if let Some(op) = fields.op {
+                    w = w.with_cme_type(cme_type(op));
+                }
+                if let Some(c) = fields.cce {
+                    w = w.with_op(dma_abi::SdmaOp::Cce).with_cce_type(cce_type(c));
+                    let code = |d: Option<trace_format::Dtype>| d.map_or(0xA, dtype_code);
+                    let raw = (w.raw() & !0xFF00)
+                        | (u32::from(code(fields.in_dtype) & 0xF) << 8)
+                        | (u32::from(code(fields.out_dtype) & 0xF) << 12);
+                    w = dma_abi::CmeWord::from_raw(raw);
+                }
+                if let Some(iv) = fields.crc_iv {
+                    w = w.with_cached_crc_iv_index(iv);
+                }
+                w = w
+                    .with_write_barrier(f.write_barrier)
+                    .with_send_crc(f.send_crc)
+                    .with_store_crc_result(f.store_crc)
+                    .with_store_source_crc(f.store_source_crc)
+                    .with_validate_crc(f.validate_crc)
+                    .with_use_stored_crc_iv(f.use_stored_iv);
+                if f.no_copy {
+                    w = w.with_copy_src_data(false);
+                }
+                w.raw()
+            }
+        },
+    };
+    let d = dma_abi::Descriptor::new(w0, word1, addr.unwrap_or(0));
+    Ok(d.to_bytes())
+}
+
+fn cme_type(op: trace_format::CmeOp) -> dma_abi::CmeType {
+    use dma_abi::CmeType as C;
+    use trace_format::CmeOp as T;
+    match op {
+        T::Copy => C::Copy,
+        T::Crc32 => C::Crc32,
+        T::Crc32c => C::Crc32c,
+        T::Cksum16 => C::Cksum16,
+        T::Cksum32 => C::Cksum32,
+        T::Crc16 => C::Crc16,
+        T::Adler32 => C::Cksum32Adler,
+        T::Crc8 => C::Crc8,
+    }
+}
+
+fn cce_type(op: trace_format::CceOp) -> dma_abi::CceType {
+    use dma_abi::CceType as C;
+    use trace_format::CceOp as T;
+    match op {
+        T::Add => C::Add,
+        T::Fma => C::Fma,
+        T::Max => C::Max,
+        T::Min => C::Min,
+    }
+}
+
+fn dtype_code(d: trace_format::Dtype) -> u8 {
+    use trace_format::Dtype as T;
+    match d {
+        T::Int8 => 0x2,
+        T::Uint8 => 0x3,
+        T::Int16 => 0x4,
+        T::Uint16 => 0x5,
+        T::Uint32 => 0x9,
+        T::Bf16 => 0x6,
+        T::Fp16 => 0x7,
+        T::Int32 => 0x8,
+        T::Fp32 => 0xA,
+        T::Fp32r => 0xB,
+        T::Fp8e3 => 0xD,
+        T::Fp8e4 => 0xE,
+        T::Fp8e5 => 0xF,
+        T::Fp4 => 0x10,
+    }
+}
+
+/// Places a descriptor (the `desc` directive).
+fn place_desc(
+    device: &mut Device,
+    exec: &mut Executor,
+    q: &QueueTarget,
+    slot: Option<u64>,
+    fields: &DescFields,
+    addr: Option<u64>,
+    buf2: Option<u64>,
+) -> Result<String, StepError> {
+    let (base, len, tail, tail_id) = ring_of(device, q).ok_or((
+        None,
+        format!("{}: cannot read the ring registers", q.region),
+    ))?;
+    let p = if q.dir == Dir::M2s { "T" } else { "R" };
+    if len == 0 {
+        return Err((
+            None,
+            format!(
+                "{}: ring not configured ({p}DRL = 0): program {p}DRBP_LOW/{p}DRBP_HIGH/{p}DRL first",
+                q.region
+            ),
+        ));
+    }
+    let key = (q.engine, q.dir, q.queue);
+    let pending = exec.pending.get(&key).copied().unwrap_or(0);
+    let idx = match slot {
+        Some(s) => {
+            if s >= u64::from(len) {
+                return Err((
+                    None,
+                    format!(
+                        "{}[{s}]: slot is outside the ring of {len} descriptors",
+                        q.region
+                    ),
+                ));
+            }
+            s as u32
+        }
+        None => ((u64::from(tail) + u64::from(pending)) % u64::from(len)) as u32,
+    };
+    // The ring id the hardware expects at this slot on its next pass.
+    let ring_id = if idx >= tail {
+        tail_id
+    } else {
+        (tail_id + 1) & 3
+    };
+    let bytes = build_descriptor(q, fields, addr, buf2, ring_id).map_err(|m| (None, m))?;
+    let at = base + 16 * u64::from(idx);
+    device.write_bytes(at, &bytes).map_err(fault)?;
+    if slot.is_none() {
+        exec.pending.insert(key, pending + 1);
+    }
+    let d = dma_abi::Descriptor::from_bytes(&bytes);
+    let w0 = d.len_ctrl();
+    Ok(format!(
+        "desc {}[{idx}] at {at:#x}: {} {:#x} len {} ring_id {}{}{}{}{} word1 {:#010x}",
+        q.region,
+        if q.dir == Dir::M2s { "src" } else { "dst" },
+        d.buf_ptr(),
+        w0.len_bytes(true),
+        w0.ring_id(),
+        if w0.first() { " FIRST" } else { "" },
+        if w0.last() { " LAST" } else { "" },
+        if w0.dmb() { " DMB" } else { "" },
+        if w0.sow() { " SOW" } else { "" },
+        d.word1()
+    ))
+}
+
+fn run_device(
+    device: &mut Device,
+    limit: Option<Cycle>,
+    hooks: &mut dyn ExecHooks,
+    mut cond: impl FnMut(&mut Device) -> bool,
+) -> (RunStop, bool, bool) {
+    let mut quit = false;
+    let (stop, met) = device.run_while(limit, |d| {
+        if hooks.during_run(d) == Control::Quit {
+            quit = true;
+            return true;
+        }
+        cond(d)
+    });
+    (stop, met && !quit, quit)
+}
+
 fn step(
     device: &mut Device,
+    exec: &mut Executor,
     s: &Statement,
-    r: &Resolved,
+    r: &Linked,
     files: &mut dyn TraceFiles,
+    hooks: &mut dyn ExecHooks,
 ) -> Result<Outcome, StepError> {
     let at = name_of(s, r);
-    let addr = r.addr;
+    let addr = r.addr();
+    #[allow(unreachable_patterns)]
     match &s.kind {
+        StatementKind::Desc { queue, fields } => {
+            let Linked::Desc {
+                queue: q,
+                addr,
+                buf2,
+            } = r
+            else {
+                return Err((None, "internal: desc not linked".into()));
+            };
+            place_desc(device, exec, q, queue.slot, fields, *addr, *buf2).map(Outcome::Done)
+        }
+        StatementKind::Doorbell { count, .. } => {
+            let Linked::Doorbell(q) = r else {
+                return Err((None, "internal: doorbell not linked".into()));
+            };
+            let map = device
+                .catalog()
+                .block(if q.dir == Dir::M2s {
+                    "udma_m2s_q"
+                } else {
+                    "udma_s2m_q"
+                })
+                .ok_or((None, "CSR map missing".to_string()))?;
+            let name = if q.dir == Dir::M2s {
+                "TDRTP_INC"
+            } else {
+                "RDRTP_INC"
+            };
+            let off = map
+                .find(name, None)
+                .ok_or((None, format!("{name} missing")))?;
+            device.write32(q.base + off, *count).map_err(fault)?;
+            let key = (q.engine, q.dir, q.queue);
+            let left = exec
+                .pending
+                .get(&key)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(*count);
+            exec.pending.insert(key, left);
+            Ok(Outcome::Done(format!(
+                "doorbell {}.{name} +{count}",
+                q.region
+            )))
+        }
+        StatementKind::Run { mode } => {
+            let start = device.now().0;
+            let limit = match mode {
+                RunMode::Idle => None,
+                RunMode::Cycles(n) => Some(Cycle(start.saturating_add(*n))),
+                RunMode::Until(c) => Some(Cycle(*c)),
+            };
+            let (stop, _, quit) = run_device(device, limit, hooks, |_| false);
+            if quit {
+                return Ok(Outcome::Done(QUIT_MARK.to_string()));
+            }
+            let now = device.now().0;
+            Ok(Outcome::Done(format!(
+                "run: cycle {start} -> {now} ({:.1} ns){}",
+                device.timing().ns(now),
+                match stop {
+                    RunStop::Idle => ", idle",
+                    RunStop::Limit => "",
+                }
+            )))
+        }
+        StatementKind::Wait {
+            compare,
+            value,
+            mask,
+            timeout,
+            ..
+        } => {
+            let m = mask.unwrap_or(u32::MAX);
+            let holds = |v: u32| match compare {
+                Compare::Eq => v & m == *value,
+                Compare::Ne => v & m != *value,
+                Compare::Ge => v & m >= *value,
+            };
+            let start = device.now().0;
+            let check = |d: &mut Device| -> Option<u32> {
+                // Peek without read side effects.
+                match d.reg_target(addr) {
+                    Ok(Some(t)) => d.peek_reg(t),
+                    Ok(None) => {
+                        let mut b = [0u8; 4];
+                        d.read_bytes(addr, &mut b)
+                            .ok()
+                            .map(|()| u32::from_le_bytes(b))
+                    }
+                    Err(_) => None,
+                }
+            };
+            let first = check(device)
+                .ok_or_else(|| (None, format!("wait {at}: the address cannot be read")))?;
+            if holds(first) {
+                return Ok(Outcome::Expectation {
+                    text: format!("wait {at} {compare} {value:#x}: held at cycle {start}"),
+                    held: true,
+                });
+            }
+            let limit = Cycle(start.saturating_add(timeout.unwrap_or(DEFAULT_WAIT_TIMEOUT_CYCLES)));
+            let (_, met, quit) =
+                run_device(device, Some(limit), hooks, |d| check(d).is_some_and(holds));
+            if quit {
+                return Ok(Outcome::Done(QUIT_MARK.to_string()));
+            }
+            let now = device.now().0;
+            let last = check(device).unwrap_or(0);
+            Ok(Outcome::Expectation {
+                text: if met {
+                    format!(
+                        "wait {at} {compare} {value:#x}: held at cycle {now} (waited {} cycles)",
+                        now - start
+                    )
+                } else {
+                    format!(
+                        "wait {at} {compare} {value:#x}: timed out at cycle {now} after {} cycles; value {last:#010x}",
+                        now - start
+                    )
+                },
+                held: met,
+            })
+        }
         StatementKind::Write32 { value, .. } => {
             let reg = device.write32(addr, *value).map_err(fault)?;
             match reg {
@@ -459,6 +1155,10 @@ fn step(
                 )))
             }
         },
+        other => Err((
+            None,
+            format!("`{}` is not supported by this executor", other.directive()),
+        )),
     }
 }
 
@@ -519,4 +1219,70 @@ pub fn hexdump(base: u64, data: &[u8]) -> String {
         ));
     }
     out.trim_end_matches('\n').to_string()
+}
+
+/// One engine event as a line of text.
+pub fn engine_event_text(e: &EngineEvent) -> String {
+    let at = format!("@{} eng{}", e.cycle, e.engine);
+    match &e.kind {
+        EventKind::Doorbell {
+            dir,
+            queue,
+            increment,
+            tail,
+            tail_ring_id,
+        } => format!(
+            "{at} {}.q{queue} doorbell +{increment}: tail {tail} ring_id {tail_ring_id}",
+            dir.name()
+        ),
+        EventKind::Prefetch {
+            dir,
+            queue,
+            first_index,
+            count,
+            head,
+            head_ring_id,
+        } => format!(
+            "{at} {}.q{queue} prefetch [{first_index}..+{count}]: head {head} ring_id {head_ring_id}",
+            dir.name()
+        ),
+        EventKind::PacketStart {
+            queue,
+            tx_descs,
+            rx_descs,
+            bytes,
+            done_at,
+        } => format!(
+            "{at} q{queue} packet start: {bytes} bytes, {tx_descs} TX / {rx_descs} RX descriptors, lands @{done_at}"
+        ),
+        EventKind::PacketDone {
+            queue,
+            bytes,
+            checksum,
+        } => match checksum {
+            Some(c) => format!("{at} q{queue} packet done: {bytes} bytes written, checksum {c}"),
+            None => format!("{at} q{queue} packet done: {bytes} bytes written"),
+        },
+        EventKind::Fault {
+            dir,
+            queue,
+            cause,
+            detail,
+            action,
+        } => format!(
+            "{at} {}{} FAULT {cause} ({action}): {detail}",
+            dir.name(),
+            queue.map(|q| format!(".q{q}")).unwrap_or_default()
+        ),
+        EventKind::State { dir, state } => format!("{at} {} state {state}", dir.name()),
+        EventKind::QueueReset { dir, queue, bits } => {
+            format!(
+                "{at} {}.q{queue} Q_SW_CTRL reset bits {bits:#x}",
+                dir.name()
+            )
+        }
+        EventKind::RingWarning { dir, queue, detail } => {
+            format!("{at} {}.q{queue} warning: {detail}", dir.name())
+        }
+    }
 }

@@ -64,6 +64,41 @@ impl Backing {
         }
     }
 
+    /// The sparse store and the store offset of `[offset, offset + len)`.
+    fn linear(&self, offset: u64, len: u64, write: bool) -> Result<(&SparseMemory, u64), MemFault> {
+        match self {
+            Backing::Linear(m) => {
+                m.check_range(offset, len)?;
+                Ok((m, offset))
+            }
+            Backing::Sbuf(m) => {
+                let at = m.as_partitioned().resolve(offset, len)?;
+                Ok((m.as_partitioned().backing(), at))
+            }
+            Backing::Psum(m) => {
+                let at = if write {
+                    let n = usize::try_from(len).map_err(|_| MemFault::OutOfRange {
+                        offset,
+                        len,
+                        size: u64::MAX,
+                    })?;
+                    m.check_psum_write_linear(offset, n)?
+                } else {
+                    m.as_partitioned().resolve(offset, len)?
+                };
+                Ok((m.as_partitioned().backing(), at))
+            }
+        }
+    }
+
+    fn sparse_mut(&mut self) -> &mut SparseMemory {
+        match self {
+            Backing::Linear(m) => m,
+            Backing::Sbuf(m) => m.as_partitioned_mut().backing_mut(),
+            Backing::Psum(m) => m.as_partitioned_mut().backing_mut(),
+        }
+    }
+
     fn allocated_bytes(&self) -> u64 {
         match self {
             Backing::Linear(m) => m.allocated_bytes(),
@@ -188,6 +223,66 @@ impl DeviceMemory {
         self.store_mut(map, t.storage)
             .fill(t.offset, len, byte)
             .map_err(|f| Self::fault(map, t, addr, f))
+    }
+
+    /// Copies `len` bytes from `src` to `dst` page to page, without a bounce
+    /// buffer (the DMA data path). On failure returns the fault and the
+    /// address it concerns (source or destination).
+    pub fn copy(
+        &mut self,
+        map: &SocMap,
+        src: u64,
+        dst: u64,
+        len: u64,
+    ) -> Result<(), (BusFault, u64)> {
+        let s = Self::resolve(map, src, len).map_err(|e| (e, src))?;
+        let d = Self::resolve(map, dst, len).map_err(|e| (e, dst))?;
+        let dst_kind = map.region(d.storage);
+        let probe_dst = Backing::new(dst_kind.kind, dst_kind.size_bytes);
+        let d_off = {
+            let store = self.stores.get(&d.storage).unwrap_or(&probe_dst);
+            store
+                .linear(d.offset, len, true)
+                .map(|(_, at)| at)
+                .map_err(|f| (Self::fault(map, d, dst, f), dst))?
+        };
+        let src_kind = map.region(s.storage);
+        let probe_src = Backing::new(src_kind.kind, src_kind.size_bytes);
+        let s_off = {
+            let store = self.stores.get(&s.storage).unwrap_or(&probe_src);
+            store
+                .linear(s.offset, len, false)
+                .map(|(_, at)| at)
+                .map_err(|f| (Self::fault(map, s, src, f), src))?
+        };
+        if s.storage == d.storage {
+            let store = self.store_mut(map, s.storage);
+            return store
+                .sparse_mut()
+                .copy(s_off, d_off, len)
+                .map_err(|f| (Self::fault(map, d, dst, f), dst));
+        }
+        let Some(src_store) = self.stores.remove(&s.storage) else {
+            // Never written: the source reads as zeros.
+            return self
+                .store_mut(map, d.storage)
+                .sparse_mut()
+                .fill_range(d_off, len, 0)
+                .map_err(|f| (Self::fault(map, d, dst, f), dst));
+        };
+        let result = {
+            let (src_mem, _) = match src_store.linear(s.offset, len, false) {
+                Ok(x) => x,
+                Err(f) => {
+                    self.stores.insert(s.storage, src_store);
+                    return Err((Self::fault(map, s, src, f), src));
+                }
+            };
+            let dst_store = self.store_mut(map, d.storage).sparse_mut();
+            SparseMemory::copy_between(src_mem, s_off, dst_store, d_off, len)
+        };
+        self.stores.insert(s.storage, src_store);
+        result.map_err(|f| (Self::fault(map, d, dst, f), dst))
     }
 
     /// Host bytes allocated by all stores (sparse pages).

@@ -44,6 +44,23 @@ fn err(span: Span, message: String) -> ResolveError {
     ResolveError { span, message }
 }
 
+/// Only the last name of a map symbol may carry an index (`sem.inc[3]`,
+/// not `sem[2].inc[3]`): an index anywhere else would be silently dropped.
+fn symbol_indices(parts: &[PathComponent], lower: &[String]) -> Result<(), ResolveError> {
+    let inner = parts.split_last().map_or(&[][..], |(_, inner)| inner);
+    match inner.iter().find(|p| p.index.is_some()) {
+        Some(p) => Err(err(
+            p.span,
+            format!(
+                "`{}` takes no index: only the register (the last name, as in `{}[i]`) does",
+                p.name,
+                lower.join(".")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn resolve_path(
     device: &Device,
     parts: &[PathComponent],
@@ -82,8 +99,12 @@ fn resolve_path(
             .iter()
             .map(|&r| map.region(r).stem.as_str())
             .collect();
-        let mut stems: Vec<&str> = roots;
-        stems.dedup();
+        let mut stems: Vec<&str> = Vec::new();
+        for stem in roots {
+            if !stems.contains(&stem) {
+                stems.push(stem);
+            }
+        }
         return Err(err(
             first.span,
             format!(
@@ -120,7 +141,9 @@ fn resolve_path(
             }
             addr += p * geom.stride_bytes;
         }
-        Some(Index::Plain(i)) if used == parts.len() => {
+        // A plain index on a region is wrong wherever it sits: silently
+        // dropping it (`eng0.m2s.q0[5].q_cfg`) would name another address.
+        Some(Index::Plain(i)) => {
             return Err(err(
                 last_region_part.span,
                 format!(
@@ -181,6 +204,7 @@ fn resolve_path(
                 )
             })?;
             addr = map.region(region).base;
+            symbol_indices(&rest[..take], &lower[..take])?;
             if take != rest.len() {
                 return Err(err(
                     rest[take].span,

@@ -158,6 +158,75 @@ impl AddrExpr {
     }
 }
 
+/// A DMA queue named by its block path, with an optional ring slot:
+/// `eng0.m2s.q0`, `eng12.s2m.q3[5]` (trace language v2: `desc`, `doorbell`).
+///
+/// Like an address, the path is unresolved: the executor looks the queue
+/// block up in the SoC map (and reads its ring-base CSRs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct QueueRef {
+    /// The queue block's path (`eng0`, `m2s`, `q0`). The last component
+    /// never has an index (a plain index there is the slot); earlier
+    /// components keep whatever index was written.
+    pub path: Vec<PathComponent>,
+    /// `[N]` on the last component: the ring slot (descriptor index),
+    /// less than [`RING_SLOTS`]. `None`: the executor's next slot.
+    pub slot: Option<u64>,
+    /// The whole queue argument, slot included.
+    pub span: Span,
+}
+
+/// Ring slots are below this bound: ring lengths (TDRL/RDRL) are 24-bit
+/// descriptor counts.
+pub const RING_SLOTS: u64 = 1 << 24;
+
+impl QueueRef {
+    /// The queue's path without the slot (`eng0.m2s.q0`).
+    pub fn name(&self) -> String {
+        let mut s = String::new();
+        for (i, c) in self.path.iter().enumerate() {
+            if i > 0 {
+                s.push('.');
+            }
+            s.push_str(&c.to_string());
+        }
+        s
+    }
+
+    /// The queue block as an address expression (the path, no offsets; the
+    /// span covers the path), for resolving it like any other address.
+    pub fn block_addr(&self) -> AddrExpr {
+        let span = match (self.path.first(), self.path.last()) {
+            (Some(a), Some(b)) => a.span.to(b.span),
+            _ => self.span,
+        };
+        AddrExpr {
+            base: AddrBase::Path(self.path.clone()),
+            offsets: Vec::new(),
+            span,
+        }
+    }
+
+    /// Sets every span to `Span::default()`.
+    pub fn clear_spans(&mut self) {
+        self.span = Span::default();
+        for c in &mut self.path {
+            c.span = Span::default();
+        }
+    }
+}
+
+impl fmt::Display for QueueRef {
+    /// `eng0.m2s.q0` or `eng0.m2s.q0[5]`; parses back to the same queue.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())?;
+        if let Some(slot) = self.slot {
+            write!(f, "[{slot}]")?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for PathComponent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name)?;
@@ -417,6 +486,88 @@ pub(crate) fn parse_addr_at(text: &str, origin: Span) -> Result<AddrExpr, Diag> 
     })
 }
 
+/// Parses `text` as a queue (`eng0.m2s.q0`, with `allow_slot` also
+/// `eng0.m2s.q0[5]`); `origin` is the position of its first character and
+/// `what` names the argument in messages.
+pub(crate) fn parse_queue_at(
+    text: &str,
+    origin: Span,
+    allow_slot: bool,
+    what: &str,
+) -> Result<QueueRef, Diag> {
+    let expr = parse_addr_at(text, origin)?;
+    let mut path = match expr.base {
+        AddrBase::Path(p) => p,
+        AddrBase::Literal(_) => {
+            return Err(Diag::new(
+                expr.span,
+                format!(
+                    "{what} expects a queue name like eng0.m2s.q0, found a number {}",
+                    quote(text)
+                ),
+            ));
+        }
+    };
+    if let Some(o) = expr.offsets.first() {
+        let sign = match o.sign {
+            Sign::Plus => '+',
+            Sign::Minus => '-',
+        };
+        let hint = if allow_slot {
+            "; a ring slot is written as an index, like eng0.m2s.q0[5]"
+        } else {
+            ""
+        };
+        return Err(Diag::new(
+            o.span,
+            format!(
+                "a queue takes no offset, found '{sign}{:#x}'{hint}",
+                o.value
+            ),
+        ));
+    }
+    let mut slot = None;
+    if let Some(last) = path.last_mut()
+        && let Some(index) = last.index.take()
+    {
+        let name_len = sat_u32(last.name.chars().count());
+        let index_span = Span::new(
+            last.span.line,
+            last.span.column.saturating_add(name_len),
+            last.span.len.saturating_sub(name_len),
+        );
+        last.span.len = name_len;
+        match index {
+            Index::Partition(p) => {
+                return Err(Diag::new(
+                    index_span,
+                    format!("a ring slot is a plain number, not a partition, found '[p{p}]'"),
+                ));
+            }
+            Index::Plain(n) if !allow_slot => {
+                return Err(Diag::new(
+                    index_span,
+                    format!("{what} takes no ring slot, found '[{n}]'"),
+                ));
+            }
+            Index::Plain(n) if n >= RING_SLOTS => {
+                return Err(Diag::new(
+                    index_span,
+                    format!(
+                        "ring slot must be less than {RING_SLOTS:#x} (ring lengths are 24-bit descriptor counts), found {n:#x}"
+                    ),
+                ));
+            }
+            Index::Plain(n) => slot = Some(n),
+        }
+    }
+    Ok(QueueRef {
+        path,
+        slot,
+        span: expr.span,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -541,6 +692,56 @@ mod tests {
         assert_eq!(
             e("0x10.foo"),
             "t:1:5: expected '+', '-' or the end of the address, found '.'"
+        );
+    }
+
+    fn q(s: &str, allow_slot: bool) -> Result<QueueRef, String> {
+        parse_queue_at(s, Span::new(1, 1, 0), allow_slot, "queue")
+            .map_err(|d| format!("{}:{}: {}", d.span.column, d.span.len, d.message))
+    }
+
+    #[test]
+    fn queues() {
+        let a = q("eng0.m2s.q0[5]", true).unwrap();
+        assert_eq!(a.slot, Some(5));
+        assert_eq!(a.span, Span::new(1, 1, 14));
+        assert_eq!(
+            a.path,
+            vec![
+                comp("eng0", None, 1, 4),
+                comp("m2s", None, 6, 3),
+                comp("q0", None, 10, 2)
+            ]
+        );
+        assert_eq!(a.name(), "eng0.m2s.q0");
+        assert_eq!(a.to_string(), "eng0.m2s.q0[5]");
+        assert_eq!(a.block_addr().to_string(), "eng0.m2s.q0");
+        assert_eq!(a.block_addr().span, Span::new(1, 1, 11));
+        let b = q("eng128.s2m.q1", false).unwrap();
+        assert_eq!((b.slot, b.to_string().as_str()), (None, "eng128.s2m.q1"));
+        assert_eq!(
+            q("x[1].q[0xffffff]", true).unwrap().to_string(),
+            "x[1].q[16777215]"
+        );
+        assert_eq!(
+            q("0x1000", true).unwrap_err(),
+            "1:6: queue expects a queue name like eng0.m2s.q0, found a number '0x1000'"
+        );
+        assert_eq!(
+            q("eng0.m2s.q0+0x10", true).unwrap_err(),
+            "12:5: a queue takes no offset, found '+0x10'; a ring slot is written as an index, like eng0.m2s.q0[5]"
+        );
+        assert_eq!(
+            q("eng0.m2s.q0[p1]", true).unwrap_err(),
+            "12:4: a ring slot is a plain number, not a partition, found '[p1]'"
+        );
+        assert_eq!(
+            q("eng0.m2s.q0[1]", false).unwrap_err(),
+            "12:3: queue takes no ring slot, found '[1]'"
+        );
+        assert_eq!(
+            q("eng0.m2s.q0[0x1000000]", true).unwrap_err(),
+            "12:11: ring slot must be less than 0x1000000 (ring lengths are 24-bit descriptor counts), found 0x1000000"
         );
     }
 

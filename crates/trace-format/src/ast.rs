@@ -4,7 +4,8 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
-use crate::addr::AddrExpr;
+use crate::addr::{AddrExpr, QueueRef};
+use crate::desc::DescFields;
 use crate::number::to_hex;
 use crate::span::Span;
 
@@ -25,9 +26,11 @@ pub struct Statement {
     pub span: Span,
 }
 
-/// The directives of trace language v1.
+/// The directives of the trace language: v1 (registers and memory) and v2
+/// (descriptors, doorbells, `run`, `wait`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StatementKind {
     /// `write32 ADDR VALUE` — a 32-bit register or memory write.
     Write32 {
@@ -89,6 +92,94 @@ pub enum StatementKind {
         /// Output file (relative to the trace file's directory); `None` = hexdump.
         file: Option<FileRef>,
     },
+    /// `desc QUEUE[SLOT] key=value… flag…` — write one 16-byte descriptor
+    /// into a queue's ring, at ring base + 16 × slot (v2).
+    Desc {
+        /// The queue, and the slot if one was written (`None`: the
+        /// executor's next software slot for the queue).
+        queue: QueueRef,
+        /// The descriptor's fields as written.
+        fields: DescFields,
+    },
+    /// `doorbell QUEUE N` — add N to the queue's tail pointer (TDRTP_INC or
+    /// RDRTP_INC by direction) (v2).
+    Doorbell {
+        /// The queue (never has a slot).
+        queue: QueueRef,
+        /// Descriptors posted: 1 ..= [`MAX_DOORBELL`](crate::MAX_DOORBELL).
+        count: u32,
+    },
+    /// `run [cycles=N | until=N]` — advance simulated time (v2).
+    Run {
+        /// How far.
+        mode: RunMode,
+    },
+    /// `wait ADDR (== | != | >=) VALUE [mask=M] [timeout=N]` — run until a
+    /// 32-bit read satisfies the comparison (v2).
+    Wait {
+        /// What is read (register, semaphore or memory).
+        addr: AddrExpr,
+        /// The comparison.
+        compare: Compare,
+        /// The value compared with (after masking).
+        value: u32,
+        /// Mask applied to the value read (default all ones).
+        mask: Option<u32>,
+        /// Cycles to wait at most (default
+        /// [`DEFAULT_WAIT_TIMEOUT`](crate::DEFAULT_WAIT_TIMEOUT)); running
+        /// out is an expectation failure.
+        timeout: Option<u64>,
+    },
+}
+
+/// A comparison of `wait` (and, `==` only, `read32`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compare {
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `>=` (unsigned)
+    Ge,
+}
+
+impl Compare {
+    /// The operator as written (`==`, `!=`, `>=`).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Compare::Eq => "==",
+            Compare::Ne => "!=",
+            Compare::Ge => ">=",
+        }
+    }
+
+    /// Whether `actual OP expected` holds (unsigned).
+    pub fn holds(self, actual: u32, expected: u32) -> bool {
+        match self {
+            Compare::Eq => actual == expected,
+            Compare::Ne => actual != expected,
+            Compare::Ge => actual >= expected,
+        }
+    }
+}
+
+impl fmt::Display for Compare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.symbol())
+    }
+}
+
+/// How far a `run` advances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunMode {
+    /// `run`: until no events are pending (the device is idle).
+    Idle,
+    /// `run cycles=N`: N more cycles (N ≥ 1).
+    Cycles(u64),
+    /// `run until=N`: until absolute cycle N (nothing if already there).
+    Until(u64),
 }
 
 impl StatementKind {
@@ -102,23 +193,34 @@ impl StatementKind {
             StatementKind::Load { .. } => "load",
             StatementKind::Expect { .. } => "expect",
             StatementKind::Dump { .. } => "dump",
+            StatementKind::Desc { .. } => "desc",
+            StatementKind::Doorbell { .. } => "doorbell",
+            StatementKind::Run { .. } => "run",
+            StatementKind::Wait { .. } => "wait",
         }
     }
 
-    /// The address every v1 directive operates on.
+    /// The address the statement operates on: every v1 directive and
+    /// `wait`.
+    ///
+    /// # Panics
+    ///
+    /// For `desc`, `doorbell` and `run`, which have no such address; use
+    /// [`try_addr`](Self::try_addr), [`addrs`](Self::addrs) or
+    /// [`queue`](Self::queue) for code that sees v2 statements.
     pub fn addr(&self) -> &AddrExpr {
-        match self {
-            StatementKind::Write32 { addr, .. }
-            | StatementKind::Read32 { addr, .. }
-            | StatementKind::Fill { addr, .. }
-            | StatementKind::Write { addr, .. }
-            | StatementKind::Load { addr, .. }
-            | StatementKind::Expect { addr, .. }
-            | StatementKind::Dump { addr, .. } => addr,
+        match self.try_addr() {
+            Some(a) => a,
+            None => panic!(
+                "`{}` statements have no address (use StatementKind::try_addr)",
+                self.directive()
+            ),
         }
     }
 
-    fn addr_mut(&mut self) -> &mut AddrExpr {
+    /// The address the statement operates on (`write32` … `dump`, `wait`);
+    /// `None` for `desc`, `doorbell` and `run`.
+    pub fn try_addr(&self) -> Option<&AddrExpr> {
         match self {
             StatementKind::Write32 { addr, .. }
             | StatementKind::Read32 { addr, .. }
@@ -126,7 +228,47 @@ impl StatementKind {
             | StatementKind::Write { addr, .. }
             | StatementKind::Load { addr, .. }
             | StatementKind::Expect { addr, .. }
-            | StatementKind::Dump { addr, .. } => addr,
+            | StatementKind::Dump { addr, .. }
+            | StatementKind::Wait { addr, .. } => Some(addr),
+            StatementKind::Desc { .. }
+            | StatementKind::Doorbell { .. }
+            | StatementKind::Run { .. } => None,
+        }
+    }
+
+    fn try_addr_mut(&mut self) -> Option<&mut AddrExpr> {
+        match self {
+            StatementKind::Write32 { addr, .. }
+            | StatementKind::Read32 { addr, .. }
+            | StatementKind::Fill { addr, .. }
+            | StatementKind::Write { addr, .. }
+            | StatementKind::Load { addr, .. }
+            | StatementKind::Expect { addr, .. }
+            | StatementKind::Dump { addr, .. }
+            | StatementKind::Wait { addr, .. } => Some(addr),
+            StatementKind::Desc { .. }
+            | StatementKind::Doorbell { .. }
+            | StatementKind::Run { .. } => None,
+        }
+    }
+
+    /// Every address expression of the statement, in source order: the
+    /// address of a v1 directive or `wait`; a descriptor's buffer address
+    /// and `buf2`. (Queues are separate: [`queue`](Self::queue).)
+    pub fn addrs(&self) -> Vec<&AddrExpr> {
+        match self {
+            StatementKind::Desc { fields, .. } => fields.addrs().collect(),
+            other => other.try_addr().into_iter().collect(),
+        }
+    }
+
+    /// The queue of a `desc` or `doorbell`.
+    pub fn queue(&self) -> Option<&QueueRef> {
+        match self {
+            StatementKind::Desc { queue, .. } | StatementKind::Doorbell { queue, .. } => {
+                Some(queue)
+            }
+            _ => None,
         }
     }
 }
@@ -230,10 +372,19 @@ impl Statement {
     /// Sets every span to `Span::default()`.
     pub fn clear_spans(&mut self) {
         self.span = Span::default();
-        self.kind.addr_mut().clear_spans();
+        if let Some(addr) = self.kind.try_addr_mut() {
+            addr.clear_spans();
+        }
         match &mut self.kind {
             StatementKind::Load { path, .. } => path.span = Span::default(),
             StatementKind::Dump { file: Some(f), .. } => f.span = Span::default(),
+            StatementKind::Desc { queue, fields } => {
+                queue.clear_spans();
+                for a in fields.addrs_mut() {
+                    a.clear_spans();
+                }
+            }
+            StatementKind::Doorbell { queue, .. } => queue.clear_spans(),
             _ => {}
         }
     }
@@ -266,7 +417,10 @@ impl fmt::Display for StatementKind {
     /// Canonical text of the statement; parsing it gives back the same
     /// statement (spans aside).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.directive(), self.addr())?;
+        f.write_str(self.directive())?;
+        if let Some(addr) = self.try_addr() {
+            write!(f, " {addr}")?;
+        }
         match self {
             StatementKind::Write32 { value, .. } => write!(f, " {value:#010x}"),
             StatementKind::Read32 { expect, mask, .. } => {
@@ -314,6 +468,29 @@ impl fmt::Display for StatementKind {
                 write!(f, " len={len}")?;
                 if let Some(file) = file {
                     write!(f, " file={file}")?;
+                }
+                Ok(())
+            }
+            StatementKind::Desc { queue, fields } => write!(f, " {queue} {fields}"),
+            StatementKind::Doorbell { queue, count } => write!(f, " {queue} {count}"),
+            StatementKind::Run { mode } => match mode {
+                RunMode::Idle => Ok(()),
+                RunMode::Cycles(n) => write!(f, " cycles={n}"),
+                RunMode::Until(n) => write!(f, " until={n}"),
+            },
+            StatementKind::Wait {
+                compare,
+                value,
+                mask,
+                timeout,
+                ..
+            } => {
+                write!(f, " {compare} {value:#010x}")?;
+                if let Some(m) = mask {
+                    write!(f, " mask={m:#010x}")?;
+                }
+                if let Some(t) = timeout {
+                    write!(f, " timeout={t}")?;
                 }
                 Ok(())
             }

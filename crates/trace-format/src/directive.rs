@@ -1,21 +1,27 @@
 //! The directive table and the generic argument checker.
 //!
 //! Every directive is one [`DirectiveSpec`] row: its positional parameters,
-//! whether it takes `== VALUE`, its `key=value` parameters with their value
-//! kinds, and a `build` function that turns the checked arguments into a
-//! [`StatementKind`]. The generic checker reports unknown, duplicate, missing
-//! and surplus arguments and parses every value by its kind, so a new
-//! directive needs only a row, a `build` function and an AST variant.
+//! the comparisons it takes (`== VALUE`…), its `key=value` parameters with
+//! their value kinds, its bare flag words, and a `build` function that turns
+//! the checked arguments into a [`StatementKind`]. The generic checker
+//! reports unknown, duplicate, missing and surplus arguments and parses every
+//! value by its kind, so a new directive needs only a row, a `build`
+//! function and an AST variant.
 
 use std::fmt;
 
-use crate::MAX_LEN;
-use crate::addr::{AddrExpr, parse_addr_at};
-use crate::ast::{ExpectCheck, FileRef, FillContent, FillPattern, Statement, StatementKind};
+use crate::addr::{AddrExpr, QueueRef, parse_addr_at, parse_queue_at};
+use crate::ast::{
+    Compare, ExpectCheck, FileRef, FillContent, FillPattern, RunMode, Statement, StatementKind,
+};
+use crate::desc::{AddrRole, CceOp, CmeOp, DescAddr, DescFields, DescFlag, DescFlags, Dtype};
 use crate::error::{Diag, quote};
-use crate::lex::{RawArg, RawLine, Word};
-use crate::number::{HexError, NumError, parse_hex_bytes, parse_u64};
+use crate::lex::{RawArg, RawLine, Word, is_identifier};
+use crate::number::{
+    Float, FloatError, HexError, NumError, parse_float, parse_hex_bytes, parse_u64,
+};
 use crate::span::Span;
+use crate::{MAX_DESC_LEN, MAX_DOORBELL, MAX_LEN};
 
 /// The type of an argument value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +44,22 @@ pub enum ValueKind {
     Path,
     /// One of a fixed set of keywords.
     Choice(&'static [&'static str]),
+    /// A number in `min ..= max`.
+    Int {
+        /// Smallest value accepted.
+        min: u64,
+        /// Largest value accepted.
+        max: u64,
+    },
+    /// A finite decimal float literal (`0.5`, `2`, `-1.25e-3`).
+    Float,
+    /// Exactly this many bytes of hex digits, in memory order.
+    HexExact(usize),
+    /// A queue path (`eng0.m2s.q0`); with `slot`, also `eng0.m2s.q0[5]`.
+    Queue {
+        /// Whether a ring slot index is allowed.
+        slot: bool,
+    },
 }
 
 impl ValueKind {
@@ -52,7 +74,23 @@ impl ValueKind {
             ValueKind::Sha256 => "64 hex digits".into(),
             ValueKind::Path => "a file name".into(),
             ValueKind::Choice(opts) => format!("one of: {}", opts.join(", ")),
+            ValueKind::Int { min, max } => format!("a number in {min}..={}", show_max(max)),
+            ValueKind::Float => "a decimal number (like 0.5, 2 or -1.25e-3)".into(),
+            ValueKind::HexExact(n) => format!("{} hex digits", n * 2),
+            ValueKind::Queue { slot: false } => "a queue (like eng0.m2s.q0)".into(),
+            ValueKind::Queue { slot: true } => {
+                "a queue (like eng0.m2s.q0 or eng0.m2s.q0[5])".into()
+            }
         }
+    }
+}
+
+/// A bound for messages: decimal, plus hex when large.
+fn show_max(max: u64) -> String {
+    if max < 1024 {
+        max.to_string()
+    } else {
+        format!("{max} ({max:#x})")
     }
 }
 
@@ -96,10 +134,16 @@ pub struct DirectiveSpec {
     pub usage: &'static str,
     /// Positional parameters, in order.
     pub positionals: &'static [Param],
-    /// `Some(kind)` when the directive accepts `== VALUE` after its positionals.
+    /// `Some(kind)` when the directive accepts a comparison (`== VALUE`…)
+    /// after its positionals.
     pub compare: Option<ValueKind>,
+    /// The comparison operators accepted (empty when `compare` is `None`).
+    pub compare_ops: &'static [Compare],
     /// `key=value` parameters, in the order error messages list them.
     pub keys: &'static [Param],
+    /// Bare flag words (like `first`), which may appear anywhere among the
+    /// arguments, each at most once.
+    pub flags: &'static [&'static str],
     build: BuildFn,
 }
 
@@ -110,7 +154,9 @@ impl fmt::Debug for DirectiveSpec {
             .field("usage", &self.usage)
             .field("positionals", &self.positionals)
             .field("compare", &self.compare)
+            .field("compare_ops", &self.compare_ops)
             .field("keys", &self.keys)
+            .field("flags", &self.flags)
             .finish_non_exhaustive()
     }
 }
@@ -124,7 +170,9 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         usage: "write32 ADDR VALUE",
         positionals: &[ADDR, req("value", ValueKind::U32)],
         compare: None,
+        compare_ops: &[],
         keys: &[],
+        flags: &[],
         build: build_write32,
     },
     DirectiveSpec {
@@ -132,7 +180,9 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         usage: "read32 ADDR [== VALUE] [mask=M]",
         positionals: &[ADDR],
         compare: Some(ValueKind::U32),
+        compare_ops: &[Compare::Eq],
         keys: &[opt("mask", ValueKind::U32)],
+        flags: &[],
         build: build_read32,
     },
     DirectiveSpec {
@@ -140,12 +190,14 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         usage: "fill ADDR len=N (byte=B | pattern=incr8|incr32 [seed=S])",
         positionals: &[ADDR],
         compare: None,
+        compare_ops: &[],
         keys: &[
             req("len", ValueKind::Len),
             opt("byte", ValueKind::U8),
             opt("pattern", ValueKind::Choice(PATTERNS)),
             opt("seed", ValueKind::U64),
         ],
+        flags: &[],
         build: build_fill,
     },
     DirectiveSpec {
@@ -153,7 +205,9 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         usage: "write ADDR bytes=HEX",
         positionals: &[ADDR],
         compare: None,
+        compare_ops: &[],
         keys: &[req("bytes", ValueKind::HexBytes)],
+        flags: &[],
         build: build_write,
     },
     DirectiveSpec {
@@ -161,11 +215,13 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         usage: "load ADDR file=PATH [offset=N] [len=N]",
         positionals: &[ADDR],
         compare: None,
+        compare_ops: &[],
         keys: &[
             req("file", ValueKind::Path),
             opt("offset", ValueKind::U64),
             opt("len", ValueKind::Len),
         ],
+        flags: &[],
         build: build_load,
     },
     DirectiveSpec {
@@ -173,11 +229,13 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         usage: "expect ADDR (bytes=HEX | len=N sha256=HEX)",
         positionals: &[ADDR],
         compare: None,
+        compare_ops: &[],
         keys: &[
             opt("bytes", ValueKind::HexBytes),
             opt("len", ValueKind::Len),
             opt("sha256", ValueKind::Sha256),
         ],
+        flags: &[],
         build: build_expect,
     },
     DirectiveSpec {
@@ -185,8 +243,99 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         usage: "dump ADDR len=N [file=PATH]",
         positionals: &[ADDR],
         compare: None,
+        compare_ops: &[],
         keys: &[req("len", ValueKind::Len), opt("file", ValueKind::Path)],
+        flags: &[],
         build: build_dump,
+    },
+    // v2: the DMA engines.
+    DirectiveSpec {
+        name: "desc",
+        usage: "desc QUEUE (len=N (src|dst|addr)=ADDR [KEY=VALUE…] [FLAG…] | raw=HEX)",
+        positionals: &[req("queue", ValueKind::Queue { slot: true })],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            opt(
+                "len",
+                ValueKind::Int {
+                    min: 1,
+                    max: MAX_DESC_LEN as u64,
+                },
+            ),
+            opt("src", ValueKind::Addr),
+            opt("dst", ValueKind::Addr),
+            opt("addr", ValueKind::Addr),
+            opt("buf2", ValueKind::Addr),
+            opt("ring_id", ValueKind::Int { min: 0, max: 3 }),
+            opt("op", ValueKind::Choice(CmeOp::NAMES)),
+            opt("cce", ValueKind::Choice(CceOp::NAMES)),
+            opt("in_dtype", ValueKind::Choice(Dtype::NAMES)),
+            opt("out_dtype", ValueKind::Choice(Dtype::NAMES)),
+            opt("scale", ValueKind::Float),
+            opt("crc_iv", ValueKind::Int { min: 0, max: 7 }),
+            opt("word1", ValueKind::U32),
+            opt("raw", ValueKind::HexExact(16)),
+        ],
+        flags: DescFlag::NAMES,
+        build: build_desc,
+    },
+    DirectiveSpec {
+        name: "doorbell",
+        usage: "doorbell QUEUE N",
+        positionals: &[
+            req("queue", ValueKind::Queue { slot: false }),
+            req(
+                "count",
+                ValueKind::Int {
+                    min: 1,
+                    max: MAX_DOORBELL as u64,
+                },
+            ),
+        ],
+        compare: None,
+        compare_ops: &[],
+        keys: &[],
+        flags: &[],
+        build: build_doorbell,
+    },
+    DirectiveSpec {
+        name: "run",
+        usage: "run [cycles=N | until=N]",
+        positionals: &[],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            opt(
+                "cycles",
+                ValueKind::Int {
+                    min: 1,
+                    max: u64::MAX,
+                },
+            ),
+            opt("until", ValueKind::U64),
+        ],
+        flags: &[],
+        build: build_run,
+    },
+    DirectiveSpec {
+        name: "wait",
+        usage: "wait ADDR (== | != | >=) VALUE [mask=M] [timeout=N]",
+        positionals: &[ADDR],
+        compare: Some(ValueKind::U32),
+        compare_ops: &[Compare::Eq, Compare::Ne, Compare::Ge],
+        keys: &[
+            opt("mask", ValueKind::U32),
+            opt(
+                "timeout",
+                ValueKind::Int {
+                    min: 1,
+                    max: u64::MAX,
+                },
+            ),
+        ],
+        flags: &[],
+        build: build_wait,
     },
 ];
 
@@ -209,6 +358,8 @@ enum Value {
     Digest([u8; 32]),
     Path(FileRef),
     Choice(&'static str),
+    Float(f64),
+    Queue(QueueRef),
 }
 
 /// The checked arguments of one line, handed to a `build` function.
@@ -216,7 +367,10 @@ struct Args<'a> {
     spec: &'static DirectiveSpec,
     positionals: Vec<Option<Value>>,
     keys: Vec<Option<(Value, Span)>>,
-    compare: Option<(Value, Span)>,
+    /// The flags given, in source order, with their spans.
+    flags: Vec<(&'static str, Span)>,
+    /// The comparison, its value and the span from operator to value.
+    compare: Option<(Compare, Value, Span)>,
     /// The whole statement.
     line: Span,
     diags: &'a mut Vec<Diag>,
@@ -271,6 +425,41 @@ impl Args<'_> {
             Some((Value::Path(p), _)) => Some(p),
             _ => None,
         }
+    }
+
+    fn key_addr(&mut self, name: &str) -> Option<(AddrExpr, Span)> {
+        match self.key(name) {
+            Some((Value::Addr(a), span)) => Some((a, span)),
+            _ => None,
+        }
+    }
+
+    /// A `Choice` key mapped through `from_name`.
+    fn key_choice<T>(&mut self, name: &str, from_name: fn(&str) -> Option<T>) -> Option<(T, Span)> {
+        match self.key(name) {
+            Some((Value::Choice(c), span)) => from_name(c).map(|v| (v, span)),
+            _ => None,
+        }
+    }
+
+    /// Where key `name` was given (without taking its value).
+    fn key_span(&self, name: &str) -> Option<Span> {
+        let i = self.spec.keys.iter().position(|p| p.name == name)?;
+        self.keys.get(i)?.as_ref().map(|(_, span)| *span)
+    }
+
+    /// Every key and flag given, with its span, in source order.
+    fn given(&self) -> Vec<(&'static str, Span)> {
+        let mut all: Vec<(&'static str, Span)> = self
+            .spec
+            .keys
+            .iter()
+            .zip(&self.keys)
+            .filter_map(|(p, v)| v.as_ref().map(|(_, span)| (p.name, *span)))
+            .chain(self.flags.iter().copied())
+            .collect();
+        all.sort_by_key(|(_, span)| span.column);
+        all
     }
 }
 
@@ -368,6 +557,11 @@ fn parse_value(kind: ValueKind, word: &Word, what: &str) -> Result<Value, Diag> 
         }
         Ok(n)
     };
+    let exact_digits = match kind {
+        ValueKind::Sha256 => Some(64),
+        ValueKind::HexExact(n) => Some(n * 2),
+        _ => None,
+    };
     let hex =
         |text: &str| -> Result<Vec<u8>, Diag> {
             if text.len() >= 2 && text.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("0x")) {
@@ -386,9 +580,9 @@ fn parse_value(kind: ValueKind, word: &Word, what: &str) -> Result<Value, Diag> 
                     format!("{what} expects hex digits, found {}", quote(&ch.to_string())),
                 )
             }
-            HexError::OddDigits(n) if kind == ValueKind::Sha256 => Diag::new(
+            HexError::OddDigits(n) if exact_digits.is_some() => Diag::new(
                 span,
-                format!("{what} expects 64 hex digits, found {n}"),
+                format!("{what} expects {} hex digits, found {n}", exact_digits.unwrap_or(0)),
             ),
             HexError::OddDigits(n) => Diag::new(
                 span,
@@ -396,9 +590,10 @@ fn parse_value(kind: ValueKind, word: &Word, what: &str) -> Result<Value, Diag> 
                     "{what} expects whole bytes (an even number of hex digits), found {n} digits"
                 ),
             ),
-            HexError::Empty if kind == ValueKind::Sha256 => {
-                Diag::new(span, format!("{what} expects 64 hex digits, found 0"))
-            }
+            HexError::Empty if exact_digits.is_some() => Diag::new(
+                span,
+                format!("{what} expects {} hex digits, found 0", exact_digits.unwrap_or(0)),
+            ),
             HexError::Empty => Diag::new(
                 span,
                 format!("{what} expects at least one byte of hex digits, found none"),
@@ -451,6 +646,56 @@ fn parse_value(kind: ValueKind, word: &Word, what: &str) -> Result<Value, Diag> 
                 }))
             }
         }
+        ValueKind::Int { min, max } => {
+            let n = number(u64::MAX)?;
+            if n < min {
+                Err(Diag::new(
+                    span,
+                    if min == 1 && n == 0 {
+                        format!("{what} must be greater than 0")
+                    } else {
+                        format!("{what} must be at least {min}, found {}", quote(text))
+                    },
+                ))
+            } else if n > max {
+                Err(Diag::new(
+                    span,
+                    format!(
+                        "{what} must be at most {}, found {}",
+                        show_max(max),
+                        quote(text)
+                    ),
+                ))
+            } else {
+                Ok(Value::Num(n))
+            }
+        }
+        ValueKind::Float => match parse_float(text) {
+            Ok(v) => Ok(Value::Float(v)),
+            Err(FloatError::Invalid) => Err(Diag::new(
+                span,
+                format!("{what} expects {}, found {}", kind.describe(), quote(text)),
+            )),
+            Err(FloatError::Overflow) => Err(Diag::new(
+                span,
+                format!("{what} is out of range: {}", quote(text)),
+            )),
+        },
+        ValueKind::HexExact(n) => {
+            let bytes = hex(text)?;
+            if bytes.len() != n {
+                return Err(Diag::new(
+                    span,
+                    format!(
+                        "{what} expects {} hex digits, found {}",
+                        n * 2,
+                        bytes.len() * 2
+                    ),
+                ));
+            }
+            Ok(Value::Bytes(bytes))
+        }
+        ValueKind::Queue { slot } => parse_queue_at(text, span, slot, what).map(Value::Queue),
         ValueKind::Choice(opts) => match opts.iter().find(|o| **o == text) {
             Some(o) => Ok(Value::Choice(o)),
             None => Err(Diag::new(
@@ -464,6 +709,37 @@ fn parse_value(kind: ValueKind, word: &Word, what: &str) -> Result<Value, Diag> 
             )),
         },
     }
+}
+
+/// The error for a bare word that is neither a flag nor a positional.
+fn unexpected_word(spec: &DirectiveSpec, word: &Word, usage: &str) -> Diag {
+    let text = word.text.as_str();
+    if spec.flags.is_empty() || word.quoted || !is_identifier(text) {
+        return Diag::new(
+            word.span,
+            format!(
+                "unexpected argument {} for {} ({usage})",
+                word.describe(),
+                spec.name
+            ),
+        );
+    }
+    if spec.keys.iter().any(|p| p.name == text) {
+        return Diag::new(
+            word.span,
+            format!("missing value for {} (write {text}=VALUE)", quote(text)),
+        );
+    }
+    Diag::new(
+        word.span,
+        format!(
+            "unknown flag {} for {} (expected one of: {}){}",
+            quote(text),
+            spec.name,
+            spec.flags.join(", "),
+            suggestion(text, spec.flags.iter().copied())
+        ),
+    )
 }
 
 /// Checks one lexed line against the directive table and builds its
@@ -488,8 +764,9 @@ pub(crate) fn analyze(raw: RawLine, diags: &mut Vec<Diag>) -> Option<Statement> 
     let mut positionals: Vec<Option<Value>> = Vec::new();
     let mut keys: Vec<Option<(Value, Span)>> = vec![None; spec.keys.len()];
     let mut key_spans: Vec<Option<Span>> = vec![None; spec.keys.len()];
-    let mut compare: Option<(Value, Span)> = None;
-    let mut compare_span: Option<Span> = None;
+    let mut flags: Vec<(&'static str, Span)> = Vec::new();
+    let mut compare: Option<(Compare, Value, Span)> = None;
+    let mut compare_seen: Option<(Compare, Span)> = None;
     let mut npos = 0usize;
     // Keys a misspelt argument probably meant: not reported missing again.
     let mut meant: Vec<&'static str> = Vec::new();
@@ -497,15 +774,23 @@ pub(crate) fn analyze(raw: RawLine, diags: &mut Vec<Diag>) -> Option<Statement> 
     for arg in raw.args {
         match arg {
             RawArg::Positional(word) => {
+                if let Some(flag) = spec.flags.iter().find(|f| !word.quoted && **f == word.text) {
+                    if let Some((_, first)) = flags.iter().find(|(f, _)| f == flag) {
+                        diags.push(Diag::new(
+                            word.span,
+                            format!(
+                                "duplicate flag {} (first given at column {})",
+                                quote(flag),
+                                first.column
+                            ),
+                        ));
+                    } else {
+                        flags.push((flag, word.span));
+                    }
+                    continue;
+                }
                 let Some(param) = spec.positionals.get(npos) else {
-                    diags.push(Diag::new(
-                        word.span,
-                        format!(
-                            "unexpected argument {} for {} ({usage})",
-                            word.describe(),
-                            spec.name
-                        ),
-                    ));
+                    diags.push(unexpected_word(spec, &word, &usage));
                     continue;
                 };
                 npos += 1;
@@ -520,7 +805,13 @@ pub(crate) fn analyze(raw: RawLine, diags: &mut Vec<Diag>) -> Option<Statement> 
             }
             RawArg::Keyed { key, value } => {
                 let Some(i) = spec.keys.iter().position(|p| p.name == key.text) else {
-                    let msg = if spec.keys.is_empty() {
+                    let msg = if spec.flags.contains(&key.text.as_str()) {
+                        format!(
+                            "{} is a flag of {}: write it without '=' and a value",
+                            quote(&key.text),
+                            spec.name
+                        )
+                    } else if spec.keys.is_empty() {
                         format!(
                             "unknown argument {} for {} ({} takes no key=value arguments; {usage})",
                             quote(&key.text),
@@ -560,33 +851,45 @@ pub(crate) fn analyze(raw: RawLine, diags: &mut Vec<Diag>) -> Option<Statement> 
                     Err(d) => diags.push(d),
                 }
             }
-            RawArg::Compare { op, value } => {
-                let Some(kind) = spec.compare else {
-                    diags.push(Diag::new(
-                        op,
-                        format!("'==' is not allowed with {} ({usage})", spec.name),
-                    ));
-                    continue;
+            RawArg::Compare { op, cmp, value } => {
+                let sym = cmp.symbol();
+                let kind = match spec.compare {
+                    Some(kind) if spec.compare_ops.contains(&cmp) => kind,
+                    _ => {
+                        diags.push(Diag::new(
+                            op,
+                            format!("'{sym}' is not allowed with {} ({usage})", spec.name),
+                        ));
+                        continue;
+                    }
                 };
-                if let Some(first) = compare_span {
+                if let Some((first_cmp, first)) = compare_seen {
                     diags.push(Diag::new(
                         op,
-                        format!("duplicate '==' (first given at column {})", first.column),
+                        if first_cmp == cmp {
+                            format!("duplicate '{sym}' (first given at column {})", first.column)
+                        } else {
+                            format!(
+                                "only one comparison is allowed ('{}' given at column {})",
+                                first_cmp.symbol(),
+                                first.column
+                            )
+                        },
                     ));
                     continue;
                 }
                 let span = op.to(value.span);
-                compare_span = Some(span);
+                compare_seen = Some((cmp, span));
                 if let Some(param) = spec.positionals.get(npos) {
                     diags.push(Diag::new(
                         op,
-                        format!("missing {} before '==' ({usage})", param.name),
+                        format!("missing {} before '{sym}' ({usage})", param.name),
                     ));
                     continue;
                 }
                 let what = format!("the expected value of {}", spec.name);
                 match parse_value(kind, &value, &what) {
-                    Ok(v) => compare = Some((v, span)),
+                    Ok(v) => compare = Some((cmp, v, span)),
                     Err(d) => diags.push(d),
                 }
             }
@@ -595,7 +898,7 @@ pub(crate) fn analyze(raw: RawLine, diags: &mut Vec<Diag>) -> Option<Statement> 
 
     let end = raw.span.after();
     for param in spec.positionals.iter().skip(npos) {
-        if param.required && compare_span.is_none() {
+        if param.required && compare_seen.is_none() {
             diags.push(Diag::new(
                 end,
                 format!("missing {} for {} ({usage})", param.name, spec.name),
@@ -622,6 +925,7 @@ pub(crate) fn analyze(raw: RawLine, diags: &mut Vec<Diag>) -> Option<Statement> 
         spec,
         positionals,
         keys,
+        flags,
         compare,
         line: raw.span,
         diags,
@@ -653,7 +957,7 @@ fn build_write32(args: &mut Args<'_>) -> Option<StatementKind> {
 fn build_read32(args: &mut Args<'_>) -> Option<StatementKind> {
     let addr = args.addr()?;
     let expect = match args.compare.take() {
-        Some((Value::Num(n), span)) => Some((u32::try_from(n).ok()?, span)),
+        Some((_, Value::Num(n), span)) => Some((u32::try_from(n).ok()?, span)),
         _ => None,
     };
     let mask = args.key_u32("mask");
@@ -813,6 +1117,268 @@ fn build_dump(args: &mut Args<'_>) -> Option<StatementKind> {
     Some(StatementKind::Dump { addr, len, file })
 }
 
+/// The keys that write word 1 of an M2S descriptor (the CME command).
+const WORD1_KEYS: &[&str] = &["op", "cce", "crc_iv"];
+
+fn build_desc(args: &mut Args<'_>) -> Option<StatementKind> {
+    let Some(Value::Queue(queue)) = args.positional(0) else {
+        return None;
+    };
+    let given = args.given();
+    if let Some(raw_span) = args.key_span("raw") {
+        if let Some((name, span)) = given.iter().find(|(n, _)| *n != "raw") {
+            args.error(
+                *span,
+                format!(
+                    "{} cannot be used with 'raw' (raw=HEX gives all 16 bytes of the descriptor)",
+                    quote(name)
+                ),
+            );
+            return None;
+        }
+        let Some((Value::Bytes(bytes), _)) = args.key("raw") else {
+            return None;
+        };
+        let Ok(raw) = <[u8; 16]>::try_from(bytes.as_slice()) else {
+            args.error(raw_span, "'raw' expects 32 hex digits");
+            return None;
+        };
+        let fields = DescFields {
+            raw: Some(raw),
+            ..DescFields::default()
+        };
+        return Some(StatementKind::Desc { queue, fields });
+    }
+
+    let before = args.diags.len();
+    let usage = args.usage();
+    if args.key_span("len").is_none() {
+        args.error(
+            args.line.after(),
+            format!("desc needs 'len' (or raw=HEX for a whole descriptor) ({usage})"),
+        );
+    }
+    let addr_keys: Vec<(&'static str, Span)> = given
+        .iter()
+        .copied()
+        .filter(|(n, _)| matches!(*n, "src" | "dst" | "addr"))
+        .collect();
+    match addr_keys.as_slice() {
+        [] => args.error(
+            args.line.after(),
+            format!("desc needs a buffer address: src=ADDR, dst=ADDR or addr=ADDR ({usage})"),
+        ),
+        [_] => {}
+        [(first, _), (second, span), ..] => args.error(
+            *span,
+            format!(
+                "{} cannot be used with {} (a descriptor has one buffer address)",
+                quote(second),
+                quote(first)
+            ),
+        ),
+    }
+
+    // Arguments that write the same descriptor bits.
+    let word1_users = given.iter().filter(|(n, _)| {
+        WORD1_KEYS.contains(n) || DescFlag::from_name(n).is_some_and(DescFlag::in_word1)
+    });
+    if args.key_span("word1").is_some() {
+        if let Some((name, span)) = word1_users
+            .chain(given.iter().filter(|(n, _)| *n == "buf2"))
+            .min_by_key(|(_, s)| s.column)
+        {
+            args.error(
+                *span,
+                format!(
+                    "{} cannot be used with 'word1' (word1=V gives the whole of descriptor word 1)",
+                    quote(name)
+                ),
+            );
+        }
+    } else if args.key_span("buf2").is_some()
+        && let Some((name, span)) = word1_users.min_by_key(|(_, s)| s.column)
+    {
+        args.error(
+            *span,
+            format!(
+                "{} cannot be used with 'buf2' (buf2 is word 1 of an S2M descriptor; \
+                 {} sets word 1 of an M2S descriptor)",
+                quote(name),
+                quote(name)
+            ),
+        );
+    }
+
+    let op = args.key_choice("op", CmeOp::from_name);
+    let cce = args.key_choice("cce", CceOp::from_name);
+    if let (Some((op, _)), Some((_, span))) = (op, cce)
+        && op != CmeOp::Copy
+    {
+        args.error(
+            span,
+            format!(
+                "'cce' cannot be used with op={op} (a CCE operation replaces the CME operation; \
+                 use op=copy or leave 'op' out)"
+            ),
+        );
+    }
+    let in_dtype = args.key_choice("in_dtype", Dtype::from_name);
+    let out_dtype = args.key_choice("out_dtype", Dtype::from_name);
+    let scale = match args.key("scale") {
+        Some((Value::Float(v), span)) => Some((Float(v), span)),
+        _ => None,
+    };
+    if let Some((Float(v), span)) = scale
+        && v.abs() > f64::from(f32::MAX)
+    {
+        args.error(
+            span,
+            format!(
+                "'scale' is out of the FP32 range (at most {:e} in magnitude), found {v:e}",
+                f32::MAX
+            ),
+        );
+    }
+    if cce.is_none() {
+        let needs_cce = [
+            ("in_dtype", in_dtype.map(|(_, s)| s)),
+            ("out_dtype", out_dtype.map(|(_, s)| s)),
+            ("scale", scale.map(|(_, s)| s)),
+        ];
+        if let Some((name, Some(span))) = needs_cce.into_iter().find(|(_, s)| s.is_some()) {
+            args.error(span, format!("'{name}' is only used with 'cce'"));
+        }
+    } else if let (Some((c, _)), Some((_, span))) = (cce, scale)
+        && c != CceOp::Fma
+    {
+        args.error(
+            span,
+            format!("'scale' is only used with cce=fma, not cce={c}"),
+        );
+    }
+    if args.diags.len() > before {
+        return None;
+    }
+
+    let addr = ["src", "dst", "addr"].into_iter().find_map(|key| {
+        let role = match key {
+            "src" => AddrRole::Src,
+            "dst" => AddrRole::Dst,
+            _ => AddrRole::Any,
+        };
+        args.key_addr(key).map(|(addr, _)| DescAddr { role, addr })
+    });
+    let small = |v: Option<(u64, Span)>| v.and_then(|(n, _)| u8::try_from(n).ok());
+    let len = args.key_num("len");
+    let ring_id = args.key_num("ring_id");
+    let crc_iv = args.key_num("crc_iv");
+    let fields = DescFields {
+        len: len.and_then(|(n, _)| u32::try_from(n).ok()),
+        addr,
+        buf2: args.key_addr("buf2").map(|(a, _)| a),
+        ring_id: small(ring_id),
+        op: op.map(|(v, _)| v),
+        cce: cce.map(|(v, _)| v),
+        in_dtype: in_dtype.map(|(v, _)| v),
+        out_dtype: out_dtype.map(|(v, _)| v),
+        scale: scale.map(|(v, _)| v),
+        crc_iv: small(crc_iv),
+        word1: args.key_u32("word1").map(|(v, _)| v),
+        raw: None,
+        flags: args
+            .flags
+            .iter()
+            .filter_map(|(name, _)| DescFlag::from_name(name))
+            .collect::<DescFlags>(),
+    };
+    Some(StatementKind::Desc { queue, fields })
+}
+
+fn build_doorbell(args: &mut Args<'_>) -> Option<StatementKind> {
+    let Some(Value::Queue(queue)) = args.positional(0) else {
+        return None;
+    };
+    let Some(Value::Num(n)) = args.positional(1) else {
+        return None;
+    };
+    Some(StatementKind::Doorbell {
+        queue,
+        count: u32::try_from(n).ok()?,
+    })
+}
+
+fn build_run(args: &mut Args<'_>) -> Option<StatementKind> {
+    let cycles = args.key_num("cycles");
+    let until = args.key_num("until");
+    let mode = match (cycles, until) {
+        (Some((_, a)), Some((_, b))) => {
+            let (first, second, span) = if a.column < b.column {
+                ("cycles", "until", b)
+            } else {
+                ("until", "cycles", a)
+            };
+            args.error(
+                span,
+                format!("'{second}' cannot be used with '{first}' (run for a number of cycles or until a cycle, not both)"),
+            );
+            return None;
+        }
+        (Some((n, _)), None) => RunMode::Cycles(n),
+        (None, Some((n, _))) => RunMode::Until(n),
+        (None, None) => RunMode::Idle,
+    };
+    Some(StatementKind::Run { mode })
+}
+
+fn build_wait(args: &mut Args<'_>) -> Option<StatementKind> {
+    let addr = args.addr()?;
+    let Some((compare, Value::Num(n), span)) = args.compare.take() else {
+        let usage = args.usage();
+        let hint = match addr.path() {
+            Some([c]) if c.name == "idle" && c.index.is_none() && addr.offsets.is_empty() => {
+                "; to run until the device is idle, write 'run'"
+            }
+            _ => "",
+        };
+        args.error(
+            args.line.after(),
+            format!("wait needs a comparison: == VALUE, != VALUE or >= VALUE ({usage}){hint}"),
+        );
+        return None;
+    };
+    let value = u32::try_from(n).ok()?;
+    let mask = args.key_u32("mask").map(|(m, _)| m);
+    let m = mask.unwrap_or(u32::MAX);
+    let problem = match compare {
+        Compare::Eq if value & !m != 0 => Some(format!(
+            "expected value {value:#x} has bits outside mask {m:#x}, so the comparison can never hold"
+        )),
+        Compare::Ne if value & !m != 0 => Some(format!(
+            "value {value:#x} has bits outside mask {m:#x}, so '!=' always holds"
+        )),
+        Compare::Ge if value > m => Some(format!(
+            "value {value:#x} is above mask {m:#x}, so '>=' can never hold"
+        )),
+        Compare::Ge if value == 0 => {
+            Some("'>= 0' always holds; there is nothing to wait for".to_string())
+        }
+        _ => None,
+    };
+    if let Some(message) = problem {
+        args.error(span, message);
+        return None;
+    }
+    let timeout = args.key_num("timeout").map(|(t, _)| t);
+    Some(StatementKind::Wait {
+        addr,
+        compare,
+        value,
+        mask,
+        timeout,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -841,7 +1407,12 @@ mod tests {
             assert!(DIRECTIVES[..i].iter().all(|e| e.name != d.name));
             for (j, k) in d.keys.iter().enumerate() {
                 assert!(d.keys[..j].iter().all(|e| e.name != k.name));
+                assert!(!d.flags.contains(&k.name), "{}: {}", d.name, k.name);
             }
+            for (j, f) in d.flags.iter().enumerate() {
+                assert!(is_identifier(f) && !d.flags[..j].contains(f));
+            }
+            assert_eq!(d.compare.is_some(), !d.compare_ops.is_empty(), "{}", d.name);
         }
     }
 }

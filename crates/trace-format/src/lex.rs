@@ -6,8 +6,10 @@
 //! - a *word* is a run of characters other than whitespace, `#`, `=` and `"`;
 //! - a *string* is `"…"`, in which `\"` and `\\` are the only escapes;
 //! - `=` joins a key to its value with no whitespace on either side (`len=4096`);
-//! - `==` is the comparison operator (whitespace around it is optional).
+//! - `==`, `!=` and `>=` are comparison operators (whitespace around them is
+//!   optional); they end a word (`a>=1` is `a`, `>=`, `1`).
 
+use crate::ast::Compare;
 use crate::error::{Diag, quote};
 use crate::span::{Span, sat_u32};
 
@@ -40,8 +42,8 @@ pub(crate) enum RawArg {
     Positional(Word),
     /// `key=value`.
     Keyed { key: Word, value: Word },
-    /// `== value`.
-    Compare { op: Span, value: Word },
+    /// `== value`, `!= value`, `>= value`.
+    Compare { op: Span, cmp: Compare, value: Word },
 }
 
 impl RawArg {
@@ -49,7 +51,7 @@ impl RawArg {
         match self {
             RawArg::Positional(w) => w.span,
             RawArg::Keyed { key, value } => key.span.to(value.span),
-            RawArg::Compare { op, value } => op.to(value.span),
+            RawArg::Compare { op, value, .. } => op.to(value.span),
         }
     }
 }
@@ -68,7 +70,7 @@ pub(crate) struct RawLine {
 enum TokKind {
     Word(Word),
     Eq,
-    EqEq,
+    Cmp(Compare),
 }
 
 #[derive(Clone, Debug)]
@@ -81,6 +83,16 @@ struct Tok {
 
 fn is_word_char(c: char) -> bool {
     !(c.is_whitespace() || c == '#' || c == '=' || c == '"')
+}
+
+/// The comparison operator starting at `chars[i]`, if any.
+fn comparison_at(chars: &[char], i: usize) -> Option<Compare> {
+    match (chars.get(i), chars.get(i + 1)) {
+        (Some('='), Some('=')) => Some(Compare::Eq),
+        (Some('!'), Some('=')) => Some(Compare::Ne),
+        (Some('>'), Some('=')) => Some(Compare::Ge),
+        _ => None,
+    }
 }
 
 /// `true` for `[A-Za-z_][A-Za-z0-9_]*`.
@@ -109,14 +121,12 @@ fn tokenize(line: u32, text: &str, diags: &mut Vec<Diag>) -> Vec<Tok> {
             break;
         }
         let start = i;
-        let kind = if c == '=' {
-            if chars.get(i + 1) == Some(&'=') {
-                i += 2;
-                TokKind::EqEq
-            } else {
-                i += 1;
-                TokKind::Eq
-            }
+        let kind = if let Some(cmp) = comparison_at(&chars, i) {
+            i += 2;
+            TokKind::Cmp(cmp)
+        } else if c == '=' {
+            i += 1;
+            TokKind::Eq
         } else if c == '"' {
             let mut buf = String::new();
             let mut j = i + 1;
@@ -153,7 +163,9 @@ fn tokenize(line: u32, text: &str, diags: &mut Vec<Diag>) -> Vec<Tok> {
             })
         } else {
             let mut j = i;
-            while chars.get(j).is_some_and(|&ch| is_word_char(ch)) {
+            while chars.get(j).is_some_and(|&ch| is_word_char(ch))
+                && comparison_at(&chars, j).is_none()
+            {
                 j += 1;
             }
             i = j;
@@ -202,15 +214,14 @@ pub(crate) fn lex_line(line: u32, text: &str, diags: &mut Vec<Diag>) -> Option<R
             ));
             return None;
         }
-        TokKind::Eq | TokKind::EqEq => {
+        TokKind::Eq | TokKind::Cmp(_) => {
             diags.push(Diag::new(
                 first.span,
                 format!(
                     "expected a directive name at the start of the line, found '{}'",
-                    if matches!(first.kind, TokKind::EqEq) {
-                        "=="
-                    } else {
-                        "="
+                    match first.kind {
+                        TokKind::Cmp(c) => c.symbol(),
+                        _ => "=",
                     }
                 ),
             ));
@@ -267,15 +278,19 @@ pub(crate) fn lex_line(line: u32, text: &str, diags: &mut Vec<Diag>) -> Option<R
                 }
             }
             TokKind::Eq => diags.push(Diag::new(tok.span, "expected an argument name before '='")),
-            TokKind::EqEq => match iter.next_if(|t| matches!(t.kind, TokKind::Word(_))) {
+            TokKind::Cmp(cmp) => match iter.next_if(|t| matches!(t.kind, TokKind::Word(_))) {
                 Some(Tok {
                     kind: TokKind::Word(value),
                     ..
                 }) => args.push(RawArg::Compare {
                     op: tok.span,
+                    cmp,
                     value,
                 }),
-                _ => diags.push(Diag::new(tok.span.after(), "missing value after '=='")),
+                _ => diags.push(Diag::new(
+                    tok.span.after(),
+                    format!("missing value after '{}'", cmp.symbol()),
+                )),
             },
         }
     }
@@ -329,11 +344,31 @@ mod tests {
             matches!(&l.args[0], RawArg::Positional(w) if w.text == "a.b[3]" && w.span == Span::new(1, 9, 6))
         );
         assert!(
-            matches!(&l.args[1], RawArg::Compare { op, value } if *op == Span::new(1, 16, 2) && value.text == "0x3")
+            matches!(&l.args[1], RawArg::Compare { op, cmp: Compare::Eq, value } if *op == Span::new(1, 16, 2) && value.text == "0x3")
         );
         assert!(
             matches!(&l.args[2], RawArg::Keyed { key, value } if key.text == "mask" && value.span == Span::new(1, 27, 4))
         );
+    }
+
+    #[test]
+    fn comparisons() {
+        let l = lex("wait a>=1 b!=0x2 c == 3").unwrap().unwrap();
+        let got: Vec<String> = l
+            .args
+            .iter()
+            .map(|a| match a {
+                RawArg::Positional(w) => w.text.clone(),
+                RawArg::Compare { op, cmp, value } => {
+                    format!("{}@{} {}", cmp.symbol(), op.column, value.text)
+                }
+                RawArg::Keyed { .. } => unreachable!(),
+            })
+            .collect();
+        assert_eq!(got, ["a", ">=@7 1", "b", "!=@12 0x2", "c", "==@20 3"]);
+        // '!' and '>' alone are still word characters
+        let l = lex("load x file=a>b!c").unwrap().unwrap();
+        assert!(matches!(&l.args[1], RawArg::Keyed { value, .. } if value.text == "a>b!c"));
     }
 
     #[test]
@@ -387,6 +422,14 @@ mod tests {
             (8, "expected an argument name before '=', found '0x'".into())
         );
         assert_eq!(err("read32 x =="), (12, "missing value after '=='".into()));
+        assert_eq!(err("wait x !="), (10, "missing value after '!='".into()));
+        assert_eq!(
+            err(">= x"),
+            (
+                1,
+                "expected a directive name at the start of the line, found '>='".into()
+            )
+        );
         assert_eq!(
             err(r#"load x "a"b"#),
             (11, "expected whitespace before 'b'".into())

@@ -1,9 +1,10 @@
-//! The neuron-sim trace language, version 1: lexer, parser and AST.
+//! The neuron-sim trace language (versions 1 and 2): lexer, parser and AST.
 //!
 //! A trace is a text file of directive lines — register reads and writes,
-//! memory set-up and checks — that `neuron-sim run` executes against a
-//! simulated Trainium2 device. The language reference is
-//! `docs/trace-format.md`.
+//! memory set-up and checks (v1); descriptors placed into DMA rings,
+//! doorbells, running the device and waiting for a value (v2) — that
+//! `neuron-sim run` executes against a simulated Trainium2 device. The
+//! language reference is `docs/trace-format.md`.
 //!
 //! This crate is pure: it parses from a `&str`, does no file IO, and knows
 //! nothing of the address map. Symbolic addresses such as
@@ -23,31 +24,40 @@
 //! assert_eq!(
 //!     errors[0].to_string(),
 //!     "t.trace:1:1: unknown directive 'wirte32' (expected one of: write32, read32, \
-//!      fill, write, load, expect, dump); did you mean 'write32'?"
+//!      fill, write, load, expect, dump, desc, doorbell, run, wait); did you mean 'write32'?"
 //! );
 //! ```
 //!
 //! # Extending the language
 //!
 //! Each directive is one row of the table behind [`directives`]: its
-//! positional parameters, whether it takes `== VALUE`, its `key=value`
-//! parameters with their value kinds ([`ValueKind`]), and a build function
-//! producing a [`StatementKind`] variant. The lexer and the generic argument
+//! positional parameters, the comparisons it takes (`== VALUE`…), its
+//! `key=value` parameters with their value kinds ([`ValueKind`]), its bare
+//! flag words, and a build function producing a [`StatementKind`] variant. The lexer and the generic argument
 //! checks (unknown, duplicate, missing, surplus arguments; value parsing and
 //! range checks) are shared by all directives.
 
 mod addr;
 mod ast;
+mod desc;
 mod directive;
 mod error;
 mod lex;
 mod number;
 mod span;
 
-pub use addr::{AddrBase, AddrExpr, Index, Offset, PathComponent, Sign, parse_addr, split_index};
-pub use ast::{ExpectCheck, FileRef, FillContent, FillPattern, Statement, StatementKind, Trace};
+pub use addr::{
+    AddrBase, AddrExpr, Index, Offset, PathComponent, QueueRef, RING_SLOTS, Sign, parse_addr,
+    split_index,
+};
+pub use ast::{
+    Compare, ExpectCheck, FileRef, FillContent, FillPattern, RunMode, Statement, StatementKind,
+    Trace,
+};
+pub use desc::{AddrRole, CceOp, CmeOp, DescAddr, DescFields, DescFlag, DescFlags, Dtype};
 pub use directive::{DirectiveSpec, Param, ValueKind, directive, directives};
 pub use error::ParseError;
+pub use number::Float;
 pub use span::Span;
 
 use error::Diag;
@@ -61,6 +71,16 @@ pub const MAX_ERRORS: usize = 20;
 /// 24 GiB, but a larger range in one line is almost certainly a typo, and
 /// dumping or hashing it would take minutes.)
 pub const MAX_LEN: u64 = 1 << 32;
+
+/// The largest `len=` of one descriptor (`desc`): 64 KiB (the hardware
+/// encodes 65536 as 0).
+pub const MAX_DESC_LEN: u32 = 1 << 16;
+
+/// The largest `doorbell` count: the tail-increment registers take 24 bits.
+pub const MAX_DOORBELL: u32 = 0xff_ffff;
+
+/// The `wait` timeout, in cycles, when the statement gives none.
+pub const DEFAULT_WAIT_TIMEOUT: u64 = 10_000_000;
 
 /// Parses a whole trace. `file_name` is used only in error messages.
 ///

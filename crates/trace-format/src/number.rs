@@ -1,4 +1,8 @@
-//! Numbers and hex byte strings.
+//! Numbers, decimal floats and hex byte strings.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
 
 /// Why a number did not parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +58,97 @@ fn strip_prefix2<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
         text.get(prefix.len()..)
     } else {
         None
+    }
+}
+
+/// A finite floating-point value written as a decimal literal (`0.5`, `2`,
+/// `-1.25e-3`).
+///
+/// Equality is bitwise (so `-0.0 != 0.0`), which makes the AST `Eq` and is
+/// what a printed-then-parsed value preserves. `Display` prints the shortest
+/// decimal text that parses back to the same bits (`2.0`, `1e-7`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Float(pub f64);
+
+impl Float {
+    /// The value.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl PartialEq for Float {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Float {}
+
+impl fmt::Display for Float {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `Debug` is the shortest round-trip form and always has a '.' or an
+        // exponent (`2.0`, `1e-7`, `1.5e300`); it fits the float grammar.
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl Serialize for Float {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+/// Why a float did not parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FloatError {
+    /// Not a decimal float literal.
+    Invalid,
+    /// Well-formed but beyond the `f64` range.
+    Overflow,
+}
+
+/// Parses a decimal float: `[+-]digits[.digits][(e|E)[+-]digits]`. No `_`,
+/// no hex, no `inf`/`nan`; a leading `.` or a trailing `.` is not allowed.
+pub(crate) fn parse_float(text: &str) -> Result<f64, FloatError> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while bytes.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > start
+    };
+    if matches!(bytes.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    if !digits(&mut i) {
+        return Err(FloatError::Invalid);
+    }
+    if bytes.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return Err(FloatError::Invalid);
+        }
+    }
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(bytes.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return Err(FloatError::Invalid);
+        }
+    }
+    if i != bytes.len() {
+        return Err(FloatError::Invalid);
+    }
+    let v: f64 = text.parse().map_err(|_| FloatError::Invalid)?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(FloatError::Overflow)
     }
 }
 
@@ -145,5 +240,38 @@ mod tests {
             Err(HexError::BadChar { index: 1, ch: 'x' })
         );
         assert_eq!(to_hex(&[0, 0xab, 0x10]), "00ab10");
+    }
+
+    #[test]
+    fn floats() {
+        assert_eq!(parse_float("0.5"), Ok(0.5));
+        assert_eq!(parse_float("2"), Ok(2.0));
+        assert_eq!(parse_float("-1.25e-3"), Ok(-1.25e-3));
+        assert_eq!(parse_float("+1E3"), Ok(1000.0));
+        assert_eq!(parse_float("1e400"), Err(FloatError::Overflow));
+        for bad in [
+            "", "-", ".5", "5.", "1e", "1e+", "0x1p3", "inf", "NaN", "1_0", "1.2.3", "--1", "1 ",
+        ] {
+            assert_eq!(parse_float(bad), Err(FloatError::Invalid), "{bad}");
+        }
+        for v in [
+            0.0,
+            -0.0,
+            2.0,
+            0.1,
+            1e-7,
+            1.5e300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+        ] {
+            let text = Float(v).to_string();
+            assert_eq!(
+                parse_float(&text).map(f64::to_bits),
+                Ok(v.to_bits()),
+                "{text}"
+            );
+        }
+        assert_ne!(Float(0.0), Float(-0.0));
     }
 }

@@ -4,8 +4,10 @@
 
 use proptest::prelude::*;
 use trace_format::{
-    AddrBase, AddrExpr, ExpectCheck, FileRef, FillContent, FillPattern, Index, MAX_ERRORS, MAX_LEN,
-    Offset, PathComponent, Sign, Span, Statement, StatementKind, Trace, parse, parse_addr,
+    AddrBase, AddrExpr, AddrRole, CceOp, CmeOp, Compare, DescAddr, DescFields, DescFlag, DescFlags,
+    Dtype, ExpectCheck, FileRef, FillContent, FillPattern, Float, Index, MAX_DESC_LEN,
+    MAX_DOORBELL, MAX_ERRORS, MAX_LEN, Offset, PathComponent, QueueRef, RING_SLOTS, RunMode, Sign,
+    Span, Statement, StatementKind, Trace, parse, parse_addr,
 };
 
 fn ident() -> impl Strategy<Value = String> {
@@ -59,7 +61,154 @@ fn len() -> impl Strategy<Value = u64> {
     prop_oneof![1u64..=4096, 1u64..=MAX_LEN]
 }
 
+fn queue_ref(slot: bool) -> impl Strategy<Value = QueueRef> {
+    let slot = if slot {
+        proptest::option::of(0..RING_SLOTS).boxed()
+    } else {
+        Just(None).boxed()
+    };
+    (prop::collection::vec(component(), 0..3), ident(), slot).prop_map(|(mut path, last, slot)| {
+        path.push(PathComponent {
+            name: last,
+            index: None,
+            span: Span::default(),
+        });
+        QueueRef {
+            path,
+            slot,
+            span: Span::default(),
+        }
+    })
+}
+
+fn flags(allowed: fn(DescFlag) -> bool) -> impl Strategy<Value = DescFlags> {
+    prop::collection::vec(prop::sample::select(DescFlag::ALL), 0..6)
+        .prop_map(move |v| v.into_iter().filter(|f| allowed(*f)).collect())
+}
+
+/// Valid `desc` fields: `raw=`, or `len=` + an address and a consistent
+/// choice of word 1 (the CME command, `word1=` or `buf2=`).
+fn desc_fields() -> impl Strategy<Value = DescFields> {
+    let raw = any::<[u8; 16]>().prop_map(|raw| DescFields {
+        raw: Some(raw),
+        ..DescFields::default()
+    });
+    let role = prop::sample::select(&[AddrRole::Src, AddrRole::Dst, AddrRole::Any][..]);
+    let base = (
+        1..=MAX_DESC_LEN,
+        role,
+        addr_expr(),
+        proptest::option::of(0u8..4),
+        flags(|f| !f.in_word1()),
+    );
+    let cme = (
+        proptest::option::of(prop::sample::select(CmeOp::ALL)),
+        proptest::option::of(prop::sample::select(CceOp::ALL)),
+        proptest::option::of(prop::sample::select(Dtype::ALL)),
+        proptest::option::of(prop::sample::select(Dtype::ALL)),
+        proptest::option::of(
+            any::<f64>().prop_filter("FP32 range", |v| v.abs() <= f64::from(f32::MAX)),
+        ),
+        proptest::option::of(0u8..8),
+        flags(DescFlag::in_word1),
+    );
+    // word 1: 0 = CME fields, 1 = word1=, 2 = buf2=
+    let word1 = (0u8..3, any::<u32>(), addr_expr());
+    let structured = (base, cme, word1).prop_map(
+        |(
+            (len, role, addr, ring_id, flags0),
+            (op, cce, in_dtype, out_dtype, scale, crc_iv, flags1),
+            (mode, word1, buf2),
+        )| {
+            let mut f = DescFields {
+                len: Some(len),
+                addr: Some(DescAddr { role, addr }),
+                ring_id,
+                flags: flags0,
+                ..DescFields::default()
+            };
+            match mode {
+                0 => {
+                    f.cce = cce;
+                    f.op = if cce.is_some() && op != Some(CmeOp::Copy) {
+                        None
+                    } else {
+                        op
+                    };
+                    if cce.is_some() {
+                        f.in_dtype = in_dtype;
+                        f.out_dtype = out_dtype;
+                    }
+                    if cce == Some(CceOp::Fma) {
+                        f.scale = scale.map(Float);
+                    }
+                    f.crc_iv = crc_iv;
+                    for flag in flags1.iter() {
+                        f.flags.set(flag, true);
+                    }
+                }
+                1 => f.word1 = Some(word1),
+                _ => f.buf2 = Some(buf2),
+            }
+            f
+        },
+    );
+    prop_oneof![1 => raw, 4 => structured]
+}
+
 fn statement() -> impl Strategy<Value = StatementKind> {
+    prop_oneof![4 => statement_v1(), 3 => statement_v2()]
+}
+
+fn statement_v2() -> impl Strategy<Value = StatementKind> {
+    let compare = prop::sample::select(&[Compare::Eq, Compare::Ne, Compare::Ge][..]);
+    prop_oneof![
+        (queue_ref(true), desc_fields())
+            .prop_map(|(queue, fields)| StatementKind::Desc { queue, fields }),
+        (queue_ref(false), 1..=MAX_DOORBELL)
+            .prop_map(|(queue, count)| StatementKind::Doorbell { queue, count }),
+        prop_oneof![
+            Just(RunMode::Idle),
+            (1..=u64::MAX).prop_map(RunMode::Cycles),
+            any::<u64>().prop_map(RunMode::Until),
+        ]
+        .prop_map(|mode| StatementKind::Run { mode }),
+        (
+            addr_expr(),
+            compare,
+            any::<u32>(),
+            any::<Option<u32>>(),
+            proptest::option::of(1..=u64::MAX)
+        )
+            .prop_map(|(addr, compare, value, mask, timeout)| {
+                // keep the comparison meaningful under the mask, as the parser requires:
+                // ==/!= without bits outside it, >= in 1..=mask
+                let m = mask.unwrap_or(u32::MAX);
+                let value = match compare {
+                    Compare::Eq | Compare::Ne => value & m,
+                    Compare::Ge if m == 0 => 1, // filtered out below
+                    Compare::Ge => 1 + value % m,
+                };
+                StatementKind::Wait {
+                    addr,
+                    compare,
+                    value,
+                    mask,
+                    timeout,
+                }
+            })
+            .prop_filter("'>=' needs a mask above 0", |k| !matches!(
+                k,
+                StatementKind::Wait {
+                    compare: Compare::Ge,
+                    mask: Some(0),
+                    ..
+                }
+            )),
+    ]
+}
+
+fn statement_v1() -> impl Strategy<Value = StatementKind> {
     let fill = (
         addr_expr(),
         any::<bool>(),
@@ -163,7 +312,7 @@ const EXAMPLE: &str = include_str!("data/example.trace");
 /// Characters that matter to the lexer and the address parser.
 const ALPHABET: &[char] = &[
     ' ', '\t', '\n', '\r', '#', '=', '"', '\\', '[', ']', '.', '+', '-', '_', 'p', 'x', '0', '1',
-    '9', 'a', 'f', 'g', 'z', 'é', '\u{0}', '\u{feff}',
+    '9', 'a', 'f', 'g', 'z', 'é', '\u{0}', '\u{feff}', '!', '>', 'e',
 ];
 
 #[derive(Clone, Debug)]

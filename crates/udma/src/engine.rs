@@ -1,0 +1,1199 @@
+//! One UDMA unit (an M2S/S2M pair with 16 queues per direction) and its SDMA
+//! data path, driven only through its CSRs (seed 004 §4, driver-facts §2–3,
+//! wiki-facts §B).
+//!
+//! Time model (DESIGN §4, `docs/timing.md`): a doorbell takes effect after
+//! `doorbell_latency`; each queue prefetches up to 8 descriptors per fetch
+//! (`desc_fetch_latency` + per-descriptor cycles); the unit's data path moves
+//! one packet at a time, queues served round-robin, `transfer_cycles` per
+//! descriptor; a packet's bytes land `read_latency + data + write_latency`
+//! after it starts, in order within its queue. Pointers, status and
+//! completion registers change at the cycle the model reaches them.
+
+use std::collections::VecDeque;
+
+use csr::{Delta, RegFile};
+use sim_core::{Bus, Cycle, EventQueue, TimingConfig};
+
+use crate::block::{Dir, QUEUES, UnitBlock};
+use crate::desc::{self, RawDesc};
+use crate::event::{EngineEvent, EventKind};
+use crate::regs::{Group, UnitMaps, UnitRegs};
+use crate::stats::QueueStats;
+
+/// Descriptors per prefetch burst (driver-facts §2.7 desc_rd_cfg_3 = 8).
+const FETCH_BURST: u32 = 8;
+/// Prefetched descriptors a queue may hold (wiki-facts §B.5 desc_pref_cfg
+/// fifo_depth reset 0x80).
+const PREFETCH_DEPTH: usize = 128;
+/// Largest ring (driver-facts §3.7: 2^24 − 16 descriptors).
+pub const MAX_RING_DESCS: u32 = (1 << 24) - 16;
+/// Smallest ring the driver accepts (driver-facts §3.7).
+pub const MIN_RING_DESCS: u32 = 32;
+
+/// Ring-id a queue expects after reset (driver-facts §3.6).
+pub const INITIAL_RING_ID: u8 = 1;
+
+/// SEC_A (M2S) cause bits (driver-facts §2.6, wiki-facts §B.2).
+mod sec_a {
+    pub const DATA_AXI_RESPONSE: u32 = 1 << 8;
+    pub const PREF_AXI_RESPONSE: u32 = 1 << 11;
+    pub const PKT_LEN: u32 = 1 << 13;
+    pub const MAX_DESC: u32 = 1 << 14;
+    pub const FIRST: u32 = 1 << 15;
+    pub const LAST: u32 = 1 << 16;
+    pub const PREF_RING_ID: u32 = 1 << 17;
+}
+
+/// SEC_B (S2M) cause bits (driver-facts §2.6).
+mod sec_b {
+    pub const DATA_WR_AXI_RESPONSE: u32 = 1 << 1;
+    pub const PREF_AXI_RESPONSE: u32 = 1 << 9;
+    pub const PREF_RING_ID: u32 = 1 << 11;
+    pub const COMP_AXI: u32 = 1 << 14;
+    pub const PKT_LEN_MISMATCH: u32 = 1 << 24;
+}
+
+/// SEC_D (simulator-defined) cause bits.
+mod sec_d {
+    pub const M2S_DOORBELL_OVERRUN: u32 = 1 << 0;
+    pub const S2M_DOORBELL_OVERRUN: u32 = 1 << 1;
+}
+
+/// Engine direction state (driver-facts §2.8: 2-bit sub-states 0 idle,
+/// 1 normal, 2 abort).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirState {
+    /// Not armed (reset) or disabled through CHANGE_STATE.DIS.
+    Disabled,
+    /// Running.
+    Normal,
+    /// Stopped by CHANGE_STATE.ABORT or an unmasked error.
+    Aborted,
+}
+
+impl DirState {
+    fn code(self) -> u32 {
+        match self {
+            DirState::Disabled => 0,
+            DirState::Normal => 1,
+            DirState::Aborted => 2,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            DirState::Disabled => "disable",
+            DirState::Normal => "normal",
+            DirState::Aborted => "abort",
+        }
+    }
+}
+
+/// A prefetched descriptor.
+type Fetched = crate::datapath::Piece;
+
+/// One direction of one queue.
+#[derive(Debug)]
+struct QDir {
+    /// Descriptors posted by doorbells since reset / completed since reset.
+    posted: u64,
+    done: u64,
+    fetched_total: u64,
+    head: u32,
+    head_id: u8,
+    tail: u32,
+    tail_id: u8,
+    comp_head: u32,
+    comp_id: u8,
+    fetch_busy: bool,
+    fetched: VecDeque<Fetched>,
+    /// M2S packet assembly at prefetch (FIRST/LAST checks).
+    in_packet: bool,
+    pkt_descs: u32,
+    pkt_bytes: u64,
+    /// AXI error made the queue NON_ACTIVE (GEN axi_queue, wiki-facts §I.4).
+    non_active: bool,
+    /// Bumped by queue reset; events of an older generation are stale.
+    epoch: u32,
+}
+
+impl QDir {
+    fn new() -> Self {
+        Self {
+            posted: 0,
+            done: 0,
+            fetched_total: 0,
+            head: 0,
+            head_id: INITIAL_RING_ID,
+            tail: 0,
+            tail_id: INITIAL_RING_ID,
+            comp_head: 0,
+            comp_id: INITIAL_RING_ID,
+            fetch_busy: false,
+            fetched: VecDeque::new(),
+            in_packet: false,
+            pkt_descs: 0,
+            pkt_bytes: 0,
+            non_active: false,
+            epoch: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        let epoch = self.epoch.wrapping_add(1);
+        *self = QDir::new();
+        self.epoch = epoch;
+    }
+
+    fn outstanding(&self) -> u64 {
+        self.posted - self.done
+    }
+}
+
+/// A packet in flight through the data path.
+#[derive(Debug)]
+struct InFlight {
+    queue: u8,
+    epoch: (u32, u32),
+    tx: Vec<Fetched>,
+    rx: Vec<Fetched>,
+    bytes: u64,
+}
+
+#[derive(Debug)]
+enum Ev {
+    /// A doorbell write reaches the queue.
+    Doorbell { dir: Dir, q: u8, n: u32 },
+    /// A prefetch burst completes.
+    FetchDone { dir: Dir, q: u8, epoch: u32, n: u32 },
+    /// The data path is free: pick the next packet.
+    Kick,
+    /// A packet's last byte lands.
+    PacketDone(Box<InFlight>),
+}
+
+/// One UDMA unit with its SDMA data path.
+#[derive(Debug)]
+pub struct Engine {
+    id: u16,
+    maps: &'static UnitMaps,
+    regs: UnitRegs,
+    state: [DirState; 2],
+    q: Vec<[QDir; 2]>,
+    /// Completion order within a queue: a packet's bytes never land before
+    /// the previous packet's.
+    last_end: [Cycle; QUEUES],
+    /// Last write completion in the unit (write barrier / SOW ordering).
+    last_write_end: Cycle,
+    /// The data path is busy until this cycle.
+    data_free_at: Cycle,
+    kick_at: Option<Cycle>,
+    rr_next: usize,
+    events: EventQueue<Ev>,
+    /// Queue statistics.
+    pub stats: Vec<QueueStats>,
+    trace: bool,
+    log: Vec<EngineEvent>,
+    now: Cycle,
+    crc_cache: crate::datapath::CrcCache,
+    doorbell_latency: u64,
+    /// Values right after reset and the driver-default masks, per block
+    /// that differs from the map's reset values (M2S, S2M, GEN).
+    init: Vec<(UnitBlock, RegFile<'static>)>,
+}
+
+fn dir_idx(d: Dir) -> usize {
+    match d {
+        Dir::M2s => 0,
+        Dir::S2m => 1,
+    }
+}
+
+impl Engine {
+    /// A unit at reset. The 128 SENG engines come up with the prefetch
+    /// ring-id error masked (interrupt and abort) as the driver programs them;
+    /// the 4 H2T engines (128–131) keep it armed (driver-facts §2.6,
+    /// DESIGN §8).
+    pub fn new(id: u16, maps: &'static UnitMaps, timing: &TimingConfig) -> Self {
+        let mut e = Self {
+            id,
+            maps,
+            regs: UnitRegs::new(maps),
+            state: [DirState::Disabled; 2],
+            q: (0..QUEUES).map(|_| [QDir::new(), QDir::new()]).collect(),
+            last_end: [Cycle(0); QUEUES],
+            last_write_end: Cycle(0),
+            data_free_at: Cycle(0),
+            kick_at: None,
+            rr_next: 0,
+            events: EventQueue::default(),
+            stats: vec![QueueStats::default(); QUEUES],
+            trace: false,
+            log: Vec::new(),
+            now: Cycle(0),
+            crc_cache: crate::datapath::CrcCache::default(),
+            doorbell_latency: timing.doorbell_latency_cycles,
+            init: Vec::new(),
+        };
+        if id < 128 {
+            let o = &maps.offsets;
+            let a = o.sec[Group::A as usize];
+            let b = o.sec[Group::B as usize];
+            let _ = e.regs.udma_gen.hw_set(a.mask, sec_a::PREF_RING_ID);
+            let _ = e.regs.udma_gen.hw_set(a.abort_mask, sec_a::PREF_RING_ID);
+            let _ = e.regs.udma_gen.hw_set(b.mask, sec_b::PREF_RING_ID);
+            let _ = e.regs.udma_gen.hw_set(b.abort_mask, sec_b::PREF_RING_ID);
+            let _ = e.regs.m2s.hw_set(o.m2s_err_log_mask, sec_a::PREF_RING_ID);
+            let _ = e.regs.s2m.hw_set(o.s2m_err_log_mask, sec_b::PREF_RING_ID);
+        }
+        e.init = vec![
+            (UnitBlock::M2s, e.regs.m2s.clone()),
+            (UnitBlock::S2m, e.regs.s2m.clone()),
+            (UnitBlock::Gen, e.regs.udma_gen.clone()),
+        ];
+        e
+    }
+
+    /// Registers of block `b` that differ from the unit's state right after
+    /// reset (which, for SENG engines, includes the driver-default ring-id
+    /// masks), by name.
+    pub fn changed_registers(
+        &self,
+        b: UnitBlock,
+    ) -> std::collections::BTreeMap<String, soc_map::Hex32> {
+        let Some(now) = self.regs.file(b) else {
+            return Default::default();
+        };
+        match self.init.iter().find(|(ib, _)| *ib == b) {
+            None => now.diff_from_reset(),
+            Some((_, init)) => now
+                .iter()
+                .zip(init.iter())
+                .filter(|((_, v), (_, i))| v != i)
+                .map(|((r, v), _)| (r.name(), soc_map::Hex32(v)))
+                .collect(),
+        }
+    }
+
+    /// Engine id.
+    pub fn id(&self) -> u16 {
+        self.id
+    }
+
+    /// Records engine events for [`Engine::take_log`] when on.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on;
+    }
+
+    /// Takes the recorded events.
+    pub fn take_log(&mut self) -> Vec<EngineEvent> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// The register file of a block.
+    pub fn regs(&self, b: UnitBlock) -> Option<&RegFile<'static>> {
+        self.regs.file(b)
+    }
+
+    /// The cycle of the next internal event, if any.
+    pub fn next_event(&self) -> Option<Cycle> {
+        self.events.peek_cycle()
+    }
+
+    /// Direction state.
+    pub fn dir_state(&self, d: Dir) -> DirState {
+        self.state[dir_idx(d)]
+    }
+
+    /// True when no descriptor is posted but unfinished and nothing is pending.
+    pub fn is_idle(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    fn log(&mut self, kind: EventKind) {
+        if self.trace {
+            self.log.push(EngineEvent {
+                cycle: self.now.0,
+                engine: self.id,
+                kind,
+            });
+        }
+    }
+
+    // ---------------------------------------------------------------- MMIO
+
+    /// A software read of a register (read side effects apply).
+    pub fn mmio_read(&mut self, b: UnitBlock, offset: u64) -> Option<u32> {
+        self.regs.file_mut(b)?.read(offset).ok().map(|o| o.value)
+    }
+
+    /// A register value without side effects.
+    pub fn peek(&self, b: UnitBlock, offset: u64) -> Option<u32> {
+        self.regs.file(b)?.value(offset).ok()
+    }
+
+    /// A software write of a register at cycle `now`: access semantics, then
+    /// the engine reacts (doorbells, resets, state changes, enables).
+    pub fn mmio_write(
+        &mut self,
+        b: UnitBlock,
+        offset: u64,
+        value: u32,
+        now: Cycle,
+    ) -> Option<csr::WriteOutcome<'static>> {
+        self.now = self.now.max(now);
+        let out = self.regs.file_mut(b)?.write(offset, value).ok()?;
+        let o = self.maps.offsets;
+        match b {
+            UnitBlock::M2sQ(q) | UnitBlock::S2mQ(q) => {
+                let dir = if matches!(b, UnitBlock::M2sQ(_)) {
+                    Dir::M2s
+                } else {
+                    Dir::S2m
+                };
+                let qo = if dir == Dir::M2s { o.m2s_q } else { o.s2m_q };
+                if offset == qo.drtp_inc {
+                    if let Some(Delta::Inc(n)) = out.delta {
+                        let at = now.after(self.timing_doorbell());
+                        self.events.push(at, Ev::Doorbell { dir, q, n });
+                    }
+                } else if offset == qo.sw_ctrl && out.pulses != 0 {
+                    self.queue_sw_ctrl(dir, q, out.pulses);
+                } else if offset == qo.cfg && out.rose_bits() != 0 {
+                    // An enable rose: resume prefetch and scheduling.
+                    self.events.push(
+                        now,
+                        Ev::FetchDone {
+                            dir,
+                            q,
+                            epoch: u32::MAX,
+                            n: 0,
+                        },
+                    );
+                    self.schedule_kick(now);
+                }
+            }
+            UnitBlock::M2s if offset == o.m2s_change_state && out.pulses != 0 => {
+                self.change_state(Dir::M2s, out.pulses);
+            }
+            UnitBlock::S2m if offset == o.s2m_change_state && out.pulses != 0 => {
+                self.change_state(Dir::S2m, out.pulses);
+            }
+            UnitBlock::Gen => self.iofic_write(offset, &out),
+            _ => {}
+        }
+        Some(out)
+    }
+
+    fn timing_doorbell(&self) -> u64 {
+        self.doorbell_latency
+    }
+
+    /// IOFIC owner semantics (driver-facts §2.6): CAUSE_SET sets cause bits,
+    /// MASK_CLEAR clears the mask bits written as 0; STATUS = cause & !mask.
+    fn iofic_write(&mut self, offset: u64, out: &csr::WriteOutcome<'static>) {
+        for g in self.maps.offsets.sec {
+            if offset == g.cause_set {
+                let _ = self.regs.udma_gen.hw_update(g.cause, |c| c | out.written);
+            } else if offset == g.mask_clear {
+                let _ = self.regs.udma_gen.hw_update(g.mask, |m| m & out.written);
+            } else if offset != g.cause && offset != g.mask {
+                continue;
+            }
+            let cause = self.regs.udma_gen.value(g.cause).unwrap_or(0);
+            let mask = self.regs.udma_gen.value(g.mask).unwrap_or(0);
+            let _ = self.regs.udma_gen.hw_set(g.status, cause & !mask);
+        }
+    }
+
+    fn change_state(&mut self, dir: Dir, bits: u32) {
+        let new = if bits & 0x4 != 0 {
+            DirState::Aborted
+        } else if bits & 0x2 != 0 {
+            DirState::Disabled
+        } else {
+            DirState::Normal
+        };
+        self.set_state(dir, new, bits & 0x7);
+        if new == DirState::Normal {
+            for q in 0..QUEUES as u8 {
+                self.events.push(
+                    self.now,
+                    Ev::FetchDone {
+                        dir,
+                        q,
+                        epoch: u32::MAX,
+                        n: 0,
+                    },
+                );
+            }
+            self.schedule_kick(self.now);
+        }
+    }
+
+    fn set_state(&mut self, dir: Dir, new: DirState, cmd: u32) {
+        self.state[dir_idx(dir)] = new;
+        let s = new.code();
+        let value = s | (s << 4) | (s << 8) | (s << 12) | (cmd << 16);
+        let (file, off) = match dir {
+            Dir::M2s => (&mut self.regs.m2s, self.maps.offsets.m2s_state),
+            Dir::S2m => (&mut self.regs.s2m, self.maps.offsets.s2m_state),
+        };
+        let _ = file.hw_set(off, value);
+        if new == DirState::Aborted {
+            for q in 0..QUEUES {
+                let qd = &mut self.q[q][dir_idx(dir)];
+                qd.fetched.clear();
+                qd.epoch = qd.epoch.wrapping_add(1);
+                qd.fetch_busy = false;
+            }
+        }
+        self.log(EventKind::State {
+            dir,
+            state: new.name().to_string(),
+        });
+    }
+
+    fn qfile(&mut self, dir: Dir, q: u8) -> &mut RegFile<'static> {
+        let i = usize::from(q) % QUEUES;
+        match dir {
+            Dir::M2s => &mut self.regs.m2s_q[i],
+            Dir::S2m => &mut self.regs.s2m_q[i],
+        }
+    }
+
+    fn qoff(&self, dir: Dir) -> crate::regs::QueueOffsets {
+        match dir {
+            Dir::M2s => self.maps.offsets.m2s_q,
+            Dir::S2m => self.maps.offsets.s2m_q,
+        }
+    }
+
+    fn qval(&self, dir: Dir, q: u8, off: u64) -> u32 {
+        let i = usize::from(q) % QUEUES;
+        let f = match dir {
+            Dir::M2s => &self.regs.m2s_q[i],
+            Dir::S2m => &self.regs.s2m_q[i],
+        };
+        f.value(off).unwrap_or(0)
+    }
+
+    /// Q_SW_CTRL (seed 004 §4.1; RST_Q confirmed, other bits inferred,
+    /// DESIGN §8).
+    fn queue_sw_ctrl(&mut self, dir: Dir, q: u8, bits: u32) {
+        let qi = usize::from(q) % QUEUES;
+        let d = dir_idx(dir);
+        if bits & 0x100 != 0 {
+            self.q[qi][d].reset();
+            if dir == Dir::M2s {
+                self.last_end[qi] = self.now;
+            }
+        } else {
+            let qd = &mut self.q[qi][d];
+            if bits & 0x2 != 0 {
+                qd.tail = 0;
+                qd.tail_id = INITIAL_RING_ID;
+            }
+            if bits & 0x4 != 0 {
+                qd.head = 0;
+                qd.head_id = INITIAL_RING_ID;
+                qd.fetched.clear();
+                qd.epoch = qd.epoch.wrapping_add(1);
+                qd.fetch_busy = false;
+            }
+        }
+        self.sync_queue_regs(dir, q);
+        if bits & 0x8 != 0 || bits & 0x100 != 0 {
+            let off = self.qoff(dir).dcp;
+            let _ = self.qfile(dir, q).hw_set(off, 0);
+        }
+        self.log(EventKind::QueueReset {
+            dir,
+            queue: q,
+            bits,
+        });
+    }
+
+    /// Mirrors the model's pointers into the queue's registers.
+    fn sync_queue_regs(&mut self, dir: Dir, q: u8) {
+        let qo = self.qoff(dir);
+        let qd = &self.q[usize::from(q) % QUEUES][dir_idx(dir)];
+        let ptr = |off: u32, id: u8| (off & 0xFF_FFFF) | (u32::from(id & 3) << 30);
+        let head = ptr(qd.head, qd.head_id);
+        let tail = ptr(qd.tail, qd.tail_id);
+        let comp = ptr(qd.comp_head, qd.comp_id);
+        let used = (qd.outstanding().min(0x1FF_FFFF)) as u32;
+        let mut status = used;
+        if qd.fetch_busy {
+            status |= 1 << 28;
+        }
+        let full = {
+            let len = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+            len != 0 && u64::from(len) <= qd.outstanding()
+        };
+        if full {
+            status |= 1 << 31;
+        }
+        let f = self.qfile(dir, q);
+        let _ = f.hw_set(qo.drhp, head);
+        let _ = f.hw_set(qo.drtp, tail);
+        let _ = f.hw_set(qo.crhp, comp);
+        let _ = f.hw_update(qo.status, |s| (s & (1 << 29 | 1 << 30)) | status);
+    }
+
+    // ---------------------------------------------------------- errors
+
+    /// Raises a cause bit in secondary IOFIC group `g`; aborts the direction
+    /// unless the abort mask has the bit (driver-facts §2.6).
+    fn raise(
+        &mut self,
+        g: Group,
+        bit: u32,
+        dir: Dir,
+        queue: Option<u8>,
+        cause: &str,
+        detail: String,
+    ) -> bool {
+        let io = self.maps.offsets.sec[g as usize];
+        let _ = self.regs.udma_gen.hw_update(io.cause, |c| c | bit);
+        let cause_v = self.regs.udma_gen.value(io.cause).unwrap_or(0);
+        let mask = self.regs.udma_gen.value(io.mask).unwrap_or(0);
+        let _ = self.regs.udma_gen.hw_set(io.status, cause_v & !mask);
+        let abort_mask = self.regs.udma_gen.value(io.abort_mask).unwrap_or(0);
+        let aborts = abort_mask & bit == 0;
+        let gname = match g {
+            Group::A => "SEC_A",
+            Group::B => "SEC_B",
+            Group::D => "SEC_D",
+        };
+        let action = if aborts {
+            "abort"
+        } else if mask & bit != 0 {
+            "masked"
+        } else {
+            "logged"
+        };
+        self.log(EventKind::Fault {
+            dir,
+            queue,
+            cause: format!("{gname}_INT_CAUSE.{cause}"),
+            detail,
+            action: action.to_string(),
+        });
+        if aborts {
+            self.set_state(dir, DirState::Aborted, 0);
+        }
+        aborts
+    }
+
+    /// An AXI error on queue `q`: the queue goes NON_ACTIVE (GEN axi_queue,
+    /// wiki-facts §I.4) and the cause bit is raised.
+    fn axi_error(&mut self, dir: Dir, q: u8, g: Group, bit: u32, cause: &str, detail: String) {
+        let qi = usize::from(q) % QUEUES;
+        let cfg_off = self.maps.offsets.axi_queue_cfg[qi];
+        let err_off = self.maps.offsets.axi_queue_error_status[qi];
+        let state_bit = match dir {
+            Dir::M2s => 1 << 12,
+            Dir::S2m => 1 << 0,
+        };
+        let _ = self.regs.udma_gen.hw_update(cfg_off, |c| c | state_bit);
+        let _ = self.regs.udma_gen.hw_update(err_off, |e| e | bit);
+        self.q[qi][dir_idx(dir)].non_active = true;
+        self.log(EventKind::Fault {
+            dir,
+            queue: Some(q),
+            cause: "AXI_QUEUE_CFG.NON_ACTIVE".to_string(),
+            detail: detail.clone(),
+            action: "queue_non_active".to_string(),
+        });
+        self.raise(g, bit, dir, Some(q), cause, detail);
+    }
+
+    // ------------------------------------------------------------ running
+
+    /// Processes every event due at or before `now`. DMA reads and writes go
+    /// through `bus`.
+    pub fn step(&mut self, now: Cycle, bus: &mut dyn Bus, timing: &TimingConfig) {
+        while let Some((at, ev)) = self.events.pop_due(now) {
+            self.now = at;
+            match ev {
+                Ev::Doorbell { dir, q, n } => self.doorbell(dir, q, n, bus, timing),
+                Ev::FetchDone { dir, q, epoch, n } => {
+                    self.fetch_done(dir, q, epoch, n, bus, timing)
+                }
+                Ev::Kick => {
+                    self.kick_at = None;
+                    self.schedule(bus, timing);
+                }
+                Ev::PacketDone(p) => self.packet_done(*p, bus, timing),
+            }
+        }
+        self.now = now;
+    }
+
+    fn schedule_kick(&mut self, at: Cycle) {
+        let at = at.max(self.data_free_at);
+        if self.kick_at.is_none_or(|k| k > at) {
+            self.kick_at = Some(at);
+            self.events.push(at, Ev::Kick);
+        }
+    }
+
+    fn doorbell(&mut self, dir: Dir, q: u8, n: u32, bus: &mut dyn Bus, timing: &TimingConfig) {
+        let qo = self.qoff(dir);
+        let len = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+        let qi = usize::from(q) % QUEUES;
+        let outstanding = self.q[qi][dir_idx(dir)].outstanding();
+        if len == 0 || outstanding + u64::from(n) > u64::from(len) {
+            let (bit, name) = match dir {
+                Dir::M2s => (sec_d::M2S_DOORBELL_OVERRUN, "M2S_DOORBELL_OVERRUN"),
+                Dir::S2m => (sec_d::S2M_DOORBELL_OVERRUN, "S2M_DOORBELL_OVERRUN"),
+            };
+            self.raise(
+                Group::D,
+                bit,
+                dir,
+                Some(q),
+                name,
+                format!(
+                    "{}.q{q}: increment {n} with {outstanding} outstanding overruns a ring of {len} descriptors; dropped",
+                    dir.name()
+                ),
+            );
+            return;
+        }
+        let base = self.ring_base(dir, q);
+        if !(MIN_RING_DESCS..=MAX_RING_DESCS).contains(&len)
+            || !(base + 16 * u64::from(len)).is_multiple_of(256)
+            || !base.is_multiple_of(256)
+        {
+            self.log(EventKind::RingWarning {
+                dir,
+                queue: q,
+                detail: format!(
+                    "ring base {base:#x} / length {len} break the driver's limits (32..2^24-16 descriptors, base and end 256-byte aligned)"
+                ),
+            });
+        }
+        let qd = &mut self.q[qi][dir_idx(dir)];
+        qd.posted += u64::from(n);
+        let new_tail = u64::from(qd.tail) + u64::from(n);
+        let wraps = new_tail / u64::from(len);
+        qd.tail = (new_tail % u64::from(len)) as u32;
+        qd.tail_id = ((u64::from(qd.tail_id) + wraps) & 3) as u8;
+        let (tail, tail_id) = (qd.tail, qd.tail_id);
+        self.sync_queue_regs(dir, q);
+        self.log(EventKind::Doorbell {
+            dir,
+            queue: q,
+            increment: n,
+            tail,
+            tail_ring_id: tail_id,
+        });
+        self.try_fetch(dir, q, timing);
+        let _ = bus;
+    }
+
+    fn ring_base(&self, dir: Dir, q: u8) -> u64 {
+        let qo = self.qoff(dir);
+        let lo = u64::from(self.qval(dir, q, qo.drbp_low) & 0xFFFF_FFC0);
+        let hi = u64::from(self.qval(dir, q, qo.drbp_high));
+        (hi << 32) | lo
+    }
+
+    fn enabled(&self, dir: Dir, q: u8) -> (bool, bool) {
+        let cfg = self.qval(dir, q, self.qoff(dir).cfg);
+        (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0)
+    }
+
+    fn try_fetch(&mut self, dir: Dir, q: u8, timing: &TimingConfig) {
+        let qi = usize::from(q) % QUEUES;
+        let d = dir_idx(dir);
+        if self.state[d] != DirState::Normal {
+            return;
+        }
+        let (en_pref, _) = self.enabled(dir, q);
+        let qd = &self.q[qi][d];
+        if !en_pref || qd.fetch_busy || qd.non_active {
+            return;
+        }
+        let pending = qd.posted - qd.fetched_total;
+        let room = PREFETCH_DEPTH.saturating_sub(qd.fetched.len()) as u64;
+        let n = pending.min(u64::from(FETCH_BURST)).min(room) as u32;
+        if n == 0 {
+            return;
+        }
+        let epoch = qd.epoch;
+        self.q[qi][d].fetch_busy = true;
+        let at = self.now.after(
+            timing.desc_fetch_latency_cycles + timing.desc_fetch_per_desc_cycles * u64::from(n),
+        );
+        self.events.push(at, Ev::FetchDone { dir, q, epoch, n });
+        self.sync_queue_regs(dir, q);
+    }
+
+    fn fetch_done(
+        &mut self,
+        dir: Dir,
+        q: u8,
+        epoch: u32,
+        n: u32,
+        bus: &mut dyn Bus,
+        timing: &TimingConfig,
+    ) {
+        let qi = usize::from(q) % QUEUES;
+        let d = dir_idx(dir);
+        if epoch == u32::MAX {
+            // A wake-up after an enable or NORMAL: retry prefetch.
+            self.try_fetch(dir, q, timing);
+            self.schedule_kick(self.now);
+            return;
+        }
+        if self.q[qi][d].epoch != epoch || self.state[d] != DirState::Normal {
+            return;
+        }
+        self.q[qi][d].fetch_busy = false;
+        let qo = self.qoff(dir);
+        let len = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+        let base = self.ring_base(dir, q);
+        let first_index = self.q[qi][d].head;
+        let mut fetched = 0;
+        for _ in 0..n {
+            if len == 0 {
+                break;
+            }
+            let idx = self.q[qi][d].head;
+            let addr = base + 16 * u64::from(idx);
+            let mut raw = [0u8; 16];
+            if let Err(e) = bus.read(addr, &mut raw) {
+                let (g, bit) = match dir {
+                    Dir::M2s => (Group::A, sec_a::PREF_AXI_RESPONSE),
+                    Dir::S2m => (Group::B, sec_b::PREF_AXI_RESPONSE),
+                };
+                self.axi_error(
+                    dir,
+                    q,
+                    g,
+                    bit,
+                    "PREF_AXI_RESPONSE",
+                    format!("descriptor fetch at {e}"),
+                );
+                break;
+            }
+            let desc = RawDesc::from_bytes(raw);
+            let expected = self.q[qi][d].head_id;
+            if desc.ring_id() != expected {
+                let (g, bit) = match dir {
+                    Dir::M2s => (Group::A, sec_a::PREF_RING_ID),
+                    Dir::S2m => (Group::B, sec_b::PREF_RING_ID),
+                };
+                let aborted = self.raise(
+                    g,
+                    bit,
+                    dir,
+                    Some(q),
+                    "PREF_RING_ID",
+                    format!(
+                        "{}.q{q}[{idx}]: descriptor ring id {} but the queue expects {expected}",
+                        dir.name(),
+                        desc.ring_id()
+                    ),
+                );
+                if aborted {
+                    return;
+                }
+            }
+            if dir == Dir::M2s && !self.check_packet_shape(q, idx, &desc) {
+                return;
+            }
+            let qd = &mut self.q[qi][d];
+            qd.fetched.push_back(Fetched { idx, desc });
+            qd.fetched_total += 1;
+            qd.head += 1;
+            if qd.head >= len {
+                qd.head = 0;
+                qd.head_id = (qd.head_id + 1) & 3;
+            }
+            fetched += 1;
+        }
+        let (head, head_id) = (self.q[qi][d].head, self.q[qi][d].head_id);
+        self.sync_queue_regs(dir, q);
+        self.log(EventKind::Prefetch {
+            dir,
+            queue: q,
+            first_index,
+            count: fetched,
+            head,
+            head_ring_id: head_id,
+        });
+        self.try_fetch(dir, q, timing);
+        self.schedule_kick(self.now);
+    }
+
+    /// FIRST/LAST consistency and the per-packet limits, checked as M2S
+    /// prefetches (driver-facts §2.6 group A bits 13–16, §3.7 limits).
+    /// Returns false when an unmasked error aborted the direction.
+    fn check_packet_shape(&mut self, q: u8, idx: u32, desc: &RawDesc) -> bool {
+        let qi = usize::from(q) % QUEUES;
+        let m2s = &self.regs.m2s;
+        let cfg_len = m2s.value(self.maps.offsets.m2s_cfg_len).unwrap_or(0);
+        let encode_64k = cfg_len & (1 << 24) != 0;
+        let max_pkt = u64::from(cfg_len & 0xF_FFFF);
+        let max_descs = m2s
+            .value(self.maps.offsets.m2s_desc_pref_cfg_2)
+            .unwrap_or(0)
+            & 0xFFF;
+        let len = u64::from(desc.len_bytes(encode_64k));
+        let qd = &self.q[qi][0];
+        let mut errors: Vec<(u32, &str, String)> = Vec::new();
+        if desc.first() && qd.in_packet {
+            errors.push((
+                sec_a::LAST,
+                "LAST",
+                format!("m2s.q{q}[{idx}]: FIRST while the previous packet has no LAST"),
+            ));
+        }
+        if !desc.first() && !qd.in_packet {
+            errors.push((
+                sec_a::FIRST,
+                "FIRST",
+                format!("m2s.q{q}[{idx}]: packet does not start with FIRST"),
+            ));
+        }
+        let (descs, bytes) = if desc.first() || !qd.in_packet {
+            (1, len)
+        } else {
+            (qd.pkt_descs + 1, qd.pkt_bytes + len)
+        };
+        if max_descs != 0 && descs > max_descs {
+            errors.push((
+                sec_a::MAX_DESC,
+                "MAX_DESC",
+                format!("m2s.q{q}[{idx}]: {descs} descriptors in a packet, max {max_descs}"),
+            ));
+        }
+        if max_pkt != 0 && bytes > max_pkt {
+            errors.push((
+                sec_a::PKT_LEN,
+                "PKT_LEN",
+                format!("m2s.q{q}[{idx}]: packet of {bytes} bytes, max {max_pkt}"),
+            ));
+        }
+        let qd = &mut self.q[qi][0];
+        qd.in_packet = !desc.last();
+        qd.pkt_descs = if desc.last() { 0 } else { descs };
+        qd.pkt_bytes = if desc.last() { 0 } else { bytes };
+        for (bit, name, detail) in errors {
+            if self.raise(Group::A, bit, Dir::M2s, Some(q), name, detail) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Picks the next packet round-robin across queues and starts it.
+    fn schedule(&mut self, bus: &mut dyn Bus, timing: &TimingConfig) {
+        if self.now < self.data_free_at {
+            self.schedule_kick(self.data_free_at);
+            return;
+        }
+        if self.state != [DirState::Normal; 2] {
+            return;
+        }
+        for i in 0..QUEUES {
+            let q = (self.rr_next + i) % QUEUES;
+            if let Some(p) = self.ready_packet(q as u8, timing) {
+                self.rr_next = (q + 1) % QUEUES;
+                self.start_packet(p, bus, timing);
+                self.schedule_kick(self.data_free_at);
+                return;
+            }
+        }
+    }
+
+    /// The TX/RX descriptor counts of queue q's next packet when it can run.
+    fn ready_packet(&mut self, q: u8, timing: &TimingConfig) -> Option<(u8, usize, usize, u64)> {
+        let qi = usize::from(q);
+        let (_, sched) = self.enabled(Dir::M2s, q);
+        let (_, stream) = self.enabled(Dir::S2m, q);
+        if !sched || !stream {
+            return None;
+        }
+        let [tx, rx] = &self.q[qi];
+        if tx.non_active || rx.non_active || tx.fetched.is_empty() {
+            return None;
+        }
+        let encode_64k = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_cfg_len)
+            .unwrap_or(0)
+            & (1 << 24)
+            != 0;
+        // A whole packet (FIRST..LAST) must be prefetched.
+        let mut n_tx = 0;
+        let mut bytes = 0u64;
+        let mut first = None;
+        for f in &tx.fetched {
+            n_tx += 1;
+            bytes += u64::from(f.desc.len_bytes(encode_64k));
+            first.get_or_insert(f.desc);
+            if f.desc.last() {
+                break;
+            }
+        }
+        let first = first?;
+        if !tx.fetched.get(n_tx - 1)?.desc.last() {
+            return None;
+        }
+        let word1 = desc::Cme(first.word1);
+        let stream_bytes = if word1.is_cme_checksum() {
+            (if word1.copy_src_data() { bytes } else { 0 }) + if word1.send_crc() { 4 } else { 0 }
+        } else {
+            bytes
+        };
+        // Enough RX buffers for the stream.
+        let mut n_rx = 0;
+        let mut room = 0u64;
+        for f in &rx.fetched {
+            if room >= stream_bytes && n_rx > 0 {
+                break;
+            }
+            n_rx += 1;
+            room += u64::from(f.desc.len_bytes(encode_64k));
+        }
+        if room < stream_bytes || n_rx == 0 {
+            return None;
+        }
+        // DMB: wait for every earlier transfer of the queue when the rate
+        // limiter mask lets DMB pause the queue (bit 2 clear; driver-facts §2.4).
+        if first.dmb() {
+            let mask_off = self.maps.offsets.m2s_q.rlimit_mask.unwrap_or(0x74);
+            let mask = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7);
+            if mask & 0x4 == 0 && self.last_end[qi] > self.now {
+                let status_off = self.maps.offsets.m2s_q.status;
+                let _ = self.regs.m2s_q[qi].hw_update(status_off, |s| s | (1 << 30));
+                let at = self.last_end[qi];
+                self.schedule_kick(at);
+                return None;
+            }
+        }
+        let _ = timing;
+        Some((q, n_tx, n_rx, bytes))
+    }
+
+    fn start_packet(
+        &mut self,
+        (q, n_tx, n_rx, bytes): (u8, usize, usize, u64),
+        bus: &mut dyn Bus,
+        timing: &TimingConfig,
+    ) {
+        let qi = usize::from(q);
+        let encode_64k = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_cfg_len)
+            .unwrap_or(0)
+            & (1 << 24)
+            != 0;
+        let tx: Vec<Fetched> = self.q[qi][0].fetched.drain(..n_tx).collect();
+        let rx: Vec<Fetched> = self.q[qi][1].fetched.drain(..n_rx).collect();
+        let mut data_cycles = 0u64;
+        for f in &tx {
+            data_cycles +=
+                timing.transfer_cycles(f.desc.buf_ptr, u64::from(f.desc.len_bytes(encode_64k)));
+        }
+        let start = self.now;
+        self.data_free_at = start.after(data_cycles);
+        let mut end =
+            start.after(timing.read_latency_cycles + data_cycles + timing.write_latency_cycles);
+        end = end.max(self.last_end[qi]);
+        let barrier =
+            desc::Cme(tx[0].desc.word1).write_barrier() || rx.iter().any(|f| f.desc.sow());
+        if barrier {
+            end = end.max(self.last_write_end.after(timing.write_latency_cycles));
+        }
+        self.last_end[qi] = end;
+        self.last_write_end = self.last_write_end.max(end);
+        // Current-descriptor pointers and the DMB status bit.
+        let (tdcp, rdcp) = (tx[0].idx, rx[0].idx);
+        let m2s_dcp = self.maps.offsets.m2s_q.dcp;
+        let s2m_dcp = self.maps.offsets.s2m_q.dcp;
+        let status = self.maps.offsets.m2s_q.status;
+        let _ = self.regs.m2s_q[qi].hw_set(m2s_dcp, tdcp);
+        let _ = self.regs.s2m_q[qi].hw_set(s2m_dcp, rdcp);
+        let _ = self.regs.m2s_q[qi].hw_update(status, |s| (s & !(1 << 30)) | (1 << 29));
+        let st = &mut self.stats[qi];
+        st.packets += 1;
+        st.busy_cycles += data_cycles;
+        st.first_start.get_or_insert(start.0);
+        self.log(EventKind::PacketStart {
+            queue: q,
+            tx_descs: n_tx as u32,
+            rx_descs: n_rx as u32,
+            bytes,
+            done_at: end.0,
+        });
+        let epoch = (self.q[qi][0].epoch, self.q[qi][1].epoch);
+        self.events.push(
+            end,
+            Ev::PacketDone(Box::new(InFlight {
+                queue: q,
+                epoch,
+                tx,
+                rx,
+                bytes,
+            })),
+        );
+        let _ = bus;
+        // More prefetch room now.
+        self.try_fetch(Dir::M2s, q, timing);
+        self.try_fetch(Dir::S2m, q, timing);
+    }
+
+    fn packet_done(&mut self, p: InFlight, bus: &mut dyn Bus, timing: &TimingConfig) {
+        let qi = usize::from(p.queue);
+        let q = p.queue;
+        if (self.q[qi][0].epoch, self.q[qi][1].epoch) != p.epoch
+            || self.state != [DirState::Normal; 2]
+        {
+            return;
+        }
+        let encode_64k = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_cfg_len)
+            .unwrap_or(0)
+            & (1 << 24)
+            != 0;
+        let crc_init = self
+            .regs
+            .sdma_app
+            .value(self.maps.offsets.m2s_crc_init[qi])
+            .unwrap_or(0xFFFF_FFFF);
+        let hdr_split = {
+            let off = self.maps.offsets.s2m_q.pkt_cfg.unwrap_or(0x5C);
+            let v = self.regs.s2m_q[qi].value(off).unwrap_or(0);
+            if v & (3 << 16) != 0 {
+                (v & 0xFFFF) as u64
+            } else {
+                0
+            }
+        };
+        let result = crate::datapath::move_packet(
+            bus,
+            &p.tx,
+            &p.rx,
+            encode_64k,
+            crc_init,
+            hdr_split,
+            &mut self.crc_cache,
+        );
+        let (written, checksum) = match result {
+            Ok(r) => (r.written, r.checksum),
+            Err(crate::datapath::MoveError::Read(e)) => {
+                self.axi_error(
+                    Dir::M2s,
+                    q,
+                    Group::A,
+                    sec_a::DATA_AXI_RESPONSE,
+                    "DATA_AXI_RESPONSE",
+                    format!("data read at {e}"),
+                );
+                return;
+            }
+            Err(crate::datapath::MoveError::Write(e)) => {
+                self.axi_error(
+                    Dir::S2m,
+                    q,
+                    Group::B,
+                    sec_b::DATA_WR_AXI_RESPONSE,
+                    "DATA_WR_AXI_RESPONSE",
+                    format!("data write at {e}"),
+                );
+                return;
+            }
+            Err(crate::datapath::MoveError::Length(detail)) => {
+                self.raise(
+                    Group::B,
+                    sec_b::PKT_LEN_MISMATCH,
+                    Dir::S2m,
+                    Some(q),
+                    "PKT_LEN_MISMATCH",
+                    detail,
+                );
+                return;
+            }
+        };
+        // Completion: descriptors done, completion rings, counters.
+        self.complete(Dir::M2s, q, &p.tx, bus);
+        self.complete(Dir::S2m, q, &p.rx, bus);
+        let st = &mut self.stats[qi];
+        st.tx_descs += p.tx.len() as u64;
+        st.rx_descs += p.rx.len() as u64;
+        st.bytes += written;
+        st.last_done = Some(self.now.0);
+        let _ = p.bytes;
+        let status = self.maps.offsets.m2s_q.status;
+        let _ = self.regs.m2s_q[qi].hw_update(status, |s| s & !(1 << 29));
+        self.log(EventKind::PacketDone {
+            queue: q,
+            bytes: written,
+            checksum: checksum.map(|c| format!("{c:#010x}")),
+        });
+        self.try_fetch(Dir::M2s, q, timing);
+        self.try_fetch(Dir::S2m, q, timing);
+        self.schedule_kick(self.now);
+    }
+
+    /// Marks descriptors done and writes completion-ring entries when the
+    /// queue's COMP_CFG enables them (seed 004 §4.2). Entry format
+    /// (simulator-defined, the hardware's is unpublished — docs/timing.md):
+    /// 16 bytes, word0 = the descriptor's word0 with bits 25:24 replaced by
+    /// the completion ring id, words 1–3 zero.
+    fn complete(&mut self, dir: Dir, q: u8, descs: &[Fetched], bus: &mut dyn Bus) {
+        let qi = usize::from(q);
+        let d = dir_idx(dir);
+        let qo = self.qoff(dir);
+        self.q[qi][d].done += descs.len() as u64;
+        let comp_cfg = self.qval(dir, q, qo.comp_cfg);
+        if comp_cfg & 1 != 0 {
+            let lo = u64::from(self.qval(dir, q, qo.crbp_low) & 0xFFFF_FFC0);
+            let hi = u64::from(self.qval(dir, q, qo.crbp_high));
+            let base = (hi << 32) | lo;
+            let len = (self.qval(dir, q, qo.drl) & 0xFF_FFFF).max(1);
+            for f in descs {
+                let qd = &self.q[qi][d];
+                let addr = base + 16 * u64::from(qd.comp_head);
+                let word0 = (f.desc.word0 & !(3 << 24)) | (u32::from(qd.comp_id) << 24);
+                let mut entry = [0u8; 16];
+                entry[..4].copy_from_slice(&word0.to_le_bytes());
+                if let Err(e) = bus.write(addr, &entry) {
+                    let (g, bit) = match dir {
+                        Dir::M2s => (Group::A, 1 << 5),
+                        Dir::S2m => (Group::B, sec_b::COMP_AXI),
+                    };
+                    self.axi_error(
+                        dir,
+                        q,
+                        g,
+                        bit,
+                        "COMP_AXI_RESPONSE",
+                        format!("completion write at {e}"),
+                    );
+                    break;
+                }
+                let qd = &mut self.q[qi][d];
+                qd.comp_head += 1;
+                if qd.comp_head >= len {
+                    qd.comp_head = 0;
+                    qd.comp_id = (qd.comp_id + 1) & 3;
+                }
+            }
+        }
+        let pkt = qo.pkt_count;
+        let _ = self.qfile(dir, q).hw_update(pkt, |v| v.wrapping_add(1));
+        self.sync_queue_regs(dir, q);
+    }
+}
