@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod step;
 use soc::Device;
 use soc::exec::TraceFiles;
 use soc_map::Hex;
@@ -60,7 +62,20 @@ impl Maps {
     }
 
     fn device(&self) -> Result<Device, Failure> {
+        self.device_with_timing(None)
+    }
+
+    fn device_with_timing(&self, timing: Option<&Path>) -> Result<Device, Failure> {
         let catalog = self.catalog()?;
+        let timing = match timing {
+            None => sim_core::TimingConfig::default_config(),
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| bad_input(format!("cannot read --timing {}: {e}", p.display())))?;
+                sim_core::TimingConfig::from_json(&text)
+            }
+        }
+        .map_err(|e| bad_input(e.to_string()))?;
         let map = match &self.soc_map {
             None => soc_map::trn2(),
             Some(p) => {
@@ -71,7 +86,7 @@ impl Maps {
             }
         }
         .map_err(|e| bad_input(e.to_string()))?;
-        Device::new(map, catalog).map_err(|e| bad_input(e.to_string()))
+        Device::with_timing(map, catalog, timing).map_err(|e| bad_input(e.to_string()))
     }
 }
 
@@ -93,6 +108,29 @@ enum Cmd {
         #[command(subcommand)]
         cmd: CsrCmd,
     },
+    /// The doorbell stepping debugger: run a trace, stopping at every doorbell.
+    Step {
+        /// The trace file.
+        trace: PathBuf,
+        /// Read debugger commands from FILE instead of the terminal.
+        #[arg(long, value_name = "FILE")]
+        script: Option<PathBuf>,
+        /// Stop only at doorbells of this engine (repeatable).
+        #[arg(long = "engine", value_name = "N")]
+        engines: Vec<u16>,
+        /// Stop only at doorbells of this queue index (repeatable).
+        #[arg(long = "queue", value_name = "Q")]
+        queues: Vec<u8>,
+        /// Also stop once simulated time reaches this cycle.
+        #[arg(long, value_name = "CYCLE")]
+        at_cycle: Option<u64>,
+        /// Also stop once the 32-bit value at ADDR is >= V (e.g. tpb0.sem.read[3]>=16).
+        #[arg(long, value_name = "ADDR>=V")]
+        when: Option<String>,
+        /// Do not stop at doorbells (only at --at-cycle / --when).
+        #[arg(long)]
+        no_doorbells: bool,
+    },
     /// Decode a 16-byte hardware descriptor.
     Decode {
         /// The descriptor: 32 hex digits, the 16 bytes in memory order.
@@ -112,6 +150,9 @@ enum Cmd {
         /// Print the run report as JSON.
         #[arg(long)]
         json: bool,
+        /// Timing configuration (JSON, same keys as crates/sim-core/timing-default.json).
+        #[arg(long, value_name = "FILE")]
+        timing: Option<PathBuf>,
     },
 }
 
@@ -180,11 +221,39 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             } => cmd_csr_decode(&maps, &block, &register, value, json),
         },
         Cmd::Decode { desc, json } => cmd_decode_desc(&desc, json),
+        Cmd::Step {
+            trace,
+            script,
+            engines,
+            queues,
+            at_cycle,
+            when,
+            no_doorbells,
+        } => cmd_step(
+            &maps,
+            &trace,
+            script.as_deref(),
+            step::StopFilter {
+                engines,
+                queues,
+                at_cycle,
+                when_ge: None,
+                no_doorbells,
+            },
+            when.as_deref(),
+        ),
         Cmd::Run {
             trace,
             csr_snapshot,
             json,
-        } => cmd_run(&maps, &trace, csr_snapshot.as_deref(), json),
+            timing,
+        } => cmd_run(
+            &maps,
+            &trace,
+            csr_snapshot.as_deref(),
+            json,
+            timing.as_deref(),
+        ),
     }
 }
 
@@ -309,6 +378,65 @@ fn cmd_csr_decode(
     Ok(0)
 }
 
+fn cmd_step(
+    maps: &Maps,
+    trace: &Path,
+    script: Option<&Path>,
+    mut filter: step::StopFilter,
+    when: Option<&str>,
+) -> Result<u8, Failure> {
+    let source = std::fs::read_to_string(trace)
+        .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
+    let mut dev = maps.device()?;
+    if let Some(w) = when {
+        let (addr, value) = w
+            .split_once(">=")
+            .ok_or_else(|| bad_input(format!("--when `{w}`: expected ADDR>=VALUE")))?;
+        let expr = trace_format::parse_addr(addr.trim(), "--when")
+            .map_err(|e| bad_input(format!("--when: {}", e.message)))?;
+        let at =
+            soc::resolve(&dev, &expr).map_err(|e| bad_input(format!("--when: {}", e.message)))?;
+        let v = soc_map::parse_u64(value.trim())
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| bad_input(format!("--when: `{value}` is not a 32-bit value")))?;
+        filter.when_ge = Some((at.addr, addr.trim().to_string(), v));
+    }
+    let name = trace.display().to_string();
+    let parsed = trace_format::parse(&source, &name).map_err(|errs| {
+        bad_input(
+            errs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
+    let linked = soc::exec::link(&dev, &parsed, &name).map_err(|errs| {
+        bad_input(
+            errs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
+    let input = match script {
+        Some(p) => {
+            let f = std::fs::File::open(p)
+                .map_err(|e| bad_input(format!("cannot read --script {}: {e}", p.display())))?;
+            step::Input::Lines(Box::new(std::io::BufReader::new(f)))
+        }
+        None => step::Input::stdin(),
+    };
+    let mut stepper = step::Stepper::new(input, filter);
+    let mut files = DirFiles {
+        base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let report = soc::exec::run_linked(&mut dev, &parsed, &linked, &name, &mut files, &mut stepper);
+    print!("{}", report.to_text());
+    println!("debugger: {} stops", stepper.stops);
+    Ok(report.exit_code())
+}
+
 fn cmd_decode_desc(hex: &str, json: bool) -> Result<u8, Failure> {
     let desc = dma_abi::parse_hex_descriptor(hex).map_err(|e| bad_input(format!("--desc: {e}")))?;
     let decoded = desc.decode();
@@ -338,10 +466,16 @@ impl TraceFiles for DirFiles {
     }
 }
 
-fn cmd_run(maps: &Maps, trace: &Path, snapshot: Option<&Path>, json: bool) -> Result<u8, Failure> {
+fn cmd_run(
+    maps: &Maps,
+    trace: &Path,
+    snapshot: Option<&Path>,
+    json: bool,
+    timing: Option<&Path>,
+) -> Result<u8, Failure> {
     let source = std::fs::read_to_string(trace)
         .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
-    let mut dev = maps.device()?;
+    let mut dev = maps.device_with_timing(timing)?;
     let name = trace.display().to_string();
     let mut files = DirFiles {
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),

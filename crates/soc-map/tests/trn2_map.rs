@@ -272,7 +272,10 @@ fn geometry_constants_match_the_map() {
         assert_eq!(p.bank_bytes, Some(u64::from(PSUM_BANK_BYTES)));
         // The TPB-local PSUM window sits at TPB base + 0x8_0000_0000 + 0x200_0000.
         let tpb = map.region(map.by_name(&format!("tpb{t}")).unwrap());
-        assert_eq!(psum.base - tpb.base, 0x8_0000_0000 + u64::from(TPB_LOCAL_PSUM_BASE));
+        assert_eq!(
+            psum.base - tpb.base,
+            0x8_0000_0000 + u64::from(TPB_LOCAL_PSUM_BASE)
+        );
         assert_eq!(
             psum.size_bytes,
             u64::from(TPB_LOCAL_PSUM_END - TPB_LOCAL_PSUM_BASE)

@@ -173,7 +173,9 @@ pub struct RunReport {
     pub expectations_passed: usize,
     /// Expectations that failed.
     pub expectations_failed: usize,
-    /// Totals after the run.
+    /// Totals after the run (flattened into the report's JSON: `cycles`,
+    /// `sim_ns`, `bytes`, `descriptors`, `queues`, …).
+    #[serde(flatten)]
     pub summary: Summary,
     /// Per-statement records.
     pub steps: Vec<StepRecord>,
@@ -611,8 +613,27 @@ fn fault(e: BusFault) -> StepError {
     (None, e.to_string())
 }
 
-/// Ring base and length of a queue, from its CSRs.
-fn ring_of(device: &Device, q: &QueueTarget) -> Option<(u64, u32, u32, u8)> {
+/// A queue by region name (`eng0.m2s.q3`).
+pub fn queue_target(device: &Device, name: &str) -> Option<QueueTarget> {
+    let region = device.map().by_name(name)?;
+    let (n, path) = name.strip_prefix("eng")?.split_once('.')?;
+    let engine: u16 = n.parse().ok()?;
+    let (dir, queue) = match UnitBlock::from_suffix(path)? {
+        UnitBlock::M2sQ(q) => (Dir::M2s, q),
+        UnitBlock::S2mQ(q) => (Dir::S2m, q),
+        _ => return None,
+    };
+    Some(QueueTarget {
+        region: name.to_string(),
+        engine,
+        dir,
+        queue,
+        base: device.map().region(region).base,
+    })
+}
+
+/// Ring base, length, tail offset and tail ring id of a queue, from its CSRs.
+pub fn ring_of(device: &Device, q: &QueueTarget) -> Option<(u64, u32, u32, u8)> {
     let map = device.catalog().block(if q.dir == Dir::M2s {
         "udma_m2s_q"
     } else {
@@ -947,7 +968,7 @@ fn step(
                 });
             }
             let limit = Cycle(start.saturating_add(timeout.unwrap_or(DEFAULT_WAIT_TIMEOUT_CYCLES)));
-            let (_, met, quit) =
+            let (stop, met, quit) =
                 run_device(device, Some(limit), hooks, |d| check(d).is_some_and(holds));
             if quit {
                 return Ok(Outcome::Done(QUIT_MARK.to_string()));
@@ -959,6 +980,10 @@ fn step(
                     format!(
                         "wait {at} {compare} {value:#x}: held at cycle {now} (waited {} cycles)",
                         now - start
+                    )
+                } else if stop == RunStop::Idle {
+                    format!(
+                        "wait {at} {compare} {value:#x}: the device went idle at cycle {now} with the value at {last:#010x}"
                     )
                 } else {
                     format!(
@@ -973,7 +998,7 @@ fn step(
             let reg = device.write32(addr, *value).map_err(fault)?;
             match reg {
                 Some(w) if w.read_only => Err((
-                    Some(s.kind.addr().span),
+                    s.kind.try_addr().map(|a| a.span),
                     format!(
                         "write32 {at}: register {}.{} is read-only; value unchanged ({:#010x})",
                         w.region, w.register, w.new

@@ -735,3 +735,26 @@ fn several_errors_on_one_line_are_all_reported() {
     assert!(msgs[0].starts_with("t:1:17: desc needs 'len'"));
     assert!(msgs[1].starts_with("t:1:17: desc needs a buffer address"));
 }
+
+/// Every ```trace block of the language reference parses, and prints back
+/// to text that parses to the same statements.
+#[test]
+fn reference_examples_parse() {
+    let doc = include_str!("../../../docs/trace-format.md");
+    let mut blocks = 0;
+    let mut rest = doc;
+    while let Some(start) = rest.find("```trace\n") {
+        let body = &rest[start + "```trace\n".len()..];
+        let end = body.find("\n```").expect("unterminated block");
+        let text = &body[..=end];
+        let mut t = parse(text, "docs/trace-format.md")
+            .unwrap_or_else(|e| panic!("block {blocks}:\n{text}\n{e:#?}"));
+        let mut again = parse(&t.to_string(), "printed").unwrap();
+        t.clear_spans();
+        again.clear_spans();
+        assert_eq!(t, again);
+        blocks += 1;
+        rest = &body[end..];
+    }
+    assert!(blocks >= 10, "found only {blocks} trace blocks");
+}

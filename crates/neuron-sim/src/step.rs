@@ -1,0 +1,394 @@
+//! `neuron-sim step`: the doorbell stepping debugger (DESIGN §1, issue 3).
+//!
+//! Runs a trace and stops before every doorbell write (the `doorbell`
+//! directive or a `write32` to a `TDRTP_INC`/`RDRTP_INC`), optionally only
+//! for chosen engines/queues, and also at a cycle or when a 32-bit value
+//! (a semaphore) reaches a threshold while time advances. At each stop it
+//! shows the engine, queue, direction, tail increment, the ring with its
+//! descriptors decoded, head/tail/ring id and the queue's CSRs, then reads
+//! commands: `next`, `continue`, `mem ADDR [LEN]`, `regs [REGION]`,
+//! `ring [QUEUE]`, `help`, `quit`. Interactive with line editing and
+//! history in a terminal; from `--script FILE` or standard input otherwise
+//! (commands are echoed so a session is a readable transcript).
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use soc::Device;
+use soc::exec::{Control, ExecHooks, Executor, Linked, QueueTarget, queue_target, ring_of};
+use trace_format::{Statement, StatementKind};
+use udma::Dir;
+
+/// Where the debugger's commands come from.
+pub enum Input {
+    /// A terminal with line editing and history.
+    Editor(Box<rustyline::DefaultEditor>),
+    /// Lines from a script or a pipe.
+    Lines(Box<dyn BufRead>),
+}
+
+impl Input {
+    /// Standard input: an editor on a terminal, lines otherwise.
+    pub fn stdin() -> Input {
+        if std::io::stdin().is_terminal()
+            && let Ok(ed) = rustyline::DefaultEditor::new()
+        {
+            return Input::Editor(Box::new(ed));
+        }
+        Input::Lines(Box::new(std::io::BufReader::new(std::io::stdin())))
+    }
+
+    fn next_line(&mut self, prompt: &str) -> Option<String> {
+        match self {
+            Input::Editor(ed) => match ed.readline(prompt) {
+                Ok(line) => {
+                    let _ = ed.add_history_entry(line.as_str());
+                    Some(line)
+                }
+                Err(_) => None,
+            },
+            Input::Lines(r) => {
+                let mut line = String::new();
+                match r.read_line(&mut line) {
+                    Ok(0) | Err(_) => None,
+                    Ok(_) => {
+                        let line = line.trim_end().to_string();
+                        println!("{prompt}{line}");
+                        Some(line)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Which doorbells stop the debugger, and the other stop conditions.
+#[derive(Debug, Default)]
+pub struct StopFilter {
+    /// Only these engines (empty: all).
+    pub engines: Vec<u16>,
+    /// Only these queue indices (empty: all).
+    pub queues: Vec<u8>,
+    /// Stop once simulated time reaches this cycle.
+    pub at_cycle: Option<u64>,
+    /// Stop once the 32-bit value at this address is ≥ the threshold.
+    pub when_ge: Option<(u64, String, u32)>,
+    /// Do not stop at doorbells at all.
+    pub no_doorbells: bool,
+}
+
+/// The debugger state, as `ExecHooks`.
+pub struct Stepper {
+    input: Input,
+    filter: StopFilter,
+    /// `continue` was given: no more doorbell stops.
+    running_free: bool,
+    cycle_stop_done: bool,
+    value_stop_done: bool,
+    quit: bool,
+    /// Number of stops so far.
+    pub stops: usize,
+}
+
+impl Stepper {
+    /// A debugger reading from `input`.
+    pub fn new(input: Input, filter: StopFilter) -> Self {
+        Self {
+            input,
+            filter,
+            running_free: false,
+            cycle_stop_done: false,
+            value_stop_done: false,
+            quit: false,
+            stops: 0,
+        }
+    }
+
+    fn doorbell_of(
+        &self,
+        stmt: &Statement,
+        linked: &Linked,
+        device: &Device,
+    ) -> Option<(QueueTarget, u32)> {
+        match (&stmt.kind, linked) {
+            (StatementKind::Doorbell { count, .. }, Linked::Doorbell(q)) => {
+                Some((q.clone(), *count))
+            }
+            (StatementKind::Write32 { value, .. }, Linked::Addr(r)) => {
+                let reg = r.register.as_deref()?;
+                if reg != "TDRTP_INC" && reg != "RDRTP_INC" {
+                    return None;
+                }
+                let d = device.map().decode(r.addr);
+                let name = device.map().name(d.region?);
+                Some((queue_target(device, name)?, value & 0xFF_FFFF))
+            }
+            _ => None,
+        }
+    }
+
+    fn wanted(&self, q: &QueueTarget) -> bool {
+        (self.filter.engines.is_empty() || self.filter.engines.contains(&q.engine))
+            && (self.filter.queues.is_empty() || self.filter.queues.contains(&q.queue))
+    }
+
+    /// The command loop at a stop. Returns Quit when the user quits.
+    fn prompt(&mut self, device: &mut Device, focus: Option<(&QueueTarget, u32)>) -> Control {
+        self.stops += 1;
+        loop {
+            let Some(line) = self.input.next_line("(neuron-sim) ") else {
+                // End of input: run to the end.
+                self.running_free = true;
+                return Control::Continue;
+            };
+            if line.trim_start().starts_with('#') {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                [] => continue,
+                ["n" | "next" | "s" | "step"] => return Control::Continue,
+                ["c" | "continue"] => {
+                    self.running_free = true;
+                    return Control::Continue;
+                }
+                ["q" | "quit"] => {
+                    self.quit = true;
+                    return Control::Quit;
+                }
+                ["h" | "help"] => println!("{HELP}"),
+                ["ring"] => match focus {
+                    Some((q, inc)) => print!("{}", show_ring(device, q, inc)),
+                    None => println!("no queue in focus: ring QUEUE (e.g. ring eng0.m2s.q0)"),
+                },
+                ["ring", name] => match queue_target(device, name) {
+                    Some(q) => print!("{}", show_ring(device, &q, 0)),
+                    None => println!("unknown queue `{name}` (engN.m2s.qQ or engN.s2m.qQ)"),
+                },
+                ["regs"] | ["r"] => match focus {
+                    Some((q, _)) => print!("{}", show_regs(device, &q.region)),
+                    None => println!("regs REGION (e.g. regs eng0.m2s.q0, regs eng0.gen)"),
+                },
+                ["regs" | "r", name] => print!("{}", show_regs(device, name)),
+                ["mem" | "x", addr] => print!("{}", show_mem(device, addr, "64")),
+                ["mem" | "x", addr, len] => print!("{}", show_mem(device, addr, len)),
+                ["time" | "t"] => println!(
+                    "cycle {} ({:.1} ns)",
+                    device.now().0,
+                    device.timing().ns(device.now().0)
+                ),
+                _ => println!("unknown command `{line}` (help lists the commands)"),
+            }
+        }
+    }
+}
+
+const HELP: &str = "commands:
+  next | n          run to the next stop (doorbell, cycle, value)
+  continue | c      run to the end without stopping at doorbells
+  ring [QUEUE]      the ring of QUEUE (default: the queue being rung), descriptors decoded
+  regs [REGION]     the registers of a region (e.g. eng0.m2s.q0, eng0.gen, tpb0.evt_sem)
+  mem ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000)
+  time              the simulated cycle
+  quit | q          stop the run";
+
+impl ExecHooks for Stepper {
+    fn before(
+        &mut self,
+        _index: usize,
+        stmt: &Statement,
+        linked: &Linked,
+        device: &mut Device,
+        exec: &Executor,
+    ) -> Control {
+        if self.quit {
+            return Control::Quit;
+        }
+        if self.running_free || self.filter.no_doorbells {
+            return Control::Continue;
+        }
+        let Some((q, inc)) = self.doorbell_of(stmt, linked, device) else {
+            return Control::Continue;
+        };
+        if !self.wanted(&q) {
+            return Control::Continue;
+        }
+        let dir = match q.dir {
+            Dir::M2s => "M2S (TX, reads the source)",
+            Dir::S2m => "S2M (RX, writes the destination)",
+        };
+        println!(
+            "== doorbell at line {}, cycle {}: engine {} queue {} {dir}: tail += {inc}",
+            stmt.span.line,
+            device.now().0,
+            q.engine,
+            q.queue
+        );
+        let _ = exec;
+        print!("{}", show_ring(device, &q, inc));
+        print!("{}", show_regs(device, &q.region));
+        let _ = std::io::stdout().flush();
+        self.prompt(device, Some((&q, inc)))
+    }
+
+    fn during_run(&mut self, device: &mut Device) -> Control {
+        if self.quit {
+            return Control::Quit;
+        }
+        if let Some(c) = self.filter.at_cycle
+            && !self.cycle_stop_done
+            && device.now().0 >= c
+        {
+            self.cycle_stop_done = true;
+            println!("== reached cycle {} (stop at {c})", device.now().0);
+            return self.prompt(device, None);
+        }
+        if let Some((addr, ref text, v)) = self.filter.when_ge
+            && !self.value_stop_done
+        {
+            let cur = match device.reg_target(addr) {
+                Ok(Some(t)) => device.peek_reg(t),
+                _ => None,
+            };
+            if cur.is_some_and(|x| x >= v) {
+                self.value_stop_done = true;
+                println!(
+                    "== {text} = {} >= {v} at cycle {}",
+                    cur.unwrap_or(0),
+                    device.now().0
+                );
+                return self.prompt(device, None);
+            }
+        }
+        Control::Continue
+    }
+}
+
+/// The ring of a queue: registers and the descriptors from the hardware head
+/// to the tail plus `pending` (what the next doorbell will post).
+pub fn show_ring(device: &Device, q: &QueueTarget, pending: u32) -> String {
+    let Some((base, len, tail, tail_id)) = ring_of(device, q) else {
+        return format!("{}: cannot read the ring registers\n", q.region);
+    };
+    let p = if q.dir == Dir::M2s { "T" } else { "R" };
+    let head_raw = reg(device, &q.region, &format!("{p}DRHP")).unwrap_or(0);
+    let (head, head_id) = (head_raw & 0xFF_FFFF, head_raw >> 30);
+    let mut out = format!(
+        "ring {}: base {base:#x}, {len} descriptors; head {head} (ring id {head_id}), tail {tail} (ring id {tail_id})\n",
+        q.region
+    );
+    if len == 0 {
+        out.push_str("  (ring not configured)\n");
+        return out;
+    }
+    let posted = (tail + len - head) % len;
+    let show = (posted + pending).min(len).min(64);
+    if show == 0 {
+        out.push_str("  (no descriptors between head and tail)\n");
+    }
+    for i in 0..show {
+        let idx = (head + i) % len;
+        let addr = base + 16 * u64::from(idx);
+        let mut raw = [0u8; 16];
+        let tag = if i < posted { "posted " } else { "new    " };
+        match device.read_bytes(addr, &mut raw) {
+            Ok(()) => {
+                let d = dma_abi::Descriptor::from_bytes(&raw);
+                let w0 = d.len_ctrl();
+                let cme = dma_abi::CmeWord::from_raw(d.word1());
+                let word1 = match q.dir {
+                    Dir::M2s => format!("op {} {}", cme.op().name(), cme.optype().name()),
+                    Dir::S2m => format!("buf2_lo {:#x}", d.word1()),
+                };
+                out.push_str(&format!(
+                    "  {tag}[{idx:>4}] {addr:#014x}: len {:>6} ring_id {}{}{}{}{} {} {:#x}  {word1}\n",
+                    w0.len_bytes(true),
+                    w0.ring_id(),
+                    if w0.first() { " FIRST" } else { "" },
+                    if w0.last() { " LAST" } else { "" },
+                    if w0.dmb() { " DMB" } else { "" },
+                    if w0.sow() { " SOW" } else { "" },
+                    if q.dir == Dir::M2s { "src" } else { "dst" },
+                    d.buf_ptr()
+                ));
+            }
+            Err(e) => out.push_str(&format!("  [{idx:>4}] {addr:#x}: {e}\n")),
+        }
+    }
+    if posted + pending > show {
+        out.push_str(&format!("  … {} more\n", posted + pending - show));
+    }
+    out
+}
+
+fn reg(device: &Device, region: &str, name: &str) -> Option<u32> {
+    let id = device.map().by_name(region)?;
+    let block = device.block_of(id)?;
+    let off = block.find(name, None)?;
+    let t = device
+        .reg_target(device.map().region(id).base + off)
+        .ok()??;
+    device.peek_reg(t)
+}
+
+/// Every register of a region with its value (non-zero array elements only
+/// for arrays), fields decoded for registers away from reset.
+pub fn show_regs(device: &Device, region: &str) -> String {
+    let Some(id) = device.map().by_name(region) else {
+        return format!("unknown region `{region}`\n");
+    };
+    let Some(block) = device.block_of(id) else {
+        return format!("{region} has no registers\n");
+    };
+    let base = device.map().region(id).base;
+    let mut out = format!("registers of {region} ({}):\n", block.block());
+    for r in block.elements() {
+        let Ok(Some(t)) = device.reg_target(base + r.offset()) else {
+            continue;
+        };
+        let v = device.peek_reg(t).unwrap_or(0);
+        let reset = block.reset_values().get(r.slot()).copied().unwrap_or(0);
+        if r.index().is_some() && v == reset {
+            continue;
+        }
+        let fields: Vec<String> = if v != reset {
+            r.spec()
+                .decode(v)
+                .into_iter()
+                .filter(|(_, fv)| *fv != 0)
+                .map(|(n, fv)| format!("{n}={fv:#x}"))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        out.push_str(&format!(
+            "  {:#06x} {:<24} {v:#010x}{}\n",
+            r.offset(),
+            r.name(),
+            if fields.is_empty() {
+                String::new()
+            } else {
+                format!("  {}", fields.join(" "))
+            }
+        ));
+    }
+    out
+}
+
+fn show_mem(device: &Device, addr: &str, len: &str) -> String {
+    let addr = match trace_format::parse_addr(addr, "<debugger>")
+        .map_err(|e| e.message)
+        .and_then(|a| soc::resolve(device, &a).map_err(|e| e.message))
+    {
+        Ok(r) => r.addr,
+        Err(e) => return format!("{e}\n"),
+    };
+    let Ok(len) = soc_map::parse_u64(len) else {
+        return format!("`{len}` is not a length\n");
+    };
+    let len = len.min(4096) as usize;
+    let mut buf = vec![0u8; len];
+    match device.read_bytes(addr, &mut buf) {
+        Ok(()) => format!("{}\n", soc::exec::hexdump(addr, &buf)),
+        Err(e) => format!("{e}\n"),
+    }
+}

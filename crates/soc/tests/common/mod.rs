@@ -1,0 +1,69 @@
+//! Helpers shared by the soc integration tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::collections::BTreeMap;
+use std::io;
+
+use soc::exec::TraceFiles;
+use soc::{Device, ResolveError, Resolved};
+
+/// A fresh Trn2 device.
+pub fn device() -> Device {
+    Device::trn2().expect("built-in maps load")
+}
+
+/// Resolves an address expression written as in a trace.
+pub fn try_resolve(dev: &Device, text: &str) -> Result<Resolved, ResolveError> {
+    let expr = trace_format::parse_addr(text, "t.trace")
+        .unwrap_or_else(|e| panic!("`{text}` does not parse: {e}"));
+    soc::resolve(dev, &expr)
+}
+
+/// The SoC address of a symbolic expression that must resolve.
+pub fn addr(dev: &Device, text: &str) -> u64 {
+    try_resolve(dev, text)
+        .unwrap_or_else(|e| panic!("`{text}` does not resolve: {}", e.message))
+        .addr
+}
+
+/// The snapshot registers of one block region (empty when the block is at
+/// reset or was never touched).
+pub fn changed(dev: &Device, region: &str) -> BTreeMap<String, u32> {
+    dev.csr_snapshot()
+        .blocks
+        .iter()
+        .filter(|b| b.region == region)
+        .flat_map(|b| b.registers.iter().map(|(k, v)| (k.clone(), v.0)))
+        .collect()
+}
+
+/// In-memory files for `load` / `dump file=`.
+#[derive(Debug, Default)]
+pub struct MemFiles {
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+impl MemFiles {
+    pub fn with(files: &[(&str, &[u8])]) -> Self {
+        MemFiles {
+            files: files
+                .iter()
+                .map(|(n, d)| ((*n).to_string(), d.to_vec()))
+                .collect(),
+        }
+    }
+}
+
+impl TraceFiles for MemFiles {
+    fn read(&mut self, path: &str) -> io::Result<Vec<u8>> {
+        self.files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such file"))
+    }
+
+    fn write(&mut self, path: &str, data: &[u8]) -> io::Result<()> {
+        self.files.insert(path.to_string(), data.to_vec());
+        Ok(())
+    }
+}

@@ -1,0 +1,397 @@
+//! The trace executor: `run_source` with in-memory files.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{MemFiles, device};
+use sha2::{Digest, Sha256};
+use soc::exec::{MAX_PRINTED_DUMP_BYTES, RunReport, Status, run_source};
+use trace_format::ParseError;
+
+fn run_with(source: &str, files: &mut MemFiles) -> RunReport {
+    let mut d = device();
+    run_source(&mut d, source, "t.trace", files).unwrap_or_else(|e| {
+        let msgs: Vec<String> = e.iter().map(ToString::to_string).collect();
+        panic!("trace did not link: {msgs:?}")
+    })
+}
+
+fn run(source: &str) -> RunReport {
+    run_with(source, &mut MemFiles::default())
+}
+
+fn link_errors(source: &str) -> Vec<ParseError> {
+    let mut d = device();
+    match run_source(&mut d, source, "t.trace", &mut MemFiles::default()) {
+        Ok(r) => panic!("expected link errors, ran: {}", r.to_text()),
+        Err(e) => e,
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn registers_and_expectations_pass() {
+    // (A write replaces the whole register: the example at the top of
+    // docs/trace-format.md, which writes 0x0003_0000 and expects
+    // 0x03030000, would fail.)
+    let r = run("write32 eng0.m2s.q0.q_cfg 0x0303_0000\n\
+         read32 eng0.m2s.q0.q_cfg == 0x03030000\n\
+         write32 tpb0.sem.inc[3] 2\n\
+         read32 tpb0.sem.read[3] == 2 mask=0xff\n\
+         read32 eng0.m2s.q0.tdrhp\n");
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert_eq!(r.statements, 5);
+    assert_eq!((r.expectations_passed, r.expectations_failed), (2, 0));
+    assert!(r.steps.iter().all(|s| s.status == Status::Ok));
+    assert_eq!(r.steps[0].address.0, 0x10_0200_1020);
+    assert!(
+        r.steps[0].text.contains("0x03000000 -> 0x03030000"),
+        "{}",
+        r.steps[0].text
+    );
+    assert_eq!(r.steps[2].events.len(), 1, "the semaphore event");
+    assert!(
+        r.steps[4].text.ends_with("= 0x40000000"),
+        "{}",
+        r.steps[4].text
+    );
+}
+
+#[test]
+fn failing_expectation_exits_1_and_says_what_was_read() {
+    let r = run("read32 eng0.m2s.q0.q_cfg == 0x1\nread32 eng0.m2s.q0.q_cfg == 0x03000000\n");
+    assert_eq!(r.exit_code(), 1);
+    assert_eq!((r.expectations_passed, r.expectations_failed), (1, 1));
+    assert_eq!(r.steps[0].status, Status::Failed);
+    assert_eq!(r.failures.len(), 1);
+    let f = &r.failures[0];
+    assert_eq!((f.line, f.column), (1, 1));
+    assert!(
+        f.message.contains("expected 0x00000001, read 0x03000000"),
+        "{}",
+        f.message
+    );
+    let r = run("read32 eng0.m2s.q0.q_cfg == 0x01000000 mask=0xff000000\n");
+    assert!(
+        r.failures[0].message.contains("under mask 0xff000000"),
+        "{}",
+        r.failures[0].message
+    );
+}
+
+#[test]
+fn fault_exits_2_and_later_statements_still_run() {
+    let r = run("write hbm0 bytes=01\n\
+         read32 eng0.m2s.q0+0x54\n\
+         write32 0x2000038000 1\n\
+         write hbm0+1 bytes=02\n\
+         expect hbm0 bytes=0102\n");
+    assert_eq!(r.exit_code(), 2, "{}", r.to_text());
+    assert_eq!(r.statements, 5);
+    let statuses: Vec<Status> = r.steps.iter().map(|s| s.status).collect();
+    assert_eq!(
+        statuses,
+        vec![
+            Status::Ok,
+            Status::Error,
+            Status::Error,
+            Status::Ok,
+            Status::Ok
+        ]
+    );
+    assert_eq!(r.errors.len(), 2);
+    assert_eq!(r.errors[0].line, 2);
+    assert!(
+        r.errors[0].message.contains("no register at offset 0x54"),
+        "{}",
+        r.errors[0].message
+    );
+    assert_eq!(r.errors[1].line, 3);
+    assert!(
+        r.errors[1].message.contains("pad"),
+        "{}",
+        r.errors[1].message
+    );
+    assert_eq!(r.expectations_passed, 1);
+    // Errors outrank failures.
+    let r = run("read32 hbm0 == 1\nread32 0x10_0100_0000\n");
+    assert_eq!((r.failures.len(), r.errors.len(), r.exit_code()), (1, 1, 2));
+}
+
+#[test]
+fn read_only_register_write_is_bad_input() {
+    let r = run("write32 eng0.m2s.q0.tdrhp 5\nread32 eng0.m2s.q0.tdrhp == 0x40000000\n");
+    assert_eq!(r.exit_code(), 2);
+    assert_eq!(r.errors.len(), 1);
+    let e = &r.errors[0];
+    assert!(e.message.contains("read-only"), "{}", e.message);
+    // The error points at the address.
+    assert_eq!((e.line, e.column), (1, 9));
+    assert_eq!(r.expectations_passed, 1);
+}
+
+#[test]
+fn unaligned_register_write_is_bad_input() {
+    let r = run("write32 eng0.m2s.q0.q_cfg+2 1\n");
+    assert_eq!(r.exit_code(), 2);
+    assert!(
+        r.errors[0].message.contains("unaligned"),
+        "{}",
+        r.errors[0].message
+    );
+}
+
+#[test]
+fn link_errors_name_every_unknown_name() {
+    let errors = link_errors(
+        "write32 eng0.m2s.q0.q_cfg 1\n\
+         write32 eng0.m2s.q0.bogus 1\n\
+         fill nowhere len=4 byte=1\n\
+         read32 tpb0.sbuf[p128]\n\
+         read32 hbm0-1\n",
+    );
+    let got: Vec<(u32, u32)> = errors.iter().map(|e| (e.line, e.column)).collect();
+    assert_eq!(got, vec![(2, 21), (3, 6), (4, 13), (5, 8)]);
+    assert!(errors[0].message.contains("bogus"));
+    assert!(errors[1].message.contains("nowhere"));
+    assert!(errors[2].message.contains("partition 128"));
+    assert_eq!(errors[0].file, "t.trace");
+    assert!(
+        errors[0].to_string().starts_with("t.trace:2:21: "),
+        "{}",
+        errors[0]
+    );
+}
+
+#[test]
+fn nothing_runs_when_a_name_is_unknown() {
+    let mut d = device();
+    let r = run_source(
+        &mut d,
+        "write hbm0 bytes=ff\nwrite32 nothing 1\n",
+        "t.trace",
+        &mut MemFiles::default(),
+    );
+    assert!(r.is_err());
+    let mut b = [0u8; 1];
+    d.read_bytes(0, &mut b).unwrap();
+    assert_eq!(b, [0], "the first statement did not run");
+    // Parse errors come back the same way.
+    let e = run_source(
+        &mut d,
+        "wirte32 hbm0 1\n",
+        "t.trace",
+        &mut MemFiles::default(),
+    )
+    .unwrap_err();
+    assert!(e[0].message.contains("unknown directive"));
+}
+
+#[test]
+fn load_whole_file_and_slices() {
+    let data: Vec<u8> = (0u8..32).collect();
+    let mut files = MemFiles::with(&[("in.bin", &data)]);
+    let r = run_with(
+        "load hbm0+0x100 file=in.bin\n\
+         load hbm0+0x200 file=in.bin offset=4 len=8\n\
+         load hbm0+0x300 file=in.bin offset=30\n\
+         load hbm0+0x400 file=in.bin offset=32\n\
+         expect hbm0+0x100 bytes=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n\
+         expect hbm0+0x200 bytes=0405060708090a0b_00\n\
+         expect hbm0+0x300 bytes=1e1f00\n",
+        &mut files,
+    );
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert!(
+        r.steps[1].text.contains("8 bytes from in.bin"),
+        "{}",
+        r.steps[1].text
+    );
+    assert!(r.steps[3].text.contains("0 bytes"), "{}", r.steps[3].text);
+}
+
+#[test]
+fn load_errors() {
+    let data = [1u8; 16];
+    let mut files = MemFiles::with(&[("in.bin", &data)]);
+    let r = run_with(
+        "load hbm0 file=missing.bin\n\
+         load hbm0 file=in.bin offset=17\n\
+         load hbm0 file=in.bin offset=8 len=9\n\
+         load hbm0 file=in.bin len=17\n\
+         load hbm0+0x5_ffff_fff8 file=in.bin\n\
+         expect hbm0 bytes=00\n",
+        &mut files,
+    );
+    assert_eq!(r.exit_code(), 2);
+    assert_eq!(r.errors.len(), 5, "{}", r.to_text());
+    let msgs: Vec<&str> = r.errors.iter().map(|e| e.message.as_str()).collect();
+    assert!(msgs[0].contains("cannot read `missing.bin`"), "{}", msgs[0]);
+    assert!(
+        msgs[1].contains("offset 0x11 is past the end") && msgs[1].contains("16 bytes"),
+        "{}",
+        msgs[1]
+    );
+    assert!(
+        msgs[2].contains("has 8 bytes after offset 0x8, fewer than len 0x9"),
+        "{}",
+        msgs[2]
+    );
+    assert!(msgs[3].contains("fewer than len 0x11"), "{}", msgs[3]);
+    assert!(msgs[4].contains("runs past the end of hbm0"), "{}", msgs[4]);
+    // File errors point at the file name.
+    assert_eq!((r.errors[0].line, r.errors[0].column), (1, 16));
+    // Nothing was loaded.
+    assert_eq!(r.expectations_passed, 1);
+}
+
+#[test]
+fn dump_to_a_file_and_to_the_output() {
+    let mut files = MemFiles::default();
+    let r = run_with(
+        "write hbm0+0x10 bytes=48656c6c6f\n\
+         dump hbm0+0x10 len=8 file=out/x.bin\n\
+         dump hbm0+0x10 len=20\n",
+        &mut files,
+    );
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert_eq!(
+        files.files.get("out/x.bin").map(Vec::as_slice),
+        Some(&b"Hello\0\0\0"[..])
+    );
+    let text = &r.steps[2].text;
+    assert!(
+        text.contains(
+            "0x000000000010: 48 65 6c 6c 6f 00 00 00 00 00 00 00 00 00 00 00  |Hello...........|"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("0x000000000020: 00 00 00 00"), "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+}
+
+#[test]
+fn dump_too_long_to_print() {
+    let len = MAX_PRINTED_DUMP_BYTES + 1;
+    let mut files = MemFiles::default();
+    let r = run_with(
+        &format!(
+            "dump hbm0 len={len:#x}\ndump hbm0 len={MAX_PRINTED_DUMP_BYTES:#x}\ndump hbm0 len={len:#x} file=big.bin\n"
+        ),
+        &mut files,
+    );
+    assert_eq!(r.exit_code(), 2);
+    assert_eq!(r.errors.len(), 1);
+    assert_eq!(r.errors[0].line, 1);
+    assert!(
+        r.errors[0].message.contains("too long to print"),
+        "{}",
+        r.errors[0].message
+    );
+    assert!(r.errors[0].message.contains("file="));
+    assert_eq!(r.steps[1].status, Status::Ok);
+    assert_eq!(files.files["big.bin"].len() as u64, len);
+}
+
+#[test]
+fn dump_of_a_faulting_range_writes_no_file() {
+    let mut files = MemFiles::default();
+    let r = run_with(
+        "dump tpb0.sbuf[p0]+0x37ff0 len=0x20 file=x.bin\n",
+        &mut files,
+    );
+    assert_eq!(r.exit_code(), 2);
+    assert!(files.files.is_empty());
+}
+
+#[test]
+fn expect_bytes_mismatch_names_the_first_differing_byte() {
+    let r = run("write hbm0+0x100 bytes=00112233\nexpect hbm0+0x100 bytes=0011ff33ff\n");
+    assert_eq!(r.exit_code(), 1);
+    let m = &r.failures[0].message;
+    assert!(
+        m.contains("byte 2 (at 0x102) is 0x22, expected 0xff"),
+        "{m}"
+    );
+    assert!(m.contains("read 0011223300"), "{m}");
+    assert_eq!(r.failures[0].line, 2);
+}
+
+#[test]
+fn expect_sha256_match_and_mismatch() {
+    let data: Vec<u8> = (0..4096u32).map(|i| (i % 256) as u8).collect();
+    let good = hex(&Sha256::digest(&data));
+    let empty = hex(&Sha256::digest([0u8; 4096]));
+    let r = run(&format!(
+        "fill hbm1+0x1000 len=4096 pattern=incr8\n\
+         expect hbm1+0x1000 len=4096 sha256={good}\n\
+         expect hbm1+0x1000 len=4096 sha256={empty}\n\
+         expect hbm1+0x9000 len=4096 sha256={empty}\n"
+    ));
+    assert_eq!(r.exit_code(), 1, "{}", r.to_text());
+    assert_eq!((r.expectations_passed, r.expectations_failed), (2, 1));
+    let m = &r.failures[0].message;
+    assert!(m.contains(&format!("is {good}, expected {empty}")), "{m}");
+    assert_eq!(r.failures[0].line, 3);
+}
+
+#[test]
+fn sha256_across_chunks() {
+    // 3 MiB of incr32: the executor hashes in 1 MiB chunks.
+    let len = 3usize << 20;
+    let data: Vec<u8> = (0..len / 4)
+        .flat_map(|i| (0x100 + i as u32).to_le_bytes())
+        .collect();
+    let digest = hex(&Sha256::digest(&data));
+    let r = run(&format!(
+        "fill hbm2 len={len} pattern=incr32 seed=0x100\nexpect hbm2 len={len} sha256={digest}\n"
+    ));
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+}
+
+#[test]
+fn fill_pattern_incr32_and_incr8() {
+    let r = run("fill tpb0.sbuf[p5] len=16 pattern=incr32 seed=0xfffffffe\n\
+         expect tpb0.sbuf[p5] bytes=feffffff_ffffffff_00000000_01000000\n\
+         fill hbm0 len=4 pattern=incr8 seed=0xfe\n\
+         expect hbm0 bytes=feff0001\n\
+         fill hbm0+8 len=3 byte=0xab\n\
+         expect hbm0+7 bytes=00ababab00\n");
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert!(
+        r.steps[0].text.contains("pattern incr32"),
+        "{}",
+        r.steps[0].text
+    );
+}
+
+#[test]
+fn fill_that_faults_changes_nothing() {
+    let r = run("fill hbm0+0x5_ffff_fff0 len=0x20 pattern=incr8\n\
+         expect hbm0+0x5_ffff_fff0 bytes=00\n\
+         fill tpb0.psum[p0] len=6 pattern=incr8\n\
+         read32 tpb0.psum[p0] == 0\n");
+    assert_eq!(r.exit_code(), 2, "{}", r.to_text());
+    assert_eq!(r.errors.len(), 2);
+    assert_eq!(r.expectations_passed, 2);
+}
+
+#[test]
+fn report_text_and_json() {
+    let r = run("write32 tpb0.sem.inc[3] 5\nread32 hbm0 == 1\n");
+    let text = r.to_text();
+    assert!(text.contains("semaphore tpb0.evt_sem[3] 0 -> 5"), "{text}");
+    assert!(text.contains("t.trace:2: FAILED "), "{text}");
+    assert!(
+        text.ends_with("2 statements, 0 expectations passed, 1 failed, 0 errors\n"),
+        "{text}"
+    );
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["steps"][0]["directive"], "write32");
+    assert_eq!(v["steps"][0]["address"], "0x280270180c");
+    assert_eq!(v["steps"][1]["status"], "failed");
+    assert!(v["steps"][1].get("events").is_none());
+}
