@@ -692,14 +692,6 @@ fn build_descriptor(
                 if let Some(op) = fields.op {
                     w = w.with_cme_type(cme_type(op));
                 }
-                if let Some(c) = fields.cce {
-                    w = w.with_op(dma_abi::SdmaOp::Cce).with_cce_type(cce_type(c));
-                    let code = |d: Option<trace_format::Dtype>| d.map_or(0xA, dtype_code);
-                    let raw = (w.raw() & !0xFF00)
-                        | (u32::from(code(fields.in_dtype) & 0xF) << 8)
-                        | (u32::from(code(fields.out_dtype) & 0xF) << 12);
-                    w = dma_abi::CmeWord::from_raw(raw);
-                }
                 if let Some(iv) = fields.crc_iv {
                     w = w.with_cached_crc_iv_index(iv);
                 }
@@ -712,6 +704,16 @@ fn build_descriptor(
                     .with_use_stored_crc_iv(f.use_stored_iv);
                 if f.no_copy {
                     w = w.with_copy_src_data(false);
+                }
+                if let Some(c) = fields.cce {
+                    // The CCE meta-ctrl reuses bits 15:8 for the input and
+                    // output dtypes (wiki-facts §C.6), over the CME CRC bits.
+                    w = w.with_op(dma_abi::SdmaOp::Cce).with_cce_type(cce_type(c));
+                    let code = |d: Option<trace_format::Dtype>| d.map_or(0xA, dtype_code);
+                    let raw = (w.raw() & !0xFF00)
+                        | (u32::from(code(fields.in_dtype) & 0xF) << 8)
+                        | (u32::from(code(fields.out_dtype) & 0xF) << 12);
+                    w = dma_abi::CmeWord::from_raw(raw);
                 }
                 w.raw()
             }

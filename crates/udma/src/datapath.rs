@@ -117,6 +117,9 @@ pub fn move_packet(
         hdr_addr,
         written: 0,
     };
+    if let Some(op) = cmd.cce() {
+        return cce_packet(bus, tx, &mut sink, encode_64k, cmd, op);
+    }
     let Some(kind) = cmd.checksum() else {
         // Plain copy: page-to-page through the bus, no bounce buffer.
         for t in tx {
@@ -192,5 +195,69 @@ pub fn move_packet(
     Ok(Moved {
         written: sink.written,
         checksum: Some(result),
+    })
+}
+
+/// Bytes a CCE packet writes for `in_len` source bytes (element count ×
+/// output size).
+pub fn cce_out_len(cmd: Cme, in_len: u64) -> u64 {
+    match (cmd.cce_dtypes(), cmd.cce()) {
+        (Some((i, o)), Some(_)) => in_len / i.size_bytes().max(1) as u64 * o.size_bytes() as u64,
+        _ => in_len,
+    }
+}
+
+/// CCE in-transfer compute (wiki-facts §C.6, §F; docs/cme.md): for each TX
+/// descriptor, the destination elements become `op(dst, src)` — a
+/// read-modify-write of the RX buffers with dtype conversion through f32.
+/// The FMA scale is 1.0 (scale meta-descriptors are not modelled yet).
+fn cce_packet(
+    bus: &mut dyn Bus,
+    tx: &[Piece],
+    sink: &mut Sink<'_>,
+    encode_64k: bool,
+    cmd: Cme,
+    op: cme::ReduceOp,
+) -> Result<Moved, MoveError> {
+    let Some((in_dt, out_dt)) = cmd.cce_dtypes() else {
+        return Err(MoveError::Length(format!(
+            "CCE descriptor word1 {:#010x} names an unknown dtype",
+            cmd.0
+        )));
+    };
+    let (in_sz, out_sz) = (in_dt.size_bytes().max(1), out_dt.size_bytes().max(1));
+    let mut src = Vec::new();
+    let mut dst = Vec::new();
+    for t in tx {
+        let len = t.desc.len_bytes(encode_64k) as usize;
+        let n = len / in_sz;
+        src.resize(n * in_sz, 0);
+        bus.read(t.desc.buf_ptr, &mut src).map_err(MoveError::Read)?;
+        // The destination span may straddle RX buffers: gather it.
+        let mut spans = Vec::new();
+        let mut left = (n * out_sz) as u64;
+        while left > 0 {
+            let (addr, k) = sink.next(left)?;
+            spans.push((addr, k));
+            left -= k;
+        }
+        dst.clear();
+        for &(addr, k) in &spans {
+            let start = dst.len();
+            dst.resize(start + k as usize, 0);
+            bus.read(addr, &mut dst[start..]).map_err(MoveError::Write)?;
+        }
+        cme::reduce(op, in_dt, &src, out_dt, &mut dst)
+            .map_err(|e| MoveError::Length(format!("CCE: {e}")))?;
+        let mut at = 0usize;
+        for &(addr, k) in &spans {
+            bus.write(addr, &dst[at..at + k as usize]).map_err(MoveError::Write)?;
+            at += k as usize;
+        }
+        sink.written += (n * out_sz) as u64;
+    }
+    Ok(Moved {
+        written: sink.written,
+        checksum: None,
     })
 }

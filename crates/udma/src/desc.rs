@@ -92,6 +92,23 @@ impl Cme {
         }
     }
 
+    /// The CCE reduce this word asks for (op = CCE), if any.
+    pub fn cce(self) -> Option<cme::ReduceOp> {
+        if self.op() != SdmaOp::Cce {
+            return None;
+        }
+        let ty = cme::CceType::from_code(((self.0 >> 20) & 0x7) as u8)?;
+        Some(cme::ReduceOp::from_cce(ty, 1.0))
+    }
+
+    /// CCE input and output dtypes: word1 bits 11:8 and 15:12
+    /// (wiki-facts §C.6), as dtype codes.
+    pub fn cce_dtypes(self) -> Option<(cme::Dtype, cme::Dtype)> {
+        let i = cme::Dtype::from_code(((self.0 >> 8) & 0xF) as u8)?;
+        let o = cme::Dtype::from_code(((self.0 >> 12) & 0xF) as u8)?;
+        Some((i, o))
+    }
+
     /// True for a CME op that computes a checksum.
     pub fn is_cme_checksum(self) -> bool {
         self.checksum().is_some()

@@ -151,6 +151,31 @@ impl QDir {
     }
 }
 
+/// The M2S packet scheduler's mode.
+#[derive(Clone, Copy, Debug)]
+struct Arbitration {
+    dwrr: bool,
+    packet_mode: bool,
+    inc_factor: u32,
+}
+
+/// A rate limiter's token bucket.
+#[derive(Clone, Copy, Debug, Default)]
+struct Bucket {
+    active: bool,
+    tokens: i64,
+    last: Cycle,
+}
+
+/// A rate limiter's configuration.
+#[derive(Clone, Copy, Debug)]
+struct BucketCfg {
+    max_burst: u32,
+    token_bytes: u32,
+    period_cycles: u64,
+    paused: bool,
+}
+
 /// A packet in flight through the data path.
 #[derive(Debug)]
 struct InFlight {
@@ -198,6 +223,11 @@ pub struct Engine {
     now: Cycle,
     crc_cache: crate::datapath::CrcCache,
     doorbell_latency: u64,
+    /// DWRR deficit counters per queue (bytes, or packets in packet mode).
+    deficit: [i64; QUEUES],
+    /// Per-queue rate limiters and the engine's stream rate limiter.
+    q_bucket: [Bucket; QUEUES],
+    stream_bucket: Bucket,
     /// Values right after reset and the driver-default masks, per block
     /// that differs from the map's reset values (M2S, S2M, GEN).
     init: Vec<(UnitBlock, RegFile<'static>)>,
@@ -235,6 +265,9 @@ impl Engine {
             crc_cache: crate::datapath::CrcCache::default(),
             doorbell_latency: timing.doorbell_latency_cycles,
             init: Vec::new(),
+            deficit: [0; QUEUES],
+            q_bucket: [Bucket::default(); QUEUES],
+            stream_bucket: Bucket::default(),
         };
         if id < 128 {
             let o = &maps.offsets;
@@ -360,6 +393,9 @@ impl Engine {
                     }
                 } else if offset == qo.sw_ctrl && out.pulses != 0 {
                     self.queue_sw_ctrl(dir, q, out.pulses);
+                } else if dir == Dir::M2s && offset != qo.cfg {
+                    // Scheduler and rate-limiter settings: re-arbitrate.
+                    self.schedule_kick(now);
                 } else if offset == qo.cfg && out.rose_bits() != 0 {
                     // An enable rose: resume prefetch and scheduling.
                     self.events.push(
@@ -380,6 +416,7 @@ impl Engine {
             UnitBlock::S2m if offset == o.s2m_change_state && out.pulses != 0 => {
                 self.change_state(Dir::S2m, out.pulses);
             }
+            UnitBlock::M2s => self.schedule_kick(now),
             UnitBlock::Gen => self.iofic_write(offset, &out),
             _ => {}
         }
@@ -901,14 +938,208 @@ impl Engine {
         if self.state != [DirState::Normal; 2] {
             return;
         }
+        let arb = self.arbitration();
+        // Candidates: queues with a runnable packet, not paused, within
+        // their rate limit (docs/timing.md "Arbitration and rate limits").
+        let mut ready: Vec<(u8, usize, usize, u64)> = Vec::new();
         for i in 0..QUEUES {
-            let q = (self.rr_next + i) % QUEUES;
-            if let Some(p) = self.ready_packet(q as u8, timing) {
-                self.rr_next = (q + 1) % QUEUES;
-                self.start_packet(p, bus, timing);
-                self.schedule_kick(self.data_free_at);
-                return;
+            let q = ((self.rr_next + i) % QUEUES) as u8;
+            let Some(p) = self.ready_packet(q, timing) else {
+                continue;
+            };
+            if arb.dwrr && self.q_reg(q, "DWRR_CFG_1") & (1 << 25) != 0 {
+                continue; // DWRR pause
             }
+            if let Some(wait) = self.queue_bucket_wait(q, p.3) {
+                self.schedule_kick(wait);
+                continue;
+            }
+            ready.push(p);
+            if !arb.dwrr {
+                break; // plain round-robin: the first ready queue wins
+            }
+        }
+        if ready.is_empty() {
+            return;
+        }
+        let pick = if arb.dwrr {
+            self.dwrr_pick(&ready, &arb)
+        } else {
+            Some(ready[0])
+        };
+        let Some(p) = pick else { return };
+        if let Some(wait) = self.stream_bucket_wait(p.3) {
+            self.schedule_kick(wait);
+            return;
+        }
+        self.consume_tokens(p.0, p.3);
+        self.rr_next = (usize::from(p.0) + 1) % QUEUES;
+        self.start_packet(p, bus, timing);
+        self.schedule_kick(self.data_free_at);
+    }
+
+    fn q_reg(&self, q: u8, name: &str) -> u32 {
+        let f = &self.regs.m2s_q[usize::from(q) % QUEUES];
+        f.map().find(name, None).and_then(|o| f.value(o).ok()).unwrap_or(0)
+    }
+
+    fn m2s_reg(&self, name: &str) -> u32 {
+        let f = &self.regs.m2s;
+        f.map().find(name, None).and_then(|o| f.value(o).ok()).unwrap_or(0)
+    }
+
+    /// The M2S scheduler configuration (wiki-facts §D.4): DWRR only when
+    /// DWRR_CFG_SCHED.EN_DWRR is set and DESC_PREF_CFG_2.PREF_FORCE_RR is
+    /// clear; otherwise round-robin among queues.
+    fn arbitration(&self) -> Arbitration {
+        let sched = self.m2s_reg("DWRR_CFG_SCHED");
+        let force_rr = self.m2s_reg("DESC_PREF_CFG_2") & (1 << 16) != 0;
+        Arbitration {
+            dwrr: sched & 1 != 0 && !force_rr,
+            packet_mode: sched & (1 << 4) != 0,
+            inc_factor: (sched >> 16) & 0xF,
+        }
+    }
+
+    /// Deficit-weighted round-robin among the highest (strict, QoS) group.
+    fn dwrr_pick(
+        &mut self,
+        ready: &[(u8, usize, usize, u64)],
+        arb: &Arbitration,
+    ) -> Option<(u8, usize, usize, u64)> {
+        let key = |e: &Engine, q: u8| {
+            let strict = e.q_reg(q, "DWRR_CFG_1") & (1 << 24) != 0;
+            let qos = e.q_reg(q, "DWRR_CFG_2") & 0xFF;
+            (strict, qos)
+        };
+        let best = ready.iter().map(|p| key(self, p.0)).max()?;
+        let group: Vec<(u8, usize, usize, u64)> = ready
+            .iter()
+            .copied()
+            .filter(|p| key(self, p.0) == best)
+            .collect();
+        // Each pass adds a quantum to every queue of the group; the first
+        // queue (in round-robin order) whose deficit covers its packet wins.
+        for _ in 0..=256 {
+            for &p in &group {
+                let qi = usize::from(p.0);
+                let cost = if arb.packet_mode { 1 } else { p.3 as i64 };
+                if self.deficit[qi] >= cost {
+                    self.deficit[qi] -= cost;
+                    return Some(p);
+                }
+            }
+            for &p in &group {
+                let qi = usize::from(p.0);
+                let weight = i64::from((self.q_reg(p.0, "DWRR_CFG_3") & 0xFF).max(1));
+                let quantum = if arb.packet_mode {
+                    weight
+                } else {
+                    weight << arb.inc_factor
+                };
+                let cap = i64::from(self.q_reg(p.0, "DWRR_CFG_1") & 0xFF_FFFF);
+                self.deficit[qi] += quantum;
+                if cap > 0 {
+                    self.deficit[qi] = self.deficit[qi].min(cap.max(quantum));
+                }
+            }
+        }
+        group.first().copied()
+    }
+
+    /// A token bucket's tokens at `now` (simulator-defined semantics,
+    /// docs/timing.md): `TOKEN_SIZE_1` bytes every `SHORT_CYCLE_SIZE ×
+    /// (CFG_CYCLE + 1)` cycles, capped at `MAX_BURST_SIZE`; full when enabled.
+    fn refill(bucket: &mut Bucket, now: Cycle, cfg: BucketCfg) {
+        if !bucket.active {
+            bucket.active = true;
+            bucket.tokens = i64::from(cfg.max_burst);
+            bucket.last = now;
+            return;
+        }
+        let period = cfg.period_cycles.max(1);
+        let periods = (now.0.saturating_sub(bucket.last.0)) / period;
+        if periods > 0 {
+            bucket.tokens = (bucket.tokens + periods as i64 * i64::from(cfg.token_bytes))
+                .min(i64::from(cfg.max_burst));
+            bucket.last = Cycle(bucket.last.0 + periods * period);
+        }
+    }
+
+    fn bucket_cfg(&self, prefix: &str, file: &RegFile<'static>, mask_name: &str) -> Option<BucketCfg> {
+        let get = |n: &str| {
+            file.map()
+                .find(&format!("{prefix}{n}"), None)
+                .and_then(|o| file.value(o).ok())
+                .unwrap_or(0)
+        };
+        let cfg = get("CFG_1S");
+        let mask = file
+            .map()
+            .find(mask_name, None)
+            .and_then(|o| file.value(o).ok())
+            .unwrap_or(0x3);
+        let enabled = cfg & (1 << 24) != 0 && mask & 0x2 == 0;
+        let paused = cfg & (1 << 25) != 0 && mask & 0x2 == 0;
+        if !enabled && !paused {
+            return None;
+        }
+        let short = u64::from(self.m2s_reg("RLIMIT_GEN_CFG") & 0xFFFF).max(1);
+        Some(BucketCfg {
+            max_burst: cfg & 0xFF_FFFF,
+            token_bytes: get("TOKEN_SIZE_1"),
+            period_cycles: short * (u64::from(get("CFG_CYCLE")) + 1),
+            paused,
+        })
+    }
+
+    /// When queue `q`'s rate limiter lets a packet of `bytes` go, if not now.
+    fn queue_bucket_wait(&mut self, q: u8, bytes: u64) -> Option<Cycle> {
+        let qi = usize::from(q) % QUEUES;
+        let cfg = self.bucket_cfg("RLIMIT_", &self.regs.m2s_q[qi], "RLIMIT_MASK");
+        let Some(cfg) = cfg else {
+            self.q_bucket[qi].active = false;
+            return None;
+        };
+        let now = self.now;
+        Self::bucket_wait(&mut self.q_bucket[qi], now, cfg, bytes)
+    }
+
+    fn stream_bucket_wait(&mut self, bytes: u64) -> Option<Cycle> {
+        let cfg = self.bucket_cfg("STREAM_RLIMIT_", &self.regs.m2s, "STREAM_RLIMIT_MASK");
+        let Some(cfg) = cfg else {
+            self.stream_bucket.active = false;
+            return None;
+        };
+        let now = self.now;
+        Self::bucket_wait(&mut self.stream_bucket, now, cfg, bytes)
+    }
+
+    fn bucket_wait(bucket: &mut Bucket, now: Cycle, cfg: BucketCfg, bytes: u64) -> Option<Cycle> {
+        if cfg.paused {
+            // Paused: re-check later (a register write also kicks).
+            return Some(now.after(cfg.period_cycles.max(1)));
+        }
+        Self::refill(bucket, now, cfg);
+        let need = (bytes as i64).min(i64::from(cfg.max_burst)).max(1);
+        if bucket.tokens >= need {
+            return None;
+        }
+        if cfg.token_bytes == 0 {
+            return Some(now.after(cfg.period_cycles.max(1)));
+        }
+        let missing = (need - bucket.tokens) as u64;
+        let periods = missing.div_ceil(u64::from(cfg.token_bytes));
+        Some(Cycle(bucket.last.0 + periods * cfg.period_cycles.max(1)))
+    }
+
+    fn consume_tokens(&mut self, q: u8, bytes: u64) {
+        let qi = usize::from(q) % QUEUES;
+        if self.q_bucket[qi].active {
+            self.q_bucket[qi].tokens -= bytes as i64;
+        }
+        if self.stream_bucket.active {
+            self.stream_bucket.tokens -= bytes as i64;
         }
     }
 
@@ -948,7 +1179,9 @@ impl Engine {
             return None;
         }
         let word1 = desc::Cme(first.word1);
-        let stream_bytes = if word1.is_cme_checksum() {
+        let stream_bytes = if word1.cce().is_some() {
+            crate::datapath::cce_out_len(word1, bytes)
+        } else if word1.is_cme_checksum() {
             (if word1.copy_src_data() { bytes } else { 0 }) + if word1.send_crc() { 4 } else { 0 }
         } else {
             bytes
