@@ -832,9 +832,17 @@ impl Bus for DmaBus<'_> {
     }
 
     fn copy(&mut self, src: u64, dst: u64, len: u64) -> Result<(), AccessError> {
-        self.fabric
-            .memory
-            .copy(&self.fabric.map, src, dst, len)
-            .map_err(|(e, at)| access_error(e, at))
+        match self.fabric.memory.copy(&self.fabric.map, src, dst, len) {
+            Ok(()) => Ok(()),
+            // A copy into a register aperture (a 4-byte semaphore increment
+            // as the last packet of a transfer): through `write`.
+            Err((BusFault::NotMemory { .. }, at)) if at == dst && len <= 8 => {
+                let mut buf = [0u8; 8];
+                let n = len as usize;
+                self.read(src, &mut buf[..n])?;
+                self.write(dst, &buf[..n])
+            }
+            Err((e, at)) => Err(access_error(e, at)),
+        }
     }
 }

@@ -119,10 +119,21 @@ pub struct MemTarget {
     pub offset: u64,
 }
 
+/// A plain (non-partitioned) memory region seen last, so runs of
+/// accesses to the same region skip the map search.
+#[derive(Clone, Copy, Debug)]
+struct LastRegion {
+    base: u64,
+    size_bytes: u64,
+    region: RegionId,
+    storage: RegionId,
+}
+
 /// Every memory of the device, created lazily.
 #[derive(Debug, Default)]
 pub struct DeviceMemory {
     stores: BTreeMap<RegionId, Backing>,
+    last: std::cell::Cell<Option<LastRegion>>,
 }
 
 impl DeviceMemory {
@@ -176,6 +187,32 @@ impl DeviceMemory {
         })
     }
 
+    /// [`DeviceMemory::resolve`] with a one-region cache for plain memories
+    /// (HBM, host, RAMs): a hit skips the map search.
+    fn target(&self, map: &SocMap, addr: u64, len: u64) -> Result<MemTarget, BusFault> {
+        if let Some(l) = self.last.get() {
+            let off = addr.wrapping_sub(l.base);
+            if addr >= l.base && off < l.size_bytes && len <= l.size_bytes - off {
+                return Ok(MemTarget {
+                    region: l.region,
+                    storage: l.storage,
+                    offset: off,
+                });
+            }
+        }
+        let t = Self::resolve(map, addr, len)?;
+        let r = map.region(t.region);
+        if matches!(r.kind, RegionKind::Memory | RegionKind::Host) {
+            self.last.set(Some(LastRegion {
+                base: r.base,
+                size_bytes: r.size_bytes,
+                region: t.region,
+                storage: t.storage,
+            }));
+        }
+        Ok(t)
+    }
+
     fn store_mut(&mut self, map: &SocMap, storage: RegionId) -> &mut Backing {
         self.stores.entry(storage).or_insert_with(|| {
             let r = map.region(storage);
@@ -193,7 +230,7 @@ impl DeviceMemory {
 
     /// Reads `buf.len()` bytes at `addr`.
     pub fn read(&self, map: &SocMap, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
-        let t = Self::resolve(map, addr, buf.len() as u64)?;
+        let t = self.target(map, addr, buf.len() as u64)?;
         match self.stores.get(&t.storage) {
             Some(store) => store
                 .read(t.offset, buf)
@@ -211,7 +248,7 @@ impl DeviceMemory {
 
     /// Writes `data` at `addr`.
     pub fn write(&mut self, map: &SocMap, addr: u64, data: &[u8]) -> Result<(), BusFault> {
-        let t = Self::resolve(map, addr, data.len() as u64)?;
+        let t = self.target(map, addr, data.len() as u64)?;
         self.store_mut(map, t.storage)
             .write(t.offset, data)
             .map_err(|f| Self::fault(map, t, addr, f))
@@ -219,7 +256,7 @@ impl DeviceMemory {
 
     /// Sets `len` bytes at `addr` to `byte`.
     pub fn fill(&mut self, map: &SocMap, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
-        let t = Self::resolve(map, addr, len)?;
+        let t = self.target(map, addr, len)?;
         self.store_mut(map, t.storage)
             .fill(t.offset, len, byte)
             .map_err(|f| Self::fault(map, t, addr, f))
@@ -235,26 +272,14 @@ impl DeviceMemory {
         dst: u64,
         len: u64,
     ) -> Result<(), (BusFault, u64)> {
-        let s = Self::resolve(map, src, len).map_err(|e| (e, src))?;
-        let d = Self::resolve(map, dst, len).map_err(|e| (e, dst))?;
-        let dst_kind = map.region(d.storage);
-        let probe_dst = Backing::new(dst_kind.kind, dst_kind.size_bytes);
-        let d_off = {
-            let store = self.stores.get(&d.storage).unwrap_or(&probe_dst);
-            store
-                .linear(d.offset, len, true)
-                .map(|(_, at)| at)
-                .map_err(|f| (Self::fault(map, d, dst, f), dst))?
-        };
-        let src_kind = map.region(s.storage);
-        let probe_src = Backing::new(src_kind.kind, src_kind.size_bytes);
-        let s_off = {
-            let store = self.stores.get(&s.storage).unwrap_or(&probe_src);
-            store
-                .linear(s.offset, len, false)
-                .map(|(_, at)| at)
-                .map_err(|f| (Self::fault(map, s, src, f), src))?
-        };
+        let s = self.target(map, src, len).map_err(|e| (e, src))?;
+        let d = self.target(map, dst, len).map_err(|e| (e, dst))?;
+        let d_off = self
+            .store_offset(map, d, len, true)
+            .map_err(|f| (Self::fault(map, d, dst, f), dst))?;
+        let s_off = self
+            .store_offset(map, s, len, false)
+            .map_err(|f| (Self::fault(map, s, src, f), src))?;
         if s.storage == d.storage {
             let store = self.store_mut(map, s.storage);
             return store
@@ -283,6 +308,20 @@ impl DeviceMemory {
         };
         self.stores.insert(s.storage, src_store);
         result.map_err(|f| (Self::fault(map, d, dst, f), dst))
+    }
+
+    /// The offset inside the target's sparse store (checks partition pads
+    /// and PSUM write rules without creating a store).
+    fn store_offset(&self, map: &SocMap, t: MemTarget, len: u64, write: bool) -> Result<u64, MemFault> {
+        match self.stores.get(&t.storage) {
+            Some(store) => store.linear(t.offset, len, write).map(|(_, at)| at),
+            None => {
+                let r = map.region(t.storage);
+                Backing::new(r.kind, r.size_bytes)
+                    .linear(t.offset, len, write)
+                    .map(|(_, at)| at)
+            }
+        }
     }
 
     /// Host bytes allocated by all stores (sparse pages).

@@ -151,8 +151,36 @@ impl QDir {
     }
 }
 
+/// Register-derived configuration, refreshed after every register write
+/// (except doorbells) so the hot paths read plain fields.
+#[derive(Clone, Debug, Default)]
+struct Cfg {
+    /// Per queue, per direction: (EN_PREF, EN_SCHEDULING / EN_STREAM).
+    en: [[(bool, bool); 2]; QUEUES],
+    ring_base: [[u64; 2]; QUEUES],
+    ring_len: [[u32; 2]; QUEUES],
+    comp_en: [[bool; 2]; QUEUES],
+    comp_base: [[u64; 2]; QUEUES],
+    encode_64k: bool,
+    max_pkt: u64,
+    max_descs: u32,
+    /// DMB pauses the queue (RLIMIT_MASK.INTERNAL_PAUSE_DMB clear).
+    dmb_pause: [bool; QUEUES],
+    hdr_split: [u64; QUEUES],
+    crc_init: [u32; QUEUES],
+    arb: Arbitration,
+    /// (strict, q_qos, weight, deficit cap, paused) per queue.
+    dwrr: [(bool, u32, u32, u32, bool); QUEUES],
+    q_bucket: [Option<BucketCfg>; QUEUES],
+    stream_bucket: Option<BucketCfg>,
+    /// Prefetch refill policy per direction, DESC_PREF_CFG_3 (driver-facts
+    /// §2.7, wiki-facts §D.4): (min burst below threshold, min burst above
+    /// threshold, threshold).
+    pref: [(usize, usize, usize); 2],
+}
+
 /// The M2S packet scheduler's mode.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Arbitration {
     dwrr: bool,
     packet_mode: bool,
@@ -195,7 +223,8 @@ enum Ev {
     /// The data path is free: pick the next packet.
     Kick,
     /// A packet's last byte lands.
-    PacketDone(Box<InFlight>),
+    /// Index into the in-flight slab.
+    PacketDone(usize),
 }
 
 /// One UDMA unit with its SDMA data path.
@@ -228,6 +257,12 @@ pub struct Engine {
     /// Per-queue rate limiters and the engine's stream rate limiter.
     q_bucket: [Bucket; QUEUES],
     stream_bucket: Bucket,
+    cfg: Cfg,
+    /// Packets in flight (slab) and free slots.
+    inflight: Vec<Option<InFlight>>,
+    free_slots: Vec<usize>,
+    /// Reusable descriptor vectors.
+    pool: Vec<Vec<Fetched>>,
     /// Values right after reset and the driver-default masks, per block
     /// that differs from the map's reset values (M2S, S2M, GEN).
     init: Vec<(UnitBlock, RegFile<'static>)>,
@@ -268,6 +303,10 @@ impl Engine {
             deficit: [0; QUEUES],
             q_bucket: [Bucket::default(); QUEUES],
             stream_bucket: Bucket::default(),
+            cfg: Cfg::default(),
+            inflight: Vec::new(),
+            free_slots: Vec::new(),
+            pool: Vec::new(),
         };
         if id < 128 {
             let o = &maps.offsets;
@@ -280,6 +319,7 @@ impl Engine {
             let _ = e.regs.m2s.hw_set(o.m2s_err_log_mask, sec_a::PREF_RING_ID);
             let _ = e.regs.s2m.hw_set(o.s2m_err_log_mask, sec_b::PREF_RING_ID);
         }
+        e.refresh_config();
         e.init = vec![
             (UnitBlock::M2s, e.regs.m2s.clone()),
             (UnitBlock::S2m, e.regs.s2m.clone()),
@@ -378,6 +418,11 @@ impl Engine {
         self.now = self.now.max(now);
         let out = self.regs.file_mut(b)?.write(offset, value).ok()?;
         let o = self.maps.offsets;
+        let doorbell = matches!(b, UnitBlock::M2sQ(_)) && offset == o.m2s_q.drtp_inc
+            || matches!(b, UnitBlock::S2mQ(_)) && offset == o.s2m_q.drtp_inc;
+        if !doorbell {
+            self.refresh_config();
+        }
         match b {
             UnitBlock::M2sQ(q) | UnitBlock::S2mQ(q) => {
                 let dir = if matches!(b, UnitBlock::M2sQ(_)) {
@@ -421,6 +466,75 @@ impl Engine {
             _ => {}
         }
         Some(out)
+    }
+
+    /// Re-reads every register the hot paths need into `self.cfg`.
+    fn refresh_config(&mut self) {
+        let mut c = Cfg::default();
+        for q in 0..QUEUES as u8 {
+            let qi = usize::from(q);
+            for dir in [Dir::M2s, Dir::S2m] {
+                let d = dir_idx(dir);
+                let qo = self.qoff(dir);
+                let cfg = self.qval(dir, q, qo.cfg);
+                c.en[qi][d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
+                let lo = u64::from(self.qval(dir, q, qo.drbp_low) & 0xFFFF_FFC0);
+                let hi = u64::from(self.qval(dir, q, qo.drbp_high));
+                c.ring_base[qi][d] = (hi << 32) | lo;
+                c.ring_len[qi][d] = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+                c.comp_en[qi][d] = self.qval(dir, q, qo.comp_cfg) & 1 != 0;
+                let lo = u64::from(self.qval(dir, q, qo.crbp_low) & 0xFFFF_FFC0);
+                let hi = u64::from(self.qval(dir, q, qo.crbp_high));
+                c.comp_base[qi][d] = (hi << 32) | lo;
+            }
+            let mask_off = self.maps.offsets.m2s_q.rlimit_mask.unwrap_or(0x74);
+            c.dmb_pause[qi] = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7) & 0x4 == 0;
+            let pkt_off = self.maps.offsets.s2m_q.pkt_cfg.unwrap_or(0x5C);
+            let pkt = self.regs.s2m_q[qi].value(pkt_off).unwrap_or(0);
+            c.hdr_split[qi] = if pkt & (3 << 16) != 0 {
+                u64::from(pkt & 0xFFFF)
+            } else {
+                0
+            };
+            c.crc_init[qi] = self
+                .regs
+                .sdma_app
+                .value(self.maps.offsets.m2s_crc_init[qi])
+                .unwrap_or(0xFFFF_FFFF);
+            let d1 = self.q_reg(q, "DWRR_CFG_1");
+            c.dwrr[qi] = (
+                d1 & (1 << 24) != 0,
+                self.q_reg(q, "DWRR_CFG_2") & 0xFF,
+                self.q_reg(q, "DWRR_CFG_3") & 0xFF,
+                d1 & 0xFF_FFFF,
+                d1 & (1 << 25) != 0,
+            );
+            c.q_bucket[qi] = self.bucket_cfg("RLIMIT_", &self.regs.m2s_q[qi], "RLIMIT_MASK");
+        }
+        let cfg_len = self.regs.m2s.value(self.maps.offsets.m2s_cfg_len).unwrap_or(0);
+        c.encode_64k = cfg_len & (1 << 24) != 0;
+        c.max_pkt = u64::from(cfg_len & 0xF_FFFF);
+        c.max_descs = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_desc_pref_cfg_2)
+            .unwrap_or(0)
+            & 0xFFF;
+        c.arb = self.arbitration();
+        for (d, file) in [(0, &self.regs.m2s), (1, &self.regs.s2m)] {
+            let v = file
+                .map()
+                .find("DESC_PREF_CFG_3", None)
+                .and_then(|o| file.value(o).ok())
+                .unwrap_or(0);
+            c.pref[d] = (
+                (v & 0xF) as usize,
+                ((v >> 4) & 0xF) as usize,
+                ((v >> 8) & 0xFF) as usize,
+            );
+        }
+        c.stream_bucket = self.bucket_cfg("STREAM_RLIMIT_", &self.regs.m2s, "STREAM_RLIMIT_MASK");
+        self.cfg = c;
     }
 
     fn timing_doorbell(&self) -> u64 {
@@ -552,6 +666,25 @@ impl Engine {
         });
     }
 
+    /// Mirrors the queue's occupancy into Q_STATUS (q_used, prefetch, full).
+    fn sync_status(&mut self, dir: Dir, q: u8) {
+        let qo = self.qoff(dir);
+        let qi = usize::from(q) % QUEUES;
+        let d = dir_idx(dir);
+        let qd = &self.q[qi][d];
+        let outstanding = qd.outstanding();
+        let mut status = outstanding.min(0x1FF_FFFF) as u32;
+        if qd.fetch_busy {
+            status |= 1 << 28;
+        }
+        let len = self.cfg.ring_len[qi][d];
+        if len != 0 && u64::from(len) <= outstanding {
+            status |= 1 << 31;
+        }
+        let f = self.qfile(dir, q);
+        let _ = f.hw_update(qo.status, |s| (s & (1 << 29 | 1 << 30)) | status);
+    }
+
     /// Mirrors the model's pointers into the queue's registers.
     fn sync_queue_regs(&mut self, dir: Dir, q: u8) {
         let qo = self.qoff(dir);
@@ -566,7 +699,7 @@ impl Engine {
             status |= 1 << 28;
         }
         let full = {
-            let len = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+            let len = self.cfg.ring_len[usize::from(q) % QUEUES][dir_idx(dir)];
             len != 0 && u64::from(len) <= qd.outstanding()
         };
         if full {
@@ -663,7 +796,13 @@ impl Engine {
                     self.kick_at = None;
                     self.schedule(bus, timing);
                 }
-                Ev::PacketDone(p) => self.packet_done(*p, bus, timing),
+                Ev::PacketDone(slot) => {
+                    if let Some(p) = self.inflight.get_mut(slot).and_then(Option::take) {
+                        self.free_slots.push(slot);
+                        self.packet_done(&p, bus, timing);
+                        self.recycle(p);
+                    }
+                }
             }
         }
         self.now = now;
@@ -678,8 +817,7 @@ impl Engine {
     }
 
     fn doorbell(&mut self, dir: Dir, q: u8, n: u32, bus: &mut dyn Bus, timing: &TimingConfig) {
-        let qo = self.qoff(dir);
-        let len = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+        let len = self.cfg.ring_len[usize::from(q) % QUEUES][dir_idx(dir)];
         let qi = usize::from(q) % QUEUES;
         let outstanding = self.q[qi][dir_idx(dir)].outstanding();
         if len == 0 || outstanding + u64::from(n) > u64::from(len) {
@@ -733,15 +871,11 @@ impl Engine {
     }
 
     fn ring_base(&self, dir: Dir, q: u8) -> u64 {
-        let qo = self.qoff(dir);
-        let lo = u64::from(self.qval(dir, q, qo.drbp_low) & 0xFFFF_FFC0);
-        let hi = u64::from(self.qval(dir, q, qo.drbp_high));
-        (hi << 32) | lo
+        self.cfg.ring_base[usize::from(q) % QUEUES][dir_idx(dir)]
     }
 
     fn enabled(&self, dir: Dir, q: u8) -> (bool, bool) {
-        let cfg = self.qval(dir, q, self.qoff(dir).cfg);
-        (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0)
+        self.cfg.en[usize::from(q) % QUEUES][dir_idx(dir)]
     }
 
     fn try_fetch(&mut self, dir: Dir, q: u8, timing: &TimingConfig) {
@@ -756,9 +890,16 @@ impl Engine {
             return;
         }
         let pending = qd.posted - qd.fetched_total;
-        let room = PREFETCH_DEPTH.saturating_sub(qd.fetched.len()) as u64;
+        let fill = qd.fetched.len();
+        let room = PREFETCH_DEPTH.saturating_sub(fill) as u64;
         let n = pending.min(u64::from(FETCH_BURST)).min(room) as u32;
         if n == 0 {
+            return;
+        }
+        // Refill policy: above the threshold, wait until a minimum burst fits.
+        let (below, above, thr) = self.cfg.pref[d];
+        let min_burst = if thr != 0 && fill >= thr { above } else { below };
+        if (room as usize) < min_burst {
             return;
         }
         let epoch = qd.epoch;
@@ -767,7 +908,7 @@ impl Engine {
             timing.desc_fetch_latency_cycles + timing.desc_fetch_per_desc_cycles * u64::from(n),
         );
         self.events.push(at, Ev::FetchDone { dir, q, epoch, n });
-        self.sync_queue_regs(dir, q);
+        self.sync_status(dir, q);
     }
 
     fn fetch_done(
@@ -791,19 +932,36 @@ impl Engine {
             return;
         }
         self.q[qi][d].fetch_busy = false;
-        let qo = self.qoff(dir);
-        let len = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+        let len = self.cfg.ring_len[qi][d];
         let base = self.ring_base(dir, q);
         let first_index = self.q[qi][d].head;
         let mut fetched = 0;
-        for _ in 0..n {
+        // One bus read per contiguous run of the burst (it may wrap once).
+        let mut burst = [0u8; 16 * FETCH_BURST as usize];
+        let head0 = self.q[qi][d].head;
+        let n_fit = if len == 0 { 0 } else { n.min(FETCH_BURST).min(len - head0.min(len)) };
+        let mut read_err = None;
+        if n_fit > 0 {
+            let bytes = 16 * n_fit as usize;
+            if let Err(e) = bus.read(base + 16 * u64::from(head0), &mut burst[..bytes]) {
+                read_err = Some(e);
+            }
+        }
+        if read_err.is_none() && n_fit < n.min(FETCH_BURST) && len != 0 {
+            let rest = (n.min(FETCH_BURST) - n_fit) as usize;
+            let from = 16 * n_fit as usize;
+            if let Err(e) = bus.read(base, &mut burst[from..from + 16 * rest]) {
+                read_err = Some(e);
+            }
+        }
+        for k in 0..n.min(FETCH_BURST) {
             if len == 0 {
                 break;
             }
             let idx = self.q[qi][d].head;
-            let addr = base + 16 * u64::from(idx);
             let mut raw = [0u8; 16];
-            if let Err(e) = bus.read(addr, &mut raw) {
+            raw.copy_from_slice(&burst[16 * k as usize..16 * (k as usize + 1)]);
+            if let Some(e) = read_err.take() {
                 let (g, bit) = match dir {
                     Dir::M2s => (Group::A, sec_a::PREF_AXI_RESPONSE),
                     Dir::S2m => (Group::B, sec_b::PREF_AXI_RESPONSE),
@@ -838,10 +996,12 @@ impl Engine {
                     ),
                 );
                 if aborted {
+                    self.sync_queue_regs(dir, q);
                     return;
                 }
             }
             if dir == Dir::M2s && !self.check_packet_shape(q, idx, &desc) {
+                self.sync_queue_regs(dir, q);
                 return;
             }
             let qd = &mut self.q[qi][d];
@@ -856,14 +1016,16 @@ impl Engine {
         }
         let (head, head_id) = (self.q[qi][d].head, self.q[qi][d].head_id);
         self.sync_queue_regs(dir, q);
-        self.log(EventKind::Prefetch {
+        if fetched > 0 {
+            self.log(EventKind::Prefetch {
             dir,
             queue: q,
             first_index,
             count: fetched,
             head,
             head_ring_id: head_id,
-        });
+            });
+        }
         self.try_fetch(dir, q, timing);
         self.schedule_kick(self.now);
     }
@@ -873,14 +1035,9 @@ impl Engine {
     /// Returns false when an unmasked error aborted the direction.
     fn check_packet_shape(&mut self, q: u8, idx: u32, desc: &RawDesc) -> bool {
         let qi = usize::from(q) % QUEUES;
-        let m2s = &self.regs.m2s;
-        let cfg_len = m2s.value(self.maps.offsets.m2s_cfg_len).unwrap_or(0);
-        let encode_64k = cfg_len & (1 << 24) != 0;
-        let max_pkt = u64::from(cfg_len & 0xF_FFFF);
-        let max_descs = m2s
-            .value(self.maps.offsets.m2s_desc_pref_cfg_2)
-            .unwrap_or(0)
-            & 0xFFF;
+        let encode_64k = self.cfg.encode_64k;
+        let max_pkt = self.cfg.max_pkt;
+        let max_descs = self.cfg.max_descs;
         let len = u64::from(desc.len_bytes(encode_64k));
         let qd = &self.q[qi][0];
         let mut errors: Vec<(u32, &str, String)> = Vec::new();
@@ -938,32 +1095,35 @@ impl Engine {
         if self.state != [DirState::Normal; 2] {
             return;
         }
-        let arb = self.arbitration();
+        let arb = self.cfg.arb;
         // Candidates: queues with a runnable packet, not paused, within
         // their rate limit (docs/timing.md "Arbitration and rate limits").
-        let mut ready: Vec<(u8, usize, usize, u64)> = Vec::new();
+        let mut ready = [(0u8, 0usize, 0usize, 0u64); QUEUES];
+        let mut n_ready = 0;
         for i in 0..QUEUES {
             let q = ((self.rr_next + i) % QUEUES) as u8;
             let Some(p) = self.ready_packet(q, timing) else {
                 continue;
             };
-            if arb.dwrr && self.q_reg(q, "DWRR_CFG_1") & (1 << 25) != 0 {
+            if arb.dwrr && self.cfg.dwrr[usize::from(q)].4 {
                 continue; // DWRR pause
             }
             if let Some(wait) = self.queue_bucket_wait(q, p.3) {
                 self.schedule_kick(wait);
                 continue;
             }
-            ready.push(p);
+            ready[n_ready] = p;
+            n_ready += 1;
             if !arb.dwrr {
                 break; // plain round-robin: the first ready queue wins
             }
         }
+        let ready = &ready[..n_ready];
         if ready.is_empty() {
             return;
         }
         let pick = if arb.dwrr {
-            self.dwrr_pick(&ready, &arb)
+            self.dwrr_pick(ready, &arb)
         } else {
             Some(ready[0])
         };
@@ -1008,9 +1168,8 @@ impl Engine {
         arb: &Arbitration,
     ) -> Option<(u8, usize, usize, u64)> {
         let key = |e: &Engine, q: u8| {
-            let strict = e.q_reg(q, "DWRR_CFG_1") & (1 << 24) != 0;
-            let qos = e.q_reg(q, "DWRR_CFG_2") & 0xFF;
-            (strict, qos)
+            let c = e.cfg.dwrr[usize::from(q) % QUEUES];
+            (c.0, c.1)
         };
         let best = ready.iter().map(|p| key(self, p.0)).max()?;
         let group: Vec<(u8, usize, usize, u64)> = ready
@@ -1031,13 +1190,13 @@ impl Engine {
             }
             for &p in &group {
                 let qi = usize::from(p.0);
-                let weight = i64::from((self.q_reg(p.0, "DWRR_CFG_3") & 0xFF).max(1));
+                let weight = i64::from(self.cfg.dwrr[qi].2.max(1));
                 let quantum = if arb.packet_mode {
                     weight
                 } else {
                     weight << arb.inc_factor
                 };
-                let cap = i64::from(self.q_reg(p.0, "DWRR_CFG_1") & 0xFF_FFFF);
+                let cap = i64::from(self.cfg.dwrr[qi].3);
                 self.deficit[qi] += quantum;
                 if cap > 0 {
                     self.deficit[qi] = self.deficit[qi].min(cap.max(quantum));
@@ -1096,8 +1255,7 @@ impl Engine {
     /// When queue `q`'s rate limiter lets a packet of `bytes` go, if not now.
     fn queue_bucket_wait(&mut self, q: u8, bytes: u64) -> Option<Cycle> {
         let qi = usize::from(q) % QUEUES;
-        let cfg = self.bucket_cfg("RLIMIT_", &self.regs.m2s_q[qi], "RLIMIT_MASK");
-        let Some(cfg) = cfg else {
+        let Some(cfg) = self.cfg.q_bucket[qi] else {
             self.q_bucket[qi].active = false;
             return None;
         };
@@ -1106,8 +1264,7 @@ impl Engine {
     }
 
     fn stream_bucket_wait(&mut self, bytes: u64) -> Option<Cycle> {
-        let cfg = self.bucket_cfg("STREAM_RLIMIT_", &self.regs.m2s, "STREAM_RLIMIT_MASK");
-        let Some(cfg) = cfg else {
+        let Some(cfg) = self.cfg.stream_bucket else {
             self.stream_bucket.active = false;
             return None;
         };
@@ -1146,6 +1303,9 @@ impl Engine {
     /// The TX/RX descriptor counts of queue q's next packet when it can run.
     fn ready_packet(&mut self, q: u8, timing: &TimingConfig) -> Option<(u8, usize, usize, u64)> {
         let qi = usize::from(q);
+        if self.q[qi][0].fetched.is_empty() {
+            return None;
+        }
         let (_, sched) = self.enabled(Dir::M2s, q);
         let (_, stream) = self.enabled(Dir::S2m, q);
         if !sched || !stream {
@@ -1155,13 +1315,7 @@ impl Engine {
         if tx.non_active || rx.non_active || tx.fetched.is_empty() {
             return None;
         }
-        let encode_64k = self
-            .regs
-            .m2s
-            .value(self.maps.offsets.m2s_cfg_len)
-            .unwrap_or(0)
-            & (1 << 24)
-            != 0;
+        let encode_64k = self.cfg.encode_64k;
         // A whole packet (FIRST..LAST) must be prefetched.
         let mut n_tx = 0;
         let mut bytes = 0u64;
@@ -1202,9 +1356,7 @@ impl Engine {
         // DMB: wait for every earlier transfer of the queue when the rate
         // limiter mask lets DMB pause the queue (bit 2 clear; driver-facts §2.4).
         if first.dmb() {
-            let mask_off = self.maps.offsets.m2s_q.rlimit_mask.unwrap_or(0x74);
-            let mask = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7);
-            if mask & 0x4 == 0 && self.last_end[qi] > self.now {
+            if self.cfg.dmb_pause[qi] && self.last_end[qi] > self.now {
                 let status_off = self.maps.offsets.m2s_q.status;
                 let _ = self.regs.m2s_q[qi].hw_update(status_off, |s| s | (1 << 30));
                 let at = self.last_end[qi];
@@ -1223,15 +1375,11 @@ impl Engine {
         timing: &TimingConfig,
     ) {
         let qi = usize::from(q);
-        let encode_64k = self
-            .regs
-            .m2s
-            .value(self.maps.offsets.m2s_cfg_len)
-            .unwrap_or(0)
-            & (1 << 24)
-            != 0;
-        let tx: Vec<Fetched> = self.q[qi][0].fetched.drain(..n_tx).collect();
-        let rx: Vec<Fetched> = self.q[qi][1].fetched.drain(..n_rx).collect();
+        let encode_64k = self.cfg.encode_64k;
+        let mut tx = self.pool.pop().unwrap_or_default();
+        tx.extend(self.q[qi][0].fetched.drain(..n_tx));
+        let mut rx = self.pool.pop().unwrap_or_default();
+        rx.extend(self.q[qi][1].fetched.drain(..n_rx));
         let mut data_cycles = 0u64;
         for f in &tx {
             data_cycles +=
@@ -1258,7 +1406,6 @@ impl Engine {
         let _ = self.regs.s2m_q[qi].hw_set(s2m_dcp, rdcp);
         let _ = self.regs.m2s_q[qi].hw_update(status, |s| (s & !(1 << 30)) | (1 << 29));
         let st = &mut self.stats[qi];
-        st.packets += 1;
         st.busy_cycles += data_cycles;
         st.first_start.get_or_insert(start.0);
         self.log(EventKind::PacketStart {
@@ -1269,23 +1416,44 @@ impl Engine {
             done_at: end.0,
         });
         let epoch = (self.q[qi][0].epoch, self.q[qi][1].epoch);
-        self.events.push(
-            end,
-            Ev::PacketDone(Box::new(InFlight {
-                queue: q,
-                epoch,
-                tx,
-                rx,
-                bytes,
-            })),
-        );
+        let slot = self.park(InFlight {
+            queue: q,
+            epoch,
+            tx,
+            rx,
+            bytes,
+        });
+        self.events.push(end, Ev::PacketDone(slot));
         let _ = bus;
         // More prefetch room now.
         self.try_fetch(Dir::M2s, q, timing);
         self.try_fetch(Dir::S2m, q, timing);
     }
 
-    fn packet_done(&mut self, p: InFlight, bus: &mut dyn Bus, timing: &TimingConfig) {
+    /// Stores an in-flight packet in the slab; returns its slot.
+    fn park(&mut self, p: InFlight) -> usize {
+        match self.free_slots.pop() {
+            Some(i) => {
+                self.inflight[i] = Some(p);
+                i
+            }
+            None => {
+                self.inflight.push(Some(p));
+                self.inflight.len() - 1
+            }
+        }
+    }
+
+    /// Returns a finished packet's descriptor vectors to the pool.
+    fn recycle(&mut self, p: InFlight) {
+        let InFlight { mut tx, mut rx, .. } = p;
+        tx.clear();
+        rx.clear();
+        self.pool.push(tx);
+        self.pool.push(rx);
+    }
+
+    fn packet_done(&mut self, p: &InFlight, bus: &mut dyn Bus, timing: &TimingConfig) {
         let qi = usize::from(p.queue);
         let q = p.queue;
         if (self.q[qi][0].epoch, self.q[qi][1].epoch) != p.epoch
@@ -1293,27 +1461,12 @@ impl Engine {
         {
             return;
         }
-        let encode_64k = self
-            .regs
-            .m2s
-            .value(self.maps.offsets.m2s_cfg_len)
-            .unwrap_or(0)
-            & (1 << 24)
-            != 0;
-        let crc_init = self
-            .regs
-            .sdma_app
-            .value(self.maps.offsets.m2s_crc_init[qi])
-            .unwrap_or(0xFFFF_FFFF);
-        let hdr_split = {
-            let off = self.maps.offsets.s2m_q.pkt_cfg.unwrap_or(0x5C);
-            let v = self.regs.s2m_q[qi].value(off).unwrap_or(0);
-            if v & (3 << 16) != 0 {
-                (v & 0xFFFF) as u64
-            } else {
-                0
-            }
-        };
+        // The data path is done with this packet, whatever happens next.
+        let status = self.maps.offsets.m2s_q.status;
+        let _ = self.regs.m2s_q[qi].hw_update(status, |s| s & !(1 << 29));
+        let encode_64k = self.cfg.encode_64k;
+        let crc_init = self.cfg.crc_init[qi];
+        let hdr_split = self.cfg.hdr_split[qi];
         let result = crate::datapath::move_packet(
             bus,
             &p.tx,
@@ -1367,9 +1520,8 @@ impl Engine {
         st.rx_descs += p.rx.len() as u64;
         st.bytes += written;
         st.last_done = Some(self.now.0);
+        st.packets += 1;
         let _ = p.bytes;
-        let status = self.maps.offsets.m2s_q.status;
-        let _ = self.regs.m2s_q[qi].hw_update(status, |s| s & !(1 << 29));
         self.log(EventKind::PacketDone {
             queue: q,
             bytes: written,
@@ -1390,12 +1542,9 @@ impl Engine {
         let d = dir_idx(dir);
         let qo = self.qoff(dir);
         self.q[qi][d].done += descs.len() as u64;
-        let comp_cfg = self.qval(dir, q, qo.comp_cfg);
-        if comp_cfg & 1 != 0 {
-            let lo = u64::from(self.qval(dir, q, qo.crbp_low) & 0xFFFF_FFC0);
-            let hi = u64::from(self.qval(dir, q, qo.crbp_high));
-            let base = (hi << 32) | lo;
-            let len = (self.qval(dir, q, qo.drl) & 0xFF_FFFF).max(1);
+        if self.cfg.comp_en[qi][d] {
+            let base = self.cfg.comp_base[qi][d];
+            let len = self.cfg.ring_len[qi][d].max(1);
             for f in descs {
                 let qd = &self.q[qi][d];
                 let addr = base + 16 * u64::from(qd.comp_head);
@@ -1427,6 +1576,10 @@ impl Engine {
         }
         let pkt = qo.pkt_count;
         let _ = self.qfile(dir, q).hw_update(pkt, |v| v.wrapping_add(1));
-        self.sync_queue_regs(dir, q);
+        if self.cfg.comp_en[qi][d] {
+            self.sync_queue_regs(dir, q);
+        } else {
+            self.sync_status(dir, q);
+        }
     }
 }
