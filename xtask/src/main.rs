@@ -4,6 +4,8 @@
 //! - `codegen [--check]`: render `docs/csr/*.md` from `csr-maps/*.json`;
 //!   `--check` writes nothing and fails when a file is stale.
 //! - `ci`: the checks CI runs (fmt, clippy, tests).
+//! - `bench [ARGS..]`: `cargo bench -p soc --bench dma -- ARGS..` (the DMA model speed
+//!   benchmark, `crates/soc/benches/dma.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -29,6 +31,13 @@ enum Cmd {
     },
     /// Run the CI checks: fmt, clippy (deny warnings), tests.
     Ci,
+    /// Run the DMA model speed benchmark: `cargo bench -p soc --bench dma -- ARGS`.
+    Bench {
+        /// Passed to the benchmark binary (divan: a name filter, `--list`,
+        /// `--sample-count N`, ...).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -36,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Codegen { check } => codegen::run(&project_root(), check),
         Cmd::Ci => ci(&project_root()),
+        Cmd::Bench { args } => bench(&project_root(), &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -88,6 +98,20 @@ const CI_STEPS: &[Step] = &[
         env: &[("INSTA_UPDATE", "no")],
     },
 ];
+
+fn bench(root: &Path, args: &[String]) -> Result<(), String> {
+    let status = Command::new(cargo())
+        .args(["bench", "-p", "soc", "--bench", "dma", "--"])
+        .args(args)
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("bench: cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("bench failed ({status})"))
+    }
+}
 
 fn ci(root: &Path) -> Result<(), String> {
     for step in CI_STEPS {

@@ -12,14 +12,16 @@
 //! Throughput: items = TX descriptors, bytes = payload.
 //!
 //! `memcpy`: the same total bytes, `Vec` to `Vec` in 64 KiB `copy_from_slice`
-//! chunks, both buffers pre-touched.
+//! chunks, both buffers pre-touched; `memcpy_cold` copies into a fresh
+//! (calloc'd, not yet faulted-in) `Vec`, the counterpart of `-cold`.
 //!
 //! After divan's table a summary prints the median run of each case, the
 //! ratio to `memcpy` of the same bytes, and the budget checks.
 //!
-//! Run: `cargo bench -p soc` (or `cargo xtask bench`); one case:
-//! `cargo bench -p soc -- dma_copy`. `cargo test -p soc --benches` runs each
-//! case once (a smoke test of the setup and the sanity checks).
+//! Run: `cargo bench -p soc` or `cargo xtask bench [DIVAN ARGS]`; divan
+//! options go to this target only: `cargo bench -p soc --bench dma --
+//! dma_copy --sample-count 5`. `cargo test -p soc --benches` runs each case
+//! once (a smoke test of the setup and the sanity checks).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -103,6 +105,8 @@ const CASES: &[Case] = &[
 
 /// Total bytes of each `memcpy` case (the distinct totals of `CASES`).
 const MEMCPY_BYTES: &[u64] = &[8 << 20, 64 << 20, 128 << 20];
+/// Total bytes of the `-cold` cases.
+const MEMCPY_COLD_BYTES: &[u64] = &[128 << 20];
 
 /// Host run times recorded inside the timed closures, by case name, for the
 /// summary (an `Instant` pair costs nanoseconds against runs of milliseconds).
@@ -217,7 +221,7 @@ fn sanity(c: Case) {
     CYCLES.lock().unwrap().insert(c.to_string(), dev.now().0);
 }
 
-#[divan::bench(args = CASES, sample_count = 10, sample_size = 1)]
+#[divan::bench(args = CASES, sample_count = 20, sample_size = 1)]
 fn dma_copy(bencher: Bencher, c: Case) {
     sanity(c);
     let key = format!("dma_copy/{c}");
@@ -234,7 +238,7 @@ fn dma_copy(bencher: Bencher, c: Case) {
         });
 }
 
-#[divan::bench(args = MEMCPY_BYTES, sample_count = 20, sample_size = 1)]
+#[divan::bench(args = MEMCPY_BYTES, sample_count = 30, sample_size = 1)]
 fn memcpy(bencher: Bencher, bytes: u64) {
     let n = usize::try_from(bytes).unwrap();
     let src = vec![SRC_BYTE; n];
@@ -242,13 +246,41 @@ fn memcpy(bencher: Bencher, bytes: u64) {
     let key = format!("memcpy/{bytes}");
     bencher.counter(BytesCount::new(bytes)).bench_local(|| {
         let t = Instant::now();
-        for (d, s) in dst.chunks_mut(CHUNK).zip(src.chunks(CHUNK)) {
-            d.copy_from_slice(black_box(s));
-        }
-        black_box(&mut dst);
+        copy_chunks(&mut dst, &src);
         record(key.clone(), t.elapsed());
     });
     assert!(dst.iter().all(|&b| b == SRC_BYTE));
+}
+
+/// `memcpy` into a fresh (calloc'd, not yet faulted-in) destination: the
+/// counterpart of the `-cold` cases.
+#[divan::bench(args = MEMCPY_COLD_BYTES, sample_count = 20, sample_size = 1)]
+fn memcpy_cold(bencher: Bencher, bytes: u64) {
+    let n = usize::try_from(bytes).unwrap();
+    let src = vec![SRC_BYTE; n];
+    let key = format!("memcpy_cold/{bytes}");
+    bencher
+        .counter(BytesCount::new(bytes))
+        .with_inputs(|| vec![0u8; n])
+        .bench_local_values(|mut dst| {
+            let t = Instant::now();
+            copy_chunks(&mut dst, &src);
+            record(key.clone(), t.elapsed());
+            dst
+        });
+}
+
+fn copy_chunks(dst: &mut [u8], src: &[u8]) {
+    for (d, s) in dst.chunks_mut(CHUNK).zip(src.chunks(CHUNK)) {
+        d.copy_from_slice(black_box(s));
+    }
+    black_box(dst);
+}
+
+/// The `memcpy` run a case compares with (same bytes, same destination state).
+fn memcpy_key(c: Case) -> String {
+    let kind = if c.warm_dst { "memcpy" } else { "memcpy_cold" };
+    format!("{kind}/{}", c.total_bytes())
 }
 
 fn median(v: &[Duration]) -> Duration {
@@ -275,7 +307,8 @@ fn summary() {
     }
     let clock_ghz = Device::trn2().map_or(0.85, |d| d.timing().clock_ghz);
     println!(
-        "\nsummary (median host time of `Device::run`; ratio = run / memcpy of the same bytes)"
+        "\nsummary (median host time of `Device::run`; ratio = run / memcpy of the same \
+         bytes into a destination in the same state: warm, or fresh for -cold)"
     );
     println!(
         "{:<20} {:>10} {:>12} {:>12} {:>12} {:>8} {:>12} {:>10}",
@@ -287,9 +320,7 @@ fn summary() {
         };
         let t = median(r).as_secs_f64();
         let bytes = c.total_bytes();
-        let mc = runs
-            .get(&format!("memcpy/{bytes}"))
-            .map(|m| median(m).as_secs_f64());
+        let mc = runs.get(&memcpy_key(*c)).map(|m| median(m).as_secs_f64());
         let sim_s = cycles
             .get(&c.to_string())
             .map(|&cy| cy as f64 / (clock_ghz * 1e9));
@@ -322,7 +353,7 @@ fn summary() {
     for c in CASES.iter().filter(|c| c.desc_bytes == 65536) {
         let (Some(r), Some(m)) = (
             runs.get(&format!("dma_copy/{c}")),
-            runs.get(&format!("memcpy/{}", c.total_bytes())),
+            runs.get(&memcpy_key(*c)),
         ) else {
             continue;
         };
@@ -337,5 +368,10 @@ fn summary() {
 
 fn main() {
     divan::main();
-    summary();
+    // As divan decides: `cargo bench` passes `--bench`; `cargo test
+    // --benches` does not, and runs each case once (the sanity checks).
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test") {
+        summary();
+    }
 }

@@ -1355,14 +1355,12 @@ impl Engine {
         }
         // DMB: wait for every earlier transfer of the queue when the rate
         // limiter mask lets DMB pause the queue (bit 2 clear; driver-facts §2.4).
-        if first.dmb() {
-            if self.cfg.dmb_pause[qi] && self.last_end[qi] > self.now {
-                let status_off = self.maps.offsets.m2s_q.status;
-                let _ = self.regs.m2s_q[qi].hw_update(status_off, |s| s | (1 << 30));
-                let at = self.last_end[qi];
-                self.schedule_kick(at);
-                return None;
-            }
+        if first.dmb() && self.cfg.dmb_pause[qi] && self.last_end[qi] > self.now {
+            let status_off = self.maps.offsets.m2s_q.status;
+            let _ = self.regs.m2s_q[qi].hw_update(status_off, |s| s | (1 << 30));
+            let at = self.last_end[qi];
+            self.schedule_kick(at);
+            return None;
         }
         let _ = timing;
         Some((q, n_tx, n_rx, bytes))
