@@ -8,7 +8,38 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `print!` that ends the process quietly when stdout is closed (e.g.
+/// `neuron-sim map | head`) instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::emit(&format!($($arg)*))
+    };
+}
+
+/// `println!` counterpart of [`out!`].
+macro_rules! outln {
+    () => {
+        $crate::emit("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::emit(&format!("{}\n", format!($($arg)*)))
+    };
+}
+
 mod step;
+
+/// Writes to stdout; a closed pipe ends the process with status 0.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("neuron-sim: cannot write output: {e}");
+        std::process::exit(2);
+    }
+}
 use soc::Device;
 use soc::exec::TraceFiles;
 use soc_map::Hex;
@@ -270,22 +301,22 @@ fn cmd_map(maps: &Maps, addr: Option<Hex>, expand: bool, json: bool) -> Result<u
         Some(a) => {
             let info = soc::describe(&dev, a.0);
             if json {
-                println!("{}", to_json(&info)?);
+                outln!("{}", to_json(&info)?);
             } else {
-                println!("{}", info.to_text());
+                outln!("{}", info.to_text());
             }
         }
         None if expand => {
             let rows = soc_map::table::expanded(dev.map());
             if json {
-                println!("{}", to_json(&rows)?);
+                outln!("{}", to_json(&rows)?);
             } else {
                 for r in rows {
                     let kind = serde_json::to_value(r.kind)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    println!(
+                    outln!(
                         "{:<28} {:>18} {:>14}  {:<9} {}",
                         r.name,
                         r.base.to_string(),
@@ -299,9 +330,9 @@ fn cmd_map(maps: &Maps, addr: Option<Hex>, expand: bool, json: bool) -> Result<u
         None => {
             let rows = soc_map::table::region_table(dev.map());
             if json {
-                println!("{}", to_json(&rows)?);
+                outln!("{}", to_json(&rows)?);
             } else {
-                print!("{}", soc_map::table::render_table(&rows));
+                out!("{}", soc_map::table::render_table(&rows));
             }
         }
     }
@@ -313,11 +344,11 @@ fn cmd_csr_list(maps: &Maps, block: Option<&str>, json: bool) -> Result<u8, Fail
     let Some(name) = block else {
         let names: Vec<&str> = catalog.block_names().collect();
         if json {
-            println!("{}", to_json(&names)?);
+            outln!("{}", to_json(&names)?);
         } else {
             for n in names {
                 let desc = catalog.block(n).map(|m| m.description()).unwrap_or("");
-                println!("{n:<16} {desc}");
+                outln!("{n:<16} {desc}");
             }
         }
         return Ok(0);
@@ -331,9 +362,9 @@ fn cmd_csr_list(maps: &Maps, block: Option<&str>, json: bool) -> Result<u8, Fail
     })?;
     let listing = csr::listing::list(map);
     if json {
-        println!("{}", to_json(&listing)?);
+        outln!("{}", to_json(&listing)?);
     } else {
-        print!("{}", csr::listing::render_text(map, &listing));
+        out!("{}", csr::listing::render_text(map, &listing));
     }
     Ok(0)
 }
@@ -368,11 +399,11 @@ fn cmd_csr_decode(
             "value": format!("{value:#010x}"),
             "fields": fields.iter().map(|(n, v)| serde_json::json!({"name": n, "value": v})).collect::<Vec<_>>(),
         });
-        println!("{}", to_json(&obj)?);
+        outln!("{}", to_json(&obj)?);
     } else {
-        println!("{}.{} = {value:#010x}", block, reg.name());
+        outln!("{}.{} = {value:#010x}", block, reg.name());
         for (n, v) in fields {
-            println!("  {n:<24} {v}");
+            outln!("  {n:<24} {v}");
         }
     }
     Ok(0)
@@ -432,8 +463,8 @@ fn cmd_step(
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
     let report = soc::exec::run_linked(&mut dev, &parsed, &linked, &name, &mut files, &mut stepper);
-    print!("{}", report.to_text());
-    println!("debugger: {} stops", stepper.stops);
+    out!("{}", report.to_text());
+    outln!("debugger: {} stops", stepper.stops);
     Ok(report.exit_code())
 }
 
@@ -441,9 +472,9 @@ fn cmd_decode_desc(hex: &str, json: bool) -> Result<u8, Failure> {
     let desc = dma_abi::parse_hex_descriptor(hex).map_err(|e| bad_input(format!("--desc: {e}")))?;
     let decoded = desc.decode();
     if json {
-        println!("{}", to_json(&decoded)?);
+        outln!("{}", to_json(&decoded)?);
     } else {
-        print!("{}", dma_abi::render_text(&decoded));
+        out!("{}", dma_abi::render_text(&decoded));
     }
     Ok(0)
 }
@@ -492,9 +523,9 @@ fn cmd_run(
         }
     };
     if json {
-        println!("{}", to_json(&report)?);
+        outln!("{}", to_json(&report)?);
     } else {
-        print!("{}", report.to_text());
+        out!("{}", report.to_text());
     }
     if let Some(path) = snapshot {
         let snap = dev.csr_snapshot();

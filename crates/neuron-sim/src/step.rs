@@ -11,7 +11,7 @@
 //! history in a terminal; from `--script FILE` or standard input otherwise
 //! (commands are echoed so a session is a readable transcript).
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 
 use soc::Device;
 use soc::exec::{Control, ExecHooks, Executor, Linked, QueueTarget, queue_target, ring_of};
@@ -52,7 +52,7 @@ impl Input {
                     Ok(0) | Err(_) => None,
                     Ok(_) => {
                         let line = line.trim_end().to_string();
-                        println!("{prompt}{line}");
+                        outln!("{prompt}{line}");
                         Some(line)
                     }
                 }
@@ -155,28 +155,28 @@ impl Stepper {
                     self.quit = true;
                     return Control::Quit;
                 }
-                ["h" | "help"] => println!("{HELP}"),
+                ["h" | "help"] => outln!("{HELP}"),
                 ["ring"] => match focus {
-                    Some((q, inc)) => print!("{}", show_ring(device, q, inc)),
-                    None => println!("no queue in focus: ring QUEUE (e.g. ring eng0.m2s.q0)"),
+                    Some((q, inc)) => out!("{}", show_ring(device, q, inc)),
+                    None => outln!("no queue in focus: ring QUEUE (e.g. ring eng0.m2s.q0)"),
                 },
                 ["ring", name] => match queue_target(device, name) {
-                    Some(q) => print!("{}", show_ring(device, &q, 0)),
-                    None => println!("unknown queue `{name}` (engN.m2s.qQ or engN.s2m.qQ)"),
+                    Some(q) => out!("{}", show_ring(device, &q, 0)),
+                    None => outln!("unknown queue `{name}` (engN.m2s.qQ or engN.s2m.qQ)"),
                 },
                 ["regs"] | ["r"] => match focus {
-                    Some((q, _)) => print!("{}", show_regs(device, &q.region)),
-                    None => println!("regs REGION (e.g. regs eng0.m2s.q0, regs eng0.gen)"),
+                    Some((q, _)) => out!("{}", show_regs(device, &q.region)),
+                    None => outln!("regs REGION (e.g. regs eng0.m2s.q0, regs eng0.gen)"),
                 },
-                ["regs" | "r", name] => print!("{}", show_regs(device, name)),
-                ["mem" | "x", addr] => print!("{}", show_mem(device, addr, "64")),
-                ["mem" | "x", addr, len] => print!("{}", show_mem(device, addr, len)),
-                ["time" | "t"] => println!(
+                ["regs" | "r", name] => out!("{}", show_regs(device, name)),
+                ["mem" | "x", addr] => out!("{}", show_mem(device, addr, "64")),
+                ["mem" | "x", addr, len] => out!("{}", show_mem(device, addr, len)),
+                ["time" | "t"] => outln!(
                     "cycle {} ({:.1} ns)",
                     device.now().0,
                     device.timing().ns(device.now().0)
                 ),
-                _ => println!("unknown command `{line}` (help lists the commands)"),
+                _ => outln!("unknown command `{line}` (help lists the commands)"),
             }
         }
     }
@@ -216,7 +216,7 @@ impl ExecHooks for Stepper {
             Dir::M2s => "M2S (TX, reads the source)",
             Dir::S2m => "S2M (RX, writes the destination)",
         };
-        println!(
+        outln!(
             "== doorbell at line {}, cycle {}: engine {} queue {} {dir}: tail += {inc}",
             stmt.span.line,
             device.now().0,
@@ -224,10 +224,9 @@ impl ExecHooks for Stepper {
             q.queue
         );
         let _ = exec;
-        print!("{}", show_ring(device, &q, inc));
-        print!("{}", show_regs(device, &q.region));
-        let _ = std::io::stdout().flush();
-        self.prompt(device, Some((&q, inc)))
+        out!("{}", show_ring(device, &q, inc));
+        out!("{}", show_regs(device, &q.region));
+                self.prompt(device, Some((&q, inc)))
     }
 
     fn during_run(&mut self, device: &mut Device) -> Control {
@@ -239,7 +238,7 @@ impl ExecHooks for Stepper {
             && device.now().0 >= c
         {
             self.cycle_stop_done = true;
-            println!("== reached cycle {} (stop at {c})", device.now().0);
+            outln!("== reached cycle {} (stop at {c})", device.now().0);
             return self.prompt(device, None);
         }
         if let Some((addr, ref text, v)) = self.filter.when_ge
@@ -251,7 +250,7 @@ impl ExecHooks for Stepper {
             };
             if cur.is_some_and(|x| x >= v) {
                 self.value_stop_done = true;
-                println!(
+                outln!(
                     "== {text} = {} >= {v} at cycle {}",
                     cur.unwrap_or(0),
                     device.now().0
