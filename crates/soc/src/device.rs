@@ -187,7 +187,11 @@ pub struct Device {
     fabric: Fabric,
     unit_maps: &'static UnitMaps,
     timing: TimingConfig,
-    engines: BTreeMap<u16, Engine>,
+    /// Engines by id (created on first touch).
+    engines: Vec<Option<Engine>>,
+    /// The cycle each engine is queued for in `wake` (stale heap entries
+    /// are skipped).
+    wake_at: Vec<Option<Cycle>>,
     wake: BinaryHeap<Reverse<(Cycle, u16)>>,
     now: Cycle,
     trace: bool,
@@ -240,7 +244,8 @@ impl Device {
             },
             unit_maps,
             timing,
-            engines: BTreeMap::new(),
+            engines: Vec::new(),
+            wake_at: Vec::new(),
             wake: BinaryHeap::new(),
             now: Cycle(0),
             trace: true,
@@ -251,7 +256,7 @@ impl Device {
     /// Records engine events (on by default; off for benchmarks).
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;
-        for e in self.engines.values_mut() {
+        for e in self.engines.iter_mut().flatten() {
             e.set_trace(on);
         }
     }
@@ -288,7 +293,7 @@ impl Device {
 
     /// Takes the recorded side effects.
     pub fn take_events(&mut self) -> Vec<DeviceEvent> {
-        for e in self.engines.values_mut() {
+        for e in self.engines.iter_mut().flatten() {
             let log = e.take_log();
             self.fabric
                 .events
@@ -305,19 +310,24 @@ impl Device {
 
     /// The engine model of unit `id`, if it has been touched.
     pub fn engine(&self, id: u16) -> Option<&Engine> {
-        self.engines.get(&id)
+        self.engines.get(usize::from(id)).and_then(Option::as_ref)
     }
 
     /// Every touched engine.
     pub fn engines(&self) -> impl Iterator<Item = &Engine> {
-        self.engines.values()
+        self.engines.iter().flatten()
     }
 
     fn engine_mut(&mut self, id: u16) -> &mut Engine {
         let maps = self.unit_maps;
         let timing = &self.timing;
         let trace = self.trace;
-        self.engines.entry(id).or_insert_with(|| {
+        let i = usize::from(id);
+        if self.engines.len() <= i {
+            self.engines.resize_with(i + 1, || None);
+            self.wake_at.resize(i + 1, None);
+        }
+        self.engines[i].get_or_insert_with(|| {
             let mut e = Engine::new(id, maps, timing);
             e.set_trace(trace);
             e
@@ -327,7 +337,7 @@ impl Device {
     /// Register value without side effects (for debuggers and decoders).
     pub fn peek_reg(&self, t: RegTarget) -> Option<u32> {
         if let Some(r) = self.fabric.engine_blocks.get(&t.region) {
-            if let Some(e) = self.engines.get(&r.engine) {
+            if let Some(e) = self.engine(r.engine) {
                 return e.peek(r.block, t.offset);
             }
         } else if let Some(rf) = self.fabric.regs.get(&t.region) {
@@ -430,8 +440,7 @@ impl Device {
         let mut out = Vec::new();
         for id in first..first + 16 {
             let member = self
-                .engines
-                .get(&id)
+                .engine(id)
                 .and_then(|e| {
                     let off = self.unit_maps.sdma_app.find("BROADCAST_CFG_GROUP", None)?;
                     e.peek(UnitBlock::SdmaApp, off)
@@ -445,8 +454,17 @@ impl Device {
     }
 
     fn reschedule(&mut self, id: u16) {
-        if let Some(c) = self.engines.get(&id).and_then(Engine::next_event) {
-            self.wake.push(Reverse((c, id)));
+        let i = usize::from(id);
+        let next = self.engine(id).and_then(Engine::next_event);
+        let Some(slot) = self.wake_at.get_mut(i) else {
+            return;
+        };
+        if next != *slot {
+            if let Some(c) = next {
+                // An earlier entry for a later cycle becomes stale.
+                self.wake.push(Reverse((c, id)));
+            }
+            *slot = next;
         }
     }
 
@@ -474,12 +492,19 @@ impl Device {
                 return (RunStop::Limit, false);
             }
             self.wake.pop();
-            let Some(engine) = self.engines.get_mut(&id) else {
+            let i = usize::from(id);
+            if self.wake_at.get(i).copied().flatten() != Some(at) {
+                continue; // stale
+            }
+            let Some(Some(engine)) = self.engines.get_mut(i) else {
                 continue;
             };
             if engine.next_event() != Some(at) {
+                self.wake_at[i] = None;
+                self.reschedule(id);
                 continue;
             }
+            self.wake_at[i] = None;
             self.now = self.now.max(at);
             let mut bus = DmaBus {
                 fabric: &mut self.fabric,
@@ -509,7 +534,8 @@ impl Device {
     /// for queues that moved anything.
     pub fn queue_stats(&self) -> Vec<(u16, u8, QueueStats)> {
         let mut out = Vec::new();
-        for (id, e) in &self.engines {
+        for e in self.engines.iter().flatten() {
+            let id = &e.id();
             for (q, s) in e.stats.iter().enumerate() {
                 if s.packets > 0 {
                     out.push((*id, q as u8, s.clone()));
@@ -560,7 +586,8 @@ impl Device {
                 })
             })
             .collect();
-        for (id, e) in &self.engines {
+        for e in self.engines.iter().flatten() {
+            let id = e.id();
             for b in UnitBlock::all() {
                 let Some(rf) = e.regs(b) else { continue };
                 let registers = e.changed_registers(b);
