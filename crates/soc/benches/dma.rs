@@ -143,6 +143,10 @@ fn setup(c: Case) -> Device {
     }
     // As the driver: max packet 1 MiB − 1, LEN 0 encodes 64 KiB.
     reg(&mut dev, "eng0.m2s.cfg_len", 0x010F_FFFF);
+    // Prefetch refill policy as the driver programs it (driver-facts §2.7:
+    // threshold 65, bursts of 8 above it).
+    reg(&mut dev, "eng0.m2s.desc_pref_cfg_3", 0x0000_4181);
+    reg(&mut dev, "eng0.s2m.desc_pref_cfg_3", 0x0000_4181);
     let per_q = c.per_queue();
     let ring_bytes = 16 * u64::from(per_q);
     let size = u64::from(c.desc_bytes);
