@@ -29,4 +29,4 @@ pub use access::Access;
 pub use catalog::{BUILTIN_MAPS, BuiltinMap, Catalog, catalog};
 pub use error::{CsrAccessError, CsrMapError, CsrMapErrorDetails, CsrMapErrorKind};
 pub use map::{ArraySpec, CsrMap, FieldSpec, RegMasks, RegRef, RegisterSpec};
-pub use regfile::{CsrDump, CsrDumpEntry, Delta, ReadOutcome, RegFile, WriteOutcome};
+pub use regfile::{CsrDump, CsrDumpEntry, Delta, HwSlot, ReadOutcome, RegFile, WriteOutcome};

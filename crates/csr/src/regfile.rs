@@ -33,6 +33,24 @@ pub struct ReadOutcome<'m> {
     pub cleared: u32,
 }
 
+/// A register element's storage slot and reserved bits, for
+/// [`RegFile::hw_update_slot`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwSlot {
+    slot: usize,
+    reserved: u32,
+}
+
+impl Default for HwSlot {
+    /// A slot that matches no register: updates through it do nothing.
+    fn default() -> Self {
+        Self {
+            slot: usize::MAX,
+            reserved: u32::MAX,
+        }
+    }
+}
+
 /// An increment or decrement requested by a write to an INC/DEC register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Delta {
@@ -301,6 +319,29 @@ impl<'m> RegFile<'m> {
                     value: Hex32(v),
                 })
                 .collect(),
+        }
+    }
+
+    /// The storage slot of the register element at `offset`, for owners
+    /// that update the same hardware-owned register on a hot path
+    /// ([`RegFile::hw_update_slot`]).
+    pub fn slot_of(&self, offset: u64) -> Option<HwSlot> {
+        let reg = self.map.element_at(offset).ok()?;
+        Some(HwSlot {
+            slot: reg.slot(),
+            reserved: reg.spec().masks().reserved,
+        })
+    }
+
+    /// [`RegFile::hw_update`] through a slot from [`RegFile::slot_of`] (same
+    /// map): no lookup. Returns the new value.
+    pub fn hw_update_slot(&mut self, s: HwSlot, f: impl FnOnce(u32) -> u32) -> u32 {
+        match self.values.get_mut(s.slot) {
+            Some(v) => {
+                *v = f(*v) & !s.reserved;
+                *v
+            }
+            None => 0,
         }
     }
 

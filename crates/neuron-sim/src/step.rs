@@ -226,7 +226,7 @@ impl ExecHooks for Stepper {
         let _ = exec;
         out!("{}", show_ring(device, &q, inc));
         out!("{}", show_regs(device, &q.region));
-                self.prompt(device, Some((&q, inc)))
+        self.prompt(device, Some((&q, inc)))
     }
 
     fn during_run(&mut self, device: &mut Device) -> Control {

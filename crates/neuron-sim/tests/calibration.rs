@@ -30,5 +30,8 @@ fn one_engine_32k_hbm_to_sbuf_with_semaphore_is_1416ns() {
     assert_eq!(q.bytes, 32 * 1024 + 4);
     // From the doorbell (cycle 0) to the semaphore write landing.
     let ns = dev.timing().ns(q.last_cycle.unwrap());
-    assert!((ns - 1416.0).abs() <= 141.6, "simulated {ns:.1} ns, published 1416 ns");
+    assert!(
+        (ns - 1416.0).abs() <= 141.6,
+        "simulated {ns:.1} ns, published 1416 ns"
+    );
 }

@@ -505,16 +505,42 @@ impl Device {
                 continue;
             }
             self.wake_at[i] = None;
-            self.now = self.now.max(at);
-            let mut bus = DmaBus {
-                fabric: &mut self.fabric,
-                posted: &mut self.posted,
-            };
-            engine.step(at, &mut bus, &self.timing);
-            self.reschedule(id);
-            self.apply_posted();
-            if stop(self) {
-                return (RunStop::Idle, true);
+            let mut at = at;
+            // Keep stepping this engine while its next event comes before
+            // every other engine's (the common case): no heap round trip.
+            loop {
+                self.now = self.now.max(at);
+                let Some(Some(engine)) = self.engines.get_mut(i) else {
+                    break;
+                };
+                let mut bus = DmaBus {
+                    fabric: &mut self.fabric,
+                    posted: &mut self.posted,
+                };
+                engine.step(at, &mut bus, &self.timing);
+                let next = engine.next_event();
+                if !self.posted.is_empty() {
+                    self.reschedule(id);
+                    self.apply_posted();
+                    if stop(self) {
+                        return (RunStop::Idle, true);
+                    }
+                    break;
+                }
+                if stop(self) {
+                    self.reschedule(id);
+                    return (RunStop::Idle, true);
+                }
+                let other = self.wake.peek().map(|&Reverse((c, _))| c);
+                match next {
+                    Some(n) if other.is_none_or(|o| n < o) && limit.is_none_or(|l| n <= l) => {
+                        at = n;
+                    }
+                    _ => {
+                        self.reschedule(id);
+                        break;
+                    }
+                }
             }
         }
     }

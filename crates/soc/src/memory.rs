@@ -2,8 +2,6 @@
 //! memory region of the map gets a sparse backing store on first use;
 //! aliases (the Q7 dataram aperture) share their target's store.
 
-use std::collections::BTreeMap;
-
 use mem::{Bytes, MemFault, Psum, Sbuf, SparseMemory};
 use soc_map::{Hole, RegionId, RegionKind, SocMap};
 
@@ -132,7 +130,8 @@ struct LastRegion {
 /// Every memory of the device, created lazily.
 #[derive(Debug, Default)]
 pub struct DeviceMemory {
-    stores: BTreeMap<RegionId, Backing>,
+    /// Stores by region id (O(1) lookup on the data path).
+    stores: Vec<Option<Backing>>,
     last: std::cell::Cell<Option<LastRegion>>,
 }
 
@@ -214,7 +213,10 @@ impl DeviceMemory {
     }
 
     fn store_mut(&mut self, map: &SocMap, storage: RegionId) -> &mut Backing {
-        self.stores.entry(storage).or_insert_with(|| {
+        if self.stores.len() <= storage {
+            self.stores.resize_with(storage + 1, || None);
+        }
+        self.stores[storage].get_or_insert_with(|| {
             let r = map.region(storage);
             Backing::new(r.kind, r.size_bytes)
         })
@@ -231,7 +233,7 @@ impl DeviceMemory {
     /// Reads `buf.len()` bytes at `addr`.
     pub fn read(&self, map: &SocMap, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
         let t = self.target(map, addr, buf.len() as u64)?;
-        match self.stores.get(&t.storage) {
+        match self.stores.get(t.storage).and_then(Option::as_ref) {
             Some(store) => store
                 .read(t.offset, buf)
                 .map_err(|f| Self::fault(map, t, addr, f)),
@@ -287,7 +289,7 @@ impl DeviceMemory {
                 .copy(s_off, d_off, len)
                 .map_err(|f| (Self::fault(map, d, dst, f), dst));
         }
-        let Some(src_store) = self.stores.remove(&s.storage) else {
+        let Some(src_store) = self.stores.get_mut(s.storage).and_then(Option::take) else {
             // Never written: the source reads as zeros.
             return self
                 .store_mut(map, d.storage)
@@ -299,21 +301,27 @@ impl DeviceMemory {
             let (src_mem, _) = match src_store.linear(s.offset, len, false) {
                 Ok(x) => x,
                 Err(f) => {
-                    self.stores.insert(s.storage, src_store);
+                    self.stores[s.storage] = Some(src_store);
                     return Err((Self::fault(map, s, src, f), src));
                 }
             };
             let dst_store = self.store_mut(map, d.storage).sparse_mut();
             SparseMemory::copy_between(src_mem, s_off, dst_store, d_off, len)
         };
-        self.stores.insert(s.storage, src_store);
+        self.stores[s.storage] = Some(src_store);
         result.map_err(|f| (Self::fault(map, d, dst, f), dst))
     }
 
     /// The offset inside the target's sparse store (checks partition pads
     /// and PSUM write rules without creating a store).
-    fn store_offset(&self, map: &SocMap, t: MemTarget, len: u64, write: bool) -> Result<u64, MemFault> {
-        match self.stores.get(&t.storage) {
+    fn store_offset(
+        &self,
+        map: &SocMap,
+        t: MemTarget,
+        len: u64,
+        write: bool,
+    ) -> Result<u64, MemFault> {
+        match self.stores.get(t.storage).and_then(Option::as_ref) {
             Some(store) => store.linear(t.offset, len, write).map(|(_, at)| at),
             None => {
                 let r = map.region(t.storage);
@@ -326,6 +334,10 @@ impl DeviceMemory {
 
     /// Host bytes allocated by all stores (sparse pages).
     pub fn allocated_bytes(&self) -> u64 {
-        self.stores.values().map(Backing::allocated_bytes).sum()
+        self.stores
+            .iter()
+            .flatten()
+            .map(Backing::allocated_bytes)
+            .sum()
     }
 }

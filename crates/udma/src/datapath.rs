@@ -232,7 +232,8 @@ fn cce_packet(
         let len = t.desc.len_bytes(encode_64k) as usize;
         let n = len / in_sz;
         src.resize(n * in_sz, 0);
-        bus.read(t.desc.buf_ptr, &mut src).map_err(MoveError::Read)?;
+        bus.read(t.desc.buf_ptr, &mut src)
+            .map_err(MoveError::Read)?;
         // The destination span may straddle RX buffers: gather it.
         let mut spans = Vec::new();
         let mut left = (n * out_sz) as u64;
@@ -245,13 +246,15 @@ fn cce_packet(
         for &(addr, k) in &spans {
             let start = dst.len();
             dst.resize(start + k as usize, 0);
-            bus.read(addr, &mut dst[start..]).map_err(MoveError::Write)?;
+            bus.read(addr, &mut dst[start..])
+                .map_err(MoveError::Write)?;
         }
         cme::reduce(op, in_dt, &src, out_dt, &mut dst)
             .map_err(|e| MoveError::Length(format!("CCE: {e}")))?;
         let mut at = 0usize;
         for &(addr, k) in &spans {
-            bus.write(addr, &dst[at..at + k as usize]).map_err(MoveError::Write)?;
+            bus.write(addr, &dst[at..at + k as usize])
+                .map_err(MoveError::Write)?;
             at += k as usize;
         }
         sink.written += (n * out_sz) as u64;

@@ -263,6 +263,9 @@ pub struct Engine {
     free_slots: Vec<usize>,
     /// Reusable descriptor vectors.
     pool: Vec<Vec<Fetched>>,
+    /// Hot hardware-owned queue registers: (Q_STATUS, packet counter) slots
+    /// per direction (same map for every queue of a direction).
+    hot: [(csr::HwSlot, csr::HwSlot); 2],
     /// Values right after reset and the driver-default masks, per block
     /// that differs from the map's reset values (M2S, S2M, GEN).
     init: Vec<(UnitBlock, RegFile<'static>)>,
@@ -307,7 +310,18 @@ impl Engine {
             inflight: Vec::new(),
             free_slots: Vec::new(),
             pool: Vec::new(),
+            hot: Default::default(),
         };
+        let slots = |f: &RegFile<'static>, qo: crate::regs::QueueOffsets| {
+            (
+                f.slot_of(qo.status).unwrap_or_default(),
+                f.slot_of(qo.pkt_count).unwrap_or_default(),
+            )
+        };
+        e.hot = [
+            slots(&e.regs.m2s_q[0], maps.offsets.m2s_q),
+            slots(&e.regs.s2m_q[0], maps.offsets.s2m_q),
+        ];
         if id < 128 {
             let o = &maps.offsets;
             let a = o.sec[Group::A as usize];
@@ -511,7 +525,11 @@ impl Engine {
             );
             c.q_bucket[qi] = self.bucket_cfg("RLIMIT_", &self.regs.m2s_q[qi], "RLIMIT_MASK");
         }
-        let cfg_len = self.regs.m2s.value(self.maps.offsets.m2s_cfg_len).unwrap_or(0);
+        let cfg_len = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_cfg_len)
+            .unwrap_or(0);
         c.encode_64k = cfg_len & (1 << 24) != 0;
         c.max_pkt = u64::from(cfg_len & 0xF_FFFF);
         c.max_descs = self
@@ -681,8 +699,10 @@ impl Engine {
         if len != 0 && u64::from(len) <= outstanding {
             status |= 1 << 31;
         }
-        let f = self.qfile(dir, q);
-        let _ = f.hw_update(qo.status, |s| (s & (1 << 29 | 1 << 30)) | status);
+        let _ = qo;
+        let slot = self.hot[d].0;
+        self.qfile(dir, q)
+            .hw_update_slot(slot, |s| (s & (1 << 29 | 1 << 30)) | status);
     }
 
     /// Mirrors the model's pointers into the queue's registers.
@@ -898,7 +918,11 @@ impl Engine {
         }
         // Refill policy: above the threshold, wait until a minimum burst fits.
         let (below, above, thr) = self.cfg.pref[d];
-        let min_burst = if thr != 0 && fill >= thr { above } else { below };
+        let min_burst = if thr != 0 && fill >= thr {
+            above
+        } else {
+            below
+        };
         if (room as usize) < min_burst {
             return;
         }
@@ -939,7 +963,11 @@ impl Engine {
         // One bus read per contiguous run of the burst (it may wrap once).
         let mut burst = [0u8; 16 * FETCH_BURST as usize];
         let head0 = self.q[qi][d].head;
-        let n_fit = if len == 0 { 0 } else { n.min(FETCH_BURST).min(len - head0.min(len)) };
+        let n_fit = if len == 0 {
+            0
+        } else {
+            n.min(FETCH_BURST).min(len - head0.min(len))
+        };
         let mut read_err = None;
         if n_fit > 0 {
             let bytes = 16 * n_fit as usize;
@@ -1018,12 +1046,12 @@ impl Engine {
         self.sync_queue_regs(dir, q);
         if fetched > 0 {
             self.log(EventKind::Prefetch {
-            dir,
-            queue: q,
-            first_index,
-            count: fetched,
-            head,
-            head_ring_id: head_id,
+                dir,
+                queue: q,
+                first_index,
+                count: fetched,
+                head,
+                head_ring_id: head_id,
             });
         }
         self.try_fetch(dir, q, timing);
@@ -1140,12 +1168,18 @@ impl Engine {
 
     fn q_reg(&self, q: u8, name: &str) -> u32 {
         let f = &self.regs.m2s_q[usize::from(q) % QUEUES];
-        f.map().find(name, None).and_then(|o| f.value(o).ok()).unwrap_or(0)
+        f.map()
+            .find(name, None)
+            .and_then(|o| f.value(o).ok())
+            .unwrap_or(0)
     }
 
     fn m2s_reg(&self, name: &str) -> u32 {
         let f = &self.regs.m2s;
-        f.map().find(name, None).and_then(|o| f.value(o).ok()).unwrap_or(0)
+        f.map()
+            .find(name, None)
+            .and_then(|o| f.value(o).ok())
+            .unwrap_or(0)
     }
 
     /// The M2S scheduler configuration (wiki-facts §D.4): DWRR only when
@@ -1225,7 +1259,12 @@ impl Engine {
         }
     }
 
-    fn bucket_cfg(&self, prefix: &str, file: &RegFile<'static>, mask_name: &str) -> Option<BucketCfg> {
+    fn bucket_cfg(
+        &self,
+        prefix: &str,
+        file: &RegFile<'static>,
+        mask_name: &str,
+    ) -> Option<BucketCfg> {
         let get = |n: &str| {
             file.map()
                 .find(&format!("{prefix}{n}"), None)
@@ -1538,7 +1577,7 @@ impl Engine {
     fn complete(&mut self, dir: Dir, q: u8, descs: &[Fetched], bus: &mut dyn Bus) {
         let qi = usize::from(q);
         let d = dir_idx(dir);
-        let qo = self.qoff(dir);
+        let _qo = ();
         self.q[qi][d].done += descs.len() as u64;
         if self.cfg.comp_en[qi][d] {
             let base = self.cfg.comp_base[qi][d];
@@ -1572,8 +1611,9 @@ impl Engine {
                 }
             }
         }
-        let pkt = qo.pkt_count;
-        let _ = self.qfile(dir, q).hw_update(pkt, |v| v.wrapping_add(1));
+        let pkt = self.hot[d].1;
+        self.qfile(dir, q)
+            .hw_update_slot(pkt, |v| v.wrapping_add(1));
         if self.cfg.comp_en[qi][d] {
             self.sync_queue_regs(dir, q);
         } else {
