@@ -200,24 +200,6 @@ impl StatementKind {
         }
     }
 
-    /// The address the statement operates on: every v1 directive and
-    /// `wait`.
-    ///
-    /// # Panics
-    ///
-    /// For `desc`, `doorbell` and `run`, which have no such address; use
-    /// [`try_addr`](Self::try_addr), [`addrs`](Self::addrs) or
-    /// [`queue`](Self::queue) for code that sees v2 statements.
-    pub fn addr(&self) -> &AddrExpr {
-        match self.try_addr() {
-            Some(a) => a,
-            None => panic!(
-                "`{}` statements have no address (use StatementKind::try_addr)",
-                self.directive()
-            ),
-        }
-    }
-
     /// The address the statement operates on (`write32` … `dump`, `wait`);
     /// `None` for `desc`, `doorbell` and `run`.
     pub fn try_addr(&self) -> Option<&AddrExpr> {

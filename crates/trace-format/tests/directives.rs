@@ -66,7 +66,10 @@ fn statement_spans() {
     let t = parse("\n  write32 hbm0 0x1   # c\nread32 hbm0\n", "t").unwrap();
     assert_eq!(t.statements[0].span, Span::new(2, 3, 16));
     assert_eq!(t.statements[1].span, Span::new(3, 1, 11));
-    assert_eq!(t.statements[0].kind.addr().span, Span::new(2, 11, 4));
+    assert_eq!(
+        t.statements[0].kind.try_addr().unwrap().span,
+        Span::new(2, 11, 4)
+    );
 }
 
 #[test]
@@ -114,7 +117,7 @@ fn read32() {
             mask: Some(0xff)
         }
     );
-    let AddrBase::Path(p) = &k.addr().base else {
+    let AddrBase::Path(p) = &k.try_addr().unwrap().base else {
         panic!()
     };
     assert_eq!(p[2].index, Some(Index::Plain(3)));
