@@ -66,6 +66,10 @@ pub struct TimingConfig {
     pub write_latency_cycles: u64,
     /// From a doorbell write to the queue's tail update.
     pub doorbell_latency_cycles: u64,
+    /// First-data latency of a read from host memory (PCIe).
+    pub host_read_latency_cycles: u64,
+    /// Latency of a write to host memory (PCIe).
+    pub host_write_latency_cycles: u64,
     /// Every parameter with unit and source, as loaded.
     pub params: BTreeMap<String, TimingParam>,
 }
@@ -120,8 +124,29 @@ impl TimingConfig {
             read_latency_cycles: int("read_latency_cycles", 0)?,
             write_latency_cycles: int("write_latency_cycles", 0)?,
             doorbell_latency_cycles: int("doorbell_latency_cycles", 0)?,
+            host_read_latency_cycles: int("host_read_latency_cycles", 0)?,
+            host_write_latency_cycles: int("host_write_latency_cycles", 0)?,
             params: file.parameters,
         })
+    }
+
+    /// Read latency for a source at `addr`: host memory (PA | bit 46, below
+    /// the die bit) goes over PCIe.
+    pub fn read_latency(&self, addr: u64) -> u64 {
+        if is_host(addr) {
+            self.host_read_latency_cycles
+        } else {
+            self.read_latency_cycles
+        }
+    }
+
+    /// Write latency for a destination at `addr`.
+    pub fn write_latency(&self, addr: u64) -> u64 {
+        if is_host(addr) {
+            self.host_write_latency_cycles
+        } else {
+            self.write_latency_cycles
+        }
     }
 
     /// Simulated nanoseconds for a cycle count.
@@ -145,6 +170,12 @@ impl TimingConfig {
     }
 }
 
+/// Host memory is reached at PA | bit 46 (driver-facts §6.1); bit 47 is the
+/// die bit.
+fn is_host(addr: u64) -> bool {
+    addr & (1 << 46) != 0 && addr & (1 << 47) == 0
+}
+
 const KNOWN: &[&str] = &[
     "clock_ghz",
     "beat_bytes",
@@ -156,6 +187,8 @@ const KNOWN: &[&str] = &[
     "read_latency_cycles",
     "write_latency_cycles",
     "doorbell_latency_cycles",
+    "host_read_latency_cycles",
+    "host_write_latency_cycles",
 ];
 
 #[cfg(test)]

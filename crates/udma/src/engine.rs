@@ -1424,13 +1424,22 @@ impl Engine {
         }
         let start = self.now;
         self.data_free_at = start.after(data_cycles);
-        let mut end =
-            start.after(timing.read_latency_cycles + data_cycles + timing.write_latency_cycles);
+        let read_latency = tx
+            .iter()
+            .map(|f| timing.read_latency(f.desc.buf_ptr))
+            .max()
+            .unwrap_or(timing.read_latency_cycles);
+        let write_latency = rx
+            .iter()
+            .map(|f| timing.write_latency(f.desc.buf_ptr))
+            .max()
+            .unwrap_or(timing.write_latency_cycles);
+        let mut end = start.after(read_latency + data_cycles + write_latency);
         end = end.max(self.last_end[qi]);
         let barrier =
             desc::Cme(tx[0].desc.word1).write_barrier() || rx.iter().any(|f| f.desc.sow());
         if barrier {
-            end = end.max(self.last_write_end.after(timing.write_latency_cycles));
+            end = end.max(self.last_write_end.after(write_latency));
         }
         self.last_end[qi] = end;
         self.last_write_end = self.last_write_end.max(end);
