@@ -159,7 +159,7 @@ enum Cmd {
         #[arg(long, value_name = "CYCLE")]
         at_cycle: Option<u64>,
         /// Also stop once the 32-bit value at ADDR is >= V (e.g. tpb0.sem.read[3]>=16).
-        #[arg(long, value_name = "ADDR>=V")]
+        #[arg(long, value_name = "COND")]
         when: Option<String>,
         /// Do not stop at doorbells (only at --at-cycle / --when).
         #[arg(long)]
@@ -174,7 +174,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Execute a trace (register and memory directives).
+    /// Execute a trace: registers, memory, descriptors, doorbells, run/wait.
     Run {
         /// The trace file.
         trace: PathBuf,
@@ -482,6 +482,29 @@ fn cmd_decode_desc(hex: &str, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// How fast the simulator ran (host wall clock; not part of golden output).
+#[derive(Debug, serde::Serialize)]
+struct HostSpeed {
+    host_seconds: f64,
+    cycles_per_host_second: f64,
+    descriptors_per_host_second: f64,
+    /// Host time / simulated time.
+    slowdown: f64,
+}
+
+impl HostSpeed {
+    fn measure(elapsed: std::time::Duration, report: &soc::exec::RunReport) -> Self {
+        let host = elapsed.as_secs_f64().max(1e-9);
+        let sim_s = report.summary.sim_ns * 1e-9;
+        HostSpeed {
+            host_seconds: host,
+            cycles_per_host_second: report.summary.cycles as f64 / host,
+            descriptors_per_host_second: report.summary.descriptors as f64 / host,
+            slowdown: if sim_s > 0.0 { host / sim_s } else { 0.0 },
+        }
+    }
+}
+
 /// Trace files relative to the trace's directory.
 struct DirFiles {
     base: PathBuf,
@@ -514,6 +537,7 @@ fn cmd_run(
     let mut files = DirFiles {
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
+    let started = std::time::Instant::now();
     let report = match soc::exec::run_source(&mut dev, &source, &name, &mut files) {
         Ok(r) => r,
         Err(errors) => {
@@ -525,10 +549,25 @@ fn cmd_run(
             return Err(bad_input(msg));
         }
     };
+    let speed = HostSpeed::measure(started.elapsed(), &report);
     if json {
-        outln!("{}", to_json(&report)?);
+        let mut v = serde_json::to_value(&report).map_err(|e| bad_input(e.to_string()))?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert(
+                "host".into(),
+                serde_json::to_value(&speed).unwrap_or_default(),
+            );
+        }
+        outln!("{}", to_json(&v)?);
     } else {
         out!("{}", report.to_text());
+        outln!(
+            "host time {:.3} s: {:.0} simulated cycles per host second, {:.0} descriptors per host second, slowdown {:.1}x vs real time",
+            speed.host_seconds,
+            speed.cycles_per_host_second,
+            speed.descriptors_per_host_second,
+            speed.slowdown
+        );
     }
     if let Some(path) = snapshot {
         let snap = dev.csr_snapshot();

@@ -44,6 +44,8 @@ impl Input {
                     let _ = ed.add_history_entry(line.as_str());
                     Some(line)
                 }
+                // Ctrl-C quits the session; Ctrl-D (end of input) runs on.
+                Err(rustyline::error::ReadlineError::Interrupted) => Some("quit".into()),
                 Err(_) => None,
             },
             Input::Lines(r) => {
@@ -183,13 +185,15 @@ impl Stepper {
 }
 
 const HELP: &str = "commands:
-  next | n          run to the next stop (doorbell, cycle, value)
-  continue | c      run to the end without stopping at doorbells
-  ring [QUEUE]      the ring of QUEUE (default: the queue being rung), descriptors decoded
-  regs [REGION]     the registers of a region (e.g. eng0.m2s.q0, eng0.gen, tpb0.evt_sem)
-  mem ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000)
-  time              the simulated cycle
-  quit | q          stop the run";
+  next | n | step | s   run to the next stop (doorbell, cycle, value)
+  continue | c          run to the end without stopping at doorbells
+  ring [QUEUE]          the ring of QUEUE (default: the queue being rung), descriptors decoded
+  regs | r [REGION]     the registers of a region (e.g. eng0.m2s.q0, eng0.gen, tpb0.evt_sem)
+  mem | x ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000)
+  time | t              the simulated cycle
+  help | h              this list
+  quit | q (Ctrl-C)     stop the run
+--at-cycle and --when are checked after each engine step while run/wait advance time.";
 
 impl ExecHooks for Stepper {
     fn before(
@@ -244,14 +248,22 @@ impl ExecHooks for Stepper {
         if let Some((addr, ref text, v)) = self.filter.when_ge
             && !self.value_stop_done
         {
+            // A register (without read side effects) or 4 bytes of memory.
             let cur = match device.reg_target(addr) {
                 Ok(Some(t)) => device.peek_reg(t),
-                _ => None,
+                Ok(None) => {
+                    let mut b = [0u8; 4];
+                    device
+                        .read_bytes(addr, &mut b)
+                        .ok()
+                        .map(|()| u32::from_le_bytes(b))
+                }
+                Err(_) => None,
             };
             if cur.is_some_and(|x| x >= v) {
                 self.value_stop_done = true;
                 outln!(
-                    "== {text} = {} >= {v} at cycle {}",
+                    "== {text} = {:#x} >= {v:#x} at cycle {}",
                     cur.unwrap_or(0),
                     device.now().0
                 );

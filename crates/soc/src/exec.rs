@@ -510,9 +510,23 @@ impl ExecHooks for NoHooks {}
 pub struct Executor {
     /// (engine, direction, queue) → descriptors placed since the last doorbell.
     pending: BTreeMap<(u16, Dir, u8), u32>,
+    /// (engine, direction, queue) → the software producer slot and the ring
+    /// id the hardware will expect there, like a driver's `next_desc_idx`
+    /// (driver-facts §3.6, §3.8). Seeded from the hardware tail on first use
+    /// and forgotten when the trace writes the queue's ring registers or
+    /// Q_SW_CTRL.
+    next: BTreeMap<(u16, Dir, u8), (u32, u8)>,
 }
 
 impl Executor {
+    /// Forgets the software producer state of a queue (its ring was
+    /// reprogrammed or reset).
+    fn forget(&mut self, q: &QueueTarget) {
+        let key = (q.engine, q.dir, q.queue);
+        self.next.remove(&key);
+        self.pending.remove(&key);
+    }
+
     /// Descriptors placed by `desc` on a queue since its last doorbell.
     pub fn pending(&self, q: &QueueTarget) -> u32 {
         self.pending
@@ -795,7 +809,7 @@ fn place_desc(
     }
     let key = (q.engine, q.dir, q.queue);
     let pending = exec.pending.get(&key).copied().unwrap_or(0);
-    let idx = match slot {
+    let (idx, ring_id) = match slot {
         Some(s) => {
             if s >= u64::from(len) {
                 return Err((
@@ -806,15 +820,33 @@ fn place_desc(
                     ),
                 ));
             }
-            s as u32
+            let idx = s as u32;
+            // The ring id the hardware expects at this slot on its next pass.
+            (
+                idx,
+                if idx >= tail {
+                    tail_id
+                } else {
+                    (tail_id + 1) & 3
+                },
+            )
         }
-        None => ((u64::from(tail) + u64::from(pending)) % u64::from(len)) as u32,
-    };
-    // The ring id the hardware expects at this slot on its next pass.
-    let ring_id = if idx >= tail {
-        tail_id
-    } else {
-        (tail_id + 1) & 3
+        None => {
+            // The software producer slot (seeded from the hardware tail).
+            let (idx, id) = exec
+                .next
+                .get(&key)
+                .copied()
+                .filter(|&(i, _)| i < len)
+                .unwrap_or((tail, tail_id));
+            let following = if idx + 1 >= len {
+                (0, (id + 1) & 3)
+            } else {
+                (idx + 1, id)
+            };
+            exec.next.insert(key, following);
+            (idx, id)
+        }
     };
     let bytes = build_descriptor(q, fields, addr, buf2, ring_id).map_err(|m| (None, m))?;
     let at = base + 16 * u64::from(idx);
@@ -997,6 +1029,20 @@ fn step(
             })
         }
         StatementKind::Write32 { value, .. } => {
+            if let Linked::Addr(res) = r
+                && let Some(name) = res.register.as_deref()
+                && ["DRBP_LOW", "DRBP_HIGH", "DRL", "Q_SW_CTRL"]
+                    .iter()
+                    .any(|suffix| name.ends_with(suffix))
+            {
+                let d = device.map().decode(addr);
+                if let Some(q) = d
+                    .region
+                    .and_then(|id| queue_target(device, device.map().name(id)))
+                {
+                    exec.forget(&q);
+                }
+            }
             let reg = device.write32(addr, *value).map_err(fault)?;
             match reg {
                 Some(w) if w.read_only => Err((
