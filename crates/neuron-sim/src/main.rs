@@ -26,6 +26,7 @@ macro_rules! outln {
     };
 }
 
+mod ioctl_cmd;
 mod step;
 
 /// Writes to stdout; a closed pipe ends the process with status 0.
@@ -174,6 +175,11 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// The driver's ioctl ABI: list the supported ioctls, decode a number.
+    Ioctl {
+        #[command(subcommand)]
+        cmd: ioctl_cmd::IoctlCmd,
+    },
     /// Execute a trace: registers, memory, descriptors, doorbells, run/wait.
     Run {
         /// The trace file.
@@ -255,6 +261,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             } => cmd_csr_decode(&maps, &block, &register, value, json),
         },
         Cmd::Decode { desc, json } => cmd_decode_desc(&desc, json),
+        Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd),
         Cmd::Step {
             trace,
             script,
