@@ -1,8 +1,11 @@
 //! Byte-exact DMA wire formats of the Trainium2 (NeuronCore-v3) DMA subsystem.
 //!
-//! Today: the 16-byte udma/SDMA ring descriptor (`SDMA_CME_BD_DESC`, seed 004
-//! §3; driver-facts §3.1–3.5) as a zerocopy type, with typed views of its two
-//! control words, a builder, and a serializable decode for tools.
+//! The 16-byte udma/SDMA ring descriptor (`SDMA_CME_BD_DESC`, seed 004 §3;
+//! driver-facts §3.1–3.5) as a zerocopy type, with typed views of its two
+//! control words, a builder, and a serializable decode for tools; and the six
+//! 64-byte DMA instruction words (seed 004 §2) in [`inst`]: zerocopy layouts,
+//! validated decode/encode, a serializable decode and the assembler text
+//! form (`docs/instruction-words.md`).
 //!
 //! | bytes | word | type |
 //! |-------|------|------|
@@ -24,6 +27,7 @@ mod bits;
 pub mod build;
 pub mod decode;
 pub mod desc;
+pub mod inst;
 pub mod word0;
 pub mod word1;
 

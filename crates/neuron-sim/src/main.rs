@@ -26,6 +26,7 @@ macro_rules! outln {
     };
 }
 
+mod asm_cmd;
 mod ioctl_cmd;
 mod step;
 
@@ -166,14 +167,37 @@ enum Cmd {
         #[arg(long)]
         no_doorbells: bool,
     },
-    /// Decode a 16-byte hardware descriptor.
+    /// Decode a 16-byte hardware descriptor (--desc) or a 64-byte DMA instruction word (--word).
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["desc", "word"])))]
     Decode {
         /// The descriptor: 32 hex digits, the 16 bytes in memory order.
         #[arg(long, value_name = "HEX")]
-        desc: String,
+        desc: Option<String>,
+        /// The instruction word: 128 hex digits, the 64 bytes in memory order.
+        #[arg(long, value_name = "HEX")]
+        word: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Disassemble a binary stream of 64-byte DMA instruction words into text, one per line.
+    Disasm {
+        /// The binary stream (its length must be a multiple of 64).
+        file: PathBuf,
+        /// Write the text to OUT instead of stdout.
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// Show every field, not only those that differ from their default.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Assemble instruction-word text (KIND key=value ..., one per line) into a binary stream.
+    Asm {
+        /// The text file.
+        file: PathBuf,
+        /// The binary output file.
+        #[arg(short, long, value_name = "OUT")]
+        output: PathBuf,
     },
     /// The driver's ioctl ABI: list the supported ioctls, decode a number.
     Ioctl {
@@ -260,7 +284,12 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 json,
             } => cmd_csr_decode(&maps, &block, &register, value, json),
         },
-        Cmd::Decode { desc, json } => cmd_decode_desc(&desc, json),
+        Cmd::Decode { desc, word, json } => match (desc, word) {
+            (_, Some(word)) => asm_cmd::cmd_decode_word(&word, json),
+            (desc, None) => cmd_decode_desc(&desc.unwrap_or_default(), json),
+        },
+        Cmd::Disasm { file, output, full } => asm_cmd::cmd_disasm(&file, output.as_deref(), full),
+        Cmd::Asm { file, output } => asm_cmd::cmd_asm(&file, &output),
         Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd),
         Cmd::Step {
             trace,

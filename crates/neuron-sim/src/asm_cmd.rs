@@ -1,0 +1,58 @@
+//! The 64-byte DMA instruction words on the command line (`dma_abi::inst`):
+//! `decode --word HEX [--json]`, `disasm FILE [-o OUT] [--full]` (binary
+//! stream → text) and `asm FILE -o OUT` (text → binary stream). Bad input
+//! exits 2 with a message naming the file, line, column or byte offset.
+
+use std::path::Path;
+
+use dma_abi::inst::{self, InstDecode, InstWord, TextStyle};
+
+use crate::{Failure, bad_input, to_json};
+
+/// `decode --word HEX`: one word, 128 hex digits in memory order.
+pub(crate) fn cmd_decode_word(hex: &str, json: bool) -> Result<u8, Failure> {
+    let bytes = inst::parse_hex_word(hex).map_err(|e| bad_input(format!("--word: {e}")))?;
+    let word = InstWord::decode(&bytes).map_err(|e| bad_input(format!("--word: {e}")))?;
+    if json {
+        outln!("{}", to_json(&InstDecode::new(word, &bytes))?);
+    } else {
+        out!("{}", inst::render_text(&word, &bytes));
+    }
+    Ok(0)
+}
+
+/// `disasm FILE`: a binary stream of 64-byte words to one text line each.
+pub(crate) fn cmd_disasm(file: &Path, output: Option<&Path>, full: bool) -> Result<u8, Failure> {
+    let bytes = std::fs::read(file)
+        .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+    let style = if full {
+        TextStyle::Full
+    } else {
+        TextStyle::Compact
+    };
+    let text = inst::text::disasm_with(&bytes, style)
+        .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+    match output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| bad_input(format!("cannot write {}: {e}", p.display())))?,
+        None => out!("{text}"),
+    }
+    Ok(0)
+}
+
+/// `asm FILE -o OUT`: text lines to the binary stream.
+pub(crate) fn cmd_asm(file: &Path, output: &Path) -> Result<u8, Failure> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+    let bytes = inst::asm(&text).map_err(|errors| {
+        let mut msg: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}:{e}", file.display()))
+            .collect();
+        msg.push(format!("{} error(s); nothing was written", errors.len()));
+        bad_input(msg.join("\n"))
+    })?;
+    std::fs::write(output, &bytes)
+        .map_err(|e| bad_input(format!("cannot write {}: {e}", output.display())))?;
+    Ok(0)
+}
