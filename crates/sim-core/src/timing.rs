@@ -70,6 +70,13 @@ pub struct TimingConfig {
     pub host_read_latency_cycles: u64,
     /// Latency of a write to host memory (PCIe).
     pub host_write_latency_cycles: u64,
+    /// Q7 firmware: fetch, decode and plan one 64-byte instruction word.
+    pub q7_decode_cycles: u64,
+    /// Q7 firmware: write one 16-byte descriptor into the DGE carve-out.
+    pub q7_desc_write_cycles: u64,
+    /// Q7 firmware: interval between polls of a completion pointer or a
+    /// ring with no room.
+    pub q7_poll_cycles: u64,
     /// Every parameter with unit and source, as loaded.
     pub params: BTreeMap<String, TimingParam>,
 }
@@ -126,6 +133,9 @@ impl TimingConfig {
             doorbell_latency_cycles: int("doorbell_latency_cycles", 0)?,
             host_read_latency_cycles: int("host_read_latency_cycles", 0)?,
             host_write_latency_cycles: int("host_write_latency_cycles", 0)?,
+            q7_decode_cycles: int("q7_decode_cycles", 0)?,
+            q7_desc_write_cycles: int("q7_desc_write_cycles", 0)?,
+            q7_poll_cycles: int("q7_poll_cycles", 1)?,
             params: file.parameters,
         })
     }
@@ -189,6 +199,9 @@ const KNOWN: &[&str] = &[
     "doorbell_latency_cycles",
     "host_read_latency_cycles",
     "host_write_latency_cycles",
+    "q7_decode_cycles",
+    "q7_desc_write_cycles",
+    "q7_poll_cycles",
 ];
 
 #[cfg(test)]

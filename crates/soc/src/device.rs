@@ -13,6 +13,8 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use csr::{Catalog, CsrAccessError, CsrMap, Delta, RegFile};
+use dma_abi::inst::InstWord;
+use q7::{InstTag, Q7Core};
 use serde::Serialize;
 use sim_core::{AccessError, Bus, Cycle, TimingConfig};
 use soc_map::{Hex, Hex32, RegionId, RegionKind, SocMap};
@@ -70,6 +72,8 @@ pub enum DeviceEvent {
     },
     /// Something a DMA engine did (with `trace` on).
     Engine(EngineEvent),
+    /// Something a core's Q7 firmware did.
+    Firmware(q7::FwEvent),
 }
 
 /// Where a 32-bit register access lands.
@@ -158,6 +162,11 @@ struct Fabric {
     regs: BTreeMap<RegionId, RegFile<'static>>,
     events: Vec<DeviceEvent>,
     engine_blocks: BTreeMap<RegionId, EngineBlockRef>,
+    /// EVT_SEM region → core (TPB index), for waking the firmware.
+    sem_cores: BTreeMap<RegionId, u8>,
+    /// Cores whose semaphores changed since the firmware last looked
+    /// (bit per TPB).
+    sem_touched: u32,
 }
 
 /// Why a device could not be built.
@@ -196,6 +205,10 @@ pub struct Device {
     now: Cycle,
     trace: bool,
     posted: Vec<(u64, u32)>,
+    /// Q7 firmware per core, created on the first instruction.
+    cores: Vec<Option<Q7Core>>,
+    /// When each core's firmware next runs on its own.
+    fw_next: Vec<Option<Cycle>>,
 }
 
 impl Device {
@@ -233,6 +246,9 @@ impl Device {
             .map(|m| &*Box::leak(Box::new(m)))
             .map_err(|e| DeviceError(e.to_string()))?;
         let engine_blocks = engine_blocks(&map);
+        let sem_cores = (0..crate::firmware::CORES)
+            .filter_map(|t| map.by_name(&format!("tpb{t}.evt_sem")).map(|id| (id, t)))
+            .collect();
         Ok(Self {
             fabric: Fabric {
                 map,
@@ -241,6 +257,8 @@ impl Device {
                 regs: BTreeMap::new(),
                 events: Vec::new(),
                 engine_blocks,
+                sem_cores,
+                sem_touched: 0,
             },
             unit_maps,
             timing,
@@ -250,6 +268,8 @@ impl Device {
             now: Cycle(0),
             trace: true,
             posted: Vec::new(),
+            cores: Vec::new(),
+            fw_next: Vec::new(),
         })
     }
 
@@ -482,6 +502,26 @@ impl Device {
         mut stop: impl FnMut(&mut Device) -> bool,
     ) -> (RunStop, bool) {
         loop {
+            self.wake_touched_cores();
+            let fw = self.next_fw();
+            let engine_at = self.wake.peek().map(|&Reverse((c, _))| c);
+            if let Some((fw_at, core)) = fw
+                && engine_at.is_none_or(|e| fw_at <= e)
+            {
+                if limit.is_some_and(|l| fw_at > l) {
+                    if let Some(l) = limit {
+                        self.now = self.now.max(l);
+                    }
+                    return (RunStop::Limit, false);
+                }
+                self.now = self.now.max(fw_at);
+                self.run_core(core);
+                if stop(self) {
+                    return (RunStop::Idle, true);
+                }
+                continue;
+            }
+            let fw_at = fw.map(|(c, _)| c);
             let Some(&Reverse((at, id))) = self.wake.peek() else {
                 return (RunStop::Idle, false);
             };
@@ -531,9 +571,17 @@ impl Device {
                     self.reschedule(id);
                     return (RunStop::Idle, true);
                 }
+                if self.fabric.sem_touched != 0 {
+                    self.reschedule(id);
+                    break;
+                }
                 let other = self.wake.peek().map(|&Reverse((c, _))| c);
                 match next {
-                    Some(n) if other.is_none_or(|o| n < o) && limit.is_none_or(|l| n <= l) => {
+                    Some(n)
+                        if other.is_none_or(|o| n < o)
+                            && fw_at.is_none_or(|f| n < f)
+                            && limit.is_none_or(|l| n <= l) =>
+                    {
                         at = n;
                     }
                     _ => {
@@ -542,6 +590,101 @@ impl Device {
                     }
                 }
             }
+        }
+    }
+
+    /// Queues a 64-byte instruction word on core `tpb`'s firmware; it runs
+    /// from the current cycle on. `source` says where the word came from.
+    pub fn submit_inst(
+        &mut self,
+        tpb: u8,
+        word: InstWord,
+        source: String,
+    ) -> Result<InstTag, DeviceError> {
+        let i = usize::from(tpb);
+        if tpb >= crate::firmware::CORES {
+            return Err(DeviceError(format!(
+                "core tpb{tpb} does not exist (the device has tpb0..tpb{})",
+                crate::firmware::CORES - 1
+            )));
+        }
+        if self.cores.len() <= i {
+            self.cores.resize_with(i + 1, || None);
+            self.fw_next.resize(i + 1, None);
+        }
+        if self.cores[i].is_none() {
+            let layout = crate::firmware::core_layout(&self.fabric.map, self.fabric.catalog, tpb)
+                .map_err(|m| DeviceError(format!("tpb{tpb} firmware: {m}")))?;
+            self.cores[i] = Some(Q7Core::new(layout));
+        }
+        let Some(core) = self.cores[i].as_mut() else {
+            return Err(DeviceError(format!("tpb{tpb}: no firmware")));
+        };
+        let tag = core.submit(word, source);
+        self.fw_next[i] = Some(self.now);
+        Ok(tag)
+    }
+
+    /// The firmware of core `tpb`, if it has run anything.
+    pub fn core(&self, tpb: u8) -> Option<&Q7Core> {
+        self.cores.get(usize::from(tpb)).and_then(Option::as_ref)
+    }
+
+    /// Every core with firmware.
+    pub fn cores(&self) -> impl Iterator<Item = &Q7Core> {
+        self.cores.iter().flatten()
+    }
+
+    /// Schedules the firmware of cores whose semaphores changed.
+    fn wake_touched_cores(&mut self) {
+        let touched = std::mem::take(&mut self.fabric.sem_touched);
+        if touched == 0 {
+            return;
+        }
+        for (i, c) in self.cores.iter().enumerate() {
+            if c.is_some() && touched & (1 << i) != 0 {
+                let now = self.now;
+                let slot = &mut self.fw_next[i];
+                *slot = Some(slot.map_or(now, |t| t.min(now)));
+            }
+        }
+    }
+
+    /// The earliest scheduled firmware run: (cycle, core).
+    fn next_fw(&self) -> Option<(Cycle, u8)> {
+        self.fw_next
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.map(|t| (t, i as u8)))
+            .min()
+    }
+
+    /// Runs core `tpb`'s firmware at the current cycle.
+    fn run_core(&mut self, tpb: u8) {
+        let i = usize::from(tpb);
+        let Some(mut core) = self.cores.get_mut(i).and_then(Option::take) else {
+            if let Some(s) = self.fw_next.get_mut(i) {
+                *s = None;
+            }
+            return;
+        };
+        let now = self.now;
+        let timing = self.timing.clone();
+        let next = {
+            let mut bus = crate::firmware::DeviceFwBus { device: self };
+            core.step(now, &mut bus, &timing)
+        };
+        for e in core.take_events() {
+            self.fabric.events.push(DeviceEvent::Firmware(e));
+        }
+        self.cores[i] = Some(core);
+        self.fw_next[i] = next;
+        // The firmware's own semaphore updates need not wake it again.
+        self.fabric.sem_touched &= !(1 << tpb);
+        if let Some(n) = next
+            && n <= now
+        {
+            self.fw_next[i] = Some(Cycle(now.0 + 1));
         }
     }
 
@@ -808,6 +951,9 @@ impl Fabric {
             _ => return,
         };
         if rf.hw_set(read_off, new).is_ok() {
+            if let Some(&core) = self.sem_cores.get(&region) {
+                self.sem_touched |= 1 << core;
+            }
             let name = self.map.name(region).to_string();
             self.events.push(DeviceEvent::Semaphore {
                 region: name,

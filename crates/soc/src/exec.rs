@@ -111,6 +111,20 @@ pub struct Summary {
     pub packets: u64,
     /// Per queue, keyed `engN.qQ`.
     pub queues: BTreeMap<String, QueueSummary>,
+    /// Per core with Q7 firmware, keyed `tpbN`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub firmware: BTreeMap<String, CoreSummary>,
+}
+
+/// What one core's firmware did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoreSummary {
+    /// Words still in the instruction queue (gated or waiting for room).
+    pub queued: usize,
+    /// Words issued whose data is still moving.
+    pub in_flight: usize,
+    /// Per instruction kind.
+    pub kinds: BTreeMap<String, q7::KindStats>,
 }
 
 impl Summary {
@@ -127,7 +141,22 @@ impl Summary {
             rx_descriptors: 0,
             packets: 0,
             queues: BTreeMap::new(),
+            firmware: BTreeMap::new(),
         };
+        for c in device.cores() {
+            s.firmware.insert(
+                format!("tpb{}", c.tpb()),
+                CoreSummary {
+                    queued: c.queued(),
+                    in_flight: c.in_flight(),
+                    kinds: c
+                        .stats()
+                        .iter()
+                        .map(|(k, v)| ((*k).to_string(), *v))
+                        .collect(),
+                },
+            );
+        }
         for (engine, queue, st) in device.queue_stats() {
             s.bytes += st.bytes;
             s.tx_descriptors += st.tx_descs;
@@ -236,6 +265,20 @@ impl RunReport {
                 ));
             }
         }
+        for (core, c) in &sm.firmware {
+            for (kind, k) in &c.kinds {
+                out.push_str(&format!(
+                    "  {core} firmware {kind}: {} issued, {} rejected, {} descriptors, {} bytes\n",
+                    k.issued, k.rejected, k.descriptors, k.bytes
+                ));
+            }
+            if c.queued > 0 || c.in_flight > 0 {
+                out.push_str(&format!(
+                    "  {core} firmware: {} words still queued, {} in flight\n",
+                    c.queued, c.in_flight
+                ));
+            }
+        }
         out.push_str(&format!(
             "{} statements, {} expectations passed, {} failed, {} errors\n",
             self.statements,
@@ -267,6 +310,7 @@ pub fn event_text(e: &DeviceEvent) -> String {
             new,
         } => format!("semaphore {region}[{index}] {old} -> {new}"),
         DeviceEvent::Engine(e) => engine_event_text(e),
+        DeviceEvent::Firmware(e) => fw_event_text(e),
         DeviceEvent::IgnoredWrite {
             region,
             register,
@@ -282,6 +326,73 @@ pub fn event_text(e: &DeviceEvent) -> String {
                 )
             }
         }
+    }
+}
+
+/// One firmware event as a line of text.
+pub fn fw_event_text(e: &q7::FwEvent) -> String {
+    use q7::FwEventKind as K;
+    let head = format!(
+        "{} tpb{} inst#{} ({})",
+        e.at, e.tpb, e.inst.seq, e.inst.source
+    );
+    match &e.kind {
+        K::Waiting {
+            sem,
+            mode,
+            threshold,
+            value,
+        } => format!("{head} waits: {mode} sem[{sem}] = {value}, needs {threshold}"),
+        K::Generating {
+            kind,
+            engines,
+            descriptors,
+            bytes,
+            cycles,
+        } => format!(
+            "{head} {kind}: {descriptors} descriptors on {engines} engines, {bytes} bytes, generation {cycles} cycles"
+        ),
+        K::MicroOp { text } => format!("{head} {text}"),
+        K::RingsInit {
+            engine,
+            queue,
+            ring_descs,
+            m2s_ring,
+            s2m_ring,
+        } => format!(
+            "{head} DGE context init eng{engine}.q{queue}: {ring_descs} descriptors, tx.base {m2s_ring}, rx.base {s2m_ring}"
+        ),
+        K::Doorbell {
+            engine,
+            queue,
+            m2s_first,
+            s2m_first,
+            count,
+            bytes,
+        } => format!(
+            "{head} doorbell eng{engine}.q{queue} +{count} (m2s[{m2s_first}..], s2m[{s2m_first}..]) {bytes} bytes"
+        ),
+        K::OutOfBounds {
+            side,
+            addr,
+            len_bytes,
+            reg,
+            limit,
+            notify,
+        } => format!(
+            "{head} OOB {side} {addr} len {len_bytes} > REG[{reg}] = {limit}{}",
+            if *notify {
+                " (notified)"
+            } else {
+                " (notification disabled)"
+            }
+        ),
+        K::Rejected { reason } => format!("{head} REJECTED: {reason}"),
+        K::Done { update } => match update {
+            Some(u) => format!("{head} done; {u}"),
+            None => format!("{head} done"),
+        },
+        K::ReadDone { update } => format!("{head} all data read; {update}"),
     }
 }
 
@@ -326,6 +437,13 @@ pub enum Linked {
     },
     /// `doorbell`.
     Doorbell(QueueTarget),
+    /// `inst`: the core and the decoded word.
+    Inst {
+        /// TPB index.
+        core: u8,
+        /// The word.
+        word: Box<dma_abi::inst::InstWord>,
+    },
     /// `run`.
     Run,
 }
@@ -335,7 +453,7 @@ impl Linked {
         match self {
             Linked::Addr(r) => r.addr,
             Linked::Desc { queue, .. } | Linked::Doorbell(queue) => queue.base,
-            Linked::Run => 0,
+            Linked::Run | Linked::Inst { .. } => 0,
         }
     }
 }
@@ -424,6 +542,41 @@ fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, ResolveErro
             Ok(Linked::Doorbell(resolve_queue(device, queue)?))
         }
         StatementKind::Run { .. } => Ok(Linked::Run),
+        StatementKind::Inst {
+            core,
+            text,
+            text_column,
+        } => {
+            // The word is checked here so a bad field is reported with the
+            // other name errors, before anything runs.
+            let at = |column: usize, len: u32| Span {
+                line: 0,
+                column: text_column + column.saturating_sub(1) as u32,
+                len,
+            };
+            match dma_abi::inst::parse_line(text) {
+                Ok(Some(word)) => {
+                    if let Err(e) = word.encode() {
+                        return Err(ResolveError {
+                            span: at(1, text.chars().count() as u32),
+                            message: e.to_string(),
+                        });
+                    }
+                    Ok(Linked::Inst {
+                        core: *core,
+                        word: Box::new(word),
+                    })
+                }
+                Ok(None) => Err(ResolveError {
+                    span: at(1, 1),
+                    message: "inst: the instruction is missing".into(),
+                }),
+                Err(e) => Err(ResolveError {
+                    span: at(e.column, 1),
+                    message: e.message,
+                }),
+            }
+        }
         other => match other.try_addr() {
             Some(a) => Ok(Linked::Addr(resolve(device, a)?)),
             None => Ok(Linked::Run),
@@ -438,7 +591,12 @@ pub fn link(device: &Device, trace: &Trace, file: &str) -> Result<Vec<Linked>, V
     for s in &trace.statements {
         match link_one(device, &s.kind) {
             Ok(r) => out.push(r),
-            Err(e) => errors.push(located(file, e.span, e.message)),
+            Err(mut e) => {
+                if e.span.line == 0 {
+                    e.span.line = s.span.line;
+                }
+                errors.push(located(file, e.span, e.message));
+            }
         }
     }
     if errors.is_empty() {
@@ -943,6 +1101,19 @@ fn step(
             Ok(Outcome::Done(format!(
                 "doorbell {}.{name} +{count}",
                 q.region
+            )))
+        }
+        StatementKind::Inst { core, .. } => {
+            let Linked::Inst { word, .. } = r else {
+                return Err((None, "internal: inst not linked".into()));
+            };
+            let tag = device
+                .submit_inst(*core, **word, format!("line {}", s.span.line))
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "inst tpb{core}#{}: {} queued on the Q7 firmware",
+                tag.seq,
+                word.kind().name()
             )))
         }
         StatementKind::Run { mode } => {

@@ -5,6 +5,7 @@ pub mod describe;
 pub mod device;
 pub mod exec;
 pub mod fault;
+pub mod firmware;
 pub mod memory;
 pub mod resolve;
 

@@ -114,6 +114,18 @@ pub enum StatementKind {
         /// How far.
         mode: RunMode,
     },
+    /// `inst CORE WORD…` — queue one 64-byte DMA instruction word on a
+    /// core's Q7 firmware; `WORD…` is the instruction text form
+    /// (`DIRECT2D key=value …`, docs/instruction-words.md), checked when the
+    /// trace is linked.
+    Inst {
+        /// The core, `tpb0` … `tpb7`.
+        core: u8,
+        /// The instruction text (comment stripped).
+        text: String,
+        /// Column of the first character of `text`.
+        text_column: u32,
+    },
     /// `wait ADDR (== | != | >=) VALUE [mask=M] [timeout=N]` — run until a
     /// 32-bit read satisfies the comparison (v2).
     Wait {
@@ -197,6 +209,7 @@ impl StatementKind {
             StatementKind::Doorbell { .. } => "doorbell",
             StatementKind::Run { .. } => "run",
             StatementKind::Wait { .. } => "wait",
+            StatementKind::Inst { .. } => "inst",
         }
     }
 
@@ -214,6 +227,7 @@ impl StatementKind {
             | StatementKind::Wait { addr, .. } => Some(addr),
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
+            | StatementKind::Inst { .. }
             | StatementKind::Run { .. } => None,
         }
     }
@@ -230,6 +244,7 @@ impl StatementKind {
             | StatementKind::Wait { addr, .. } => Some(addr),
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
+            | StatementKind::Inst { .. }
             | StatementKind::Run { .. } => None,
         }
     }
@@ -455,6 +470,7 @@ impl fmt::Display for StatementKind {
             }
             StatementKind::Desc { queue, fields } => write!(f, " {queue} {fields}"),
             StatementKind::Doorbell { queue, count } => write!(f, " {queue} {count}"),
+            StatementKind::Inst { core, text, .. } => write!(f, " tpb{core} {text}"),
             StatementKind::Run { mode } => match mode {
                 RunMode::Idle => Ok(()),
                 RunMode::Cycles(n) => write!(f, " cycles={n}"),

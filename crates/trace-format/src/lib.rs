@@ -82,6 +82,64 @@ pub const MAX_DOORBELL: u32 = 0xff_ffff;
 /// The `wait` timeout, in cycles, when the statement gives none.
 pub const DEFAULT_WAIT_TIMEOUT: u64 = 10_000_000;
 
+/// `inst CORE WORD…`: the instruction text is not in the `key=value`
+/// argument grammar of the other directives (it has `[a,b]` lists and
+/// `imm:` operands), so the line is split here. `None` when the line is not
+/// an `inst` line; `Some(None)` when it is one with an error.
+fn inst_line(line: u32, text: &str, diags: &mut Vec<Diag>) -> Option<Option<Statement>> {
+    let body = text.split('#').next().unwrap_or("");
+    let lead = body.len() - body.trim_start().len();
+    let rest = body.trim_start().strip_prefix("inst")?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    let col = |byte: usize| sat_u32(text[..byte].chars().count() + 1);
+    let after = lead + 4;
+    let core_start = after + (rest.len() - rest.trim_start().len());
+    let rest = rest.trim_start();
+    let core_word = rest.split_whitespace().next().unwrap_or("");
+    let usage = "usage: inst CORE WORD… (like: inst tpb0 DIRECT2D semaphore=1 …)";
+    if core_word.is_empty() {
+        diags.push(Diag::new(
+            Span::new(line, col(lead), 4),
+            format!("inst needs a core and an instruction; {usage}"),
+        ));
+        return Some(None);
+    }
+    let core_span = Span::new(line, col(core_start), sat_u32(core_word.chars().count()));
+    let core = core_word
+        .strip_prefix("tpb")
+        .and_then(|n| n.parse::<u8>().ok())
+        .filter(|&n| n < 8 && core_word == format!("tpb{n}"));
+    let Some(core) = core else {
+        diags.push(Diag::new(
+            core_span,
+            format!("`{core_word}` is not a core (expected tpb0 … tpb7); {usage}"),
+        ));
+        return Some(None);
+    };
+    let word_start = core_start + core_word.len();
+    let word = &text[word_start..lead + body.trim_start().len()];
+    let text_start = word_start + (word.len() - word.trim_start().len());
+    let word = word.trim();
+    if word.is_empty() {
+        diags.push(Diag::new(
+            core_span,
+            format!("inst {core_word}: the instruction is missing; {usage}"),
+        ));
+        return Some(None);
+    }
+    let end = text_start + word.len();
+    Some(Some(Statement {
+        kind: StatementKind::Inst {
+            core,
+            text: word.to_string(),
+            text_column: col(text_start),
+        },
+        span: Span::new(line, col(lead), sat_u32(text[lead..end].chars().count())),
+    }))
+}
+
 /// Parses a whole trace. `file_name` is used only in error messages.
 ///
 /// On failure returns every error found, in source order (at most
@@ -94,7 +152,9 @@ pub fn parse(source: &str, file_name: &str) -> Result<Trace, Vec<ParseError>> {
     for (i, text) in source.split('\n').enumerate() {
         let line = sat_u32(i.saturating_add(1));
         let mut line_diags = Vec::new();
-        if let Some(raw) = lex::lex_line(line, text, &mut line_diags)
+        if let Some(stmt) = inst_line(line, text, &mut line_diags) {
+            statements.extend(stmt);
+        } else if let Some(raw) = lex::lex_line(line, text, &mut line_diags)
             && let Some(stmt) = directive::analyze(raw, &mut line_diags)
         {
             statements.push(stmt);

@@ -760,3 +760,53 @@ fn reference_examples_parse() {
     }
     assert!(blocks >= 10, "found only {blocks} trace blocks");
 }
+
+#[test]
+fn inst_keeps_the_word_text_and_its_column() {
+    let t = parse(
+        "  inst tpb3 DIRECT2D semaphore=1 src_step_elem=[1, 4096]   # a comment\n",
+        "t.trace",
+    )
+    .unwrap();
+    let s = &t.statements[0];
+    assert_eq!(
+        s.kind,
+        StatementKind::Inst {
+            core: 3,
+            text: "DIRECT2D semaphore=1 src_step_elem=[1, 4096]".into(),
+            text_column: 13,
+        }
+    );
+    assert_eq!((s.span.line, s.span.column), (1, 3));
+    assert_eq!(
+        s.kind.to_string(),
+        "inst tpb3 DIRECT2D semaphore=1 src_step_elem=[1, 4096]"
+    );
+    // `instant` is not `inst`.
+    assert!(parse("instant tpb0 X\n", "t.trace").is_err());
+}
+
+#[test]
+fn inst_errors_name_the_core_and_the_missing_word() {
+    let cases = [
+        ("inst\n", 1, "inst needs a core and an instruction"),
+        (
+            "inst tpb8 DIRECT2D\n",
+            6,
+            "`tpb8` is not a core (expected tpb0 … tpb7)",
+        ),
+        ("inst eng0 DIRECT2D\n", 6, "`eng0` is not a core"),
+        ("inst tpb01 DIRECT2D\n", 6, "`tpb01` is not a core"),
+        (
+            "inst tpb0   # nothing\n",
+            6,
+            "inst tpb0: the instruction is missing",
+        ),
+    ];
+    for (src, column, msg) in cases {
+        let e = parse(src, "t.trace").unwrap_err();
+        assert_eq!(e.len(), 1, "{src:?}: {e:?}");
+        assert_eq!((e[0].line, e[0].column), (1, column), "{src:?}: {e:?}");
+        assert!(e[0].message.contains(msg), "{src:?}: {}", e[0].message);
+    }
+}

@@ -1,0 +1,975 @@
+//! The firmware of one core as a state machine (seed 004 §5, §8;
+//! hardware-and-simulators §A.3): instruction queue → EVENTS wait gate →
+//! plan → descriptor generation in the carve-out (costing
+//! `q7_decode_cycles` + `q7_desc_write_cycles` per descriptor) → doorbells
+//! → completion polling on the queues' completion heads → EVENTS update.
+//!
+//! Instructions issue in order; a later one may be generated while earlier
+//! ones are still moving data (the engines keep per-queue order). The
+//! firmware drives one queue id on every engine of its core and owns those
+//! rings: it programs them on first use (the "DGE contexts init" step).
+
+use std::collections::VecDeque;
+
+use dma_abi::build::{Flags, rx, tx};
+use dma_abi::inst::{InstKind, InstWord, UpdateMode, WaitMode};
+use serde::Serialize;
+use sim_core::{Cycle, TimingConfig};
+
+use crate::layout::{
+    CoreLayout, DESC_BYTES, DgeConfig, ENGINES_PER_CORE, INITIAL_RING_ID, PAYLOAD_ENTRIES,
+    RingAddrs,
+};
+use crate::plan::{Operands, Plan, expand};
+
+/// The device as the firmware sees it: 32-bit register and semaphore
+/// accesses, byte stores into the carve-out, and the partition decode.
+pub trait FwBus {
+    /// A 32-bit read (register, semaphore or memory).
+    fn read32(&mut self, addr: u64) -> Result<u32, String>;
+    /// A 32-bit write.
+    fn write32(&mut self, addr: u64, value: u32) -> Result<(), String>;
+    /// A byte store into memory.
+    fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), String>;
+    /// The SBUF/PSUM partition `addr` is in, if any.
+    fn partition_of(&self, addr: u64) -> Option<u16>;
+}
+
+/// A wait-mode comparison: (semaphore value, threshold) → pass.
+type WaitCompare = fn(u32, u32) -> bool;
+
+/// Where an instruction came from (for the debugger and reports).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InstTag {
+    /// Order of submission to this core, from 0.
+    pub seq: u64,
+    /// Free text, e.g. `trace line 12`.
+    pub source: String,
+}
+
+/// Something the firmware did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FwEvent {
+    /// When.
+    pub at: u64,
+    /// The core (TPB index).
+    pub tpb: u8,
+    /// The instruction it concerns.
+    pub inst: InstTag,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: FwEventKind,
+}
+
+/// The kinds of [`FwEvent`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "fw", rename_all = "snake_case")]
+pub enum FwEventKind {
+    /// The EVENTS gate holds the word back.
+    Waiting {
+        /// Semaphore waited on.
+        sem: u8,
+        /// The wait mode's name.
+        mode: String,
+        /// The threshold.
+        threshold: u32,
+        /// The semaphore's value when checked.
+        value: u32,
+    },
+    /// The gate passed and generation started.
+    Generating {
+        /// The word's kind.
+        kind: String,
+        /// Engines taking part.
+        engines: usize,
+        /// Descriptors to write (data and semaphore, both directions).
+        descriptors: usize,
+        /// Bytes to move.
+        bytes: u64,
+        /// Cycles generation takes.
+        cycles: u64,
+    },
+    /// A DGE emit micro-op (its firmware log line).
+    MicroOp {
+        /// The log line.
+        text: String,
+    },
+    /// The firmware programmed a queue pair's rings (DGE context init).
+    RingsInit {
+        /// Device engine id.
+        engine: u16,
+        /// Queue id.
+        queue: u8,
+        /// Ring length in descriptors.
+        ring_descs: u32,
+        /// M2S ring base.
+        m2s_ring: String,
+        /// S2M ring base.
+        s2m_ring: String,
+    },
+    /// Descriptors written and doorbells rung on one engine.
+    Doorbell {
+        /// Device engine id.
+        engine: u16,
+        /// Queue id.
+        queue: u8,
+        /// First ring slot written (both directions use the same count).
+        m2s_first: u32,
+        /// First S2M slot written.
+        s2m_first: u32,
+        /// Descriptors per direction (data + 1 semaphore write).
+        count: u32,
+        /// Bytes of data this engine moves.
+        bytes: u64,
+    },
+    /// A run failed its bound check and was dropped.
+    OutOfBounds {
+        /// `src` or `dst`.
+        side: String,
+        /// First byte.
+        addr: String,
+        /// Bytes.
+        len_bytes: u32,
+        /// Bound register.
+        reg: u8,
+        /// Its value.
+        limit: String,
+        /// Whether the OOB notification fires (`bc_disable_oob_error_notif` = 0).
+        notify: bool,
+    },
+    /// The word was not executed.
+    Rejected {
+        /// Why, naming the field.
+        reason: String,
+    },
+    /// Every engine finished; the EVENTS update (if any) was applied.
+    Done {
+        /// The update applied, e.g. `SEM_INC_COMPLETE sem[4] += 1`.
+        update: Option<String>,
+    },
+    /// The EVENTS read-complete update was applied (all data read).
+    ReadDone {
+        /// The update, e.g. `SEM_INC_READ sem[4] += 1`.
+        update: String,
+    },
+}
+
+/// One queue pair the firmware owns.
+#[derive(Clone, Debug)]
+struct Rings {
+    queue: u8,
+    len: u32,
+    addrs: RingAddrs,
+    /// Absolute producer positions (descriptors ever posted + the seed).
+    m2s_pos: u64,
+    s2m_pos: u64,
+}
+
+impl Rings {
+    fn slot(&self, pos: u64) -> (u32, u8) {
+        let len = u64::from(self.len);
+        let idx = (pos % len) as u32;
+        let id = ((u64::from(INITIAL_RING_ID) + pos / len) & 3) as u8;
+        (idx, id)
+    }
+
+    /// Completed position from a completion-head register value.
+    fn done(&self, pos: u64, crhp: u32) -> u64 {
+        let len = u64::from(self.len);
+        let span = 4 * len;
+        let off = u64::from(crhp & 0xFF_FFFF) % len;
+        let id = u64::from(crhp >> 30);
+        let c_mod = ((id + 3) & 3) * len + off;
+        let p_mod = pos % span;
+        pos - (p_mod + span - c_mod) % span
+    }
+}
+
+/// An issued instruction still moving data.
+#[derive(Clone, Debug)]
+struct Inflight {
+    tag: InstTag,
+    /// (engine slot, M2S target, S2M target) absolute positions.
+    targets: Vec<(u8, u64, u64)>,
+    update: Option<(UpdateMode, u8, u32)>,
+    read_done: bool,
+}
+
+/// A word waiting in the instruction queue.
+#[derive(Clone, Debug)]
+struct Queued {
+    word: InstWord,
+    tag: InstTag,
+    waiting_reported: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+enum Stage {
+    #[default]
+    Idle,
+    Generating {
+        until: Cycle,
+        plan: Box<Plan>,
+        tag: InstTag,
+        update: Option<(UpdateMode, u8, u32)>,
+    },
+}
+
+/// Per-kind counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KindStats {
+    /// Words issued.
+    pub issued: u64,
+    /// Words rejected.
+    pub rejected: u64,
+    /// Descriptors written (both directions, semaphore writes included).
+    pub descriptors: u64,
+    /// Bytes of data moved.
+    pub bytes: u64,
+}
+
+/// One core's firmware.
+#[derive(Debug)]
+pub struct Q7Core {
+    layout: CoreLayout,
+    queue: VecDeque<Queued>,
+    stage: Stage,
+    rings: Vec<Option<Rings>>,
+    inflight: VecDeque<Inflight>,
+    events: Vec<FwEvent>,
+    next_seq: u64,
+    blocked_on_space: bool,
+    stats: std::collections::BTreeMap<&'static str, KindStats>,
+}
+
+/// Registers and table entries read for one plan.
+struct Snapshot<'a> {
+    regs: [u32; 64],
+    table: Vec<(u8, u64)>,
+    bus: &'a dyn FwBus,
+}
+
+impl Operands for Snapshot<'_> {
+    fn reg(&self, n: u8) -> u32 {
+        self.regs[usize::from(n & 63)]
+    }
+    fn table_entry(&self, e: u8) -> u64 {
+        self.table
+            .iter()
+            .find(|(i, _)| *i == e)
+            .map_or(0, |(_, v)| *v)
+    }
+    fn partition_of(&self, addr: u64) -> Option<u16> {
+        self.bus.partition_of(addr)
+    }
+}
+
+fn table_entries(word: &InstWord) -> Vec<u8> {
+    let mut v = Vec::new();
+    if let InstWord::Direct2d(w) = word {
+        for a in [w.src_start_addr, w.dst_start_addr] {
+            if let soc_map::Addr8::Table { entry, .. } = a {
+                v.push(entry);
+            }
+        }
+    }
+    v
+}
+
+impl Q7Core {
+    /// A core with nothing queued.
+    pub fn new(layout: CoreLayout) -> Self {
+        Self {
+            rings: vec![None; layout.engines.len()],
+            layout,
+            queue: VecDeque::new(),
+            stage: Stage::Idle,
+            inflight: VecDeque::new(),
+            events: Vec::new(),
+            next_seq: 0,
+            blocked_on_space: false,
+            stats: Default::default(),
+        }
+    }
+
+    /// The TPB index.
+    pub fn tpb(&self) -> u8 {
+        self.layout.tpb
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &CoreLayout {
+        &self.layout
+    }
+
+    /// Appends a word to the instruction queue; returns its tag.
+    pub fn submit(&mut self, word: InstWord, source: String) -> InstTag {
+        let tag = InstTag {
+            seq: self.next_seq,
+            source,
+        };
+        self.next_seq += 1;
+        self.queue.push_back(Queued {
+            word,
+            tag: tag.clone(),
+            waiting_reported: false,
+        });
+        tag
+    }
+
+    /// Nothing queued, generating or in flight.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty() && matches!(self.stage, Stage::Idle) && self.inflight.is_empty()
+    }
+
+    /// Words queued, not yet issued.
+    pub fn queued(&self) -> usize {
+        self.queue.len() + usize::from(!matches!(self.stage, Stage::Idle))
+    }
+
+    /// Words issued whose data is still moving.
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Takes the events recorded so far.
+    pub fn take_events(&mut self) -> Vec<FwEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Per-kind counters, by kind name.
+    pub fn stats(&self) -> &std::collections::BTreeMap<&'static str, KindStats> {
+        &self.stats
+    }
+
+    fn event(&mut self, now: Cycle, inst: &InstTag, kind: FwEventKind) {
+        self.events.push(FwEvent {
+            at: now.0,
+            tpb: self.layout.tpb,
+            inst: inst.clone(),
+            kind,
+        });
+    }
+
+    fn reject(&mut self, now: Cycle, q: &Queued, reason: String) {
+        self.stats.entry(q.word.kind().name()).or_default().rejected += 1;
+        self.event(now, &q.tag, FwEventKind::Rejected { reason });
+    }
+
+    /// Runs the firmware at `now`; returns when it next needs to run on its
+    /// own (generation finishing, a poll). It must also run when one of its
+    /// semaphores changes or a word is submitted.
+    pub fn step(&mut self, now: Cycle, bus: &mut dyn FwBus, t: &TimingConfig) -> Option<Cycle> {
+        self.poll_inflight(now, bus);
+        loop {
+            match std::mem::take(&mut self.stage) {
+                Stage::Generating {
+                    until,
+                    plan,
+                    tag,
+                    update,
+                } => {
+                    if now < until {
+                        self.stage = Stage::Generating {
+                            until,
+                            plan,
+                            tag,
+                            update,
+                        };
+                        break;
+                    }
+                    self.fire(now, bus, &plan, tag, update);
+                }
+                Stage::Idle => {
+                    if !self.try_issue(now, bus, t) {
+                        break;
+                    }
+                }
+            }
+        }
+        let poll = (!self.inflight.is_empty() || self.blocked_on_space)
+            .then(|| Cycle(now.0 + t.q7_poll_cycles.max(1)));
+        match &self.stage {
+            Stage::Generating { until, .. } => Some(poll.map_or(*until, |p| p.min(*until))),
+            Stage::Idle => poll,
+        }
+    }
+
+    /// Tries to start the word at the head of the queue; false when nothing
+    /// more can happen now.
+    fn try_issue(&mut self, now: Cycle, bus: &mut dyn FwBus, t: &TimingConfig) -> bool {
+        self.blocked_on_space = false;
+        let Some(front) = self.queue.front() else {
+            return false;
+        };
+        let word = front.word;
+        let ev = *word.events();
+        // EVENTS gate (wiki-facts §C.3).
+        let threshold_reg = |v: u32| (v & 63) as u8;
+        let cmp: Option<(WaitCompare, bool)> = match ev.wait_mode {
+            WaitMode::None => None,
+            WaitMode::SemEqImm => Some((|a, b| a == b, false)),
+            WaitMode::SemGtImm => Some((|a, b| a > b, false)),
+            WaitMode::SemGeImm => Some((|a, b| a >= b, false)),
+            WaitMode::SemEqReg => Some((|a, b| a == b, true)),
+            WaitMode::SemGtReg => Some((|a, b| a > b, true)),
+            WaitMode::SemGeReg => Some((|a, b| a >= b, true)),
+            WaitMode::Other(code) => {
+                let Some(q) = self.queue.pop_front() else {
+                    return false;
+                };
+                self.reject(
+                    now,
+                    &q,
+                    format!(
+                        "{}.events.wait_mode = {code:#04x}: not a wait mode the firmware knows",
+                        word.kind().name()
+                    ),
+                );
+                return true;
+            }
+        };
+        if let Some((f, from_reg)) = cmp {
+            let threshold = if from_reg {
+                bus.read32(self.layout.reg(threshold_reg(ev.semaphore_value)))
+                    .unwrap_or(0)
+            } else {
+                ev.semaphore_value
+            };
+            let value = if u32::from(ev.wait_idx) < self.layout.sem_count {
+                bus.read32(self.layout.sem_read(ev.wait_idx)).unwrap_or(0)
+            } else {
+                let Some(q) = self.queue.pop_front() else {
+                    return false;
+                };
+                let n = self.layout.sem_count;
+                self.reject(
+                    now,
+                    &q,
+                    format!(
+                        "{}.events.wait_idx = {}: the core has {n} semaphores",
+                        word.kind().name(),
+                        ev.wait_idx
+                    ),
+                );
+                return true;
+            };
+            if !f(value, threshold) {
+                let report = self.queue.front().is_some_and(|q| !q.waiting_reported);
+                if report {
+                    if let Some(q) = self.queue.front_mut() {
+                        q.waiting_reported = true;
+                    }
+                    let tag = front_tag(&self.queue);
+                    self.event(
+                        now,
+                        &tag,
+                        FwEventKind::Waiting {
+                            sem: ev.wait_idx,
+                            mode: ev.wait_mode.name().unwrap_or("?").to_string(),
+                            threshold,
+                            value,
+                        },
+                    );
+                }
+                return false;
+            }
+        }
+        let update = match ev.update_mode {
+            UpdateMode::None => None,
+            UpdateMode::Other(code) => {
+                let Some(q) = self.queue.pop_front() else {
+                    return false;
+                };
+                self.reject(
+                    now,
+                    &q,
+                    format!(
+                        "{}.events.update_mode = {code:#04x}: not an update mode the firmware knows",
+                        word.kind().name()
+                    ),
+                );
+                return true;
+            }
+            m => Some((m, ev.update_idx, ev.semaphore_value)),
+        };
+        if update.is_some() && u32::from(ev.update_idx) >= self.layout.sem_count {
+            let Some(q) = self.queue.pop_front() else {
+                return false;
+            };
+            let n = self.layout.sem_count;
+            self.reject(
+                now,
+                &q,
+                format!(
+                    "{}.events.update_idx = {}: the core has {n} semaphores",
+                    word.kind().name(),
+                    ev.update_idx
+                ),
+            );
+            return true;
+        }
+        // DGE configuration (local registers 39 and 40).
+        let cfg = DgeConfig::from_regs(
+            bus.read32(self.layout.carveout_cfg).unwrap_or(0),
+            bus.read32(self.layout.dma_cfg).unwrap_or(0),
+        );
+        if let Err(m) = cfg.validate(self.layout.dge_memory_bytes) {
+            let Some(q) = self.queue.pop_front() else {
+                return false;
+            };
+            self.reject(now, &q, m);
+            return true;
+        }
+        let mut regs = [0u32; 64];
+        for (n, r) in regs.iter_mut().enumerate() {
+            *r = bus.read32(self.layout.reg(n as u8)).unwrap_or(0);
+        }
+        let mut table = Vec::new();
+        for e in table_entries(&word) {
+            let lo = bus.read32(self.layout.table(e)).unwrap_or(0);
+            let hi = bus.read32(self.layout.table(e) + 4).unwrap_or(0);
+            table.push((e, u64::from(lo) | (u64::from(hi) << 32)));
+        }
+        let plan = {
+            let snap = Snapshot {
+                regs,
+                table,
+                bus: &*bus,
+            };
+            expand(&word, &cfg, &snap)
+        };
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e) => {
+                let Some(q) = self.queue.pop_front() else {
+                    return false;
+                };
+                self.reject(now, &q, e.to_string());
+                return true;
+            }
+        };
+        // Rings: program on first use, then check room.
+        let Some(queue_id) = cfg.queue() else {
+            return false;
+        };
+        let front_tag = front_tag(&self.queue);
+        for ep in &plan.engines {
+            if let Err(m) = self.ensure_rings(now, bus, &cfg, ep.slot, queue_id, &front_tag) {
+                let Some(q) = self.queue.pop_front() else {
+                    return false;
+                };
+                self.reject(now, &q, m);
+                return true;
+            }
+        }
+        for ep in &plan.engines {
+            let need = ep.pairs.len() as u64 + 1;
+            if !self.has_room(bus, ep.slot, need) {
+                self.blocked_on_space = true;
+                return false;
+            }
+        }
+        let Some(q) = self.queue.pop_front() else {
+            return false;
+        };
+        let descriptors = plan.descriptors() as u64;
+        let cycles = t.q7_decode_cycles + t.q7_desc_write_cycles * descriptors;
+        let kind = q.word.kind();
+        self.event(
+            now,
+            &q.tag,
+            FwEventKind::Generating {
+                kind: kind.name().into(),
+                engines: plan.engines.len(),
+                descriptors: descriptors as usize,
+                bytes: plan.bytes(),
+                cycles,
+            },
+        );
+        for oob in &plan.out_of_bounds {
+            self.event(
+                now,
+                &q.tag,
+                FwEventKind::OutOfBounds {
+                    side: oob.side.into(),
+                    addr: format!("{:#x}", oob.addr),
+                    len_bytes: oob.len_bytes,
+                    reg: oob.reg,
+                    limit: format!("{:#x}", oob.limit),
+                    notify: oob.notify,
+                },
+            );
+        }
+        self.stage = Stage::Generating {
+            until: Cycle(now.0 + cycles),
+            plan: Box::new(plan),
+            tag: q.tag,
+            update,
+        };
+        true
+    }
+
+    /// Programs the rings of `slot` on first use (DGE context init).
+    fn ensure_rings(
+        &mut self,
+        now: Cycle,
+        bus: &mut dyn FwBus,
+        cfg: &DgeConfig,
+        slot: u8,
+        queue: u8,
+        tag: &InstTag,
+    ) -> Result<(), String> {
+        let len = u32::from(cfg.carveout_size_descs);
+        let addrs = cfg.rings(self.layout.dge_memory, slot);
+        if let Some(Some(r)) = self.rings.get(usize::from(slot))
+            && r.queue == queue
+            && r.len == len
+            && r.addrs == addrs
+        {
+            return Ok(());
+        }
+        let Some(e) = self.layout.engines.get(usize::from(slot)).copied() else {
+            return Err(format!("engine slot {slot}: the core has no such engine"));
+        };
+        let r = self.layout.regs;
+        let (mq, sq) = (e.m2s_q(queue), e.s2m_q(queue));
+        let lo = |a: u64| a as u32;
+        let hi = |a: u64| (a >> 32) as u32;
+        let w = |bus: &mut dyn FwBus, a: u64, v: u32| {
+            bus.write32(a, v)
+                .map_err(|m| format!("DGE context init of engine {}: {m}", e.id))
+        };
+        // Payload table: value v at payload + 4v.
+        let mut table = Vec::with_capacity(PAYLOAD_ENTRIES as usize * 4);
+        for v in 0..PAYLOAD_ENTRIES as u32 {
+            table.extend_from_slice(&v.to_le_bytes());
+        }
+        bus.write_bytes(cfg.payload(self.layout.dge_memory, 0), &table)
+            .map_err(|m| format!("payload table: {m}"))?;
+        w(bus, mq + r.drbp_low, lo(addrs.m2s_ring))?;
+        w(bus, mq + r.drbp_high, hi(addrs.m2s_ring))?;
+        w(bus, mq + r.drl, len)?;
+        w(bus, mq + r.crbp_low, lo(addrs.m2s_comp))?;
+        w(bus, mq + r.crbp_high, hi(addrs.m2s_comp))?;
+        w(bus, sq + r.drbp_low, lo(addrs.s2m_ring))?;
+        w(bus, sq + r.drbp_high, hi(addrs.s2m_ring))?;
+        w(bus, sq + r.drl, len)?;
+        w(bus, sq + r.crbp_low, lo(addrs.s2m_comp))?;
+        w(bus, sq + r.crbp_high, hi(addrs.s2m_comp))?;
+        // en_comp_ring_update (bit 0) on both; other COMP_CFG bits keep
+        // their value (S2M resets to 0xf, seed 004 §4.2).
+        for a in [mq + r.m2s_comp_cfg, sq + r.s2m_comp_cfg] {
+            let v = bus.read32(a).unwrap_or(0);
+            w(bus, a, v | 1)?;
+        }
+        for base in [mq, sq] {
+            let cfg_now = bus.read32(base + r.q_cfg).unwrap_or(0);
+            w(bus, base + r.q_cfg, cfg_now | 0x3_0000)?; // en_pref | en_scheduling/en_stream
+        }
+        w(bus, e.m2s_unit + r.m2s_cfg_len, 0x010f_ffff)?; // driver value (driver-facts §2.7)
+        w(bus, e.m2s_unit + r.m2s_change_state, 1)?;
+        w(bus, e.s2m_unit + r.s2m_change_state, 1)?;
+        let seed = |v: u32| {
+            let id = u64::from(v >> 30);
+            ((id + 3) & 3) * u64::from(len) + u64::from(v & 0xFF_FFFF) % u64::from(len)
+        };
+        let m2s_pos = seed(bus.read32(mq + r.drtp).unwrap_or(0x4000_0000));
+        let s2m_pos = seed(bus.read32(sq + r.drtp).unwrap_or(0x4000_0000));
+        self.event(
+            now,
+            tag,
+            FwEventKind::RingsInit {
+                engine: e.id,
+                queue,
+                ring_descs: len,
+                m2s_ring: format!("{:#x}", addrs.m2s_ring),
+                s2m_ring: format!("{:#x}", addrs.s2m_ring),
+            },
+        );
+        if let Some(s) = self.rings.get_mut(usize::from(slot)) {
+            *s = Some(Rings {
+                queue,
+                len,
+                addrs,
+                m2s_pos,
+                s2m_pos,
+            });
+        }
+        Ok(())
+    }
+
+    fn completed(&self, bus: &mut dyn FwBus, slot: u8) -> Option<(u64, u64)> {
+        let r = self.rings.get(usize::from(slot))?.as_ref()?;
+        let e = self.layout.engines.get(usize::from(slot))?;
+        let m = bus.read32(e.m2s_q(r.queue) + self.layout.regs.crhp).ok()?;
+        let s = bus.read32(e.s2m_q(r.queue) + self.layout.regs.crhp).ok()?;
+        Some((r.done(r.m2s_pos, m), r.done(r.s2m_pos, s)))
+    }
+
+    fn has_room(&self, bus: &mut dyn FwBus, slot: u8, need: u64) -> bool {
+        let Some(r) = self.rings.get(usize::from(slot)).and_then(Option::as_ref) else {
+            return false;
+        };
+        let Some((m_done, s_done)) = self.completed(bus, slot) else {
+            return false;
+        };
+        let len = u64::from(r.len);
+        r.m2s_pos - m_done + need <= len && r.s2m_pos - s_done + need <= len
+    }
+
+    /// Writes the plan's descriptors and rings the doorbells.
+    fn fire(
+        &mut self,
+        now: Cycle,
+        bus: &mut dyn FwBus,
+        plan: &Plan,
+        tag: InstTag,
+        update: Option<(UpdateMode, u8, u32)>,
+    ) {
+        let regs = self.layout.regs;
+        let mut targets = Vec::new();
+        let mut written = 0u64;
+        let mut events = Vec::new();
+        let payload_cfg = self.dge_payload(bus);
+        for ep in &plan.engines {
+            for op in &ep.micro_ops {
+                events.push(FwEventKind::MicroOp {
+                    text: op.to_string(),
+                });
+            }
+            let Some(e) = self.layout.engines.get(usize::from(ep.slot)).copied() else {
+                continue;
+            };
+            let sem_inc = self.layout.sem_inc(plan.semaphore);
+            let payload = payload_cfg.payload(self.layout.dge_memory, plan.sem_increment);
+            let Some(Some(r)) = self.rings.get_mut(usize::from(ep.slot)) else {
+                continue;
+            };
+            let (m2s_first, _) = r.slot(r.m2s_pos);
+            let (s2m_first, _) = r.slot(r.s2m_pos);
+            let pairs = ep
+                .pairs
+                .iter()
+                .map(|p| (p.src, p.dst, p.len_bytes))
+                .chain(std::iter::once((payload, sem_inc, 4)));
+            let mut count = 0u32;
+            let mut fault = None;
+            for (src, dst, len) in pairs {
+                let (mi, mid) = r.slot(r.m2s_pos);
+                let (si, sid) = r.slot(r.s2m_pos);
+                let m = tx(len, src, Flags::single(mid));
+                let s = rx(len, dst).map(|d| {
+                    d.with_flags(Flags {
+                        ring_id: sid,
+                        ..Flags::default()
+                    })
+                });
+                let (Ok(m), Ok(s)) = (m, s) else {
+                    fault = Some(format!("descriptor length {len} out of range"));
+                    break;
+                };
+                if let Err(msg) = bus
+                    .write_bytes(r.addrs.m2s_ring + DESC_BYTES * u64::from(mi), &m.to_bytes())
+                    .and_then(|()| {
+                        bus.write_bytes(
+                            r.addrs.s2m_ring + DESC_BYTES * u64::from(si),
+                            &s.to_bytes(),
+                        )
+                    })
+                {
+                    fault = Some(msg);
+                    break;
+                }
+                r.m2s_pos += 1;
+                r.s2m_pos += 1;
+                count += 1;
+            }
+            written += 2 * u64::from(count);
+            let (mq, sq) = (e.m2s_q(r.queue), e.s2m_q(r.queue));
+            let db = bus
+                .write32(sq + regs.drtp_inc, count)
+                .and_then(|()| bus.write32(mq + regs.drtp_inc, count));
+            if let Some(m) = fault.or(db.err()) {
+                events.push(FwEventKind::Rejected {
+                    reason: format!("engine {}: {m}", e.id),
+                });
+            }
+            targets.push((ep.slot, r.m2s_pos, r.s2m_pos));
+            events.push(FwEventKind::Doorbell {
+                engine: e.id,
+                queue: r.queue,
+                m2s_first,
+                s2m_first,
+                count,
+                bytes: ep.bytes,
+            });
+        }
+        for k in events {
+            self.event(now, &tag, k);
+        }
+        let s = self.stats.entry(plan.kind.name()).or_default();
+        s.issued += 1;
+        s.descriptors += written;
+        s.bytes += plan.bytes();
+        self.inflight.push_back(Inflight {
+            tag,
+            targets,
+            update,
+            read_done: false,
+        });
+        self.poll_inflight(now, bus);
+    }
+
+    fn dge_payload(&self, bus: &mut dyn FwBus) -> DgeConfig {
+        DgeConfig::from_regs(
+            bus.read32(self.layout.carveout_cfg).unwrap_or(0),
+            bus.read32(self.layout.dma_cfg).unwrap_or(0),
+        )
+    }
+
+    /// Applies finished instructions' EVENTS updates, oldest first.
+    fn poll_inflight(&mut self, now: Cycle, bus: &mut dyn FwBus) {
+        let mut i = 0;
+        while i < self.inflight.len() {
+            let (reads, writes) = {
+                let f = &self.inflight[i];
+                let mut reads = true;
+                let mut writes = true;
+                for &(slot, m_target, s_target) in &f.targets {
+                    match self.completed(bus, slot) {
+                        Some((m, s)) => {
+                            reads &= m >= m_target;
+                            writes &= s >= s_target;
+                        }
+                        None => {
+                            reads = false;
+                            writes = false;
+                        }
+                    }
+                }
+                (reads, writes)
+            };
+            let f = &mut self.inflight[i];
+            if reads && !f.read_done {
+                f.read_done = true;
+                if let Some((UpdateMode::SemIncRead, idx, _)) = f.update {
+                    let tag = f.tag.clone();
+                    let text = self.apply_update(bus, UpdateMode::SemIncRead, idx, 0);
+                    self.event(now, &tag, FwEventKind::ReadDone { update: text });
+                }
+            }
+            if writes && self.inflight[i].read_done {
+                let Some(f) = self.inflight.remove(i) else {
+                    break;
+                };
+                let update = match f.update {
+                    Some((m, idx, v)) if m != UpdateMode::SemIncRead => {
+                        Some(self.apply_update(bus, m, idx, v))
+                    }
+                    _ => None,
+                };
+                self.event(now, &f.tag, FwEventKind::Done { update });
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// One EVENTS update (wiki-facts §C.3); returns its description.
+    fn apply_update(
+        &mut self,
+        bus: &mut dyn FwBus,
+        mode: UpdateMode,
+        idx: u8,
+        value: u32,
+    ) -> String {
+        let name = mode.name().unwrap_or("?");
+        let r = match mode {
+            UpdateMode::SemIncRead | UpdateMode::SemIncComplete => bus
+                .write32(self.layout.sem_inc(idx), 1)
+                .map(|()| format!("sem[{idx}] += 1")),
+            UpdateMode::SemAddImmComplete => bus
+                .write32(self.layout.sem_inc(idx), value)
+                .map(|()| format!("sem[{idx}] += {value}")),
+            UpdateMode::SemWrRegComplete => {
+                let reg = (value & 63) as u8;
+                let v = bus.read32(self.layout.reg(reg)).unwrap_or(0);
+                bus.write32(self.layout.sem_set(idx), v)
+                    .map(|()| format!("sem[{idx}] = REG[{reg}] = {v}"))
+            }
+            UpdateMode::None | UpdateMode::Other(_) => Ok(String::new()),
+        };
+        match r {
+            Ok(t) => format!("{name} {t}"),
+            Err(m) => format!("{name} failed: {m}"),
+        }
+    }
+}
+
+fn front_tag(q: &VecDeque<Queued>) -> InstTag {
+    q.front().map_or(
+        InstTag {
+            seq: 0,
+            source: String::new(),
+        },
+        |q| q.tag.clone(),
+    )
+}
+
+/// Engine slots a core has.
+pub const SLOTS: usize = ENGINES_PER_CORE;
+
+/// The kinds the firmware expands in this version.
+pub const EXPANDED_KINDS: &[InstKind] = &[InstKind::Direct2d];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rings(len: u32) -> Rings {
+        Rings {
+            queue: 0,
+            len,
+            addrs: RingAddrs {
+                m2s_ring: 0,
+                s2m_ring: 0,
+                m2s_comp: 0,
+                s2m_comp: 0,
+            },
+            m2s_pos: 0,
+            s2m_pos: 0,
+        }
+    }
+
+    /// The completion-head register value after `done` descriptors
+    /// (driver-facts §3.6: ring id 1 after reset, +1 mod 4 per wrap).
+    fn crhp(len: u32, done: u64) -> u32 {
+        let id = (u64::from(INITIAL_RING_ID) + done / u64::from(len)) & 3;
+        ((id as u32) << 30) | (done % u64::from(len)) as u32
+    }
+
+    #[test]
+    fn slot_and_ring_id_follow_the_wraps() {
+        let r = rings(4);
+        assert_eq!(r.slot(0), (0, 1));
+        assert_eq!(r.slot(3), (3, 1));
+        assert_eq!(r.slot(4), (0, 2));
+        assert_eq!(r.slot(12), (0, 0));
+        assert_eq!(r.slot(16), (0, 1));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn completed_position_is_recovered_from_the_head_register(
+            len in 1u32..300,
+            pos in 0u64..100_000,
+            outstanding in 0u64..300,
+        ) {
+            let r = rings(len);
+            let outstanding = outstanding.min(u64::from(len)).min(pos);
+            let done = pos - outstanding;
+            proptest::prop_assert_eq!(r.done(pos, crhp(len, done)), done);
+        }
+    }
+}

@@ -1,0 +1,788 @@
+//! The DGE backend as a pure function: one instruction word → the emit
+//! micro-ops GENERATE / DIMPUSH / REGWRITE (seed 004 §8) and, per engine,
+//! the descriptor pairs they stand for (seed 004 §6.3, wiki-facts §D.3).
+//!
+//! The micro-ops have no published encoding (wiki-facts §L.2); their form
+//! here carries exactly the fields of the firmware's own log strings
+//! (`push GENERATE to DMA[%d]: %s : addr=0x%llx, elem_size=%d, sem_num=%i`,
+//! `push DIMPUSH to DMA[%d]: [%u,%u][%d,%d]`, `push REGWRITE to DMA[%d]`) —
+//! DESIGN §8 "DGE micro-ops".
+//!
+//! Splitting rule (the hardware's is unpublished, wiki-facts §L.2): the
+//! element stream is cut into maximal runs contiguous on both sides and at
+//! most 64 KiB; a run goes to the engine that covers its SBUF/PSUM
+//! partition (destination first, then source: partition / 8, folded onto
+//! the engines MEMCOPY_DMA_CFG allows), and runs with no partition go round
+//! robin. Every allowed engine takes part, data or not, because every one
+//! writes the completion semaphore (hardware-and-simulators §A.3).
+
+use std::fmt;
+
+use dma_abi::inst::{BoundCheckReg, ComputeOp, Direct2d, InstKind, InstWord};
+use soc_map::{Addr8, TableOffset};
+
+use crate::layout::{DgeConfig, MAX_DESC_BYTES, PARTITIONS_PER_ENGINE};
+
+/// What the firmware reads while planning: its general registers, its
+/// address table, and the partition an address falls in.
+pub trait Operands {
+    /// General register `n` (0..64).
+    fn reg(&self, n: u8) -> u32;
+    /// Address-table entry `e`.
+    fn table_entry(&self, e: u8) -> u64;
+    /// The SBUF/PSUM partition `addr` is in, if any.
+    fn partition_of(&self, addr: u64) -> Option<u16>;
+}
+
+/// One DGE emit micro-op (our internal form, named after the firmware's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MicroOp {
+    /// Start a pattern on engine `engine`.
+    Generate {
+        /// Device engine id.
+        engine: u16,
+        /// `RD` (the M2S side) — the only form the firmware strings show.
+        what: &'static str,
+        /// First source address of this engine's share.
+        addr: u64,
+        /// Element size in bytes.
+        elem_size: u16,
+        /// Completion semaphore.
+        sem_num: u8,
+    },
+    /// One side's 2-D pattern: `[n0,n1][s0,s1]` (elements).
+    DimPush {
+        /// Device engine id.
+        engine: u16,
+        /// `src` or `dst`.
+        side: &'static str,
+        /// Element counts.
+        sizes: [u32; 2],
+        /// Signed element steps.
+        steps: [i64; 2],
+    },
+    /// An operand came from a register: the firmware pushes its value.
+    RegWrite {
+        /// Device engine id.
+        engine: u16,
+        /// Which operand (`src_start_addr`, `src_bound_reg`, …).
+        operand: &'static str,
+        /// Register number.
+        reg: u8,
+        /// Value read.
+        value: u64,
+    },
+}
+
+impl fmt::Display for MicroOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MicroOp::Generate {
+                engine,
+                what,
+                addr,
+                elem_size,
+                sem_num,
+            } => write!(
+                f,
+                "push GENERATE to DMA[{engine}]: {what} : addr={addr:#x}, elem_size={elem_size}, sem_num={sem_num}"
+            ),
+            MicroOp::DimPush {
+                engine,
+                side,
+                sizes,
+                steps,
+            } => write!(
+                f,
+                "push DIMPUSH to DMA[{engine}]: [{},{}][{},{}] ({side})",
+                sizes[0], sizes[1], steps[0], steps[1]
+            ),
+            MicroOp::RegWrite {
+                engine,
+                operand,
+                reg,
+                value,
+            } => write!(
+                f,
+                "push REGWRITE to DMA[{engine}]: {operand} = REG[{reg}] = {value:#x}"
+            ),
+        }
+    }
+}
+
+/// One M2S + S2M descriptor pair: a single-descriptor packet each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DescPair {
+    /// Source (M2S buf_ptr).
+    pub src: u64,
+    /// Destination (S2M buf_ptr).
+    pub dst: u64,
+    /// Bytes, 1..=65536.
+    pub len_bytes: u32,
+}
+
+/// One engine's share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnginePlan {
+    /// Engine slot 0..16 within the core.
+    pub slot: u8,
+    /// Data descriptor pairs, in order.
+    pub pairs: Vec<DescPair>,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// The micro-ops that produced `pairs`.
+    pub micro_ops: Vec<MicroOp>,
+}
+
+/// A run the bound check stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutOfBounds {
+    /// `src` or `dst`.
+    pub side: &'static str,
+    /// First byte of the run on that side.
+    pub addr: u64,
+    /// Bytes of the run.
+    pub len_bytes: u32,
+    /// The bound register.
+    pub reg: u8,
+    /// Its value (the last address allowed).
+    pub limit: u64,
+    /// False when `bc_disable_oob_error_notif` suppresses the notification.
+    pub notify: bool,
+}
+
+/// The expansion of one word.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Which word.
+    pub kind: InstKind,
+    /// Every participating engine, ascending slot.
+    pub engines: Vec<EnginePlan>,
+    /// The completion semaphore and the increment each engine writes.
+    pub semaphore: u8,
+    /// The increment.
+    pub sem_increment: u8,
+    /// Runs dropped by a bound check.
+    pub out_of_bounds: Vec<OutOfBounds>,
+}
+
+impl Plan {
+    /// Data descriptor pairs over all engines.
+    pub fn data_pairs(&self) -> usize {
+        self.engines.iter().map(|e| e.pairs.len()).sum()
+    }
+
+    /// Descriptors written to rings: two per data pair plus a semaphore
+    /// pair per engine.
+    pub fn descriptors(&self) -> usize {
+        2 * (self.data_pairs() + self.engines.len())
+    }
+
+    /// Bytes moved.
+    pub fn bytes(&self) -> u64 {
+        self.engines.iter().map(|e| e.bytes).sum()
+    }
+}
+
+/// Why a word was not expanded. The message names the field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanError {
+    /// The word is wrong as the firmware sees it (shape mismatch, address
+    /// overflow, carve-out too small).
+    Invalid(String),
+    /// A feature the simulator does not model yet.
+    Unsupported(String),
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanError::Invalid(m) => write!(f, "{m}"),
+            PlanError::Unsupported(m) => write!(f, "not modelled yet: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// Expands `word` under `cfg`.
+pub fn expand(word: &InstWord, cfg: &DgeConfig, ops: &dyn Operands) -> Result<Plan, PlanError> {
+    match word {
+        InstWord::Direct2d(w) => expand_direct2d(w, cfg, ops),
+        other => Err(PlanError::Unsupported(format!(
+            "{}: the firmware expands DIRECT2D only in this version",
+            other.kind().name()
+        ))),
+    }
+}
+
+/// An operand resolved, with the registers it read.
+struct Resolved {
+    addr: u64,
+    regs: Vec<(&'static str, u8, u64)>,
+}
+
+fn reg64(ops: &dyn Operands, reg: u8) -> u64 {
+    u64::from(ops.reg(reg)) | (u64::from(ops.reg(reg.wrapping_add(1) & 63)) << 32)
+}
+
+/// ADDR8 → SoC address. Register mode reads REG[r] (low) and REG[r+1]
+/// (high); table mode adds the offset to the entry (wiki-facts §C.4;
+/// register pairing: docs/firmware.md).
+fn resolve_addr8(
+    what: &'static str,
+    field: &'static str,
+    a: Addr8,
+    ops: &dyn Operands,
+) -> Result<Resolved, PlanError> {
+    let shape = match a {
+        Addr8::Immediate { shape_reg, .. }
+        | Addr8::Register { shape_reg, .. }
+        | Addr8::Table { shape_reg, .. } => shape_reg,
+    };
+    if shape {
+        return Err(PlanError::Unsupported(format!(
+            "{what}.{field}: shapes from a shape register"
+        )));
+    }
+    Ok(match a {
+        Addr8::Immediate { addr, .. } => Resolved {
+            addr,
+            regs: Vec::new(),
+        },
+        Addr8::Register { reg, .. } => {
+            let v = reg64(ops, reg);
+            Resolved {
+                addr: v,
+                regs: vec![(field, reg, v)],
+            }
+        }
+        Addr8::Table { entry, offset, .. } => {
+            let base = ops.table_entry(entry);
+            let (off, regs) = match offset {
+                TableOffset::Immediate { value, .. } => (value, Vec::new()),
+                TableOffset::Register { reg, wide } => {
+                    let v = if wide {
+                        reg64(ops, reg)
+                    } else {
+                        u64::from(ops.reg(reg))
+                    };
+                    (v, vec![(field, reg, v)])
+                }
+            };
+            let addr = base.checked_add(off).ok_or_else(|| {
+                PlanError::Invalid(format!(
+                    "{what}.{field}: table entry {entry} ({base:#x}) + offset {off:#x} overflows"
+                ))
+            })?;
+            Resolved { addr, regs }
+        }
+    })
+}
+
+/// One side of a 2-D pattern.
+#[derive(Clone, Copy)]
+struct Side {
+    base: u64,
+    steps: [i64; 2],
+    nums: [u64; 2],
+    elem: u64,
+}
+
+impl Side {
+    /// Byte address of linear element `i` (x fastest).
+    fn addr(&self, i: u64) -> Option<u64> {
+        let x = i % self.nums[0];
+        let y = i / self.nums[0];
+        let off = (x as i128 * i128::from(self.steps[0]) + y as i128 * i128::from(self.steps[1]))
+            * i128::from(self.elem);
+        u64::try_from(i128::from(self.base) + off).ok()
+    }
+
+    /// Elements from linear element `i` that are contiguous in memory.
+    fn run(&self, i: u64, total: u64) -> u64 {
+        if self.steps[0] != 1 {
+            return 1;
+        }
+        if self.steps[1] == self.nums[0] as i64 || self.nums[1] == 1 {
+            return total - i; // the rows abut
+        }
+        self.nums[0] - i % self.nums[0]
+    }
+}
+
+fn bound_check(
+    side: &'static str,
+    gate: BoundCheckReg,
+    addr: u64,
+    len: u32,
+    ops: &dyn Operands,
+) -> Option<OutOfBounds> {
+    if !gate.bc_enabled {
+        return None;
+    }
+    let limit = reg64(ops, gate.bc_reg);
+    let last = addr.saturating_add(u64::from(len) - 1);
+    (last > limit).then_some(OutOfBounds {
+        side,
+        addr,
+        len_bytes: len,
+        reg: gate.bc_reg,
+        limit,
+        notify: !gate.bc_disable_oob_error_notif,
+    })
+}
+
+fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<Plan, PlanError> {
+    const W: &str = "DIRECT2D";
+    if w.compute_op != ComputeOp::None {
+        return Err(PlanError::Unsupported(format!(
+            "{W}.compute_op = {}: the CCE reduce path",
+            w.compute_op.name()
+        )));
+    }
+    if w.src_elem_size != w.dst_elem_size || w.in_dtype != w.out_dtype {
+        return Err(PlanError::Unsupported(format!(
+            "{W}: dtype conversion (in_dtype {:?} / {} B → out_dtype {:?} / {} B)",
+            w.in_dtype, w.src_elem_size, w.out_dtype, w.dst_elem_size
+        )));
+    }
+    if w.src_elem_size == 0 {
+        return Err(PlanError::Invalid(format!("{W}.src_elem_size = 0")));
+    }
+    let elem = u64::from(w.src_elem_size);
+    if elem > MAX_DESC_BYTES {
+        return Err(PlanError::Invalid(format!(
+            "{W}.src_elem_size = {elem}: larger than one 64 KiB descriptor"
+        )));
+    }
+    let src_total = u64::from(w.src_num_elem[0]) * u64::from(w.src_num_elem[1]);
+    let dst_total = u64::from(w.dst_num_elem[0]) * u64::from(w.dst_num_elem[1]);
+    if src_total != dst_total {
+        return Err(PlanError::Invalid(format!(
+            "{W}: src_num_elem {:?} ({src_total} elements) and dst_num_elem {:?} ({dst_total}) differ",
+            w.src_num_elem, w.dst_num_elem
+        )));
+    }
+    let src_addr = resolve_addr8(W, "src_start_addr", w.src_start_addr, ops)?;
+    let dst_addr = resolve_addr8(W, "dst_start_addr", w.dst_start_addr, ops)?;
+    let src = Side {
+        base: src_addr.addr,
+        steps: w.src_step_elem.map(i64::from),
+        nums: w.src_num_elem.map(u64::from),
+        elem,
+    };
+    let dst = Side {
+        base: dst_addr.addr,
+        steps: w.dst_step_elem.map(i64::from),
+        nums: w.dst_num_elem.map(u64::from),
+        elem,
+    };
+    let slots = cfg.engine_slots();
+    let n_engines = slots.len().max(1);
+    let cap = usize::from(cfg.carveout_size_descs);
+    let mut engines: Vec<EnginePlan> = slots
+        .iter()
+        .map(|&slot| EnginePlan {
+            slot,
+            pairs: Vec::new(),
+            bytes: 0,
+            micro_ops: Vec::new(),
+        })
+        .collect();
+    let mut rows: Vec<u32> = vec![0; engines.len()];
+    let mut out_of_bounds = Vec::new();
+    let max_elems = MAX_DESC_BYTES / elem;
+    let mut i = 0u64;
+    let mut run_index = 0usize;
+    while i < src_total {
+        let n = src
+            .run(i, src_total)
+            .min(dst.run(i, src_total))
+            .min(max_elems);
+        let overflow = |side: &str| {
+            PlanError::Invalid(format!(
+                "{W}: the {side} address of element {i} is outside the 64-bit address space"
+            ))
+        };
+        let s = src.addr(i).ok_or_else(|| overflow("source"))?;
+        let d = dst.addr(i).ok_or_else(|| overflow("destination"))?;
+        let len = (n * elem) as u32;
+        let e = match ops.partition_of(d).or_else(|| ops.partition_of(s)) {
+            Some(p) => usize::from(p / PARTITIONS_PER_ENGINE) % n_engines,
+            None => run_index % n_engines,
+        };
+        run_index += 1;
+        let first = i;
+        i += n;
+        if let Some(oob) = bound_check("src", w.src_bound_reg, s, len, ops)
+            .or_else(|| bound_check("dst", w.dst_bound_reg, d, len, ops))
+        {
+            out_of_bounds.push(oob);
+            continue;
+        }
+        let ep = &mut engines[e];
+        if ep.pairs.len() + 2 > cap {
+            return Err(PlanError::Invalid(format!(
+                "{W}: engine slot {} needs more than {} descriptors per ring \
+                 (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
+                ep.slot,
+                cap.saturating_sub(1)
+            )));
+        }
+        if first.is_multiple_of(src.nums[0]) {
+            rows[e] += (n / src.nums[0]).max(1) as u32;
+        }
+        ep.pairs.push(DescPair {
+            src: s,
+            dst: d,
+            len_bytes: len,
+        });
+        ep.bytes += u64::from(len);
+    }
+    for (ep, rows) in engines.iter_mut().zip(rows) {
+        let engine = u16::from(ep.slot);
+        for (operand, reg, value) in src_addr.regs.iter().chain(&dst_addr.regs) {
+            ep.micro_ops.push(MicroOp::RegWrite {
+                engine,
+                operand,
+                reg: *reg,
+                value: *value,
+            });
+        }
+        for (operand, gate) in [
+            ("src_bound_reg", w.src_bound_reg),
+            ("dst_bound_reg", w.dst_bound_reg),
+        ] {
+            if gate.bc_enabled {
+                ep.micro_ops.push(MicroOp::RegWrite {
+                    engine,
+                    operand,
+                    reg: gate.bc_reg,
+                    value: reg64(ops, gate.bc_reg),
+                });
+            }
+        }
+        ep.micro_ops.push(MicroOp::Generate {
+            engine,
+            what: "RD",
+            addr: ep.pairs.first().map_or(src.base, |p| p.src),
+            elem_size: w.src_elem_size,
+            sem_num: w.semaphore,
+        });
+        for (side, s) in [("src", &src), ("dst", &dst)] {
+            ep.micro_ops.push(MicroOp::DimPush {
+                engine,
+                side,
+                sizes: [s.nums[0] as u32, rows],
+                steps: s.steps,
+            });
+        }
+    }
+    Ok(Plan {
+        kind: InstKind::Direct2d,
+        engines,
+        semaphore: w.semaphore,
+        sem_increment: w.sem_increment,
+        out_of_bounds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dma_abi::inst::{Dtype, InstKind};
+
+    /// SBUF of TPB 0 (partition stride 256 KiB) and registers from a list.
+    struct Ops {
+        regs: Vec<(u8, u32)>,
+        table: Vec<(u8, u64)>,
+    }
+
+    const SBUF: u64 = 0x20_0000_0000;
+    const STRIDE: u64 = 256 << 10;
+
+    impl Operands for Ops {
+        fn reg(&self, n: u8) -> u32 {
+            self.regs.iter().find(|r| r.0 == n).map_or(0, |r| r.1)
+        }
+        fn table_entry(&self, e: u8) -> u64 {
+            self.table.iter().find(|t| t.0 == e).map_or(0, |t| t.1)
+        }
+        fn partition_of(&self, addr: u64) -> Option<u16> {
+            (SBUF..SBUF + 128 * STRIDE)
+                .contains(&addr)
+                .then(|| ((addr - SBUF) / STRIDE) as u16)
+        }
+    }
+
+    fn ops() -> Ops {
+        Ops {
+            regs: Vec::new(),
+            table: Vec::new(),
+        }
+    }
+
+    fn cfg(engine_mask: u16) -> DgeConfig {
+        DgeConfig {
+            carveout_offset_descs: 0,
+            carveout_size_descs: 1024,
+            engine_mask,
+            queue_mask: 1,
+        }
+    }
+
+    fn word(
+        src: u64,
+        ss: [i32; 2],
+        sn: [u16; 2],
+        dst: u64,
+        ds: [i32; 2],
+        dn: [u16; 2],
+        e: u16,
+    ) -> InstWord {
+        let InstWord::Direct2d(mut w) = InstWord::default_of(InstKind::Direct2d) else {
+            unreachable!()
+        };
+        w.semaphore = 3;
+        w.sem_increment = 1;
+        w.src_start_addr = Addr8::Immediate {
+            addr: src,
+            shape_reg: false,
+        };
+        w.src_step_elem = ss;
+        w.src_num_elem = sn;
+        w.src_elem_size = e;
+        w.dst_start_addr = Addr8::Immediate {
+            addr: dst,
+            shape_reg: false,
+        };
+        w.dst_step_elem = ds;
+        w.dst_num_elem = dn;
+        w.dst_elem_size = e;
+        InstWord::Direct2d(w)
+    }
+
+    #[test]
+    fn tile_rows_go_to_the_engine_of_their_partition() {
+        // [128, 4096] bf16 HBM -> SBUF: one 8 KiB pair per partition.
+        let w = word(
+            0x1000_0000,
+            [1, 4096],
+            [4096, 128],
+            SBUF,
+            [1, 131072],
+            [4096, 128],
+            2,
+        );
+        let p = expand(&w, &cfg(0xffff), &ops()).unwrap();
+        assert_eq!(p.engines.len(), 16);
+        for ep in &p.engines {
+            assert_eq!(ep.pairs.len(), 8);
+            for (k, pair) in ep.pairs.iter().enumerate() {
+                let part = u64::from(ep.slot) * 8 + k as u64;
+                assert_eq!(pair.dst, SBUF + part * STRIDE);
+                assert_eq!(pair.src, 0x1000_0000 + part * 8192);
+                assert_eq!(pair.len_bytes, 8192);
+            }
+        }
+        assert_eq!(p.descriptors(), 2 * (128 + 16));
+        assert_eq!(p.bytes(), 1 << 20);
+    }
+
+    #[test]
+    fn masked_engines_fold_the_partition_groups() {
+        // Partitions 0..15 with engines 0 and 2 allowed: group 0 -> slot 0,
+        // group 1 -> slot 2.
+        let w = word(
+            0x1000_0000,
+            [1, 64],
+            [64, 16],
+            SBUF,
+            [1, 65536],
+            [64, 16],
+            4,
+        );
+        let p = expand(&w, &cfg(0b101), &ops()).unwrap();
+        let slots: Vec<(u8, usize)> = p.engines.iter().map(|e| (e.slot, e.pairs.len())).collect();
+        assert_eq!(slots, vec![(0, 8), (2, 8)]);
+    }
+
+    #[test]
+    fn contiguous_rows_merge_and_split_at_64_kib() {
+        // 4 rows of 40000 fp32 back to back on both sides: one 640000-byte
+        // stream, cut at 64 KiB.
+        let w = word(
+            0x1000_0000,
+            [1, 40000],
+            [40000, 4],
+            0x2000_0000,
+            [1, 40000],
+            [40000, 4],
+            4,
+        );
+        let p = expand(&w, &cfg(1), &ops()).unwrap();
+        let lens: Vec<u32> = p.engines[0].pairs.iter().map(|x| x.len_bytes).collect();
+        assert_eq!(lens.len(), 10);
+        assert!(lens[..9].iter().all(|&l| l == 65536));
+        assert_eq!(lens[9], 640_000 - 9 * 65536);
+        assert_eq!(p.engines[0].pairs[1].src, 0x1000_0000 + 65536);
+    }
+
+    #[test]
+    fn a_negative_step_reverses_element_by_element() {
+        let w = word(
+            0x1000_0000 + 12,
+            [-1, 0],
+            [4, 1],
+            0x2000_0000,
+            [1, 4],
+            [4, 1],
+            4,
+        );
+        let p = expand(&w, &cfg(1), &ops()).unwrap();
+        let pairs: Vec<(u64, u64)> = p.engines[0].pairs.iter().map(|x| (x.src, x.dst)).collect();
+        assert_eq!(
+            pairs,
+            vec![
+                (0x1000_000c, 0x2000_0000),
+                (0x1000_0008, 0x2000_0004),
+                (0x1000_0004, 0x2000_0008),
+                (0x1000_0000, 0x2000_000c)
+            ]
+        );
+    }
+
+    #[test]
+    fn register_and_table_operands_resolve() {
+        let InstWord::Direct2d(mut w) = word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 1) else {
+            unreachable!()
+        };
+        w.src_start_addr = Addr8::Register {
+            reg: 10,
+            shape_reg: false,
+        };
+        w.dst_start_addr = Addr8::Table {
+            entry: 3,
+            offset: TableOffset::Immediate {
+                value: 0x40,
+                wide: false,
+            },
+            shape_reg: false,
+        };
+        let o = Ops {
+            regs: vec![(10, 0x2345_6000), (11, 0x1)],
+            table: vec![(3, SBUF + STRIDE)],
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(0xffff), &o).unwrap();
+        let e = p.engines.iter().find(|e| !e.pairs.is_empty()).unwrap();
+        assert_eq!(e.slot, 0); // partition 1 -> engine 0
+        assert_eq!(e.pairs[0].src, 0x1_2345_6000);
+        assert_eq!(e.pairs[0].dst, SBUF + STRIDE + 0x40);
+        assert!(e.micro_ops.iter().any(|m| matches!(
+            m,
+            MicroOp::RegWrite {
+                reg: 10,
+                value: 0x1_2345_6000,
+                ..
+            }
+        )));
+        let text: Vec<String> = e.micro_ops.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter()
+                .any(|t| t
+                    == "push GENERATE to DMA[0]: RD : addr=0x123456000, elem_size=1, sem_num=3")
+        );
+        assert!(
+            text.iter()
+                .any(|t| t == "push DIMPUSH to DMA[0]: [16,1][1,16] (src)")
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_field() {
+        let base = word(
+            0x1000_0000,
+            [1, 16],
+            [16, 1],
+            0x2000_0000,
+            [1, 8],
+            [8, 1],
+            4,
+        );
+        let e = expand(&base, &cfg(1), &ops()).unwrap_err();
+        assert!(e.to_string().contains("dst_num_elem [8, 1] (8)"), "{e}");
+
+        let InstWord::Direct2d(mut w) = word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) else {
+            unreachable!()
+        };
+        w.in_dtype = Dtype::Bfloat16;
+        w.out_dtype = Dtype::Fp32;
+        w.dst_elem_size = 4;
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &ops()).unwrap_err();
+        assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
+
+        w = match word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) {
+            InstWord::Direct2d(w) => w,
+            _ => unreachable!(),
+        };
+        w.src_start_addr = Addr8::Immediate {
+            addr: 0,
+            shape_reg: true,
+        };
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &ops()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("src_start_addr: shapes from a shape register"),
+            "{e}"
+        );
+
+        // Underflow of a negative step.
+        let w = word(0, [-1, 0], [4, 1], 0x1000, [1, 4], [4, 1], 4);
+        let e = expand(&w, &cfg(1), &ops()).unwrap_err();
+        assert!(e.to_string().contains("source address of element 1"), "{e}");
+
+        // More pairs than the ring holds.
+        let w = word(0x1000, [2, 0], [16, 1], 0x10_0000, [1, 16], [16, 1], 4);
+        let small = DgeConfig {
+            carveout_size_descs: 16,
+            ..cfg(1)
+        };
+        let e = expand(&w, &small, &ops()).unwrap_err();
+        assert!(e.to_string().contains("CARVEOUT_SIZE_DESCS = 16"), "{e}");
+    }
+
+    #[test]
+    fn bound_checks_drop_runs_src_first() {
+        let InstWord::Direct2d(mut w) =
+            word(0x1000, [1, 64], [64, 4], 0x10_0000, [1, 64], [64, 4], 1)
+        else {
+            unreachable!()
+        };
+        // Rows are contiguous on both sides: one 256-byte run, checked as
+        // a whole.
+        w.src_bound_reg = BoundCheckReg::enabled(5);
+        w.dst_bound_reg = BoundCheckReg::enabled(7);
+        // The limit is the last address allowed: ending on it passes.
+        let at_limit = Ops {
+            regs: vec![(5, 0x10ff), (7, 0x10_00ff)],
+            table: Vec::new(),
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &at_limit).unwrap();
+        assert_eq!(p.data_pairs(), 1);
+        assert!(p.out_of_bounds.is_empty());
+        // One byte short on both sides: the source check reports.
+        let o = Ops {
+            regs: vec![(5, 0x10fe), (7, 0x10_00fe)],
+            table: Vec::new(),
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &o).unwrap();
+        assert_eq!(p.data_pairs(), 0);
+        assert_eq!(p.out_of_bounds.len(), 1);
+        assert_eq!(p.out_of_bounds[0].side, "src");
+        assert_eq!(p.out_of_bounds[0].limit, 0x10fe);
+        assert!(p.out_of_bounds[0].notify);
+        // Every engine still writes its semaphore.
+        assert_eq!(p.descriptors(), 2);
+    }
+}

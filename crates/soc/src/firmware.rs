@@ -1,0 +1,161 @@
+//! The Q7 firmware cores attached to the device: their layouts, built from
+//! the SoC map and the CSR maps (registers are data, DESIGN §3), and the
+//! [`FwBus`] the firmware drives the device through.
+
+use csr::Catalog;
+use q7::{CoreLayout, EngineLayout, FwBus, QueueRegs};
+use soc_map::SocMap;
+
+use crate::device::Device;
+
+/// Cores per device (TPB tiles, seed 004 §6).
+pub const CORES: u8 = 8;
+
+fn offset(catalog: &Catalog, block: &str, reg: &str) -> Result<u64, String> {
+    catalog
+        .block(block)
+        .and_then(|m| m.find(reg, None))
+        .ok_or_else(|| format!("csr-maps/{block}.json has no register {reg}"))
+}
+
+fn element(catalog: &Catalog, block: &str, reg: &str, i: u32) -> Result<u64, String> {
+    catalog
+        .block(block)
+        .and_then(|m| m.find(reg, Some(i)))
+        .ok_or_else(|| format!("csr-maps/{block}.json has no register {reg}[{i}]"))
+}
+
+fn base(map: &SocMap, name: &str) -> Result<u64, String> {
+    map.by_name(name)
+        .map(|id| map.region(id).base)
+        .ok_or_else(|| format!("the SoC map has no region {name}"))
+}
+
+/// The register offsets the firmware uses, from the udma maps.
+fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
+    let m = "udma_m2s_q";
+    let s = "udma_s2m_q";
+    // The firmware addresses both directions with one set of offsets; the
+    // maps must agree (seed 004 §4.1: the ring header is identical).
+    let same = |a: &str, b: &str| -> Result<u64, String> {
+        let (x, y) = (offset(catalog, m, a)?, offset(catalog, s, b)?);
+        if x != y {
+            return Err(format!("{m}.{a} ({x:#x}) and {s}.{b} ({y:#x}) differ"));
+        }
+        Ok(x)
+    };
+    Ok(QueueRegs {
+        q_cfg: same("Q_CFG", "Q_CFG")?,
+        drbp_low: same("TDRBP_LOW", "RDRBP_LOW")?,
+        drbp_high: same("TDRBP_HIGH", "RDRBP_HIGH")?,
+        drl: same("TDRL", "RDRL")?,
+        drtp: same("TDRTP", "RDRTP")?,
+        drtp_inc: same("TDRTP_INC", "RDRTP_INC")?,
+        crbp_low: same("TCRBP_LOW", "RCRBP_LOW")?,
+        crbp_high: same("TCRBP_HIGH", "RCRBP_HIGH")?,
+        crhp: same("TCRHP", "RCRHP")?,
+        m2s_comp_cfg: offset(catalog, m, "COMP_CFG")?,
+        s2m_comp_cfg: offset(catalog, s, "COMP_CFG")?,
+        m2s_change_state: offset(catalog, "udma_m2s", "CHANGE_STATE")?,
+        s2m_change_state: offset(catalog, "udma_s2m", "CHANGE_STATE")?,
+        m2s_cfg_len: offset(catalog, "udma_m2s", "CFG_LEN")?,
+    })
+}
+
+/// The layout of core `tpb`: engines `eng{16·tpb} ..= eng{16·tpb + 15}`
+/// (16 per core, hardware-and-simulators §A.3; the engine↔core numbering is
+/// a simulator decision, docs/firmware.md).
+pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayout, String> {
+    let t = format!("tpb{tpb}");
+    let lr = "q7_local_reg";
+    let local = base(map, &format!("{t}.q7_local_reg"))?;
+    let sem = base(map, &format!("{t}.evt_sem"))?;
+    let dge_id = map
+        .by_name(&format!("{t}.dge_memory"))
+        .ok_or_else(|| format!("the SoC map has no region {t}.dge_memory"))?;
+    let dge = map.region(dge_id);
+    let sem_map = catalog
+        .block("evt_sem")
+        .ok_or("csr-maps/ has no evt_sem block")?;
+    let sem_count = sem_map
+        .register("SEM_READ")
+        .and_then(|r| r.array())
+        .map_or(0, |a| a.count());
+    let reg0 = element(catalog, lr, "REG", 0)?;
+    let reg1 = element(catalog, lr, "REG", 1)?;
+    let t0 = element(catalog, lr, "ADDR_TABLE_LO", 0)?;
+    let t1 = element(catalog, lr, "ADDR_TABLE_LO", 1)?;
+    let hi0 = element(catalog, lr, "ADDR_TABLE_HI", 0)?;
+    if hi0 != t0 + 4 {
+        return Err(
+            "q7_local_reg: ADDR_TABLE_HI[i] must sit 4 bytes after ADDR_TABLE_LO[i]".into(),
+        );
+    }
+    let sr0 = element(catalog, "evt_sem", "SEM_READ", 0)?;
+    let sr1 = element(catalog, "evt_sem", "SEM_READ", 1)?;
+    let q0 = |dir: &str, e: u16| base(map, &format!("eng{e}.{dir}.q0"));
+    let mut engines = Vec::with_capacity(16);
+    for k in 0..16u16 {
+        let id = u16::from(tpb) * 16 + k;
+        let m2s_q0 = q0("m2s", id)?;
+        let q1 = base(map, &format!("eng{id}.m2s.q1"))?;
+        engines.push(EngineLayout {
+            id,
+            m2s_unit: base(map, &format!("eng{id}.m2s"))?,
+            s2m_unit: base(map, &format!("eng{id}.s2m"))?,
+            m2s_q0,
+            s2m_q0: q0("s2m", id)?,
+            q_stride: q1 - m2s_q0,
+        });
+    }
+    Ok(CoreLayout {
+        tpb,
+        reg0: local + reg0,
+        reg_stride: reg1 - reg0,
+        carveout_cfg: local + offset(catalog, lr, "MEMCOPY_CARVEOUT_CFG")?,
+        dma_cfg: local + offset(catalog, lr, "MEMCOPY_DMA_CFG")?,
+        table0: local + t0,
+        table_stride: t1 - t0,
+        sem_read0: sem + sr0,
+        sem_inc0: sem + element(catalog, "evt_sem", "SEM_INC", 0)?,
+        sem_set0: sem + element(catalog, "evt_sem", "SEM_SET", 0)?,
+        sem_stride: sr1 - sr0,
+        sem_count,
+        dge_memory: dge.base,
+        dge_memory_bytes: dge.size_bytes,
+        engines,
+        regs: queue_regs(catalog)?,
+    })
+}
+
+/// The device as core firmware sees it.
+pub(crate) struct DeviceFwBus<'a> {
+    pub(crate) device: &'a mut Device,
+}
+
+impl FwBus for DeviceFwBus<'_> {
+    fn read32(&mut self, addr: u64) -> Result<u32, String> {
+        self.device.read32(addr).map_err(|e| e.to_string())
+    }
+
+    fn write32(&mut self, addr: u64, value: u32) -> Result<(), String> {
+        self.device
+            .write32(addr, value)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), String> {
+        self.device
+            .write_bytes(addr, data)
+            .map_err(|e| e.to_string())
+    }
+
+    fn partition_of(&self, addr: u64) -> Option<u16> {
+        self.device
+            .map()
+            .decode(addr)
+            .partition
+            .and_then(|p| u16::try_from(p).ok())
+    }
+}
