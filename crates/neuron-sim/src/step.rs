@@ -13,8 +13,9 @@
 
 use std::io::{BufRead, IsTerminal};
 
-use soc::Device;
+use q7::FwEventKind;
 use soc::exec::{Control, ExecHooks, Executor, Linked, QueueTarget, queue_target, ring_of};
+use soc::{Device, DeviceEvent};
 use trace_format::{Statement, StatementKind};
 use udma::Dir;
 
@@ -87,6 +88,9 @@ pub struct Stepper {
     cycle_stop_done: bool,
     value_stop_done: bool,
     quit: bool,
+    /// Device events of the running statement already looked at (for
+    /// firmware doorbells).
+    events_seen: usize,
     /// Number of stops so far.
     pub stops: usize,
 }
@@ -101,6 +105,7 @@ impl Stepper {
             cycle_stop_done: false,
             value_stop_done: false,
             quit: false,
+            events_seen: 0,
             stops: 0,
         }
     }
@@ -204,6 +209,8 @@ impl ExecHooks for Stepper {
         device: &mut Device,
         exec: &Executor,
     ) -> Control {
+        // The executor takes the device events after each statement.
+        self.events_seen = 0;
         if self.quit {
             return Control::Quit;
         }
@@ -237,6 +244,9 @@ impl ExecHooks for Stepper {
         if self.quit {
             return Control::Quit;
         }
+        if self.fw_doorbells(device) == Control::Quit {
+            return Control::Quit;
+        }
         if let Some(c) = self.filter.at_cycle
             && !self.cycle_stop_done
             && device.now().0 >= c
@@ -268,6 +278,83 @@ impl ExecHooks for Stepper {
                     device.now().0
                 );
                 return self.prompt(device, None);
+            }
+        }
+        Control::Continue
+    }
+}
+
+impl Stepper {
+    /// Stops at every doorbell the Q7 firmware rang since the last look,
+    /// naming the instruction word and the micro-ops that produced it.
+    fn fw_doorbells(&mut self, device: &mut Device) -> Control {
+        let events = device.events();
+        let start = self.events_seen.min(events.len());
+        self.events_seen = events.len();
+        if self.running_free || self.filter.no_doorbells {
+            return Control::Continue;
+        }
+        let mut stops = Vec::new();
+        let mut micro_ops: Vec<String> = Vec::new();
+        for e in &events[start..] {
+            let DeviceEvent::Firmware(fw) = e else {
+                continue;
+            };
+            match &fw.kind {
+                FwEventKind::MicroOp { text } => micro_ops.push(text.clone()),
+                FwEventKind::Doorbell {
+                    engine,
+                    queue,
+                    count,
+                    bytes,
+                    m2s_first,
+                    s2m_first,
+                } => {
+                    stops.push((
+                        fw.clone(),
+                        (*engine, *queue, *count, *bytes),
+                        (*m2s_first, *s2m_first),
+                        std::mem::take(&mut micro_ops),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        for (fw, (engine, queue, count, bytes), (m2s_first, s2m_first), ops) in stops {
+            let (Some(tx), Some(rx)) = (
+                queue_target(device, &format!("eng{engine}.m2s.q{queue}")),
+                queue_target(device, &format!("eng{engine}.s2m.q{queue}")),
+            ) else {
+                continue;
+            };
+            if !self.wanted(&tx) {
+                continue;
+            }
+            outln!(
+                "== firmware doorbell at cycle {}: tpb{} inst#{} ({}) rang engine {engine} queue {queue}: S2M and M2S tail += {count}, {bytes} bytes",
+                fw.at,
+                fw.tpb,
+                fw.inst.seq,
+                fw.inst.source
+            );
+            for op in &ops {
+                outln!("  {op}");
+            }
+            // The tails move `doorbell_latency_cycles` after the write:
+            // what they have not taken yet shows as `new`.
+            let not_taken = |q: &QueueTarget, first: u32| {
+                ring_of(device, q).map_or(0, |(_, len, tail, _)| {
+                    let len = len.max(1);
+                    (first % len + count + len - tail % len) % len
+                })
+            };
+            out!("{}", show_ring(device, &rx, not_taken(&rx, s2m_first)));
+            out!("{}", show_ring(device, &tx, not_taken(&tx, m2s_first)));
+            if self.prompt(device, Some((&tx, 0))) == Control::Quit {
+                return Control::Quit;
+            }
+            if self.running_free {
+                break;
             }
         }
         Control::Continue

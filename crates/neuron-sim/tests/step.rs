@@ -84,3 +84,63 @@ fn step_filters_and_value_stops() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn step_stops_at_the_doorbells_the_firmware_rings() {
+    // The DIRECT2D tile load: the firmware rings 16 engines at cycle 616;
+    // with --engine 3 the debugger stops once, names the word (trace line
+    // 24) and its micro-ops, and shows both rings with the new descriptors.
+    let script = std::env::temp_dir().join(format!("fw-step-{}.step", std::process::id()));
+    std::fs::write(&script, "ring eng3.s2m.q0\nn\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .current_dir(root())
+        .args([
+            "step",
+            "traces/fw-tile-load-bf16.trace",
+            "--engine",
+            "3",
+            "--script",
+        ])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&script);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(
+            "== firmware doorbell at cycle 616: tpb0 inst#0 (line 24) rang engine 3 queue 0: S2M and M2S tail += 9, 65536 bytes"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  push GENERATE to DMA[3]: RD : addr=0x10030000, elem_size=2, sem_num=1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  push DIMPUSH to DMA[3]: [4096,8][1,131072] (dst)"),
+        "{text}"
+    );
+    // Partition 24 = engine 3's first; the last descriptor is the semaphore write.
+    assert!(
+        text.contains("new    [   0] 0x002040003400: len   8192 ring_id 1 dst 0x2000600000"),
+        "{text}"
+    );
+    assert!(
+        text.contains("new    [   8] 0x002040003480: len      4 ring_id 1 dst 0x2802701804"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "new    [   8] 0x002040003080: len      4 ring_id 1 FIRST LAST src 0x2040010004"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("== firmware doorbell").count(), 1, "{text}");
+    assert!(text.contains("debugger: 1 stops"), "{text}");
+}
