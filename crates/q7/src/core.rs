@@ -31,6 +31,8 @@ pub trait FwBus {
     fn write32(&mut self, addr: u64, value: u32) -> Result<(), String>;
     /// A byte store into memory.
     fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), String>;
+    /// A byte load from memory.
+    fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String>;
     /// The SBUF/PSUM partition `addr` is in, if any.
     fn partition_of(&self, addr: u64) -> Option<u16>;
 }
@@ -136,6 +138,30 @@ pub enum FwEventKind {
         limit: String,
         /// Whether the OOB notification fires (`bc_disable_oob_error_notif` = 0).
         notify: bool,
+    },
+    /// An index failed its index bound check (INDIRECT1D): no descriptor
+    /// for that element (wiki-facts §G.1).
+    IndexOutOfBounds {
+        /// `src_idx` or `dst_idx`.
+        leg: String,
+        /// Position in the index vector.
+        position: u32,
+        /// The index.
+        index: u32,
+        /// The bound it must stay below.
+        bound: u32,
+        /// `flags.idx_bound_is_err`: an error notification is raised.
+        error: bool,
+    },
+    /// A scatter names one destination twice without
+    /// `flags.non_unique_dst_idx`: the writes race (wiki-facts §G.1).
+    DuplicateScatter {
+        /// First position in the index vector.
+        first: u32,
+        /// The later position.
+        later: u32,
+        /// The index both name.
+        index: u32,
     },
     /// The word was not executed.
     Rejected {
@@ -246,7 +272,8 @@ pub struct Q7Core {
 struct Snapshot<'a> {
     regs: [u32; 64],
     table: Vec<(u8, u64)>,
-    bus: &'a dyn FwBus,
+    layout: &'a CoreLayout,
+    bus: &'a mut dyn FwBus,
 }
 
 impl Operands for Snapshot<'_> {
@@ -262,18 +289,32 @@ impl Operands for Snapshot<'_> {
     fn partition_of(&self, addr: u64) -> Option<u16> {
         self.bus.partition_of(addr)
     }
+    fn partition_addr(&self, target: soc_map::PartitionTarget) -> u64 {
+        self.layout.partition_addr(target)
+    }
+    fn read_u32s(&mut self, addr: u64, n: usize) -> Result<Vec<u32>, String> {
+        let mut buf = vec![0u8; n * 4];
+        self.bus.read_bytes(addr, &mut buf)?;
+        Ok(buf
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
 }
 
 fn table_entries(word: &InstWord) -> Vec<u8> {
-    let mut v = Vec::new();
-    if let InstWord::Direct2d(w) = word {
-        for a in [w.src_start_addr, w.dst_start_addr] {
-            if let soc_map::Addr8::Table { entry, .. } = a {
-                v.push(entry);
-            }
-        }
-    }
-    v
+    let addrs = match word {
+        InstWord::Direct2d(w) => vec![w.src_start_addr, w.dst_start_addr],
+        InstWord::Indirect1d(w) => vec![w.src_start_addr, w.dst_start_addr],
+        _ => Vec::new(),
+    };
+    addrs
+        .into_iter()
+        .filter_map(|a| match a {
+            soc_map::Addr8::Table { entry, .. } => Some(entry),
+            _ => None,
+        })
+        .collect()
 }
 
 impl Q7Core {
@@ -532,12 +573,13 @@ impl Q7Core {
             table.push((e, u64::from(lo) | (u64::from(hi) << 32)));
         }
         let plan = {
-            let snap = Snapshot {
+            let mut snap = Snapshot {
                 regs,
                 table,
-                bus: &*bus,
+                layout: &self.layout,
+                bus: &mut *bus,
             };
-            expand(&word, &cfg, &snap)
+            expand(&word, &cfg, &mut snap)
         };
         let plan = match plan {
             Ok(p) => p,
@@ -598,6 +640,30 @@ impl Q7Core {
                     reg: oob.reg,
                     limit: format!("{:#x}", oob.limit),
                     notify: oob.notify,
+                },
+            );
+        }
+        for f in &plan.index_faults {
+            self.event(
+                now,
+                &q.tag,
+                FwEventKind::IndexOutOfBounds {
+                    leg: f.leg.into(),
+                    position: f.position,
+                    index: f.index,
+                    bound: f.bound,
+                    error: f.is_error,
+                },
+            );
+        }
+        for &(first, later, index) in &plan.duplicate_dst {
+            self.event(
+                now,
+                &q.tag,
+                FwEventKind::DuplicateScatter {
+                    first,
+                    later,
+                    index,
                 },
             );
         }
@@ -921,7 +987,7 @@ fn front_tag(q: &VecDeque<Queued>) -> InstTag {
 pub const SLOTS: usize = ENGINES_PER_CORE;
 
 /// The kinds the firmware expands in this version.
-pub const EXPANDED_KINDS: &[InstKind] = &[InstKind::Direct2d];
+pub const EXPANDED_KINDS: &[InstKind] = &[InstKind::Direct2d, InstKind::Indirect1d];
 
 #[cfg(test)]
 mod tests {

@@ -114,6 +114,14 @@ pub struct CoreLayout {
     pub dge_memory: u64,
     /// Size of DGE_MEMORY.
     pub dge_memory_bytes: u64,
+    /// SoC address of SBUF partition 0, byte 0.
+    pub sbuf_base: u64,
+    /// Distance between SBUF partitions.
+    pub sbuf_stride: u64,
+    /// SoC address of PSUM partition 0, byte 0.
+    pub psum_base: u64,
+    /// Distance between PSUM partitions.
+    pub psum_stride: u64,
     /// The 16 engines, in the order the engine mask numbers them.
     pub engines: Vec<EngineLayout>,
     /// Register offsets shared by all engines.
@@ -139,6 +147,18 @@ impl CoreLayout {
     /// SEM_INC of semaphore `i`.
     pub fn sem_inc(&self, i: u8) -> u64 {
         self.sem_inc0 + u64::from(i) * self.sem_stride
+    }
+
+    /// The SoC address of a partition byte (an ADDR4 lane, seed 004 §6.1).
+    pub fn partition_addr(&self, t: soc_map::PartitionTarget) -> u64 {
+        match t {
+            soc_map::PartitionTarget::Sbuf(a) => {
+                self.sbuf_base + u64::from(a.partition) * self.sbuf_stride + u64::from(a.offset)
+            }
+            soc_map::PartitionTarget::Psum(a) => {
+                self.psum_base + u64::from(a.partition) * self.psum_stride + u64::from(a.offset)
+            }
+        }
     }
 
     /// SEM_SET of semaphore `i`.

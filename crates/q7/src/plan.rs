@@ -18,8 +18,10 @@
 
 use std::fmt;
 
-use dma_abi::inst::{BoundCheckReg, ComputeOp, Direct2d, InstKind, InstWord};
-use soc_map::{Addr8, TableOffset};
+use dma_abi::inst::{
+    BoundCheckReg, ComputeOp, Direct2d, Indirect1d, IndirectDim, IndirectMode, InstKind, InstWord,
+};
+use soc_map::{Addr4, Addr4Mode, Addr8, PartitionTarget, TableOffset};
 
 use crate::layout::{DgeConfig, MAX_DESC_BYTES, PARTITIONS_PER_ENGINE};
 
@@ -32,6 +34,10 @@ pub trait Operands {
     fn table_entry(&self, e: u8) -> u64;
     /// The SBUF/PSUM partition `addr` is in, if any.
     fn partition_of(&self, addr: u64) -> Option<u16>;
+    /// The SoC address of a partition byte of this core.
+    fn partition_addr(&self, target: PartitionTarget) -> u64;
+    /// `n` little-endian 32-bit words from memory (index vectors).
+    fn read_u32s(&mut self, addr: u64, n: usize) -> Result<Vec<u32>, String>;
 }
 
 /// One DGE emit micro-op (our internal form, named after the firmware's).
@@ -164,6 +170,12 @@ pub struct Plan {
     pub sem_increment: u8,
     /// Runs dropped by a bound check.
     pub out_of_bounds: Vec<OutOfBounds>,
+    /// Indices dropped by an index bound check (INDIRECT1D).
+    pub index_faults: Vec<IndexOutOfBounds>,
+    /// Scatter destinations named twice without `non_unique_dst_idx`:
+    /// (first position, later position, index). The writes race; the model
+    /// lets the later write in simulated time win (docs/firmware.md).
+    pub duplicate_dst: Vec<(u32, u32, u32)>,
 }
 
 impl Plan {
@@ -206,15 +218,19 @@ impl fmt::Display for PlanError {
 impl std::error::Error for PlanError {}
 
 /// Expands `word` under `cfg`.
-pub fn expand(word: &InstWord, cfg: &DgeConfig, ops: &dyn Operands) -> Result<Plan, PlanError> {
+pub fn expand(word: &InstWord, cfg: &DgeConfig, ops: &mut dyn Operands) -> Result<Plan, PlanError> {
     match word {
         InstWord::Direct2d(w) => expand_direct2d(w, cfg, ops),
+        InstWord::Indirect1d(w) => expand_indirect1d(w, cfg, ops),
         other => Err(PlanError::Unsupported(format!(
-            "{}: the firmware expands DIRECT2D only in this version",
+            "{}: the firmware expands DIRECT2D and INDIRECT1D only in this version",
             other.kind().name()
         ))),
     }
 }
+
+/// A register an operand was read from: (operand, register, value).
+type RegOperand = (&'static str, u8, u64);
 
 /// An operand resolved, with the registers it read.
 struct Resolved {
@@ -333,6 +349,133 @@ fn bound_check(
     })
 }
 
+/// Spreads descriptor pairs over the allowed engines (the splitting rule
+/// in the module doc), applying bound checks and the ring cap.
+struct Spread {
+    word: &'static str,
+    engines: Vec<EnginePlan>,
+    rows: Vec<u32>,
+    cap: usize,
+    run_index: usize,
+    out_of_bounds: Vec<OutOfBounds>,
+}
+
+impl Spread {
+    fn new(word: &'static str, cfg: &DgeConfig) -> Self {
+        let engines: Vec<EnginePlan> = cfg
+            .engine_slots()
+            .into_iter()
+            .map(|slot| EnginePlan {
+                slot,
+                pairs: Vec::new(),
+                bytes: 0,
+                micro_ops: Vec::new(),
+            })
+            .collect();
+        Self {
+            word,
+            rows: vec![0; engines.len()],
+            engines,
+            cap: usize::from(cfg.carveout_size_descs),
+            run_index: 0,
+            out_of_bounds: Vec::new(),
+        }
+    }
+
+    /// Engine index (into `engines`) for a run from `s` to `d`.
+    fn engine_for(&mut self, ops: &dyn Operands, s: u64, d: u64) -> usize {
+        let n = self.engines.len().max(1);
+        let e = match ops.partition_of(d).or_else(|| ops.partition_of(s)) {
+            Some(p) => usize::from(p / PARTITIONS_PER_ENGINE) % n,
+            None => self.run_index % n,
+        };
+        self.run_index += 1;
+        e
+    }
+
+    /// Adds one pair after the address bound checks (source first); returns
+    /// the engine index it went to, or `None` when a check dropped it.
+    fn push(
+        &mut self,
+        ops: &dyn Operands,
+        pair: DescPair,
+        gates: [BoundCheckReg; 2],
+    ) -> Result<Option<usize>, PlanError> {
+        let e = self.engine_for(ops, pair.src, pair.dst);
+        if let Some(oob) = bound_check("src", gates[0], pair.src, pair.len_bytes, ops)
+            .or_else(|| bound_check("dst", gates[1], pair.dst, pair.len_bytes, ops))
+        {
+            self.out_of_bounds.push(oob);
+            return Ok(None);
+        }
+        let cap = self.cap;
+        let ep = &mut self.engines[e];
+        if ep.pairs.len() + 2 > cap {
+            return Err(PlanError::Invalid(format!(
+                "{}: engine slot {} needs more than {} descriptors per ring \
+                 (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
+                self.word,
+                ep.slot,
+                cap.saturating_sub(1)
+            )));
+        }
+        ep.pairs.push(pair);
+        ep.bytes += u64::from(pair.len_bytes);
+        Ok(Some(e))
+    }
+
+    /// Adds each engine's micro-ops: REGWRITE for every register operand
+    /// and armed gate, GENERATE, and one DIMPUSH per side built by `dims`
+    /// from the rows the engine got.
+    fn finish(
+        mut self,
+        ops: &dyn Operands,
+        regs: &[(&'static str, u8, u64)],
+        gates: &[(&'static str, BoundCheckReg)],
+        generate: (u64, u16, u8),
+        dims: impl Fn(u32) -> [(&'static str, [u32; 2], [i64; 2]); 2],
+    ) -> Vec<EnginePlan> {
+        let (base, elem_size, sem_num) = generate;
+        for (ep, rows) in self.engines.iter_mut().zip(std::mem::take(&mut self.rows)) {
+            let engine = u16::from(ep.slot);
+            for (operand, reg, value) in regs {
+                ep.micro_ops.push(MicroOp::RegWrite {
+                    engine,
+                    operand,
+                    reg: *reg,
+                    value: *value,
+                });
+            }
+            for (operand, gate) in gates {
+                if gate.bc_enabled {
+                    ep.micro_ops.push(MicroOp::RegWrite {
+                        engine,
+                        operand,
+                        reg: gate.bc_reg,
+                        value: reg64(ops, gate.bc_reg),
+                    });
+                }
+            }
+            ep.micro_ops.push(MicroOp::Generate {
+                engine,
+                what: "RD",
+                addr: ep.pairs.first().map_or(base, |p| p.src),
+                elem_size,
+                sem_num,
+            });
+            for (side, sizes, steps) in dims(rows) {
+                ep.micro_ops.push(MicroOp::DimPush {
+                    engine,
+                    side,
+                    sizes,
+                    steps,
+                });
+            }
+        }
+        self.engines
+    }
+}
+
 fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<Plan, PlanError> {
     const W: &str = "DIRECT2D";
     if w.compute_op != ComputeOp::None {
@@ -351,11 +494,6 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
         return Err(PlanError::Invalid(format!("{W}.src_elem_size = 0")));
     }
     let elem = u64::from(w.src_elem_size);
-    if elem > MAX_DESC_BYTES {
-        return Err(PlanError::Invalid(format!(
-            "{W}.src_elem_size = {elem}: larger than one 64 KiB descriptor"
-        )));
-    }
     let src_total = u64::from(w.src_num_elem[0]) * u64::from(w.src_num_elem[1]);
     let dst_total = u64::from(w.dst_num_elem[0]) * u64::from(w.dst_num_elem[1]);
     if src_total != dst_total {
@@ -378,23 +516,10 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
         nums: w.dst_num_elem.map(u64::from),
         elem,
     };
-    let slots = cfg.engine_slots();
-    let n_engines = slots.len().max(1);
-    let cap = usize::from(cfg.carveout_size_descs);
-    let mut engines: Vec<EnginePlan> = slots
-        .iter()
-        .map(|&slot| EnginePlan {
-            slot,
-            pairs: Vec::new(),
-            bytes: 0,
-            micro_ops: Vec::new(),
-        })
-        .collect();
-    let mut rows: Vec<u32> = vec![0; engines.len()];
-    let mut out_of_bounds = Vec::new();
+    let mut spread = Spread::new(W, cfg);
+    let gates = [w.src_bound_reg, w.dst_bound_reg];
     let max_elems = MAX_DESC_BYTES / elem;
     let mut i = 0u64;
-    let mut run_index = 0usize;
     while i < src_total {
         let n = src
             .run(i, src_total)
@@ -405,86 +530,288 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
                 "{W}: the {side} address of element {i} is outside the 64-bit address space"
             ))
         };
-        let s = src.addr(i).ok_or_else(|| overflow("source"))?;
-        let d = dst.addr(i).ok_or_else(|| overflow("destination"))?;
-        let len = (n * elem) as u32;
-        let e = match ops.partition_of(d).or_else(|| ops.partition_of(s)) {
-            Some(p) => usize::from(p / PARTITIONS_PER_ENGINE) % n_engines,
-            None => run_index % n_engines,
+        let pair = DescPair {
+            src: src.addr(i).ok_or_else(|| overflow("source"))?,
+            dst: dst.addr(i).ok_or_else(|| overflow("destination"))?,
+            len_bytes: (n * elem) as u32,
         };
-        run_index += 1;
         let first = i;
         i += n;
-        if let Some(oob) = bound_check("src", w.src_bound_reg, s, len, ops)
-            .or_else(|| bound_check("dst", w.dst_bound_reg, d, len, ops))
+        if let Some(e) = spread.push(ops, pair, gates)?
+            && first.is_multiple_of(src.nums[0])
         {
-            out_of_bounds.push(oob);
-            continue;
+            spread.rows[e] += (n / src.nums[0]).max(1) as u32;
         }
-        let ep = &mut engines[e];
-        if ep.pairs.len() + 2 > cap {
-            return Err(PlanError::Invalid(format!(
-                "{W}: engine slot {} needs more than {} descriptors per ring \
-                 (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
-                ep.slot,
-                cap.saturating_sub(1)
-            )));
-        }
-        if first.is_multiple_of(src.nums[0]) {
-            rows[e] += (n / src.nums[0]).max(1) as u32;
-        }
-        ep.pairs.push(DescPair {
-            src: s,
-            dst: d,
-            len_bytes: len,
-        });
-        ep.bytes += u64::from(len);
     }
-    for (ep, rows) in engines.iter_mut().zip(rows) {
-        let engine = u16::from(ep.slot);
-        for (operand, reg, value) in src_addr.regs.iter().chain(&dst_addr.regs) {
-            ep.micro_ops.push(MicroOp::RegWrite {
-                engine,
-                operand,
-                reg: *reg,
-                value: *value,
-            });
-        }
-        for (operand, gate) in [
+    let out_of_bounds = std::mem::take(&mut spread.out_of_bounds);
+    let regs: Vec<_> = src_addr
+        .regs
+        .iter()
+        .chain(&dst_addr.regs)
+        .copied()
+        .collect();
+    let engines = spread.finish(
+        ops,
+        &regs,
+        &[
             ("src_bound_reg", w.src_bound_reg),
             ("dst_bound_reg", w.dst_bound_reg),
-        ] {
-            if gate.bc_enabled {
-                ep.micro_ops.push(MicroOp::RegWrite {
-                    engine,
-                    operand,
-                    reg: gate.bc_reg,
-                    value: reg64(ops, gate.bc_reg),
-                });
-            }
-        }
-        ep.micro_ops.push(MicroOp::Generate {
-            engine,
-            what: "RD",
-            addr: ep.pairs.first().map_or(src.base, |p| p.src),
-            elem_size: w.src_elem_size,
-            sem_num: w.semaphore,
-        });
-        for (side, s) in [("src", &src), ("dst", &dst)] {
-            ep.micro_ops.push(MicroOp::DimPush {
-                engine,
-                side,
-                sizes: [s.nums[0] as u32, rows],
-                steps: s.steps,
-            });
-        }
-    }
+        ],
+        (src.base, w.src_elem_size, w.semaphore),
+        |rows| {
+            [
+                ("src", [src.nums[0] as u32, rows], src.steps),
+                ("dst", [dst.nums[0] as u32, rows], dst.steps),
+            ]
+        },
+    );
     Ok(Plan {
         kind: InstKind::Direct2d,
         engines,
         semaphore: w.semaphore,
         sem_increment: w.sem_increment,
         out_of_bounds,
+        index_faults: Vec::new(),
+        duplicate_dst: Vec::new(),
+    })
+}
+
+/// Most indices one INDIRECT1D leg may carry (wiki-facts §G.1).
+pub const MAX_INDICES: u16 = 4096;
+
+/// An index the index bound check stopped (INDIRECT1D, wiki-facts §G.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexOutOfBounds {
+    /// `src_idx` or `dst_idx`.
+    pub leg: &'static str,
+    /// Position in the index vector.
+    pub position: u32,
+    /// The index read.
+    pub index: u32,
+    /// The bound (`REG[bc_reg]`): indices must be below it.
+    pub bound: u32,
+    /// `flags.idx_bound_is_err`: the firmware raises an error notification.
+    pub is_error: bool,
+}
+
+/// The address of an index vector: ADDR4 immediate in SBUF partition 0, or
+/// a register pair (wiki-facts §G.1: "register-sourced or in SBUF partition
+/// 0").
+fn index_vector_addr(
+    field: &'static str,
+    a: Addr4,
+    ops: &dyn Operands,
+) -> Result<(u64, Option<RegOperand>), PlanError> {
+    const W: &str = "INDIRECT1D";
+    match a {
+        Addr4::Immediate {
+            offset,
+            shape_reg: false,
+        } => {
+            if offset.psum || offset.quadrant != 0 {
+                return Err(PlanError::Invalid(format!(
+                    "{W}.{field}: index vectors must be in SBUF partition 0 (found {} quadrant {})",
+                    if offset.psum { "PSUM" } else { "SBUF" },
+                    offset.quadrant
+                )));
+            }
+            let target = offset
+                .lane(0)
+                .map_err(|e| PlanError::Invalid(format!("{W}.{field}: {e}")))?;
+            Ok((ops.partition_addr(target), None))
+        }
+        Addr4::Register {
+            reg,
+            mode: Addr4Mode::AddrReg,
+        } => {
+            let v = reg64(ops, reg);
+            Ok((v, Some((field, reg, v))))
+        }
+        other => Err(PlanError::Unsupported(format!(
+            "{W}.{field}: {other:?} (shape registers and indirect index modes)"
+        ))),
+    }
+}
+
+fn expand_indirect1d(
+    w: &Indirect1d,
+    cfg: &DgeConfig,
+    ops: &mut dyn Operands,
+) -> Result<Plan, PlanError> {
+    const W: &str = "INDIRECT1D";
+    if w.idx_num_active_channels != 128 {
+        return Err(PlanError::Invalid(format!(
+            "{W}.idx_num_active_channels = {}: must be 128 (the index drives all 128 partition channels)",
+            w.idx_num_active_channels
+        )));
+    }
+    if w.compute_op != ComputeOp::None {
+        return Err(PlanError::Unsupported(format!(
+            "{W}.compute_op = {}: scatter-reduce through the CCE path",
+            w.compute_op.name()
+        )));
+    }
+    if w.src_elem_size != w.dst_elem_size || w.in_dtype != w.out_dtype {
+        return Err(PlanError::Unsupported(format!(
+            "{W}: dtype conversion (in_dtype {:?} / {} B → out_dtype {:?} / {} B)",
+            w.in_dtype, w.src_elem_size, w.out_dtype, w.dst_elem_size
+        )));
+    }
+    if w.src_elem_size == 0 {
+        return Err(PlanError::Invalid(format!("{W}.src_elem_size = 0")));
+    }
+    let mode = w.flags.indirect_mode;
+    let (src_indexed, dst_indexed) = match mode {
+        IndirectMode::SrcIndirection => (true, false),
+        IndirectMode::DstIndirection => (false, true),
+        IndirectMode::SrcDstIndirection => (true, true),
+    };
+    // wiki-facts §G.1: without a shape register the indirect dim must be X;
+    // SRC mode needs scatter_dim 0, DST mode gather_dim 0.
+    for (name, dim, used) in [
+        ("gather_dim", w.flags.gather_dim, src_indexed),
+        ("scatter_dim", w.flags.scatter_dim, dst_indexed),
+    ] {
+        if dim != IndirectDim::X {
+            return Err(PlanError::Invalid(format!(
+                "{W}.flags.{name} = {}: {}",
+                dim.name(),
+                if used {
+                    "with an immediate address the indirect dim must be X"
+                } else {
+                    "must be X (0) for this indirect_mode"
+                }
+            )));
+        }
+    }
+    // The element count: the leg without an index walks its elements; with
+    // both indexed the two counts must agree.
+    let count = match mode {
+        IndirectMode::SrcIndirection => w.dst_num_elem,
+        IndirectMode::DstIndirection => w.src_num_elem,
+        IndirectMode::SrcDstIndirection => {
+            if w.src_num_elem != w.dst_num_elem {
+                return Err(PlanError::Invalid(format!(
+                    "{W}: src_num_elem {} and dst_num_elem {} differ (SRC_DST_INDIRECTION)",
+                    w.src_num_elem, w.dst_num_elem
+                )));
+            }
+            w.src_num_elem
+        }
+    };
+    if count > MAX_INDICES {
+        return Err(PlanError::Invalid(format!(
+            "{W}: {count} indices (num_elem); at most {MAX_INDICES} without a shape register"
+        )));
+    }
+    let elem = u64::from(w.src_elem_size);
+    let src_addr = resolve_addr8(W, "src_start_addr", w.src_start_addr, ops)?;
+    let dst_addr = resolve_addr8(W, "dst_start_addr", w.dst_start_addr, ops)?;
+    let mut regs: Vec<(&'static str, u8, u64)> = src_addr
+        .regs
+        .iter()
+        .chain(&dst_addr.regs)
+        .copied()
+        .collect();
+    let mut read_leg = |field: &'static str,
+                        a: Addr4,
+                        used: bool,
+                        ops: &mut dyn Operands|
+     -> Result<Option<Vec<u32>>, PlanError> {
+        if !used {
+            return Ok(None);
+        }
+        let (at, reg) = index_vector_addr(field, a, ops)?;
+        regs.extend(reg);
+        ops.read_u32s(at, usize::from(count))
+            .map(Some)
+            .map_err(|m| PlanError::Invalid(format!("{W}.{field}: reading the indices: {m}")))
+    };
+    let src_idx = read_leg("src_idx_start_addr", w.src_idx_start_addr, src_indexed, ops)?;
+    let dst_idx = read_leg("dst_idx_start_addr", w.dst_idx_start_addr, dst_indexed, ops)?;
+    let ops: &dyn Operands = ops;
+    let bound = |gate: BoundCheckReg| gate.bc_enabled.then(|| ops.reg(gate.bc_reg));
+    let (src_bound, dst_bound) = (bound(w.src_idx_bound_reg), bound(w.dst_idx_bound_reg));
+    let addr_of = |base: u64, step: i32, k: u64| -> Option<u64> {
+        let off = i128::from(k) * i128::from(step) * i128::from(elem);
+        u64::try_from(i128::from(base) + off).ok()
+    };
+    let mut spread = Spread::new(W, cfg);
+    let mut index_faults = Vec::new();
+    let mut seen_dst: std::collections::BTreeMap<u32, u32> = Default::default();
+    let mut duplicates = Vec::new();
+    'element: for k in 0..u32::from(count) {
+        let mut pos = [u64::from(k); 2];
+        for (leg, idx, bound, p) in [
+            ("src_idx", &src_idx, src_bound, 0),
+            ("dst_idx", &dst_idx, dst_bound, 1),
+        ] {
+            let Some(v) = idx.as_ref().and_then(|v| v.get(k as usize).copied()) else {
+                continue;
+            };
+            if let Some(b) = bound
+                && v >= b
+            {
+                index_faults.push(IndexOutOfBounds {
+                    leg,
+                    position: k,
+                    index: v,
+                    bound: b,
+                    is_error: w.flags.idx_bound_is_err,
+                });
+                continue 'element;
+            }
+            pos[p] = u64::from(v);
+        }
+        if let Some(v) = dst_idx.as_ref().and_then(|v| v.get(k as usize).copied())
+            && let Some(first) = seen_dst.insert(v, k)
+        {
+            duplicates.push((first, k, v));
+        }
+        let overflow = |side: &str| {
+            PlanError::Invalid(format!(
+                "{W}: the {side} address of element {k} is outside the 64-bit address space"
+            ))
+        };
+        let pair = DescPair {
+            src: addr_of(src_addr.addr, w.src_step_elem, pos[0])
+                .ok_or_else(|| overflow("source"))?,
+            dst: addr_of(dst_addr.addr, w.dst_step_elem, pos[1])
+                .ok_or_else(|| overflow("destination"))?,
+            len_bytes: elem as u32,
+        };
+        if let Some(e) = spread.push(ops, pair, [BoundCheckReg::INERT; 2])? {
+            spread.rows[e] += 1;
+        }
+    }
+    let out_of_bounds = std::mem::take(&mut spread.out_of_bounds);
+    let engines = spread.finish(
+        ops,
+        &regs,
+        &[
+            ("src_idx_bound_reg", w.src_idx_bound_reg),
+            ("dst_idx_bound_reg", w.dst_idx_bound_reg),
+        ],
+        (src_addr.addr, w.src_elem_size, w.semaphore),
+        |rows| {
+            [
+                ("src", [1, rows], [1, i64::from(w.src_step_elem)]),
+                ("dst", [1, rows], [1, i64::from(w.dst_step_elem)]),
+            ]
+        },
+    );
+    Ok(Plan {
+        kind: InstKind::Indirect1d,
+        engines,
+        semaphore: w.semaphore,
+        sem_increment: w.sem_increment,
+        out_of_bounds,
+        index_faults,
+        duplicate_dst: if w.flags.non_unique_dst_idx {
+            Vec::new()
+        } else {
+            duplicates
+        },
     })
 }
 
@@ -497,6 +824,8 @@ mod tests {
     struct Ops {
         regs: Vec<(u8, u32)>,
         table: Vec<(u8, u64)>,
+        /// Index vectors: (address, words).
+        mem: Vec<(u64, Vec<u32>)>,
     }
 
     const SBUF: u64 = 0x20_0000_0000;
@@ -514,12 +843,29 @@ mod tests {
                 .contains(&addr)
                 .then(|| ((addr - SBUF) / STRIDE) as u16)
         }
+        fn partition_addr(&self, t: PartitionTarget) -> u64 {
+            match t {
+                PartitionTarget::Sbuf(a) => {
+                    SBUF + u64::from(a.partition) * STRIDE + u64::from(a.offset)
+                }
+                PartitionTarget::Psum(_) => 0,
+            }
+        }
+        fn read_u32s(&mut self, addr: u64, n: usize) -> Result<Vec<u32>, String> {
+            let at = self
+                .mem
+                .iter()
+                .find(|(a, _)| *a == addr)
+                .ok_or_else(|| format!("nothing at {addr:#x}"))?;
+            Ok(at.1.iter().copied().take(n).collect())
+        }
     }
 
     fn ops() -> Ops {
         Ops {
             regs: Vec::new(),
             table: Vec::new(),
+            mem: Vec::new(),
         }
     }
 
@@ -575,7 +921,7 @@ mod tests {
             [4096, 128],
             2,
         );
-        let p = expand(&w, &cfg(0xffff), &ops()).unwrap();
+        let p = expand(&w, &cfg(0xffff), &mut ops()).unwrap();
         assert_eq!(p.engines.len(), 16);
         for ep in &p.engines {
             assert_eq!(ep.pairs.len(), 8);
@@ -603,7 +949,7 @@ mod tests {
             [64, 16],
             4,
         );
-        let p = expand(&w, &cfg(0b101), &ops()).unwrap();
+        let p = expand(&w, &cfg(0b101), &mut ops()).unwrap();
         let slots: Vec<(u8, usize)> = p.engines.iter().map(|e| (e.slot, e.pairs.len())).collect();
         assert_eq!(slots, vec![(0, 8), (2, 8)]);
     }
@@ -621,7 +967,7 @@ mod tests {
             [40000, 4],
             4,
         );
-        let p = expand(&w, &cfg(1), &ops()).unwrap();
+        let p = expand(&w, &cfg(1), &mut ops()).unwrap();
         let lens: Vec<u32> = p.engines[0].pairs.iter().map(|x| x.len_bytes).collect();
         assert_eq!(lens.len(), 10);
         assert!(lens[..9].iter().all(|&l| l == 65536));
@@ -640,7 +986,7 @@ mod tests {
             [4, 1],
             4,
         );
-        let p = expand(&w, &cfg(1), &ops()).unwrap();
+        let p = expand(&w, &cfg(1), &mut ops()).unwrap();
         let pairs: Vec<(u64, u64)> = p.engines[0].pairs.iter().map(|x| (x.src, x.dst)).collect();
         assert_eq!(
             pairs,
@@ -670,11 +1016,12 @@ mod tests {
             },
             shape_reg: false,
         };
-        let o = Ops {
+        let mut o = Ops {
             regs: vec![(10, 0x2345_6000), (11, 0x1)],
             table: vec![(3, SBUF + STRIDE)],
+            mem: Vec::new(),
         };
-        let p = expand(&InstWord::Direct2d(w), &cfg(0xffff), &o).unwrap();
+        let p = expand(&InstWord::Direct2d(w), &cfg(0xffff), &mut o).unwrap();
         let e = p.engines.iter().find(|e| !e.pairs.is_empty()).unwrap();
         assert_eq!(e.slot, 0); // partition 1 -> engine 0
         assert_eq!(e.pairs[0].src, 0x1_2345_6000);
@@ -710,7 +1057,7 @@ mod tests {
             [8, 1],
             4,
         );
-        let e = expand(&base, &cfg(1), &ops()).unwrap_err();
+        let e = expand(&base, &cfg(1), &mut ops()).unwrap_err();
         assert!(e.to_string().contains("dst_num_elem [8, 1] (8)"), "{e}");
 
         let InstWord::Direct2d(mut w) = word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) else {
@@ -719,7 +1066,7 @@ mod tests {
         w.in_dtype = Dtype::Bfloat16;
         w.out_dtype = Dtype::Fp32;
         w.dst_elem_size = 4;
-        let e = expand(&InstWord::Direct2d(w), &cfg(1), &ops()).unwrap_err();
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
         assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
 
         w = match word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) {
@@ -730,7 +1077,7 @@ mod tests {
             addr: 0,
             shape_reg: true,
         };
-        let e = expand(&InstWord::Direct2d(w), &cfg(1), &ops()).unwrap_err();
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
         assert!(
             e.to_string()
                 .contains("src_start_addr: shapes from a shape register"),
@@ -739,7 +1086,7 @@ mod tests {
 
         // Underflow of a negative step.
         let w = word(0, [-1, 0], [4, 1], 0x1000, [1, 4], [4, 1], 4);
-        let e = expand(&w, &cfg(1), &ops()).unwrap_err();
+        let e = expand(&w, &cfg(1), &mut ops()).unwrap_err();
         assert!(e.to_string().contains("source address of element 1"), "{e}");
 
         // More pairs than the ring holds.
@@ -748,7 +1095,7 @@ mod tests {
             carveout_size_descs: 16,
             ..cfg(1)
         };
-        let e = expand(&w, &small, &ops()).unwrap_err();
+        let e = expand(&w, &small, &mut ops()).unwrap_err();
         assert!(e.to_string().contains("CARVEOUT_SIZE_DESCS = 16"), "{e}");
     }
 
@@ -764,19 +1111,21 @@ mod tests {
         w.src_bound_reg = BoundCheckReg::enabled(5);
         w.dst_bound_reg = BoundCheckReg::enabled(7);
         // The limit is the last address allowed: ending on it passes.
-        let at_limit = Ops {
+        let mut at_limit = Ops {
             regs: vec![(5, 0x10ff), (7, 0x10_00ff)],
             table: Vec::new(),
+            mem: Vec::new(),
         };
-        let p = expand(&InstWord::Direct2d(w), &cfg(1), &at_limit).unwrap();
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut at_limit).unwrap();
         assert_eq!(p.data_pairs(), 1);
         assert!(p.out_of_bounds.is_empty());
         // One byte short on both sides: the source check reports.
-        let o = Ops {
+        let mut o = Ops {
             regs: vec![(5, 0x10fe), (7, 0x10_00fe)],
             table: Vec::new(),
+            mem: Vec::new(),
         };
-        let p = expand(&InstWord::Direct2d(w), &cfg(1), &o).unwrap();
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
         assert_eq!(p.data_pairs(), 0);
         assert_eq!(p.out_of_bounds.len(), 1);
         assert_eq!(p.out_of_bounds[0].side, "src");
@@ -784,5 +1133,189 @@ mod tests {
         assert!(p.out_of_bounds[0].notify);
         // Every engine still writes its semaphore.
         assert_eq!(p.descriptors(), 2);
+    }
+
+    fn indirect(mode: IndirectMode, n: u16) -> Indirect1d {
+        let InstWord::Indirect1d(mut w) = InstWord::default_of(InstKind::Indirect1d) else {
+            unreachable!()
+        };
+        w.idx_num_active_channels = 128;
+        w.flags.indirect_mode = mode;
+        w.semaphore = 2;
+        w.sem_increment = 1;
+        w.src_start_addr = Addr8::Immediate {
+            addr: 0x1000_0000,
+            shape_reg: false,
+        };
+        w.dst_start_addr = Addr8::Immediate {
+            addr: SBUF,
+            shape_reg: false,
+        };
+        w.src_step_elem = 1;
+        w.dst_step_elem = (STRIDE / 64) as i32;
+        w.src_num_elem = n;
+        w.dst_num_elem = n;
+        w.src_elem_size = 64;
+        w.dst_elem_size = 64;
+        let at = |off: u32| Addr4::Immediate {
+            offset: soc_map::PartitionOffset {
+                offset: off,
+                quadrant: 0,
+                psum: false,
+            },
+            shape_reg: false,
+        };
+        w.src_idx_start_addr = at(0x100);
+        w.dst_idx_start_addr = at(0x200);
+        w
+    }
+
+    fn index_ops(src_idx: Vec<u32>, dst_idx: Vec<u32>) -> Ops {
+        Ops {
+            regs: vec![(9, 10)],
+            table: Vec::new(),
+            mem: vec![(SBUF + 0x100, src_idx), (SBUF + 0x200, dst_idx)],
+        }
+    }
+
+    fn pairs(p: &Plan) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = p
+            .engines
+            .iter()
+            .flat_map(|e| e.pairs.iter().map(|x| (x.src, x.dst)))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn gather_reads_the_indexed_rows_into_consecutive_partitions() {
+        let w = indirect(IndirectMode::SrcIndirection, 3);
+        let mut o = index_ops(vec![7, 0, 7], Vec::new());
+        let p = expand(&InstWord::Indirect1d(w), &cfg(0xffff), &mut o).unwrap();
+        assert_eq!(
+            pairs(&p),
+            vec![
+                (0x1000_0000, SBUF + STRIDE),
+                (0x1000_0000 + 7 * 64, SBUF),
+                (0x1000_0000 + 7 * 64, SBUF + 2 * STRIDE),
+            ]
+        );
+        // Partitions 0..2 are all engine 0's; a repeated source index is fine.
+        assert_eq!(p.engines[0].pairs.len(), 3);
+        assert!(p.duplicate_dst.is_empty());
+    }
+
+    #[test]
+    fn scatter_writes_consecutive_sources_to_the_indexed_rows_and_reports_races() {
+        let mut w = indirect(IndirectMode::DstIndirection, 3);
+        // Scatter from SBUF partitions into an HBM table of 64-byte rows.
+        w.src_start_addr = Addr8::Immediate {
+            addr: SBUF,
+            shape_reg: false,
+        };
+        w.src_step_elem = (STRIDE / 64) as i32;
+        w.dst_start_addr = Addr8::Immediate {
+            addr: 0x3000_0000,
+            shape_reg: false,
+        };
+        w.dst_step_elem = 1;
+        let mut o = index_ops(Vec::new(), vec![5, 2, 5]);
+        let p = expand(&InstWord::Indirect1d(w), &cfg(0xffff), &mut o).unwrap();
+        assert_eq!(
+            pairs(&p),
+            vec![
+                (SBUF, 0x3000_0000 + 5 * 64),
+                (SBUF + STRIDE, 0x3000_0000 + 2 * 64),
+                (SBUF + 2 * STRIDE, 0x3000_0000 + 5 * 64),
+            ]
+        );
+        assert_eq!(p.duplicate_dst, vec![(0, 2, 5)]);
+        w.flags.non_unique_dst_idx = true;
+        let p = expand(&InstWord::Indirect1d(w), &cfg(0xffff), &mut o).unwrap();
+        assert!(p.duplicate_dst.is_empty());
+    }
+
+    #[test]
+    fn both_legs_indexed_and_index_bounds() {
+        let mut w = indirect(IndirectMode::SrcDstIndirection, 3);
+        w.dst_step_elem = 1;
+        w.dst_start_addr = Addr8::Immediate {
+            addr: 0x3000_0000,
+            shape_reg: false,
+        };
+        w.src_idx_bound_reg = BoundCheckReg::enabled(9); // indices < REG[9] = 10
+        w.flags.idx_bound_is_err = true;
+        let mut o = index_ops(vec![1, 12, 3], vec![4, 5, 6]);
+        let p = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(
+            pairs(&p),
+            vec![
+                (0x1000_0000 + 64, 0x3000_0000 + 4 * 64),
+                (0x1000_0000 + 3 * 64, 0x3000_0000 + 6 * 64),
+            ]
+        );
+        assert_eq!(
+            p.index_faults,
+            vec![IndexOutOfBounds {
+                leg: "src_idx",
+                position: 1,
+                index: 12,
+                bound: 10,
+                is_error: true,
+            }]
+        );
+    }
+
+    #[test]
+    fn indirect_refusals_name_the_field() {
+        let mut o = index_ops(vec![0; 8], vec![0; 8]);
+        let mut w = indirect(IndirectMode::SrcIndirection, 2);
+        w.idx_num_active_channels = 64;
+        let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
+        assert!(
+            e.to_string().contains("idx_num_active_channels = 64"),
+            "{e}"
+        );
+
+        let mut w = indirect(IndirectMode::SrcIndirection, 4097);
+        w.src_num_elem = 2;
+        let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
+        assert!(e.to_string().contains("4097 indices"), "{e}");
+
+        let mut w = indirect(IndirectMode::SrcIndirection, 2);
+        w.src_idx_start_addr = Addr4::Immediate {
+            offset: soc_map::PartitionOffset {
+                offset: 0x100,
+                quadrant: 1,
+                psum: false,
+            },
+            shape_reg: false,
+        };
+        let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("src_idx_start_addr: index vectors must be in SBUF partition 0"),
+            "{e}"
+        );
+
+        let mut w = indirect(IndirectMode::DstIndirection, 2);
+        w.flags.gather_dim = IndirectDim::Y;
+        let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
+        assert!(e.to_string().contains("flags.gather_dim = Y"), "{e}");
+
+        let mut w = indirect(IndirectMode::SrcDstIndirection, 2);
+        w.dst_num_elem = 3;
+        let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("src_num_elem 2 and dst_num_elem 3 differ"),
+            "{e}"
+        );
+
+        let mut w = indirect(IndirectMode::DstIndirection, 2);
+        w.compute_op = ComputeOp::Add;
+        let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
+        assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
     }
 }

@@ -22,6 +22,12 @@ impl Operands for NoOps {
         // Pretend 4 KiB "partitions" so the engine choice varies.
         Some(((addr >> 12) & 127) as u16)
     }
+    fn partition_addr(&self, _: soc_map::PartitionTarget) -> u64 {
+        0
+    }
+    fn read_u32s(&mut self, _: u64, _: usize) -> Result<Vec<u32>, String> {
+        Err("no memory".into())
+    }
 }
 
 fn element_addr(base: u64, steps: [i32; 2], nums: [u16; 2], elem: u64, i: u64) -> u64 {
@@ -65,7 +71,7 @@ proptest! {
             engine_mask: mask,
             queue_mask: 1,
         };
-        let plan = expand(&InstWord::Direct2d(w), &cfg, &NoOps).unwrap();
+        let plan = expand(&InstWord::Direct2d(w), &cfg, &mut NoOps).unwrap();
         prop_assert_eq!(plan.engines.len(), mask.count_ones() as usize);
         let e = u64::from(elem);
         let mut got = Vec::new();

@@ -387,6 +387,23 @@ pub fn fw_event_text(e: &q7::FwEvent) -> String {
                 " (notification disabled)"
             }
         ),
+        K::IndexOutOfBounds {
+            leg,
+            position,
+            index,
+            bound,
+            error,
+        } => format!(
+            "{head} index OOB {leg}[{position}] = {index} >= {bound}: element skipped{}",
+            if *error { ", error notification" } else { "" }
+        ),
+        K::DuplicateScatter {
+            first,
+            later,
+            index,
+        } => format!(
+            "{head} scatter race: dst_idx[{first}] and dst_idx[{later}] both = {index} without non_unique_dst_idx (the later write in simulated time wins)"
+        ),
         K::Rejected { reason } => format!("{head} REJECTED: {reason}"),
         K::Done { update } => match update {
             Some(u) => format!("{head} done; {u}"),

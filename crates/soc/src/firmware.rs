@@ -74,6 +74,19 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         .by_name(&format!("{t}.dge_memory"))
         .ok_or_else(|| format!("the SoC map has no region {t}.dge_memory"))?;
     let dge = map.region(dge_id);
+    let partitioned = |name: &str| -> Result<(u64, u64), String> {
+        let id = map
+            .by_name(&format!("{t}.{name}"))
+            .ok_or_else(|| format!("the SoC map has no region {t}.{name}"))?;
+        let r = map.region(id);
+        let p = r
+            .partitions
+            .as_ref()
+            .ok_or_else(|| format!("{t}.{name} has no partition geometry"))?;
+        Ok((r.base, p.stride_bytes))
+    };
+    let (sbuf_base, sbuf_stride) = partitioned("sbuf")?;
+    let (psum_base, psum_stride) = partitioned("psum")?;
     let sem_map = catalog
         .block("evt_sem")
         .ok_or("csr-maps/ has no evt_sem block")?;
@@ -123,6 +136,10 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         sem_count,
         dge_memory: dge.base,
         dge_memory_bytes: dge.size_bytes,
+        sbuf_base,
+        sbuf_stride,
+        psum_base,
+        psum_stride,
         engines,
         regs: queue_regs(catalog)?,
     })
@@ -149,6 +166,10 @@ impl FwBus for DeviceFwBus<'_> {
         self.device
             .write_bytes(addr, data)
             .map_err(|e| e.to_string())
+    }
+
+    fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String> {
+        self.device.read_bytes(addr, buf).map_err(|e| e.to_string())
     }
 
     fn partition_of(&self, addr: u64) -> Option<u16> {
