@@ -124,6 +124,17 @@ pub enum FwEventKind {
         /// Bytes of data this engine moves.
         bytes: u64,
     },
+    /// RDMA_DESC_GEN wrote descriptors; RDMA_DESC_START will ring them.
+    Generated {
+        /// Device engine id.
+        engine: u16,
+        /// Queue id.
+        queue: u8,
+        /// Descriptors per direction.
+        count: u32,
+        /// Bytes of data.
+        bytes: u64,
+    },
     /// A run failed its bound check and was dropped.
     OutOfBounds {
         /// `src` or `dst`.
@@ -265,6 +276,9 @@ pub struct Q7Core {
     events: Vec<FwEvent>,
     next_seq: u64,
     blocked_on_space: bool,
+    /// Descriptors RDMA_DESC_GEN wrote that no RDMA_DESC_START has rung yet:
+    /// (engine slot, count per direction).
+    unrung: Vec<(u8, u32)>,
     stats: std::collections::BTreeMap<&'static str, KindStats>,
 }
 
@@ -291,6 +305,12 @@ impl Operands for Snapshot<'_> {
     }
     fn partition_addr(&self, target: soc_map::PartitionTarget) -> u64 {
         self.layout.partition_addr(target)
+    }
+    fn sem_inc_addr(&self, idx: u8) -> u64 {
+        self.layout.sem_inc(idx)
+    }
+    fn peer(&self, tpb: u32) -> Option<crate::layout::PeerLayout> {
+        self.layout.peers.get(usize::try_from(tpb).ok()?).copied()
     }
     fn read_u32s(&mut self, addr: u64, n: usize) -> Result<Vec<u32>, String> {
         let mut buf = vec![0u8; n * 4];
@@ -329,6 +349,7 @@ impl Q7Core {
             events: Vec::new(),
             next_seq: 0,
             blocked_on_space: false,
+            unrung: Vec::new(),
             stats: Default::default(),
         }
     }
@@ -550,6 +571,51 @@ impl Q7Core {
             );
             return true;
         }
+        // RDMA_DESC_START: no operands; it rings what GEN wrote (wiki-facts
+        // §E.4: RX first, then TX).
+        if word.kind() == InstKind::RdmaDescStart {
+            let Some(q) = self.queue.pop_front() else {
+                return false;
+            };
+            if self.unrung.is_empty() {
+                self.reject(
+                    now,
+                    &q,
+                    "RDMA_DESC_START: no RDMA_DESC_GEN descriptors to start \
+                     (DescriptorStream wrote 0 descriptors)"
+                        .into(),
+                );
+                return true;
+            }
+            let plan = Plan {
+                kind: InstKind::RdmaDescStart,
+                engines: Vec::new(),
+                semaphore: 0,
+                sem_increment: 0,
+                out_of_bounds: Vec::new(),
+                index_faults: Vec::new(),
+                duplicate_dst: Vec::new(),
+                ring_now: true,
+            };
+            self.event(
+                now,
+                &q.tag,
+                FwEventKind::Generating {
+                    kind: "RDMA_DESC_START".into(),
+                    engines: self.unrung.len(),
+                    descriptors: 0,
+                    bytes: 0,
+                    cycles: t.q7_decode_cycles,
+                },
+            );
+            self.stage = Stage::Generating {
+                until: Cycle(now.0 + t.q7_decode_cycles),
+                plan: Box::new(plan),
+                tag: q.tag,
+                update,
+            };
+            return true;
+        }
         // DGE configuration (local registers 39 and 40).
         let cfg = DgeConfig::from_regs(
             bus.read32(self.layout.carveout_cfg).unwrap_or(0),
@@ -606,7 +672,7 @@ impl Q7Core {
             }
         }
         for ep in &plan.engines {
-            let need = ep.pairs.len() as u64 + 1;
+            let need = (ep.pairs.len() + ep.sem_writes.len()) as u64;
             if !self.has_room(bus, ep.slot, need) {
                 self.blocked_on_space = true;
                 return false;
@@ -797,6 +863,36 @@ impl Q7Core {
         let mut targets = Vec::new();
         let mut written = 0u64;
         let mut events = Vec::new();
+        if plan.kind == InstKind::RdmaDescStart {
+            for (slot, count) in std::mem::take(&mut self.unrung) {
+                let (Some(e), Some(Some(r))) = (
+                    self.layout.engines.get(usize::from(slot)).copied(),
+                    self.rings.get(usize::from(slot)),
+                ) else {
+                    continue;
+                };
+                let (mq, sq) = (e.m2s_q(r.queue), e.s2m_q(r.queue));
+                let db = bus
+                    .write32(sq + regs.drtp_inc, count)
+                    .and_then(|()| bus.write32(mq + regs.drtp_inc, count));
+                if let Err(m) = db {
+                    events.push(FwEventKind::Rejected {
+                        reason: format!("engine {}: {m}", e.id),
+                    });
+                }
+                let (m2s_first, _) = r.slot(r.m2s_pos.saturating_sub(u64::from(count)));
+                let (s2m_first, _) = r.slot(r.s2m_pos.saturating_sub(u64::from(count)));
+                targets.push((slot, r.m2s_pos, r.s2m_pos));
+                events.push(FwEventKind::Doorbell {
+                    engine: e.id,
+                    queue: r.queue,
+                    m2s_first,
+                    s2m_first,
+                    count,
+                    bytes: 0,
+                });
+            }
+        }
         let payload_cfg = self.dge_payload(bus);
         for ep in &plan.engines {
             for op in &ep.micro_ops {
@@ -807,18 +903,17 @@ impl Q7Core {
             let Some(e) = self.layout.engines.get(usize::from(ep.slot)).copied() else {
                 continue;
             };
-            let sem_inc = self.layout.sem_inc(plan.semaphore);
-            let payload = payload_cfg.payload(self.layout.dge_memory, plan.sem_increment);
+            let dge = self.layout.dge_memory;
             let Some(Some(r)) = self.rings.get_mut(usize::from(ep.slot)) else {
                 continue;
             };
             let (m2s_first, _) = r.slot(r.m2s_pos);
             let (s2m_first, _) = r.slot(r.s2m_pos);
-            let pairs = ep
-                .pairs
-                .iter()
-                .map(|p| (p.src, p.dst, p.len_bytes))
-                .chain(std::iter::once((payload, sem_inc, 4)));
+            let pairs = ep.pairs.iter().map(|p| (p.src, p.dst, p.len_bytes)).chain(
+                ep.sem_writes
+                    .iter()
+                    .map(|&(at, v)| (payload_cfg.payload(dge, v), at, 4)),
+            );
             let mut count = 0u32;
             let mut fault = None;
             for (src, dst, len) in pairs {
@@ -852,6 +947,24 @@ impl Q7Core {
                 count += 1;
             }
             written += 2 * u64::from(count);
+            if !plan.ring_now {
+                if let Some(m) = fault {
+                    events.push(FwEventKind::Rejected {
+                        reason: format!("engine {}: {m}", e.id),
+                    });
+                }
+                match self.unrung.iter_mut().find(|(s, _)| *s == ep.slot) {
+                    Some((_, c)) => *c += count,
+                    None => self.unrung.push((ep.slot, count)),
+                }
+                events.push(FwEventKind::Generated {
+                    engine: e.id,
+                    queue: r.queue,
+                    count,
+                    bytes: ep.bytes,
+                });
+                continue;
+            }
             let (mq, sq) = (e.m2s_q(r.queue), e.s2m_q(r.queue));
             let db = bus
                 .write32(sq + regs.drtp_inc, count)
@@ -987,7 +1100,12 @@ fn front_tag(q: &VecDeque<Queued>) -> InstTag {
 pub const SLOTS: usize = ENGINES_PER_CORE;
 
 /// The kinds the firmware expands in this version.
-pub const EXPANDED_KINDS: &[InstKind] = &[InstKind::Direct2d, InstKind::Indirect1d];
+pub const EXPANDED_KINDS: &[InstKind] = &[
+    InstKind::Direct2d,
+    InstKind::Indirect1d,
+    InstKind::RdmaDescGen,
+    InstKind::RdmaDescStart,
+];
 
 #[cfg(test)]
 mod tests {

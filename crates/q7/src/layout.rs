@@ -83,6 +83,43 @@ impl EngineLayout {
     }
 }
 
+/// What a core needs to know of another core (RDMA peers, seed 004 §2.6):
+/// its partitions and its semaphore increment window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerLayout {
+    /// SoC address of SBUF partition 0.
+    pub sbuf_base: u64,
+    /// Distance between SBUF partitions.
+    pub sbuf_stride: u64,
+    /// SoC address of PSUM partition 0.
+    pub psum_base: u64,
+    /// Distance between PSUM partitions.
+    pub psum_stride: u64,
+    /// SEM_INC[0].
+    pub sem_inc0: u64,
+    /// Distance between semaphores.
+    pub sem_stride: u64,
+}
+
+impl PeerLayout {
+    /// The SoC address of a partition byte (an ADDR4 lane, seed 004 §6.1).
+    pub fn partition_addr(&self, t: soc_map::PartitionTarget) -> u64 {
+        match t {
+            soc_map::PartitionTarget::Sbuf(a) => {
+                self.sbuf_base + u64::from(a.partition) * self.sbuf_stride + u64::from(a.offset)
+            }
+            soc_map::PartitionTarget::Psum(a) => {
+                self.psum_base + u64::from(a.partition) * self.psum_stride + u64::from(a.offset)
+            }
+        }
+    }
+
+    /// SEM_INC of semaphore `i`.
+    pub fn sem_inc(&self, i: u8) -> u64 {
+        self.sem_inc0 + u64::from(i) * self.sem_stride
+    }
+}
+
 /// Everything one core's firmware addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreLayout {
@@ -122,6 +159,8 @@ pub struct CoreLayout {
     pub psum_base: u64,
     /// Distance between PSUM partitions.
     pub psum_stride: u64,
+    /// Every core of the device by TPB index (this one included).
+    pub peers: Vec<PeerLayout>,
     /// The 16 engines, in the order the engine mask numbers them.
     pub engines: Vec<EngineLayout>,
     /// Register offsets shared by all engines.

@@ -19,5 +19,5 @@ pub mod layout;
 pub mod plan;
 
 pub use crate::core::{FwBus, FwEvent, FwEventKind, InstTag, KindStats, Q7Core};
-pub use layout::{CoreLayout, DgeConfig, EngineLayout, QueueRegs};
+pub use layout::{CoreLayout, DgeConfig, EngineLayout, PeerLayout, QueueRegs};
 pub use plan::{DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError, expand};

@@ -20,10 +20,13 @@ use std::fmt;
 
 use dma_abi::inst::{
     BoundCheckReg, ComputeOp, Direct2d, Indirect1d, IndirectDim, IndirectMode, InstKind, InstWord,
+    RdmaDescGen,
 };
 use soc_map::{Addr4, Addr4Mode, Addr8, PartitionTarget, TableOffset};
 
-use crate::layout::{DgeConfig, MAX_DESC_BYTES, PARTITIONS_PER_ENGINE};
+use crate::layout::{
+    DgeConfig, ENGINES_PER_CORE, MAX_DESC_BYTES, PARTITIONS_PER_ENGINE, PeerLayout,
+};
 
 /// What the firmware reads while planning: its general registers, its
 /// address table, and the partition an address falls in.
@@ -38,6 +41,10 @@ pub trait Operands {
     fn partition_addr(&self, target: PartitionTarget) -> u64;
     /// `n` little-endian 32-bit words from memory (index vectors).
     fn read_u32s(&mut self, addr: u64, n: usize) -> Result<Vec<u32>, String>;
+    /// SEM_INC of semaphore `idx` of this core.
+    fn sem_inc_addr(&self, idx: u8) -> u64;
+    /// Core `tpb` of the device (RDMA peers), if it exists.
+    fn peer(&self, tpb: u32) -> Option<PeerLayout>;
 }
 
 /// One DGE emit micro-op (our internal form, named after the firmware's).
@@ -138,6 +145,9 @@ pub struct EnginePlan {
     pub bytes: u64,
     /// The micro-ops that produced `pairs`.
     pub micro_ops: Vec<MicroOp>,
+    /// Semaphore increments after the data, in order: (SEM_INC address,
+    /// value), each a 4-byte descriptor pair from the payload table.
+    pub sem_writes: Vec<(u64, u8)>,
 }
 
 /// A run the bound check stopped.
@@ -168,6 +178,9 @@ pub struct Plan {
     pub semaphore: u8,
     /// The increment.
     pub sem_increment: u8,
+    /// False for RDMA_DESC_GEN: the descriptors wait for RDMA_DESC_START
+    /// to ring the doorbells.
+    pub ring_now: bool,
     /// Runs dropped by a bound check.
     pub out_of_bounds: Vec<OutOfBounds>,
     /// Indices dropped by an index bound check (INDIRECT1D).
@@ -184,10 +197,14 @@ impl Plan {
         self.engines.iter().map(|e| e.pairs.len()).sum()
     }
 
-    /// Descriptors written to rings: two per data pair plus a semaphore
-    /// pair per engine.
+    /// Descriptors written to rings: two per data pair and per semaphore
+    /// write.
     pub fn descriptors(&self) -> usize {
-        2 * (self.data_pairs() + self.engines.len())
+        2 * self
+            .engines
+            .iter()
+            .map(|e| e.pairs.len() + e.sem_writes.len())
+            .sum::<usize>()
     }
 
     /// Bytes moved.
@@ -222,8 +239,9 @@ pub fn expand(word: &InstWord, cfg: &DgeConfig, ops: &mut dyn Operands) -> Resul
     match word {
         InstWord::Direct2d(w) => expand_direct2d(w, cfg, ops),
         InstWord::Indirect1d(w) => expand_indirect1d(w, cfg, ops),
+        InstWord::RdmaDescGen(w) => expand_rdma_gen(w, cfg, ops),
         other => Err(PlanError::Unsupported(format!(
-            "{}: the firmware expands DIRECT2D and INDIRECT1D only in this version",
+            "{}: the firmware expands DIRECT2D, INDIRECT1D and RDMA_DESC_GEN only in this version",
             other.kind().name()
         ))),
     }
@@ -353,6 +371,7 @@ fn bound_check(
 /// in the module doc), applying bound checks and the ring cap.
 struct Spread {
     word: &'static str,
+    sem_increment: u8,
     engines: Vec<EnginePlan>,
     rows: Vec<u32>,
     cap: usize,
@@ -361,7 +380,7 @@ struct Spread {
 }
 
 impl Spread {
-    fn new(word: &'static str, cfg: &DgeConfig) -> Self {
+    fn new(word: &'static str, cfg: &DgeConfig, sem_increment: u8) -> Self {
         let engines: Vec<EnginePlan> = cfg
             .engine_slots()
             .into_iter()
@@ -370,10 +389,12 @@ impl Spread {
                 pairs: Vec::new(),
                 bytes: 0,
                 micro_ops: Vec::new(),
+                sem_writes: Vec::new(),
             })
             .collect();
         Self {
             word,
+            sem_increment,
             rows: vec![0; engines.len()],
             engines,
             cap: usize::from(cfg.carveout_size_descs),
@@ -438,6 +459,8 @@ impl Spread {
         let (base, elem_size, sem_num) = generate;
         for (ep, rows) in self.engines.iter_mut().zip(std::mem::take(&mut self.rows)) {
             let engine = u16::from(ep.slot);
+            ep.sem_writes
+                .push((ops.sem_inc_addr(sem_num), self.sem_increment));
             for (operand, reg, value) in regs {
                 ep.micro_ops.push(MicroOp::RegWrite {
                     engine,
@@ -516,7 +539,7 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
         nums: w.dst_num_elem.map(u64::from),
         elem,
     };
-    let mut spread = Spread::new(W, cfg);
+    let mut spread = Spread::new(W, cfg, w.sem_increment);
     let gates = [w.src_bound_reg, w.dst_bound_reg];
     let max_elems = MAX_DESC_BYTES / elem;
     let mut i = 0u64;
@@ -573,6 +596,7 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
         out_of_bounds,
         index_faults: Vec::new(),
         duplicate_dst: Vec::new(),
+        ring_now: true,
     })
 }
 
@@ -736,7 +760,7 @@ fn expand_indirect1d(
         let off = i128::from(k) * i128::from(step) * i128::from(elem);
         u64::try_from(i128::from(base) + off).ok()
     };
-    let mut spread = Spread::new(W, cfg);
+    let mut spread = Spread::new(W, cfg, w.sem_increment);
     let mut index_faults = Vec::new();
     let mut seen_dst: std::collections::BTreeMap<u32, u32> = Default::default();
     let mut duplicates = Vec::new();
@@ -812,6 +836,132 @@ fn expand_indirect1d(
         } else {
             duplicates
         },
+        ring_now: true,
+    })
+}
+
+/// RDMA_DESC_GEN (seed 004 §2.6; wiki-facts §E.2, §E.5): an SBUF→SBUF copy
+/// from this core to core `remote_core_id`, the same partition offsets
+/// fanned over the active partitions, spread over the `dma_engine_mask`
+/// engines in contiguous partition blocks. Each masked engine then adds 1
+/// to the peer's `remote_sem` (destination ready: +n engines in all), and
+/// every one of the core's 16 engines adds 1 to the local `local_sem`
+/// (triggering done: +16). The descriptors wait for RDMA_DESC_START.
+fn expand_rdma_gen(
+    w: &RdmaDescGen,
+    cfg: &DgeConfig,
+    ops: &dyn Operands,
+) -> Result<Plan, PlanError> {
+    const W: &str = "RDMA_DESC_GEN";
+    if w.is_bidirectional != 0 {
+        return Err(PlanError::Invalid(format!(
+            "{W}.is_bidirectional = {}: not supported by the firmware",
+            w.is_bidirectional
+        )));
+    }
+    if w.remote_routing_id.0 != 0 {
+        return Err(PlanError::Unsupported(format!(
+            "{W}.remote_routing_id = {:#x}: routing to another die or chip (peers on this device use 0)",
+            w.remote_routing_id.0
+        )));
+    }
+    let mask = w.dma_engine_mask.0;
+    if mask > 0xffff || !matches!(mask.count_ones(), 1 | 2 | 4 | 8 | 16) {
+        return Err(PlanError::Invalid(format!(
+            "{W}.dma_engine_mask = {mask:#x}: a 16-bit mask of 1, 2, 4, 8 or 16 engines"
+        )));
+    }
+    let peer = ops.peer(w.remote_core_id.0).ok_or_else(|| {
+        PlanError::Invalid(format!(
+            "{W}.remote_core_id = {}: no such core on this device",
+            w.remote_core_id.0
+        ))
+    })?;
+    let offset = |field: &'static str, a: Addr4| match a {
+        Addr4::Immediate {
+            offset,
+            shape_reg: false,
+        } => Ok(offset),
+        other => Err(PlanError::Unsupported(format!(
+            "{W}.{field}: {other:?} (only a partition-offset immediate)"
+        ))),
+    };
+    let src = offset("src_addr", w.src_addr)?;
+    let dst = offset("dst_addr", w.dst_addr)?;
+    let parts = match w.completion_info.num_active_ports {
+        0 => 128u32,
+        n => 16 * u32::from(n),
+    };
+    let slots: Vec<u8> = (0..16u8).filter(|i| mask & (1 << i) != 0).collect();
+    let n = slots.len() as u32;
+    let mut engines: Vec<EnginePlan> = (0..ENGINES_PER_CORE as u8)
+        .map(|slot| EnginePlan {
+            slot,
+            pairs: Vec::new(),
+            bytes: 0,
+            micro_ops: Vec::new(),
+            sem_writes: Vec::new(),
+        })
+        .collect();
+    let cap = usize::from(cfg.carveout_size_descs);
+    let free = u64::from(w.free_dim_bytes);
+    for lane in 0..parts {
+        let lane_err = |field: &str, e: soc_map::Addr4Error| {
+            PlanError::Invalid(format!("{W}.{field}: partition lane {lane}: {e}"))
+        };
+        let s_t = src.lane(lane).map_err(|e| lane_err("src_addr", e))?;
+        let d_t = dst.lane(lane).map_err(|e| lane_err("dst_addr", e))?;
+        let (s_addr, d_addr) = (ops.partition_addr(s_t), peer.partition_addr(d_t));
+        let slot = slots[(lane * n / parts) as usize];
+        let ep = &mut engines[usize::from(slot)];
+        let mut off = 0u64;
+        while off < free {
+            let len = (free - off).min(MAX_DESC_BYTES);
+            ep.pairs.push(DescPair {
+                src: s_addr + off,
+                dst: d_addr + off,
+                len_bytes: len as u32,
+            });
+            ep.bytes += len;
+            off += len;
+        }
+    }
+    for ep in &mut engines {
+        let engine = u16::from(ep.slot);
+        if slots.contains(&ep.slot) {
+            ep.sem_writes.push((peer.sem_inc(w.remote_sem), 1));
+            ep.micro_ops.push(MicroOp::Generate {
+                engine,
+                what: "RD",
+                addr: ep.pairs.first().map_or(0, |p| p.src),
+                elem_size: 1,
+                sem_num: w.remote_sem,
+            });
+            ep.micro_ops.push(MicroOp::DimPush {
+                engine,
+                side: "src",
+                sizes: [w.free_dim_bytes, parts / n],
+                steps: [1, 0],
+            });
+        }
+        ep.sem_writes.push((ops.sem_inc_addr(w.local_sem), 1));
+        if ep.pairs.len() + ep.sem_writes.len() > cap {
+            return Err(PlanError::Invalid(format!(
+                "{W}: engine slot {} needs {} descriptors per ring (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap})",
+                ep.slot,
+                ep.pairs.len() + ep.sem_writes.len()
+            )));
+        }
+    }
+    Ok(Plan {
+        kind: InstKind::RdmaDescGen,
+        engines,
+        semaphore: w.local_sem,
+        sem_increment: 1,
+        out_of_bounds: Vec::new(),
+        index_faults: Vec::new(),
+        duplicate_dst: Vec::new(),
+        ring_now: false,
     })
 }
 
@@ -850,6 +1000,19 @@ mod tests {
                 }
                 PartitionTarget::Psum(_) => 0,
             }
+        }
+        fn sem_inc_addr(&self, idx: u8) -> u64 {
+            0x28_0270_1800 + 4 * u64::from(idx)
+        }
+        fn peer(&self, tpb: u32) -> Option<PeerLayout> {
+            (tpb < 8).then(|| PeerLayout {
+                sbuf_base: 0x100_0000_0000 + u64::from(tpb) * 0x10_0000_0000,
+                sbuf_stride: STRIDE,
+                psum_base: 0,
+                psum_stride: 0,
+                sem_inc0: 0x200_0000_0000 + u64::from(tpb) * 0x1000,
+                sem_stride: 4,
+            })
         }
         fn read_u32s(&mut self, addr: u64, n: usize) -> Result<Vec<u32>, String> {
             let at = self
@@ -1317,5 +1480,96 @@ mod tests {
         w.compute_op = ComputeOp::Add;
         let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
         assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
+    }
+
+    fn rdma(mask: u32, free: u32) -> RdmaDescGen {
+        let InstWord::RdmaDescGen(mut w) = InstWord::default_of(InstKind::RdmaDescGen) else {
+            unreachable!()
+        };
+        w.local_sem = 2;
+        w.remote_sem = 1;
+        w.remote_core_id = dma_abi::inst::ImmVal(3);
+        w.dma_engine_mask = dma_abi::inst::ImmVal(mask);
+        let at = |off: u32| Addr4::Immediate {
+            offset: soc_map::PartitionOffset {
+                offset: off,
+                quadrant: 0,
+                psum: false,
+            },
+            shape_reg: false,
+        };
+        w.src_addr = at(0x100);
+        w.dst_addr = at(0x200);
+        w.free_dim_bytes = free;
+        w
+    }
+
+    #[test]
+    fn rdma_gen_fans_all_partitions_over_the_masked_engines() {
+        let w = rdma(0x000f, 100);
+        let p = expand(&InstWord::RdmaDescGen(w), &cfg(0xffff), &mut ops()).unwrap();
+        assert!(!p.ring_now);
+        // 4 engines, 32 partitions each; every one of the 16 engines
+        // writes the local semaphore, the 4 masked ones the remote one too.
+        assert_eq!(p.engines.len(), 16);
+        let peer_sbuf = 0x100_0000_0000 + 3 * 0x10_0000_0000u64;
+        for ep in &p.engines {
+            let k = u64::from(ep.slot);
+            if ep.slot < 4 {
+                assert_eq!(ep.pairs.len(), 32);
+                assert_eq!(ep.pairs[0].src, SBUF + 32 * k * STRIDE + 0x100);
+                assert_eq!(ep.pairs[0].dst, peer_sbuf + 32 * k * STRIDE + 0x200);
+                assert_eq!(ep.pairs[0].len_bytes, 100);
+                assert_eq!(
+                    ep.sem_writes,
+                    vec![
+                        (0x200_0000_0000 + 3 * 0x1000 + 4, 1),
+                        (0x28_0270_1800 + 8, 1)
+                    ]
+                );
+            } else {
+                assert!(ep.pairs.is_empty());
+                assert_eq!(ep.sem_writes, vec![(0x28_0270_1800 + 8, 1)]);
+            }
+        }
+        assert_eq!(p.bytes(), 128 * 100);
+        assert_eq!(p.descriptors(), 2 * (128 + 4 + 16));
+    }
+
+    #[test]
+    fn rdma_gen_refusals_name_the_field() {
+        for (mask, ok) in [
+            (0x0003, true),
+            (0x0007, false),
+            (0x1_0000, false),
+            (0, false),
+        ] {
+            let r = expand(
+                &InstWord::RdmaDescGen(rdma(mask, 64)),
+                &cfg(0xffff),
+                &mut ops(),
+            );
+            assert_eq!(r.is_ok(), ok, "mask {mask:#x}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("dma_engine_mask"), "{e}");
+            }
+        }
+        let mut w = rdma(0xffff, 64);
+        w.remote_core_id = dma_abi::inst::ImmVal(8);
+        let e = expand(&InstWord::RdmaDescGen(w), &cfg(0xffff), &mut ops()).unwrap_err();
+        assert!(e.to_string().contains("remote_core_id = 8"), "{e}");
+        let mut w = rdma(0xffff, 64);
+        w.is_bidirectional = 1;
+        let e = expand(&InstWord::RdmaDescGen(w), &cfg(0xffff), &mut ops()).unwrap_err();
+        assert!(e.to_string().contains("is_bidirectional = 1"), "{e}");
+        let mut w = rdma(0xffff, 64);
+        w.remote_routing_id = dma_abi::inst::ImmVal(0x12);
+        let e = expand(&InstWord::RdmaDescGen(w), &cfg(0xffff), &mut ops()).unwrap_err();
+        assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
+        // Two ports = 32 partitions only.
+        let mut w = rdma(0x0001, 64);
+        w.completion_info.num_active_ports = 2;
+        let p = expand(&InstWord::RdmaDescGen(w), &cfg(0xffff), &mut ops()).unwrap();
+        assert_eq!(p.data_pairs(), 32);
     }
 }

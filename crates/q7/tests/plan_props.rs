@@ -28,6 +28,12 @@ impl Operands for NoOps {
     fn read_u32s(&mut self, _: u64, _: usize) -> Result<Vec<u32>, String> {
         Err("no memory".into())
     }
+    fn sem_inc_addr(&self, idx: u8) -> u64 {
+        0x1800 + 4 * u64::from(idx)
+    }
+    fn peer(&self, _: u32) -> Option<q7::PeerLayout> {
+        None
+    }
 }
 
 fn element_addr(base: u64, steps: [i32; 2], nums: [u16; 2], elem: u64, i: u64) -> u64 {

@@ -353,6 +353,14 @@ pub fn fw_event_text(e: &q7::FwEvent) -> String {
             "{head} {kind}: {descriptors} descriptors on {engines} engines, {bytes} bytes, generation {cycles} cycles"
         ),
         K::MicroOp { text } => format!("{head} {text}"),
+        K::Generated {
+            engine,
+            queue,
+            count,
+            bytes,
+        } => format!(
+            "{head} generated eng{engine}.q{queue} {count} descriptors per direction, {bytes} bytes (waiting for RDMA_DESC_START)"
+        ),
         K::RingsInit {
             engine,
             queue,

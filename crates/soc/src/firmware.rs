@@ -74,7 +74,7 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         .by_name(&format!("{t}.dge_memory"))
         .ok_or_else(|| format!("the SoC map has no region {t}.dge_memory"))?;
     let dge = map.region(dge_id);
-    let partitioned = |name: &str| -> Result<(u64, u64), String> {
+    let partitioned = |t: &str, name: &str| -> Result<(u64, u64), String> {
         let id = map
             .by_name(&format!("{t}.{name}"))
             .ok_or_else(|| format!("the SoC map has no region {t}.{name}"))?;
@@ -85,8 +85,28 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
             .ok_or_else(|| format!("{t}.{name} has no partition geometry"))?;
         Ok((r.base, p.stride_bytes))
     };
-    let (sbuf_base, sbuf_stride) = partitioned("sbuf")?;
-    let (psum_base, psum_stride) = partitioned("psum")?;
+    let (sbuf_base, sbuf_stride) = partitioned(&t, "sbuf")?;
+    let (psum_base, psum_stride) = partitioned(&t, "psum")?;
+    let sr0 = element(catalog, "evt_sem", "SEM_READ", 0)?;
+    let sr1 = element(catalog, "evt_sem", "SEM_READ", 1)?;
+    let inc0 = element(catalog, "evt_sem", "SEM_INC", 0)?;
+    let mut peers = Vec::new();
+    for p in 0..CORES {
+        let pt = format!("tpb{p}");
+        let Ok(sem_p) = base(map, &format!("{pt}.evt_sem")) else {
+            break;
+        };
+        let (sb, ss) = partitioned(&pt, "sbuf")?;
+        let (pb, ps) = partitioned(&pt, "psum")?;
+        peers.push(q7::PeerLayout {
+            sbuf_base: sb,
+            sbuf_stride: ss,
+            psum_base: pb,
+            psum_stride: ps,
+            sem_inc0: sem_p + inc0,
+            sem_stride: sr1 - sr0,
+        });
+    }
     let sem_map = catalog
         .block("evt_sem")
         .ok_or("csr-maps/ has no evt_sem block")?;
@@ -104,8 +124,6 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
             "q7_local_reg: ADDR_TABLE_HI[i] must sit 4 bytes after ADDR_TABLE_LO[i]".into(),
         );
     }
-    let sr0 = element(catalog, "evt_sem", "SEM_READ", 0)?;
-    let sr1 = element(catalog, "evt_sem", "SEM_READ", 1)?;
     let q0 = |dir: &str, e: u16| base(map, &format!("eng{e}.{dir}.q0"));
     let mut engines = Vec::with_capacity(16);
     for k in 0..16u16 {
@@ -130,7 +148,7 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         table0: local + t0,
         table_stride: t1 - t0,
         sem_read0: sem + sr0,
-        sem_inc0: sem + element(catalog, "evt_sem", "SEM_INC", 0)?,
+        sem_inc0: sem + inc0,
         sem_set0: sem + element(catalog, "evt_sem", "SEM_SET", 0)?,
         sem_stride: sr1 - sr0,
         sem_count,
@@ -140,6 +158,7 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         sbuf_stride,
         psum_base,
         psum_stride,
+        peers,
         engines,
         regs: queue_regs(catalog)?,
     })

@@ -461,3 +461,41 @@ fn a_gated_word_waits_for_its_semaphore() {
         "{text}"
     );
 }
+
+#[test]
+fn rdma_gen_waits_for_start_and_start_alone_is_refused() {
+    // GEN writes descriptors without ringing; the data moves only after
+    // START, whose EVENTS gate waits for semaphore 9 >= 1.
+    let r = run(
+        "write32 tpb2.q7_local_reg.memcopy_carveout_cfg 0x01000000\n\
+         write32 tpb2.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n\
+         inst tpb2 RDMA_DESC_START\n\
+         fill tpb2.sbuf[p0] len=64 pattern=incr8\n\
+         fill tpb2.sbuf[p127] len=64 byte=0x5a\n\
+         inst tpb2 RDMA_DESC_GEN local_sem=2 remote_sem=1 remote_core_id=6 dma_engine_mask=0x1 src_addr=imm:sbuf:q0:0x0 dst_addr=imm:sbuf:q0:0x80 free_dim_bytes=64\n\
+         inst tpb2 RDMA_DESC_START events.wait_mode=WAIT_FOR_SEM_GE_IMM events.wait_idx=9 events.semaphore_value=1\n\
+         run until=2000\n\
+         read32 tpb6.sem.read[1] == 0\n\
+         expect tpb6.sbuf[p0]+0x80 bytes=00000000\n\
+         write32 tpb2.sem.inc[9] 1\n\
+         wait tpb6.sem.read[1] == 1 timeout=5000\n\
+         run\n\
+         read32 tpb2.sem.read[2] == 16\n\
+         expect tpb6.sbuf[p0]+0x80 bytes=00010203\n\
+         expect tpb6.sbuf[p127]+0x80 bytes=5a5a5a5a\n",
+    );
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    let text = r.to_text();
+    assert!(
+        text.contains("REJECTED: RDMA_DESC_START: no RDMA_DESC_GEN descriptors to start"),
+        "{text}"
+    );
+    assert!(
+        text.contains("generated eng32.q0 130 descriptors per direction, 8192 bytes (waiting for RDMA_DESC_START)"),
+        "{text}"
+    );
+    let fw = &r.summary.firmware["tpb2"];
+    assert_eq!(fw.kinds["RDMA_DESC_GEN"].issued, 1);
+    assert_eq!(fw.kinds["RDMA_DESC_START"].issued, 1);
+    assert_eq!(fw.kinds["RDMA_DESC_START"].rejected, 1);
+}
