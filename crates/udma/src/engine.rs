@@ -1581,8 +1581,9 @@ impl Engine {
     /// Marks descriptors done and writes completion-ring entries when the
     /// queue's COMP_CFG enables them (seed 004 §4.2). Entry format
     /// (simulator-defined, the hardware's is unpublished — docs/timing.md):
-    /// 16 bytes, word0 = the descriptor's word0 with bits 25:24 replaced by
-    /// the completion ring id, words 1–3 zero.
+    /// 16 bytes, word0 = the descriptor's word0 as fetched, ring/generation
+    /// tag in bits 25:24 included (seed 004 §3 QUIRK: the completion poll
+    /// matches the tag the firmware wrote), words 1–3 zero.
     fn complete(&mut self, dir: Dir, q: u8, descs: &[Fetched], bus: &mut dyn Bus) {
         let qi = usize::from(q);
         let d = dir_idx(dir);
@@ -1594,7 +1595,7 @@ impl Engine {
             for f in descs {
                 let qd = &self.q[qi][d];
                 let addr = base + 16 * u64::from(qd.comp_head);
-                let word0 = (f.desc.word0 & !(3 << 24)) | (u32::from(qd.comp_id) << 24);
+                let word0 = f.desc.word0;
                 let mut entry = [0u8; 16];
                 entry[..4].copy_from_slice(&word0.to_le_bytes());
                 if let Err(e) = bus.write(addr, &entry) {
