@@ -302,6 +302,22 @@ impl Stepper {
             };
             match &fw.kind {
                 FwEventKind::MicroOp { text } => micro_ops.push(text.clone()),
+                FwEventKind::InlineChunk {
+                    engine,
+                    queue,
+                    slot,
+                    chunk_bytes,
+                    anomaly,
+                    ..
+                } => {
+                    micro_ops.push(format!("word0 anomaly: {anomaly}"));
+                    stops.push((
+                        fw.clone(),
+                        (*engine, *queue, 1, *chunk_bytes),
+                        (*slot, *slot),
+                        std::mem::take(&mut micro_ops),
+                    ));
+                }
                 FwEventKind::Doorbell {
                     engine,
                     queue,

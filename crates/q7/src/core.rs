@@ -174,6 +174,46 @@ pub enum FwEventKind {
         /// The index both name.
         index: u32,
     },
+    /// `neuron_set_memcpy_method` ran.
+    MethodSet {
+        /// The method asked for.
+        method: u8,
+        /// What the guard did.
+        outcome: String,
+    },
+    /// `init_dma_queue` ran (seed 004 §5.1).
+    InlineInit {
+        /// Device engine id.
+        engine: u16,
+        /// Queue id.
+        queue: u8,
+        /// TX / completion / RX ring bases (SoC).
+        rings: String,
+    },
+    /// One inline chunk fired (both doorbells rung).
+    InlineChunk {
+        /// Device engine id.
+        engine: u16,
+        /// Queue id.
+        queue: u8,
+        /// Ring slot.
+        slot: u32,
+        /// Generation tag written.
+        tag: u8,
+        /// Bytes.
+        chunk_bytes: u64,
+        /// The TX word0 written.
+        word0: String,
+        /// The word0 anomaly (flags leaked from the slot's old content).
+        anomaly: String,
+    },
+    /// A `neuron_memcpy` finished.
+    MemcpyDone {
+        /// The method that ran.
+        method: String,
+        /// Bytes.
+        bytes: u64,
+    },
     /// The word was not executed.
     Rejected {
         /// Why, naming the field.
@@ -232,18 +272,92 @@ struct Inflight {
     read_done: bool,
 }
 
-/// A word waiting in the instruction queue.
+/// A firmware routine called by custom-op code (seed 004 §5), queued in
+/// program order with the instruction words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FwCall {
+    /// `neuron_memcpy(local, other, len, is_read)` through the selected
+    /// method.
+    Memcpy {
+        /// Q7-local dataram address (0x80000..0x90000).
+        local: u32,
+        /// The other end: a SoC address.
+        other: u64,
+        /// Bytes.
+        len: u64,
+        /// True: `other` into the dataram; false: the dataram to `other`.
+        is_read: bool,
+    },
+    /// `neuron_set_memcpy_method(m)`.
+    SetMethod(u8),
+}
+
+impl FwCall {
+    fn name(&self) -> &'static str {
+        match self {
+            FwCall::Memcpy { .. } => "neuron_memcpy",
+            FwCall::SetMethod(_) => "neuron_set_memcpy_method",
+        }
+    }
+}
+
+/// What sits in the queue.
+#[derive(Clone, Copy, Debug)]
+enum Work {
+    Inst(InstWord),
+    Call(FwCall),
+}
+
+impl Work {
+    fn name(&self) -> &'static str {
+        match self {
+            Work::Inst(w) => w.kind().name(),
+            Work::Call(c) => c.name(),
+        }
+    }
+}
+
+/// A word or call waiting in the queue.
 #[derive(Clone, Debug)]
 struct Queued {
-    word: InstWord,
+    work: Work,
     tag: InstTag,
     waiting_reported: bool,
+}
+
+/// The inline path's `_dma_ctx_t` (seed 004 §5.2), once initialised.
+#[derive(Clone, Copy, Debug)]
+struct InlineCtx {
+    tail_idx: u32,
+    ring_id: u8,
+    /// The dataram's SoC address of local 0x80000.
+    dataram_soc: u64,
 }
 
 #[derive(Clone, Debug, Default)]
 enum Stage {
     #[default]
     Idle,
+    /// Methods 0/1: the Q7 copies by itself until `until`.
+    CoreCopy {
+        until: Cycle,
+        tag: InstTag,
+        method: u8,
+        bytes: u64,
+    },
+    /// Method 2: the inline DMA path, chunk by chunk.
+    Inline {
+        tag: InstTag,
+        local: u32,
+        other: u64,
+        len: u64,
+        is_read: bool,
+        off: u64,
+        /// Busy-polling this completion slot for this tag.
+        wait: Option<(u32, u8)>,
+        /// The anomaly last reported (reported again only when it changes).
+        last_anomaly: Option<String>,
+    },
     Generating {
         until: Cycle,
         plan: Box<Plan>,
@@ -279,6 +393,10 @@ pub struct Q7Core {
     /// Descriptors RDMA_DESC_GEN wrote that no RDMA_DESC_START has rung yet:
     /// (engine slot, count per direction).
     unrung: Vec<(u8, u32)>,
+    /// The memcpy method table index (seed 004 §5.3).
+    memcpy_method: u8,
+    /// The inline path's context after `init_dma_queue`.
+    inline: Option<InlineCtx>,
     stats: std::collections::BTreeMap<&'static str, KindStats>,
 }
 
@@ -350,6 +468,8 @@ impl Q7Core {
             next_seq: 0,
             blocked_on_space: false,
             unrung: Vec::new(),
+            memcpy_method: crate::inline::DEFAULT_METHOD,
+            inline: None,
             stats: Default::default(),
         }
     }
@@ -372,7 +492,22 @@ impl Q7Core {
         };
         self.next_seq += 1;
         self.queue.push_back(Queued {
-            word,
+            work: Work::Inst(word),
+            tag: tag.clone(),
+            waiting_reported: false,
+        });
+        tag
+    }
+
+    /// Appends a firmware call (custom-op code) to the queue.
+    pub fn submit_call(&mut self, call: FwCall, source: String) -> InstTag {
+        let tag = InstTag {
+            seq: self.next_seq,
+            source,
+        };
+        self.next_seq += 1;
+        self.queue.push_back(Queued {
+            work: Work::Call(call),
             tag: tag.clone(),
             waiting_reported: false,
         });
@@ -414,7 +549,7 @@ impl Q7Core {
     }
 
     fn reject(&mut self, now: Cycle, q: &Queued, reason: String) {
-        self.stats.entry(q.word.kind().name()).or_default().rejected += 1;
+        self.stats.entry(q.work.name()).or_default().rejected += 1;
         self.event(now, &q.tag, FwEventKind::Rejected { reason });
     }
 
@@ -447,12 +582,37 @@ impl Q7Core {
                         break;
                     }
                 }
+                Stage::CoreCopy {
+                    until,
+                    tag,
+                    method,
+                    bytes,
+                } => {
+                    if now < until {
+                        self.stage = Stage::CoreCopy {
+                            until,
+                            tag,
+                            method,
+                            bytes,
+                        };
+                        break;
+                    }
+                    self.memcpy_done(now, &tag, method, bytes);
+                }
+                inline @ Stage::Inline { .. } => {
+                    if !self.run_inline(now, bus, t, inline) {
+                        break;
+                    }
+                }
             }
         }
         let poll = (!self.inflight.is_empty() || self.blocked_on_space)
             .then(|| Cycle(now.0 + t.q7_poll_cycles.max(1)));
         match &self.stage {
-            Stage::Generating { until, .. } => Some(poll.map_or(*until, |p| p.min(*until))),
+            Stage::Generating { until, .. } | Stage::CoreCopy { until, .. } => {
+                Some(poll.map_or(*until, |p| p.min(*until)))
+            }
+            Stage::Inline { .. } => Some(Cycle(now.0 + t.q7_poll_cycles.max(1))),
             Stage::Idle => poll,
         }
     }
@@ -464,7 +624,10 @@ impl Q7Core {
         let Some(front) = self.queue.front() else {
             return false;
         };
-        let word = front.word;
+        let word = match front.work {
+            Work::Inst(w) => w,
+            Work::Call(call) => return self.start_call(now, bus, t, call),
+        };
         let ev = *word.events();
         // EVENTS gate (wiki-facts §C.3).
         let threshold_reg = |v: u32| (v & 63) as u8;
@@ -683,7 +846,7 @@ impl Q7Core {
         };
         let descriptors = plan.descriptors() as u64;
         let cycles = t.q7_decode_cycles + t.q7_desc_write_cycles * descriptors;
-        let kind = q.word.kind();
+        let kind = word.kind();
         self.event(
             now,
             &q.tag,
@@ -1000,6 +1163,373 @@ impl Q7Core {
         self.poll_inflight(now, bus);
     }
 
+    /// Starts a firmware call at the head of the queue (seed 004 §5).
+    fn start_call(
+        &mut self,
+        now: Cycle,
+        bus: &mut dyn FwBus,
+        t: &TimingConfig,
+        call: FwCall,
+    ) -> bool {
+        use crate::inline::{self as il, MethodSet};
+        let Some(q) = self.queue.pop_front() else {
+            return false;
+        };
+        match call {
+            FwCall::SetMethod(m) => {
+                let outcome = match il::set_method(m) {
+                    MethodSet::Ok => {
+                        self.memcpy_method = m;
+                        format!("method {m} = {}", il::METHOD_NAMES[usize::from(m)])
+                    }
+                    MethodSet::LatentOob => {
+                        self.memcpy_method = m;
+                        format!(
+                            "GOTCHA: the guard (m >= 4) accepts {m} = MAX_METHODS; \
+                             the next neuron_memcpy reads table[{m}], past the {}-entry table",
+                            il::MAX_METHODS
+                        )
+                    }
+                    MethodSet::Refused => format!(
+                        "refused by the guard (m >= 4); the method stays {}",
+                        self.memcpy_method
+                    ),
+                };
+                self.stats.entry(call.name()).or_default().issued += 1;
+                self.event(now, &q.tag, FwEventKind::MethodSet { method: m, outcome });
+                true
+            }
+            FwCall::Memcpy {
+                local,
+                other,
+                len,
+                is_read,
+            } => {
+                let end = u64::from(local) + len;
+                if !il::DATARAM_LOCAL.contains(&local) || end > u64::from(il::DATARAM_LOCAL.end) {
+                    self.reject(
+                        now,
+                        &q,
+                        format!(
+                            "neuron_memcpy: local {local:#x} + {len:#x} is outside the dataram window \
+                             [{:#x}, {:#x}) that dram_addr_to_soc_addr maps",
+                            il::DATARAM_LOCAL.start,
+                            il::DATARAM_LOCAL.end
+                        ),
+                    );
+                    return true;
+                }
+                let m = self.memcpy_method;
+                if m >= il::MAX_METHODS {
+                    self.reject(
+                        now,
+                        &q,
+                        format!(
+                            "neuron_memcpy: method {m} dispatches through table[{m}], past the \
+                             {}-entry method table (an out-of-bounds function pointer; \
+                             the model refuses the call)",
+                            il::MAX_METHODS
+                        ),
+                    );
+                    return true;
+                }
+                let dataram = self.layout.dataram_soc + u64::from(local - il::DATARAM_LOCAL.start);
+                if m < il::DEFAULT_METHOD {
+                    // The Q7 copies by itself.
+                    let (src, dst) = if is_read {
+                        (other, dataram)
+                    } else {
+                        (dataram, other)
+                    };
+                    let mut buf = vec![0u8; len as usize];
+                    let moved = bus
+                        .read_bytes(src, &mut buf)
+                        .and_then(|()| bus.write_bytes(dst, &buf));
+                    if let Err(e) = moved {
+                        self.reject(
+                            now,
+                            &q,
+                            format!("neuron_memcpy ({}): {e}", il::METHOD_NAMES[usize::from(m)]),
+                        );
+                        return true;
+                    }
+                    let rate = if m == 0 {
+                        t.q7_scalar_copy_bytes_per_cycle
+                    } else {
+                        t.q7_vector_copy_bytes_per_cycle
+                    }
+                    .max(1);
+                    self.stage = Stage::CoreCopy {
+                        until: Cycle(now.0 + len.div_ceil(rate)),
+                        tag: q.tag,
+                        method: m,
+                        bytes: len,
+                    };
+                    return true;
+                }
+                if let Err(e) = self.inline_init(now, bus, &q.tag) {
+                    self.reject(now, &q, format!("init_dma_queue: {e}"));
+                    return true;
+                }
+                self.stage = Stage::Inline {
+                    tag: q.tag,
+                    local,
+                    other,
+                    len,
+                    is_read,
+                    off: 0,
+                    wait: None,
+                    last_anomaly: None,
+                };
+                true
+            }
+        }
+    }
+
+    fn memcpy_done(&mut self, now: Cycle, tag: &InstTag, method: u8, bytes: u64) {
+        let name = crate::inline::METHOD_NAMES
+            .get(usize::from(method))
+            .copied()
+            .unwrap_or("?");
+        let s = self.stats.entry("neuron_memcpy").or_default();
+        s.issued += 1;
+        s.bytes += bytes;
+        self.event(
+            now,
+            tag,
+            FwEventKind::MemcpyDone {
+                method: name.into(),
+                bytes,
+            },
+        );
+    }
+
+    /// `init_dma_queue` (seed 004 §5.1), once per core: the ring-config
+    /// words, the three rings filled with 0xB8, the context, and the HAL
+    /// arming of queue 15 of the core's first engine.
+    fn inline_init(
+        &mut self,
+        now: Cycle,
+        bus: &mut dyn FwBus,
+        tag: &InstTag,
+    ) -> Result<(), String> {
+        use crate::inline as il;
+        if self.inline.is_some() {
+            return Ok(());
+        }
+        let dataram_soc = self.layout.dataram_soc;
+        let scratch = dataram_soc + u64::from(il::SCRATCH_LOCAL - il::DATARAM_LOCAL.start);
+        for off in il::RING_CFG_OFFSETS {
+            bus.write32(scratch + u64::from(off), 0x0C00_0000)?;
+            bus.write32(scratch + u64::from(off) + 4, 3)?;
+        }
+        let ring_bytes = vec![il::RING_FILL; (il::RING_DEPTH * 16) as usize];
+        for r in [il::TX_RING, il::COMP_RING, il::RX_RING] {
+            bus.write_bytes(scratch + u64::from(r), &ring_bytes)?;
+        }
+        let Some(e) = self.layout.engines.first().copied() else {
+            return Err("the core has no engine".into());
+        };
+        let regs = self.layout.regs;
+        let (mq, sq) = (e.m2s_q(il::INLINE_QUEUE), e.s2m_q(il::INLINE_QUEUE));
+        // ctx.m2s_inc_reg / s2m_inc_reg (the doorbells), tail 0, ring id 1.
+        let mut ctx = Vec::with_capacity(40);
+        ctx.extend_from_slice(&(mq + regs.drtp_inc).to_le_bytes());
+        ctx.extend_from_slice(&(sq + regs.drtp_inc).to_le_bytes());
+        ctx.extend_from_slice(&0u32.to_le_bytes());
+        ctx.extend_from_slice(&1u32.to_le_bytes());
+        ctx.resize(40, 0);
+        bus.write_bytes(scratch + u64::from(il::CTX), &ctx)?;
+        let (tx, comp, rx) = (
+            scratch + u64::from(il::TX_RING),
+            scratch + u64::from(il::COMP_RING),
+            scratch + u64::from(il::RX_RING),
+        );
+        let lo = |a: u64| a as u32;
+        let hi = |a: u64| (a >> 32) as u32;
+        // HAL arming: rings, completion ring on S2M only, queues on.
+        bus.write32(mq + regs.drbp_low, lo(tx))?;
+        bus.write32(mq + regs.drbp_high, hi(tx))?;
+        bus.write32(mq + regs.drl, il::RING_DEPTH)?;
+        bus.write32(sq + regs.drbp_low, lo(rx))?;
+        bus.write32(sq + regs.drbp_high, hi(rx))?;
+        bus.write32(sq + regs.drl, il::RING_DEPTH)?;
+        bus.write32(sq + regs.crbp_low, lo(comp))?;
+        bus.write32(sq + regs.crbp_high, hi(comp))?;
+        for base in [mq, sq] {
+            let v = bus.read32(base + regs.q_cfg).unwrap_or(0);
+            bus.write32(base + regs.q_cfg, v | 0x3_0000)?;
+        }
+        bus.write32(e.m2s_unit + regs.m2s_cfg_len, 0x010f_ffff)?;
+        bus.write32(e.m2s_unit + regs.m2s_change_state, 1)?;
+        bus.write32(e.s2m_unit + regs.s2m_change_state, 1)?;
+        // The leaked word0 flags (FIRST clear, LAST set) must not stop the
+        // queue: the arming masks the FIRST/LAST-error abort (simulator
+        // decision, docs/firmware.md) so each chunk is logged and runs.
+        let am = e.gen_block + regs.sec_a_abort_mask;
+        let v = bus.read32(am).unwrap_or(0);
+        bus.write32(am, v | FIRST_LAST_ERRORS)?;
+        self.inline = Some(InlineCtx {
+            tail_idx: 0,
+            ring_id: 1,
+            dataram_soc,
+        });
+        self.event(
+            now,
+            tag,
+            FwEventKind::InlineInit {
+                engine: e.id,
+                queue: il::INLINE_QUEUE,
+                rings: format!(
+                    "tx {tx:#x}, comp {comp:#x}, rx {rx:#x} (4 x 16 B each, filled 0xB8)"
+                ),
+            },
+        );
+        Ok(())
+    }
+
+    /// One step of the inline path (seed 004 §5.1): poll, or fire the next
+    /// chunk, or finish. Returns false when it must wait.
+    fn run_inline(
+        &mut self,
+        now: Cycle,
+        bus: &mut dyn FwBus,
+        t: &TimingConfig,
+        stage: Stage,
+    ) -> bool {
+        use crate::inline as il;
+        let Stage::Inline {
+            tag,
+            local,
+            other,
+            len,
+            is_read,
+            off,
+            wait,
+            last_anomaly,
+        } = stage
+        else {
+            return true;
+        };
+        let Some(mut ctx) = self.inline else {
+            return true;
+        };
+        let scratch = ctx.dataram_soc + u64::from(il::SCRATCH_LOCAL - il::DATARAM_LOCAL.start);
+        if let Some((slot, want)) = wait {
+            // Busy-poll the completion entry's tag (byte 3 & 3).
+            let mut w = [0u8; 4];
+            let seen = bus
+                .read_bytes(
+                    scratch + u64::from(il::COMP_RING) + 16 * u64::from(slot),
+                    &mut w,
+                )
+                .map(|()| dma_abi::gen_tag(u32::from_le_bytes(w)));
+            if seen != Ok(want) {
+                self.stage = Stage::Inline {
+                    tag,
+                    local,
+                    other,
+                    len,
+                    is_read,
+                    off,
+                    wait,
+                    last_anomaly,
+                };
+                return false;
+            }
+            self.stage = Stage::Inline {
+                tag,
+                local,
+                other,
+                len,
+                is_read,
+                off,
+                wait: None,
+                last_anomaly,
+            };
+            return true;
+        }
+        if off >= len {
+            self.memcpy_done(now, &tag, il::DEFAULT_METHOD, len);
+            return true;
+        }
+        let Some(e) = self.layout.engines.first().copied() else {
+            return true;
+        };
+        let regs = self.layout.regs;
+        let chunk = (len - off).min(il::CHUNK_BYTES);
+        let dataram = ctx.dataram_soc + u64::from(local - il::DATARAM_LOCAL.start) + off;
+        let (tx_ptr, rx_ptr) = if is_read {
+            (other + off, dataram)
+        } else {
+            (dataram, other + off)
+        };
+        let slot = ctx.tail_idx;
+        let mut word0s = [0u32; 2];
+        for (k, (ring, ptr)) in [(il::TX_RING, tx_ptr), (il::RX_RING, rx_ptr)]
+            .into_iter()
+            .enumerate()
+        {
+            let at = scratch + u64::from(ring) + 16 * u64::from(slot);
+            let mut old = [0u8; 4];
+            let _ = bus.read_bytes(at, &mut old);
+            let w0 = il::updated_word0(u32::from_le_bytes(old), chunk, ctx.ring_id);
+            word0s[k] = w0;
+            let _ = bus.write_bytes(at + 8, &ptr.to_le_bytes());
+            let _ = bus.write_bytes(at, &w0.to_le_bytes());
+        }
+        let (mq, sq) = (e.m2s_q(il::INLINE_QUEUE), e.s2m_q(il::INLINE_QUEUE));
+        let (primary, other_reg) = if is_read {
+            (mq + regs.drtp_inc, sq + regs.drtp_inc)
+        } else {
+            (sq + regs.drtp_inc, mq + regs.drtp_inc)
+        };
+        let _ = bus.write32(primary, 1);
+        let _ = bus.write32(other_reg, 1);
+        let anomaly = format!(
+            "TX {}; RX {}; word1 left at 0xb8b8b8b8 (never written)",
+            il::leaked_flags(word0s[0]),
+            il::leaked_flags(word0s[1])
+        );
+        let report = last_anomaly.as_deref() != Some(anomaly.as_str());
+        self.event(
+            now,
+            &tag,
+            FwEventKind::InlineChunk {
+                engine: e.id,
+                queue: il::INLINE_QUEUE,
+                slot,
+                tag: ctx.ring_id,
+                chunk_bytes: chunk,
+                word0: format!("{:#010x}", word0s[0]),
+                anomaly: if report {
+                    anomaly.clone()
+                } else {
+                    "as before".into()
+                },
+            },
+        );
+        let want = ctx.ring_id;
+        ctx.tail_idx += 1;
+        if ctx.tail_idx == il::RING_DEPTH {
+            ctx.tail_idx = 0;
+            ctx.ring_id ^= 1;
+        }
+        self.inline = Some(ctx);
+        let _ = t;
+        self.stage = Stage::Inline {
+            tag,
+            local,
+            other,
+            len,
+            is_read,
+            off: off + chunk,
+            wait: Some((slot, want)),
+            last_anomaly: Some(anomaly),
+        };
+        false
+    }
+
     fn dge_payload(&self, bus: &mut dyn FwBus) -> DgeConfig {
         DgeConfig::from_regs(
             bus.read32(self.layout.carveout_cfg).unwrap_or(0),
@@ -1095,6 +1625,9 @@ fn front_tag(q: &VecDeque<Queued>) -> InstTag {
         |q| q.tag.clone(),
     )
 }
+
+/// SEC_A FIRST (bit 15) and LAST (bit 16) errors (driver-facts §2.6).
+const FIRST_LAST_ERRORS: u32 = (1 << 15) | (1 << 16);
 
 /// Engine slots a core has.
 pub const SLOTS: usize = ENGINES_PER_CORE;

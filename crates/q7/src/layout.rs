@@ -52,6 +52,8 @@ pub struct QueueRegs {
     pub s2m_change_state: u64,
     /// CFG_LEN in the M2S unit.
     pub m2s_cfg_len: u64,
+    /// SEC_A_INT_ABORT_MSK in the GEN block.
+    pub sec_a_abort_mask: u64,
 }
 
 /// One engine of the core.
@@ -63,6 +65,8 @@ pub struct EngineLayout {
     pub m2s_unit: u64,
     /// Base of the S2M unit block.
     pub s2m_unit: u64,
+    /// Base of the GEN block (interrupt controllers).
+    pub gen_block: u64,
     /// Base of M2S queue 0's block.
     pub m2s_q0: u64,
     /// Base of S2M queue 0's block.
@@ -161,6 +165,8 @@ pub struct CoreLayout {
     pub psum_stride: u64,
     /// Every core of the device by TPB index (this one included).
     pub peers: Vec<PeerLayout>,
+    /// SoC address of local dataram 0x80000 (`q7_dataram0`, seed 004 §6.2).
+    pub dataram_soc: u64,
     /// The 16 engines, in the order the engine mask numbers them.
     pub engines: Vec<EngineLayout>,
     /// Register offsets shared by all engines.

@@ -77,6 +77,10 @@ pub struct TimingConfig {
     /// Q7 firmware: interval between polls of a completion pointer or a
     /// ring with no room.
     pub q7_poll_cycles: u64,
+    /// Q7 `c_memcpy_data_transfer`: bytes copied per cycle.
+    pub q7_scalar_copy_bytes_per_cycle: u64,
+    /// Q7 `vec_memcpy_data_transfer`: bytes copied per cycle.
+    pub q7_vector_copy_bytes_per_cycle: u64,
     /// Every parameter with unit and source, as loaded.
     pub params: BTreeMap<String, TimingParam>,
 }
@@ -136,6 +140,8 @@ impl TimingConfig {
             q7_decode_cycles: int("q7_decode_cycles", 0)?,
             q7_desc_write_cycles: int("q7_desc_write_cycles", 0)?,
             q7_poll_cycles: int("q7_poll_cycles", 1)?,
+            q7_scalar_copy_bytes_per_cycle: int("q7_scalar_copy_bytes_per_cycle", 1)?,
+            q7_vector_copy_bytes_per_cycle: int("q7_vector_copy_bytes_per_cycle", 1)?,
             params: file.parameters,
         })
     }
@@ -202,6 +208,8 @@ const KNOWN: &[&str] = &[
     "q7_decode_cycles",
     "q7_desc_write_cycles",
     "q7_poll_cycles",
+    "q7_scalar_copy_bytes_per_cycle",
+    "q7_vector_copy_bytes_per_cycle",
 ];
 
 #[cfg(test)]

@@ -601,6 +601,30 @@ impl Device {
         word: InstWord,
         source: String,
     ) -> Result<InstTag, DeviceError> {
+        let now = self.now;
+        let core = self.core_mut(tpb)?;
+        let tag = core.submit(word, source);
+        self.fw_next[usize::from(tpb)] = Some(now);
+        Ok(tag)
+    }
+
+    /// Queues a firmware call (custom-op code: `neuron_memcpy`,
+    /// `neuron_set_memcpy_method`) on core `tpb`, in order with its words.
+    pub fn submit_call(
+        &mut self,
+        tpb: u8,
+        call: q7::FwCall,
+        source: String,
+    ) -> Result<InstTag, DeviceError> {
+        let now = self.now;
+        let core = self.core_mut(tpb)?;
+        let tag = core.submit_call(call, source);
+        self.fw_next[usize::from(tpb)] = Some(now);
+        Ok(tag)
+    }
+
+    /// Core `tpb`'s firmware, created on first use.
+    fn core_mut(&mut self, tpb: u8) -> Result<&mut Q7Core, DeviceError> {
         let i = usize::from(tpb);
         if tpb >= crate::firmware::CORES {
             return Err(DeviceError(format!(
@@ -617,12 +641,9 @@ impl Device {
                 .map_err(|m| DeviceError(format!("tpb{tpb} firmware: {m}")))?;
             self.cores[i] = Some(Q7Core::new(layout));
         }
-        let Some(core) = self.cores[i].as_mut() else {
-            return Err(DeviceError(format!("tpb{tpb}: no firmware")));
-        };
-        let tag = core.submit(word, source);
-        self.fw_next[i] = Some(self.now);
-        Ok(tag)
+        self.cores[i]
+            .as_mut()
+            .ok_or_else(|| DeviceError(format!("tpb{tpb}: no firmware")))
     }
 
     /// The firmware of core `tpb`, if it has run anything.

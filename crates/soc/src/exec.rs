@@ -412,6 +412,28 @@ pub fn fw_event_text(e: &q7::FwEvent) -> String {
         } => format!(
             "{head} scatter race: dst_idx[{first}] and dst_idx[{later}] both = {index} without non_unique_dst_idx (the later write in simulated time wins)"
         ),
+        K::MethodSet { method, outcome } => {
+            format!("{head} neuron_set_memcpy_method({method}): {outcome}")
+        }
+        K::InlineInit {
+            engine,
+            queue,
+            rings,
+        } => format!("{head} init_dma_queue: eng{engine}.q{queue} armed; {rings}"),
+        K::InlineChunk {
+            engine,
+            queue,
+            slot,
+            tag,
+            chunk_bytes,
+            word0,
+            anomaly,
+        } => format!(
+            "{head} dma_data_transfer chunk {chunk_bytes} bytes in eng{engine}.q{queue} slot {slot}, tag {tag}, TX word0 {word0}; both doorbells rung; word0 anomaly: {anomaly}"
+        ),
+        K::MemcpyDone { method, bytes } => {
+            format!("{head} neuron_memcpy done: {bytes} bytes by {method}")
+        }
         K::Rejected { reason } => format!("{head} REJECTED: {reason}"),
         K::Done { update } => match update {
             Some(u) => format!("{head} done; {u}"),
@@ -1139,6 +1161,41 @@ fn step(
                 "inst tpb{core}#{}: {} queued on the Q7 firmware",
                 tag.seq,
                 word.kind().name()
+            )))
+        }
+        StatementKind::Memcpy {
+            core,
+            local,
+            len,
+            is_read,
+            ..
+        } => {
+            let call = q7::FwCall::Memcpy {
+                local: *local,
+                other: addr,
+                len: *len,
+                is_read: *is_read,
+            };
+            let tag = device
+                .submit_call(*core, call, format!("line {}", s.span.line))
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "memcpy tpb{core}#{}: neuron_memcpy {} {len} bytes queued on the Q7 firmware",
+                tag.seq,
+                if *is_read { "read" } else { "write" }
+            )))
+        }
+        StatementKind::MemcpyMethod { core, method } => {
+            let tag = device
+                .submit_call(
+                    *core,
+                    q7::FwCall::SetMethod(*method),
+                    format!("line {}", s.span.line),
+                )
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "memcpy_method tpb{core}#{}: neuron_set_memcpy_method({method}) queued",
+                tag.seq
             )))
         }
         StatementKind::Run { mode } => {

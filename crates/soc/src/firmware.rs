@@ -59,6 +59,7 @@ fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
         m2s_change_state: offset(catalog, "udma_m2s", "CHANGE_STATE")?,
         s2m_change_state: offset(catalog, "udma_s2m", "CHANGE_STATE")?,
         m2s_cfg_len: offset(catalog, "udma_m2s", "CFG_LEN")?,
+        sec_a_abort_mask: offset(catalog, "udma_gen", "SEC_A_INT_ABORT_MSK")?,
     })
 }
 
@@ -134,6 +135,7 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
             id,
             m2s_unit: base(map, &format!("eng{id}.m2s"))?,
             s2m_unit: base(map, &format!("eng{id}.s2m"))?,
+            gen_block: base(map, &format!("eng{id}.gen"))?,
             m2s_q0,
             s2m_q0: q0("s2m", id)?,
             q_stride: q1 - m2s_q0,
@@ -159,6 +161,7 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         psum_base,
         psum_stride,
         peers,
+        dataram_soc: base(map, &format!("{t}.q7_dataram0"))?,
         engines,
         regs: queue_regs(catalog)?,
     })

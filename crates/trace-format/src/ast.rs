@@ -126,6 +126,29 @@ pub enum StatementKind {
         /// Column of the first character of `text`.
         text_column: u32,
     },
+    /// `memcpy CORE local=DRAM hbm=ADDR len=N (read | write)` — the core's
+    /// firmware runs `neuron_memcpy` (seed 004 §5): by the selected method,
+    /// between its dataram (local address 0x80000..0x90000) and `hbm`.
+    Memcpy {
+        /// TPB index.
+        core: u8,
+        /// Q7-local dataram address.
+        local: u32,
+        /// The other end (any SoC address).
+        hbm: AddrExpr,
+        /// Bytes.
+        len: u64,
+        /// `read`: HBM into the dataram; `write`: the dataram to HBM.
+        is_read: bool,
+    },
+    /// `memcpy_method CORE M` — `neuron_set_memcpy_method(M)` (seed 004
+    /// §5.3, with its guard quirk).
+    MemcpyMethod {
+        /// TPB index.
+        core: u8,
+        /// The method index asked for.
+        method: u8,
+    },
     /// `wait ADDR (== | != | >=) VALUE [mask=M] [timeout=N]` — run until a
     /// 32-bit read satisfies the comparison (v2).
     Wait {
@@ -210,6 +233,8 @@ impl StatementKind {
             StatementKind::Run { .. } => "run",
             StatementKind::Wait { .. } => "wait",
             StatementKind::Inst { .. } => "inst",
+            StatementKind::Memcpy { .. } => "memcpy",
+            StatementKind::MemcpyMethod { .. } => "memcpy_method",
         }
     }
 
@@ -224,10 +249,12 @@ impl StatementKind {
             | StatementKind::Load { addr, .. }
             | StatementKind::Expect { addr, .. }
             | StatementKind::Dump { addr, .. }
+            | StatementKind::Memcpy { hbm: addr, .. }
             | StatementKind::Wait { addr, .. } => Some(addr),
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
             | StatementKind::Inst { .. }
+            | StatementKind::MemcpyMethod { .. }
             | StatementKind::Run { .. } => None,
         }
     }
@@ -241,10 +268,12 @@ impl StatementKind {
             | StatementKind::Load { addr, .. }
             | StatementKind::Expect { addr, .. }
             | StatementKind::Dump { addr, .. }
+            | StatementKind::Memcpy { hbm: addr, .. }
             | StatementKind::Wait { addr, .. } => Some(addr),
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
             | StatementKind::Inst { .. }
+            | StatementKind::MemcpyMethod { .. }
             | StatementKind::Run { .. } => None,
         }
     }
@@ -415,7 +444,9 @@ impl fmt::Display for StatementKind {
     /// statement (spans aside).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.directive())?;
-        if let Some(addr) = self.try_addr() {
+        if let Some(addr) = self.try_addr()
+            && !matches!(self, StatementKind::Memcpy { .. })
+        {
             write!(f, " {addr}")?;
         }
         match self {
@@ -471,6 +502,18 @@ impl fmt::Display for StatementKind {
             StatementKind::Desc { queue, fields } => write!(f, " {queue} {fields}"),
             StatementKind::Doorbell { queue, count } => write!(f, " {queue} {count}"),
             StatementKind::Inst { core, text, .. } => write!(f, " tpb{core} {text}"),
+            StatementKind::Memcpy {
+                core,
+                local,
+                hbm,
+                len,
+                is_read,
+            } => write!(
+                f,
+                " tpb{core} local={local:#x} hbm={hbm} len={len} {}",
+                if *is_read { "read" } else { "write" }
+            ),
+            StatementKind::MemcpyMethod { core, method } => write!(f, " tpb{core} {method}"),
             StatementKind::Run { mode } => match mode {
                 RunMode::Idle => Ok(()),
                 RunMode::Cycles(n) => write!(f, " cycles={n}"),

@@ -162,6 +162,10 @@ impl fmt::Debug for DirectiveSpec {
 }
 
 const ADDR: Param = req("address", ValueKind::Addr);
+/// The cores `memcpy` and `memcpy_method` name.
+const CORES: &[&str] = &[
+    "tpb0", "tpb1", "tpb2", "tpb3", "tpb4", "tpb5", "tpb6", "tpb7",
+];
 const PATTERNS: &[&str] = &["incr8", "incr32"];
 
 static DIRECTIVES: &[DirectiveSpec] = &[
@@ -298,6 +302,33 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         keys: &[],
         flags: &[],
         build: build_doorbell,
+    },
+    DirectiveSpec {
+        name: "memcpy",
+        usage: "memcpy CORE local=DRAM hbm=ADDR len=N (read | write)",
+        positionals: &[req("core", ValueKind::Choice(CORES))],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            req("local", ValueKind::U32),
+            req("hbm", ValueKind::Addr),
+            req("len", ValueKind::Len),
+        ],
+        flags: &["read", "write"],
+        build: build_memcpy,
+    },
+    DirectiveSpec {
+        name: "memcpy_method",
+        usage: "memcpy_method CORE M",
+        positionals: &[
+            req("core", ValueKind::Choice(CORES)),
+            req("method", ValueKind::Int { min: 0, max: 255 }),
+        ],
+        compare: None,
+        compare_ops: &[],
+        keys: &[],
+        flags: &[],
+        build: build_memcpy_method,
     },
     DirectiveSpec {
         name: "run",
@@ -748,7 +779,13 @@ pub(crate) fn analyze(raw: RawLine, diags: &mut Vec<Diag>) -> Option<Statement> 
     let before = diags.len();
     let name = raw.directive.text.as_str();
     let Some(spec) = directive(name) else {
-        let names: Vec<&str> = DIRECTIVES.iter().map(|d| d.name).collect();
+        // `inst` is split before the table (its word text has its own
+        // grammar) but is a directive all the same.
+        let names: Vec<&str> = DIRECTIVES
+            .iter()
+            .map(|d| d.name)
+            .chain(std::iter::once("inst"))
+            .collect();
         diags.push(Diag::new(
             raw.directive.span,
             format!(
@@ -1305,6 +1342,61 @@ fn build_doorbell(args: &mut Args<'_>) -> Option<StatementKind> {
     Some(StatementKind::Doorbell {
         queue,
         count: u32::try_from(n).ok()?,
+    })
+}
+
+fn core_index(v: Option<Value>) -> Option<u8> {
+    match v {
+        Some(Value::Choice(c)) => c.strip_prefix("tpb")?.parse().ok(),
+        _ => None,
+    }
+}
+
+fn build_memcpy(args: &mut Args<'_>) -> Option<StatementKind> {
+    let core = core_index(args.positional(0))?;
+    let (local, _) = args.key_u32("local")?;
+    let (hbm, _) = args.key_addr("hbm")?;
+    let (len, _) = args.key_num("len")?;
+    let dirs: Vec<(&'static str, Span)> = args.flags.clone();
+    let is_read = match dirs.as_slice() {
+        [("read", _)] => true,
+        [("write", _)] => false,
+        [] => {
+            let line = args.line;
+            let usage = args.usage();
+            args.error(
+                line,
+                format!("memcpy needs a direction: read (HBM into the dataram) or write (dataram to HBM); {usage}"),
+            );
+            return None;
+        }
+        [_, (_, second), ..] => {
+            let second = *second;
+            args.error(
+                second,
+                "memcpy takes one direction: read or write, not both",
+            );
+            return None;
+        }
+        _ => return None,
+    };
+    Some(StatementKind::Memcpy {
+        core,
+        local,
+        hbm,
+        len,
+        is_read,
+    })
+}
+
+fn build_memcpy_method(args: &mut Args<'_>) -> Option<StatementKind> {
+    let core = core_index(args.positional(0))?;
+    let Some(Value::Num(m)) = args.positional(1) else {
+        return None;
+    };
+    Some(StatementKind::MemcpyMethod {
+        core,
+        method: u8::try_from(m).ok()?,
     })
 }
 

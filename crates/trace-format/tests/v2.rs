@@ -810,3 +810,37 @@ fn inst_errors_name_the_core_and_the_missing_word() {
         assert!(e[0].message.contains(msg), "{src:?}: {}", e[0].message);
     }
 }
+
+#[test]
+fn memcpy_and_memcpy_method_parse_and_print_back() {
+    let k = one("memcpy tpb2 local=0x80400 hbm=hbm0+0x1000 len=70000 read\n");
+    assert_eq!(
+        k,
+        StatementKind::Memcpy {
+            core: 2,
+            local: 0x80400,
+            hbm: addr("hbm0+0x1000"),
+            len: 70000,
+            is_read: true,
+        }
+    );
+    assert_eq!(one(&format!("{k}\n")), k);
+    let m = one("memcpy_method tpb7 3\n");
+    assert_eq!(m, StatementKind::MemcpyMethod { core: 7, method: 3 });
+    assert_eq!(one(&format!("{m}\n")), m);
+    for (src, msg) in [
+        (
+            "memcpy tpb0 local=0x80000 hbm=0x0 len=4\n",
+            "memcpy needs a direction",
+        ),
+        (
+            "memcpy tpb0 local=0x80000 hbm=0x0 len=4 read write\n",
+            "one direction",
+        ),
+        ("memcpy tpb9 local=0x80000 hbm=0x0 len=4 read\n", "tpb9"),
+        ("memcpy_method tpb0 256\n", "256"),
+    ] {
+        let e = parse(src, "t.trace").unwrap_err();
+        assert!(e[0].message.contains(msg), "{src:?}: {}", e[0].message);
+    }
+}

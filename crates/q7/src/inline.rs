@@ -1,0 +1,156 @@
+//! The custom-op inline DMA path and the memcpy method table (seed 004 §5):
+//! `neuron_memcpy` dispatches through a 3-entry method table (scalar copy,
+//! vector copy, `dma_data_transfer`); the DMA method drives one M2S/S2M
+//! queue pair with 4-deep rings in the core's dataram, 64 KiB chunks, a
+//! generation tag flipped on wrap, both doorbells per chunk and a busy-poll
+//! on the completion entry's tag.
+//!
+//! The quirks, reproduced on purpose:
+//! * word0 is updated as `(word0 & 0xFCFF0000) | chunk | (ring_id << 24)`:
+//!   bits 31:26 and 23:16 keep the slot's previous content, so the 0xB8
+//!   ring fill leaks into the flags ([`leaked_flags`]); a 64 KiB chunk
+//!   (65536 = 0x1_0000) also sets bit 16 and leaves the length field 0;
+//! * word1 is never written: it stays 0xB8B8B8B8;
+//! * the generation tag flips with XOR 1 (1, 0, 1, …) where the hardware's
+//!   ring id counts +1 mod 4 (wiki-facts §L.1 #7);
+//! * `neuron_set_memcpy_method` guards with `>= 4`, so it accepts 3 =
+//!   MAX_METHODS, a latent out-of-bounds read of `table[3]` (§5.3).
+
+use dma_abi::LenCtrl;
+
+/// Methods in the table (`MAX_METHODS`, seed 004 §5.3).
+pub const MAX_METHODS: u8 = 3;
+/// The default method: `dma_data_transfer`.
+pub const DEFAULT_METHOD: u8 = 2;
+/// Names of the table entries.
+pub const METHOD_NAMES: [&str; 3] = [
+    "c_memcpy_data_transfer",
+    "vec_memcpy_data_transfer",
+    "dma_data_transfer",
+];
+/// Ring depth of the inline path.
+pub const RING_DEPTH: u32 = 4;
+/// Largest chunk.
+pub const CHUNK_BYTES: u64 = 65536;
+/// The fill of the three rings at init.
+pub const RING_FILL: u8 = 0xB8;
+/// The dataram window the SDMA can reach (`dram_addr_to_soc_addr`,
+/// seed 004 §6.2).
+pub const DATARAM_LOCAL: std::ops::Range<u32> = 0x8_0000..0x9_0000;
+/// `data_scratch_map` (unpublished): the model puts the inline path's
+/// scratch at the top 4 KiB of the window.
+pub const SCRATCH_LOCAL: u32 = 0x8_F000;
+/// Ring-config words: {0x0C000000, 3} at +0x100/+0x110/+0x120/+0x130.
+pub const RING_CFG_OFFSETS: [u32; 4] = [0x100, 0x110, 0x120, 0x130];
+/// TX ring: the seed's +0x108 moved to the next 64-byte boundary (DESIGN §8
+/// "Inline-path ring layout").
+pub const TX_RING: u32 = 0x140;
+/// Completion ring (the seed's +0x140).
+pub const COMP_RING: u32 = 0x180;
+/// RX ring (the seed's +0x180).
+pub const RX_RING: u32 = 0x1C0;
+/// `_dma_ctx_t`, 40 bytes (seed 004 §5.2).
+pub const CTX: u32 = 0x200;
+/// The queue index the inline path drives on the core's first engine
+/// (simulator decision; the DGE uses the lowest queue MEMCOPY_DMA_CFG
+/// allows).
+pub const INLINE_QUEUE: u8 = 15;
+
+/// The word0 the fire sequence writes into a slot that held `old`
+/// (`dma_abi::with_gen_tag`, mask 0xFCFF0000).
+pub fn updated_word0(old: u32, chunk_bytes: u64, ring_id: u8) -> u32 {
+    dma_abi::with_gen_tag(old, chunk_bytes as u32, u32::from(ring_id & 3))
+}
+
+/// What `word0` carries beyond length and ring id, read in the driver
+/// layout (DESIGN §8): the flags set, FIRST missing, undefined bits 22:16.
+pub fn leaked_flags(word0: u32) -> String {
+    let w = LenCtrl::from_raw(word0);
+    let mut set: Vec<&str> = Vec::new();
+    for (on, name) in [
+        (w.concat(), "CONCAT"),
+        (w.dmb(), "DMB"),
+        (w.sow(), "SOW"),
+        (w.int_en(), "INT_EN"),
+        (w.last(), "LAST"),
+        (w.first(), "FIRST"),
+        (w.meta(), "META"),
+    ] {
+        if on {
+            set.push(name);
+        }
+    }
+    let undefined = (word0 >> 16) & 0x7F;
+    format!(
+        "{}{}{}",
+        if set.is_empty() {
+            "no flags".to_string()
+        } else {
+            set.join("|")
+        },
+        if w.first() { "" } else { ", FIRST clear" },
+        if undefined != 0 {
+            format!(", undefined bits 22:16 = {undefined:#x}")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// What `neuron_set_memcpy_method(m)` does: the guard is `m >= 4`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MethodSet {
+    /// 0..=2: a table entry.
+    Ok,
+    /// 3 = MAX_METHODS: accepted by the guard, past the table.
+    LatentOob,
+    /// >= 4: the guard refuses it; the method is unchanged.
+    Refused,
+}
+
+/// The guard of `neuron_set_memcpy_method`.
+pub fn set_method(m: u8) -> MethodSet {
+    if m >= 4 {
+        MethodSet::Refused
+    } else if m >= MAX_METHODS {
+        MethodSet::LatentOob
+    } else {
+        MethodSet::Ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_b8_fill_leaks_into_word0() {
+        // First use of a slot: the fill is 0xB8B8B8B8.
+        let w = updated_word0(0xB8B8_B8B8, 4096, 1);
+        assert_eq!(w, 0xB9B8_1000);
+        assert_eq!(
+            leaked_flags(w),
+            "CONCAT|SOW|INT_EN|LAST|META, FIRST clear, undefined bits 22:16 = 0x38"
+        );
+        // A 64 KiB chunk sets bit 16 and leaves the length field 0.
+        let w = updated_word0(0xB8B8_B8B8, 65536, 1);
+        assert_eq!(w, 0xB9B9_0000);
+        assert_eq!(LenCtrl::from_raw(w).len_bytes(true), 65536);
+        // The next pass keeps the leaked bits and clears the old tag.
+        assert_eq!(updated_word0(0xB9B9_0000, 100, 0), 0xB8B9_0064);
+        // A clean slot would give FIRST clear and nothing else.
+        assert_eq!(
+            leaked_flags(updated_word0(0, 64, 1)),
+            "no flags, FIRST clear"
+        );
+    }
+
+    #[test]
+    fn the_method_guard_accepts_max_methods() {
+        assert_eq!(set_method(0), MethodSet::Ok);
+        assert_eq!(set_method(2), MethodSet::Ok);
+        assert_eq!(set_method(3), MethodSet::LatentOob);
+        assert_eq!(set_method(4), MethodSet::Refused);
+        assert_eq!(set_method(255), MethodSet::Refused);
+    }
+}
