@@ -170,6 +170,21 @@ impl CmeWord {
         self.with_op_value(op.bits())
     }
 
+    /// Returns a copy set up for CCE in-transfer compute: op = CCE, optype =
+    /// `t`, and the input / output dtype codes (4 bits each) in bits 11:8 /
+    /// 15:12, which the CCE meta-ctrl reuses over the CME CRC bits
+    /// (wiki-facts §C.6). Codes above 0xF do not fit: `None`.
+    #[must_use]
+    pub const fn with_cce(self, t: CceType, in_dtype: u8, out_dtype: u8) -> Option<Self> {
+        if in_dtype > 0xF || out_dtype > 0xF {
+            return None;
+        }
+        let w = self.with_op(SdmaOp::Cce).with_cce_type(t);
+        Some(Self(
+            (w.0 & !0xFF00) | ((in_dtype as u32) << 8) | ((out_dtype as u32) << 12),
+        ))
+    }
+
     /// optype (bits 22:20) read as a [`CmeType`], whatever op says.
     #[must_use]
     pub const fn cme_type(self) -> CmeType {

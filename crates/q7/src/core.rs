@@ -1072,18 +1072,27 @@ impl Q7Core {
             };
             let (m2s_first, _) = r.slot(r.m2s_pos);
             let (s2m_first, _) = r.slot(r.s2m_pos);
-            let pairs = ep.pairs.iter().map(|p| (p.src, p.dst, p.len_bytes)).chain(
-                ep.sem_writes
-                    .iter()
-                    .map(|&(at, v)| (payload_cfg.payload(dge, v), at, 4)),
-            );
+            let pairs = ep
+                .pairs
+                .iter()
+                .map(|p| (p.src, p.dst, p.len_bytes, p.dst_len_bytes, p.word1))
+                .chain(ep.sem_writes.iter().map(|&(at, v)| {
+                    (
+                        payload_cfg.payload(dge, v),
+                        at,
+                        4,
+                        4,
+                        dma_abi::DEFAULT_COPY_WORD1,
+                    )
+                }));
             let mut count = 0u32;
             let mut fault = None;
-            for (src, dst, len) in pairs {
+            for (src, dst, len, dst_len, word1) in pairs {
                 let (mi, mid) = r.slot(r.m2s_pos);
                 let (si, sid) = r.slot(r.s2m_pos);
-                let m = tx(len, src, Flags::single(mid));
-                let s = rx(len, dst).map(|d| {
+                let m = tx(len, src, Flags::single(mid))
+                    .map(|d| d.with_word1(dma_abi::CmeWord::from_raw(word1)));
+                let s = rx(dst_len, dst).map(|d| {
                     d.with_flags(Flags {
                         ring_id: sid,
                         ..Flags::default()

@@ -19,8 +19,8 @@
 use std::fmt;
 
 use dma_abi::inst::{
-    BoundCheckReg, ComputeOp, Direct2d, Indirect1d, IndirectDim, IndirectMode, InstKind, InstWord,
-    RdmaDescGen,
+    BoundCheckReg, ComputeOp, Direct2d, Dtype, Indirect1d, IndirectDim, IndirectMode, InstKind,
+    InstWord, RdmaDescGen,
 };
 use soc_map::{Addr4, Addr4Mode, Addr8, PartitionTarget, TableOffset};
 
@@ -130,8 +130,130 @@ pub struct DescPair {
     pub src: u64,
     /// Destination (S2M buf_ptr).
     pub dst: u64,
-    /// Bytes, 1..=65536.
+    /// Bytes read, 1..=65536.
     pub len_bytes: u32,
+    /// Bytes written (differs from `len_bytes` when the CCE converts the
+    /// dtype).
+    pub dst_len_bytes: u32,
+    /// The M2S descriptor's word1: the plain CME copy, or a CCE command.
+    pub word1: u32,
+}
+
+impl DescPair {
+    /// A plain copy of `len` bytes.
+    pub fn copy(src: u64, dst: u64, len: u32) -> Self {
+        Self {
+            src,
+            dst,
+            len_bytes: len,
+            dst_len_bytes: len,
+            word1: dma_abi::DEFAULT_COPY_WORD1,
+        }
+    }
+}
+
+/// How the elements of a word move: a plain copy, or the CCE path
+/// (`B = op(A, B)`, converting through f32; docs/cme.md §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Transfer {
+    src_elem: u64,
+    dst_elem: u64,
+    /// The CCE word1, when computing.
+    cce: Option<u32>,
+}
+
+impl Transfer {
+    /// Elements one descriptor pair may carry.
+    fn max_elems(&self) -> u64 {
+        let by_len = (MAX_DESC_BYTES / self.src_elem).min(MAX_DESC_BYTES / self.dst_elem);
+        if self.cce.is_some() {
+            by_len.min(cme::CCE_MAX_ELEMENTS_V3 as u64)
+        } else {
+            by_len
+        }
+    }
+
+    fn pair(&self, src: u64, dst: u64, n: u64) -> DescPair {
+        DescPair {
+            src,
+            dst,
+            len_bytes: (n * self.src_elem) as u32,
+            dst_len_bytes: (n * self.dst_elem) as u32,
+            word1: self.cce.unwrap_or(dma_abi::DEFAULT_COPY_WORD1),
+        }
+    }
+}
+
+/// The transfer a word's `compute_op`, dtypes and element sizes ask for.
+/// A plain copy needs equal element sizes and dtypes; ADD, MAX and MIN go
+/// through the CCE (wiki-facts §C.6, §F) and need the element sizes to be
+/// the dtype sizes; MULTIPLY has no CCE encoding (docs/cme.md §3.1) and a
+/// pure dtype conversion has no CCE op either — both refused as not
+/// modelled yet.
+fn transfer(
+    word: &str,
+    compute_op: ComputeOp,
+    (in_dtype, src_elem): (Dtype, u16),
+    (out_dtype, dst_elem): (Dtype, u16),
+) -> Result<Transfer, PlanError> {
+    if src_elem == 0 || dst_elem == 0 {
+        return Err(PlanError::Invalid(format!(
+            "{word}: src_elem_size = {src_elem}, dst_elem_size = {dst_elem}: elements must have a size"
+        )));
+    }
+    let cce_type = match compute_op {
+        ComputeOp::None => None,
+        ComputeOp::Add => Some(dma_abi::CceType::Add),
+        ComputeOp::Max => Some(dma_abi::CceType::Max),
+        ComputeOp::Min => Some(dma_abi::CceType::Min),
+        other => {
+            return Err(PlanError::Unsupported(format!(
+                "{word}.compute_op = {}: no CCE operation encodes it (docs/cme.md §3.1)",
+                other.name()
+            )));
+        }
+    };
+    let Some(t) = cce_type else {
+        if src_elem != dst_elem || in_dtype != out_dtype {
+            return Err(PlanError::Unsupported(format!(
+                "{word}: dtype conversion without a compute op (in_dtype {in_dtype:?} / {src_elem} B → out_dtype {out_dtype:?} / {dst_elem} B)"
+            )));
+        }
+        return Ok(Transfer {
+            src_elem: u64::from(src_elem),
+            dst_elem: u64::from(dst_elem),
+            cce: None,
+        });
+    };
+    let size = |field: &str, d: Dtype, elem: u16| -> Result<(), PlanError> {
+        match cme::Dtype::from_code(d.code()) {
+            Some(c) if c.size_bytes() == usize::from(elem) => Ok(()),
+            Some(c) => Err(PlanError::Invalid(format!(
+                "{word}.{field} = {d:?} is {} bytes but the element size is {elem}",
+                c.size_bytes()
+            ))),
+            None => Err(PlanError::Invalid(format!(
+                "{word}.{field} = {:#x}: not a dtype the CCE computes in",
+                d.code()
+            ))),
+        }
+    };
+    size("in_dtype", in_dtype, src_elem)?;
+    size("out_dtype", out_dtype, dst_elem)?;
+    let word1 = dma_abi::CmeWord::DEFAULT_COPY
+        .with_cce(t, in_dtype.code(), out_dtype.code())
+        .ok_or_else(|| {
+            PlanError::Unsupported(format!(
+                "{word}: dtype codes {:#x}/{:#x} do not fit the CCE's 4-bit fields",
+                in_dtype.code(),
+                out_dtype.code()
+            ))
+        })?;
+    Ok(Transfer {
+        src_elem: u64::from(src_elem),
+        dst_elem: u64::from(dst_elem),
+        cce: Some(word1.raw()),
+    })
 }
 
 /// One engine's share.
@@ -414,21 +536,22 @@ impl Spread {
         e
     }
 
-    /// Adds one pair after the address bound checks (source first); returns
-    /// the engine index it went to, or `None` when a check dropped it.
-    fn push(
+    /// Adds one pair without address gates; with `pin`, on the engine
+    /// `pin mod n` instead of by partition.
+    fn push_pinned(
         &mut self,
         ops: &dyn Operands,
         pair: DescPair,
-        gates: [BoundCheckReg; 2],
+        pin: Option<u64>,
     ) -> Result<Option<usize>, PlanError> {
-        let e = self.engine_for(ops, pair.src, pair.dst);
-        if let Some(oob) = bound_check("src", gates[0], pair.src, pair.len_bytes, ops)
-            .or_else(|| bound_check("dst", gates[1], pair.dst, pair.len_bytes, ops))
-        {
-            self.out_of_bounds.push(oob);
-            return Ok(None);
-        }
+        let Some(p) = pin else {
+            return self.push(ops, pair, [BoundCheckReg::INERT; 2]);
+        };
+        let n = self.engines.len().max(1) as u64;
+        self.place((p % n) as usize, pair).map(Some)
+    }
+
+    fn place(&mut self, e: usize, pair: DescPair) -> Result<usize, PlanError> {
         let cap = self.cap;
         let ep = &mut self.engines[e];
         if ep.pairs.len() + 2 > cap {
@@ -441,8 +564,26 @@ impl Spread {
             )));
         }
         ep.pairs.push(pair);
-        ep.bytes += u64::from(pair.len_bytes);
-        Ok(Some(e))
+        ep.bytes += u64::from(pair.dst_len_bytes);
+        Ok(e)
+    }
+
+    /// Adds one pair after the address bound checks (source first); returns
+    /// the engine index it went to, or `None` when a check dropped it.
+    fn push(
+        &mut self,
+        ops: &dyn Operands,
+        pair: DescPair,
+        gates: [BoundCheckReg; 2],
+    ) -> Result<Option<usize>, PlanError> {
+        let e = self.engine_for(ops, pair.src, pair.dst);
+        if let Some(oob) = bound_check("src", gates[0], pair.src, pair.len_bytes, ops)
+            .or_else(|| bound_check("dst", gates[1], pair.dst, pair.dst_len_bytes, ops))
+        {
+            self.out_of_bounds.push(oob);
+            return Ok(None);
+        }
+        self.place(e, pair).map(Some)
     }
 
     /// Adds each engine's micro-ops: REGWRITE for every register operand
@@ -501,22 +642,12 @@ impl Spread {
 
 fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<Plan, PlanError> {
     const W: &str = "DIRECT2D";
-    if w.compute_op != ComputeOp::None {
-        return Err(PlanError::Unsupported(format!(
-            "{W}.compute_op = {}: the CCE reduce path",
-            w.compute_op.name()
-        )));
-    }
-    if w.src_elem_size != w.dst_elem_size || w.in_dtype != w.out_dtype {
-        return Err(PlanError::Unsupported(format!(
-            "{W}: dtype conversion (in_dtype {:?} / {} B → out_dtype {:?} / {} B)",
-            w.in_dtype, w.src_elem_size, w.out_dtype, w.dst_elem_size
-        )));
-    }
-    if w.src_elem_size == 0 {
-        return Err(PlanError::Invalid(format!("{W}.src_elem_size = 0")));
-    }
-    let elem = u64::from(w.src_elem_size);
+    let xfer = transfer(
+        W,
+        w.compute_op,
+        (w.in_dtype, w.src_elem_size),
+        (w.out_dtype, w.dst_elem_size),
+    )?;
     let src_total = u64::from(w.src_num_elem[0]) * u64::from(w.src_num_elem[1]);
     let dst_total = u64::from(w.dst_num_elem[0]) * u64::from(w.dst_num_elem[1]);
     if src_total != dst_total {
@@ -531,17 +662,17 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
         base: src_addr.addr,
         steps: w.src_step_elem.map(i64::from),
         nums: w.src_num_elem.map(u64::from),
-        elem,
+        elem: xfer.src_elem,
     };
     let dst = Side {
         base: dst_addr.addr,
         steps: w.dst_step_elem.map(i64::from),
         nums: w.dst_num_elem.map(u64::from),
-        elem,
+        elem: xfer.dst_elem,
     };
     let mut spread = Spread::new(W, cfg, w.sem_increment);
     let gates = [w.src_bound_reg, w.dst_bound_reg];
-    let max_elems = MAX_DESC_BYTES / elem;
+    let max_elems = xfer.max_elems();
     let mut i = 0u64;
     while i < src_total {
         let n = src
@@ -553,11 +684,11 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
                 "{W}: the {side} address of element {i} is outside the 64-bit address space"
             ))
         };
-        let pair = DescPair {
-            src: src.addr(i).ok_or_else(|| overflow("source"))?,
-            dst: dst.addr(i).ok_or_else(|| overflow("destination"))?,
-            len_bytes: (n * elem) as u32,
-        };
+        let pair = xfer.pair(
+            src.addr(i).ok_or_else(|| overflow("source"))?,
+            dst.addr(i).ok_or_else(|| overflow("destination"))?,
+            n,
+        );
         let first = i;
         i += n;
         if let Some(e) = spread.push(ops, pair, gates)?
@@ -598,6 +729,14 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
         duplicate_dst: Vec::new(),
         ring_now: true,
     })
+}
+
+/// The CCE element size of `d` when it is a known dtype, else the row size
+/// itself (a plain copy moves rows as opaque bytes).
+fn dtype_elem(d: Dtype, row: u16) -> u16 {
+    cme::Dtype::from_code(d.code())
+        .map_or(row, |c| c.size_bytes() as u16)
+        .min(row.max(1))
 }
 
 /// Most indices one INDIRECT1D leg may carry (wiki-facts §G.1).
@@ -669,20 +808,21 @@ fn expand_indirect1d(
             w.idx_num_active_channels
         )));
     }
-    if w.compute_op != ComputeOp::None {
-        return Err(PlanError::Unsupported(format!(
-            "{W}.compute_op = {}: scatter-reduce through the CCE path",
-            w.compute_op.name()
+    // One element is one row of `elem_size` bytes: with a compute op the
+    // CCE works on the dtype's elements inside it.
+    let xfer = transfer(
+        W,
+        w.compute_op,
+        (w.in_dtype, dtype_elem(w.in_dtype, w.src_elem_size)),
+        (w.out_dtype, dtype_elem(w.out_dtype, w.dst_elem_size)),
+    )?;
+    if w.compute_op != ComputeOp::None
+        && u64::from(w.src_elem_size) / xfer.src_elem != u64::from(w.dst_elem_size) / xfer.dst_elem
+    {
+        return Err(PlanError::Invalid(format!(
+            "{W}: src_elem_size {} and dst_elem_size {} hold different numbers of {:?}/{:?} elements",
+            w.src_elem_size, w.dst_elem_size, w.in_dtype, w.out_dtype
         )));
-    }
-    if w.src_elem_size != w.dst_elem_size || w.in_dtype != w.out_dtype {
-        return Err(PlanError::Unsupported(format!(
-            "{W}: dtype conversion (in_dtype {:?} / {} B → out_dtype {:?} / {} B)",
-            w.in_dtype, w.src_elem_size, w.out_dtype, w.dst_elem_size
-        )));
-    }
-    if w.src_elem_size == 0 {
-        return Err(PlanError::Invalid(format!("{W}.src_elem_size = 0")));
     }
     let mode = w.flags.indirect_mode;
     let (src_indexed, dst_indexed) = match mode {
@@ -728,7 +868,6 @@ fn expand_indirect1d(
             "{W}: {count} indices (num_elem); at most {MAX_INDICES} without a shape register"
         )));
     }
-    let elem = u64::from(w.src_elem_size);
     let src_addr = resolve_addr8(W, "src_start_addr", w.src_start_addr, ops)?;
     let dst_addr = resolve_addr8(W, "dst_start_addr", w.dst_start_addr, ops)?;
     let mut regs: Vec<(&'static str, u8, u64)> = src_addr
@@ -756,10 +895,11 @@ fn expand_indirect1d(
     let ops: &dyn Operands = ops;
     let bound = |gate: BoundCheckReg| gate.bc_enabled.then(|| ops.reg(gate.bc_reg));
     let (src_bound, dst_bound) = (bound(w.src_idx_bound_reg), bound(w.dst_idx_bound_reg));
-    let addr_of = |base: u64, step: i32, k: u64| -> Option<u64> {
+    let addr_of = |base: u64, step: i32, k: u64, elem: u16| -> Option<u64> {
         let off = i128::from(k) * i128::from(step) * i128::from(elem);
         u64::try_from(i128::from(base) + off).ok()
     };
+    let row_elems = u64::from(w.src_elem_size) / xfer.src_elem;
     let mut spread = Spread::new(W, cfg, w.sem_increment);
     let mut index_faults = Vec::new();
     let mut seen_dst: std::collections::BTreeMap<u32, u32> = Default::default();
@@ -797,15 +937,28 @@ fn expand_indirect1d(
                 "{W}: the {side} address of element {k} is outside the 64-bit address space"
             ))
         };
-        let pair = DescPair {
-            src: addr_of(src_addr.addr, w.src_step_elem, pos[0])
+        let (s_row, d_row) = (
+            addr_of(src_addr.addr, w.src_step_elem, pos[0], w.src_elem_size)
                 .ok_or_else(|| overflow("source"))?,
-            dst: addr_of(dst_addr.addr, w.dst_step_elem, pos[1])
+            addr_of(dst_addr.addr, w.dst_step_elem, pos[1], w.dst_elem_size)
                 .ok_or_else(|| overflow("destination"))?,
-            len_bytes: elem as u32,
-        };
-        if let Some(e) = spread.push(ops, pair, [BoundCheckReg::INERT; 2])? {
-            spread.rows[e] += 1;
+        );
+        // Scatter-reduce: every update of one destination row goes to the
+        // same engine, whose queue order serialises the read-modify-writes,
+        // so duplicates accumulate (wiki-facts §G.1).
+        let pin = (xfer.cce.is_some() && dst_indexed).then_some(pos[1]);
+        let mut done = 0u64;
+        while done < row_elems.max(1) {
+            let n = (row_elems - done).min(xfer.max_elems()).max(1);
+            let pair = xfer.pair(
+                s_row + done * xfer.src_elem,
+                d_row + done * xfer.dst_elem,
+                n,
+            );
+            if let Some(e) = spread.push_pinned(ops, pair, pin)? {
+                spread.rows[e] += 1;
+            }
+            done += n;
         }
     }
     let out_of_bounds = std::mem::take(&mut spread.out_of_bounds);
@@ -917,11 +1070,8 @@ fn expand_rdma_gen(
         let mut off = 0u64;
         while off < free {
             let len = (free - off).min(MAX_DESC_BYTES);
-            ep.pairs.push(DescPair {
-                src: s_addr + off,
-                dst: d_addr + off,
-                len_bytes: len as u32,
-            });
+            ep.pairs
+                .push(DescPair::copy(s_addr + off, d_addr + off, len as u32));
             ep.bytes += len;
             off += len;
         }
@@ -1477,9 +1627,94 @@ mod tests {
         );
 
         let mut w = indirect(IndirectMode::DstIndirection, 2);
-        w.compute_op = ComputeOp::Add;
+        w.compute_op = ComputeOp::Multiply;
         let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
         assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
+        w.compute_op = ComputeOp::Add; // dtypes left at 0
+        let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
+        assert!(e.to_string().contains("in_dtype = 0x0"), "{e}");
+    }
+
+    #[test]
+    fn compute_ops_go_through_the_cce_with_dtype_sizes() {
+        // DIRECT2D ADD of 3000 fp32 into bf16: CCE word1, 2048-element cap,
+        // 4-byte reads and 2-byte writes.
+        let InstWord::Direct2d(mut w) = word(
+            0x1000_0000,
+            [1, 3000],
+            [3000, 1],
+            0x2000_0000,
+            [1, 3000],
+            [3000, 1],
+            4,
+        ) else {
+            unreachable!()
+        };
+        w.compute_op = ComputeOp::Add;
+        w.in_dtype = Dtype::Fp32;
+        w.out_dtype = Dtype::Bfloat16;
+        w.dst_elem_size = 2;
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
+        let pairs = &p.engines[0].pairs;
+        assert_eq!(pairs.len(), 2);
+        assert_eq!((pairs[0].len_bytes, pairs[0].dst_len_bytes), (8192, 4096));
+        assert_eq!(
+            (pairs[1].len_bytes, pairs[1].dst_len_bytes),
+            (952 * 4, 952 * 2)
+        );
+        assert_eq!(pairs[1].src, 0x1000_0000 + 8192);
+        assert_eq!(pairs[1].dst, 0x2000_0000 + 4096);
+        let cce = dma_abi::CmeWord::from_raw(pairs[0].word1);
+        assert_eq!(cce.op(), dma_abi::SdmaOp::Cce);
+        assert_eq!(cce.cce_type(), Some(dma_abi::CceType::Add));
+        assert_eq!((pairs[0].word1 >> 8) & 0xFF, 0x6A); // in fp32 0xA, out bf16 0x6
+        // Element size must be the dtype size.
+        w.dst_elem_size = 4;
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("out_dtype = Bfloat16 is 2 bytes but the element size is 4"),
+            "{e}"
+        );
+        // MULTIPLY has no CCE encoding.
+        w.compute_op = ComputeOp::Multiply;
+        assert!(matches!(
+            expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()),
+            Err(PlanError::Unsupported(_))
+        ));
+    }
+
+    #[test]
+    fn scatter_add_keeps_every_update_of_a_row_on_one_engine() {
+        let mut w = indirect(IndirectMode::DstIndirection, 4);
+        w.compute_op = ComputeOp::Add;
+        w.flags.non_unique_dst_idx = true;
+        w.in_dtype = Dtype::Fp32;
+        w.out_dtype = Dtype::Fp32;
+        w.src_elem_size = 8; // two fp32 per row
+        w.dst_elem_size = 8;
+        w.src_start_addr = Addr8::Immediate {
+            addr: SBUF,
+            shape_reg: false,
+        };
+        w.src_step_elem = (STRIDE / 8) as i32; // row k in partition k
+        w.dst_start_addr = Addr8::Immediate {
+            addr: 0x3000_0000,
+            shape_reg: false,
+        };
+        w.dst_step_elem = 1;
+        // Rows 0 and 3 both add into bin 5; engines allowed: 0..3.
+        let mut o = index_ops(Vec::new(), vec![5, 2, 9, 5]);
+        let p = expand(&InstWord::Indirect1d(w), &cfg(0xf), &mut o).unwrap();
+        let bin5: Vec<u8> = p
+            .engines
+            .iter()
+            .filter(|e| e.pairs.iter().any(|x| x.dst == 0x3000_0000 + 5 * 8))
+            .map(|e| e.slot)
+            .collect();
+        assert_eq!(bin5, vec![1]); // 5 mod 4: both updates on one engine
+        assert_eq!(p.engines[1].pairs.len(), 3); // bins 5, 5 and 9
+        assert!(p.duplicate_dst.is_empty());
     }
 
     fn rdma(mask: u32, free: u32) -> RdmaDescGen {

@@ -925,14 +925,12 @@ fn build_descriptor(
                     w = w.with_copy_src_data(false);
                 }
                 if let Some(c) = fields.cce {
-                    // The CCE meta-ctrl reuses bits 15:8 for the input and
-                    // output dtypes (wiki-facts §C.6), over the CME CRC bits.
-                    w = w.with_op(dma_abi::SdmaOp::Cce).with_cce_type(cce_type(c));
-                    let code = |d: Option<trace_format::Dtype>| d.map_or(0xA, dtype_code);
-                    let raw = (w.raw() & !0xFF00)
-                        | (u32::from(code(fields.in_dtype) & 0xF) << 8)
-                        | (u32::from(code(fields.out_dtype) & 0xF) << 12);
-                    w = dma_abi::CmeWord::from_raw(raw);
+                    let code = |d: Option<trace_format::Dtype>| d.map_or(0xA, dtype_code) & 0xF;
+                    if let Some(cce) =
+                        w.with_cce(cce_type(c), code(fields.in_dtype), code(fields.out_dtype))
+                    {
+                        w = cce;
+                    }
                 }
                 w.raw()
             }
