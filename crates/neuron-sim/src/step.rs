@@ -313,7 +313,7 @@ impl Stepper {
                     micro_ops.push(format!("word0 anomaly: {anomaly}"));
                     stops.push((
                         fw.clone(),
-                        (*engine, *queue, 1, *chunk_bytes),
+                        (*engine, *queue, (1, 1), *chunk_bytes),
                         (*slot, *slot),
                         std::mem::take(&mut micro_ops),
                     ));
@@ -322,13 +322,14 @@ impl Stepper {
                     engine,
                     queue,
                     count,
+                    m2s_count,
                     bytes,
                     m2s_first,
                     s2m_first,
                 } => {
                     stops.push((
                         fw.clone(),
-                        (*engine, *queue, *count, *bytes),
+                        (*engine, *queue, (*count, *m2s_count), *bytes),
                         (*m2s_first, *s2m_first),
                         std::mem::take(&mut micro_ops),
                     ));
@@ -336,7 +337,7 @@ impl Stepper {
                 _ => {}
             }
         }
-        for (fw, (engine, queue, count, bytes), (m2s_first, s2m_first), ops) in stops {
+        for (fw, (engine, queue, (count, m2s_count), bytes), (m2s_first, s2m_first), ops) in stops {
             let (Some(tx), Some(rx)) = (
                 queue_target(device, &format!("eng{engine}.m2s.q{queue}")),
                 queue_target(device, &format!("eng{engine}.s2m.q{queue}")),
@@ -347,7 +348,7 @@ impl Stepper {
                 continue;
             }
             outln!(
-                "== firmware doorbell at cycle {}: tpb{} inst#{} ({}) rang engine {engine} queue {queue}: S2M and M2S tail += {count}, {bytes} bytes",
+                "== firmware doorbell at cycle {}: tpb{} inst#{} ({}) rang engine {engine} queue {queue}: S2M tail += {count}, M2S tail += {m2s_count}, {bytes} bytes",
                 fw.at,
                 fw.tpb,
                 fw.inst.seq,
@@ -358,14 +359,20 @@ impl Stepper {
             }
             // The tails move `doorbell_latency_cycles` after the write:
             // what they have not taken yet shows as `new`.
-            let not_taken = |q: &QueueTarget, first: u32| {
+            let not_taken = |q: &QueueTarget, first: u32, count: u32| {
                 ring_of(device, q).map_or(0, |(_, len, tail, _)| {
                     let len = len.max(1);
                     (first % len + count + len - tail % len) % len
                 })
             };
-            out!("{}", show_ring(device, &rx, not_taken(&rx, s2m_first)));
-            out!("{}", show_ring(device, &tx, not_taken(&tx, m2s_first)));
+            out!(
+                "{}",
+                show_ring(device, &rx, not_taken(&rx, s2m_first, count))
+            );
+            out!(
+                "{}",
+                show_ring(device, &tx, not_taken(&tx, m2s_first, m2s_count))
+            );
             if self.prompt(device, Some((&tx, 0))) == Control::Quit {
                 return Control::Quit;
             }

@@ -114,7 +114,7 @@ fn step_stops_at_the_doorbells_the_firmware_rings() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains(
-            "== firmware doorbell at cycle 616: tpb0 inst#0 (line 24) rang engine 3 queue 0: S2M and M2S tail += 9, 65536 bytes"
+            "== firmware doorbell at cycle 616: tpb0 inst#0 (line 24) rang engine 3 queue 0: S2M tail += 9, M2S tail += 9, 65536 bytes"
         ),
         "{text}"
     );

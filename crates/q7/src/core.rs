@@ -119,8 +119,11 @@ pub enum FwEventKind {
         m2s_first: u32,
         /// First S2M slot written.
         s2m_first: u32,
-        /// Descriptors per direction (data + 1 semaphore write).
+        /// S2M descriptors (data + semaphore writes).
         count: u32,
+        /// M2S descriptors (more than `count` when transpose gathers read
+        /// several pieces per packet).
+        m2s_count: u32,
         /// Bytes of data this engine moves.
         bytes: u64,
     },
@@ -392,7 +395,7 @@ pub struct Q7Core {
     blocked_on_space: bool,
     /// Descriptors RDMA_DESC_GEN wrote that no RDMA_DESC_START has rung yet:
     /// (engine slot, count per direction).
-    unrung: Vec<(u8, u32)>,
+    unrung: Vec<(u8, u32, u32)>,
     /// The memcpy method table index (seed 004 §5.3).
     memcpy_method: u8,
     /// The inline path's context after `init_dma_queue`.
@@ -835,8 +838,7 @@ impl Q7Core {
             }
         }
         for ep in &plan.engines {
-            let need = (ep.pairs.len() + ep.sem_writes.len()) as u64;
-            if !self.has_room(bus, ep.slot, need) {
+            if !self.has_room(bus, ep.slot, ep.m2s_descs(), ep.s2m_descs()) {
                 self.blocked_on_space = true;
                 return false;
             }
@@ -1002,7 +1004,7 @@ impl Q7Core {
         Some((r.done(r.m2s_pos, m), r.done(r.s2m_pos, s)))
     }
 
-    fn has_room(&self, bus: &mut dyn FwBus, slot: u8, need: u64) -> bool {
+    fn has_room(&self, bus: &mut dyn FwBus, slot: u8, need_m2s: u64, need_s2m: u64) -> bool {
         let Some(r) = self.rings.get(usize::from(slot)).and_then(Option::as_ref) else {
             return false;
         };
@@ -1010,7 +1012,7 @@ impl Q7Core {
             return false;
         };
         let len = u64::from(r.len);
-        r.m2s_pos - m_done + need <= len && r.s2m_pos - s_done + need <= len
+        r.m2s_pos - m_done + need_m2s <= len && r.s2m_pos - s_done + need_s2m <= len
     }
 
     /// Writes the plan's descriptors and rings the doorbells.
@@ -1027,7 +1029,7 @@ impl Q7Core {
         let mut written = 0u64;
         let mut events = Vec::new();
         if plan.kind == InstKind::RdmaDescStart {
-            for (slot, count) in std::mem::take(&mut self.unrung) {
+            for (slot, m2s_count, count) in std::mem::take(&mut self.unrung) {
                 let (Some(e), Some(Some(r))) = (
                     self.layout.engines.get(usize::from(slot)).copied(),
                     self.rings.get(usize::from(slot)),
@@ -1037,13 +1039,13 @@ impl Q7Core {
                 let (mq, sq) = (e.m2s_q(r.queue), e.s2m_q(r.queue));
                 let db = bus
                     .write32(sq + regs.drtp_inc, count)
-                    .and_then(|()| bus.write32(mq + regs.drtp_inc, count));
+                    .and_then(|()| bus.write32(mq + regs.drtp_inc, m2s_count));
                 if let Err(m) = db {
                     events.push(FwEventKind::Rejected {
                         reason: format!("engine {}: {m}", e.id),
                     });
                 }
-                let (m2s_first, _) = r.slot(r.m2s_pos.saturating_sub(u64::from(count)));
+                let (m2s_first, _) = r.slot(r.m2s_pos.saturating_sub(u64::from(m2s_count)));
                 let (s2m_first, _) = r.slot(r.s2m_pos.saturating_sub(u64::from(count)));
                 targets.push((slot, r.m2s_pos, r.s2m_pos));
                 events.push(FwEventKind::Doorbell {
@@ -1052,6 +1054,7 @@ impl Q7Core {
                     m2s_first,
                     s2m_first,
                     count,
+                    m2s_count,
                     bytes: 0,
                 });
             }
@@ -1072,62 +1075,92 @@ impl Q7Core {
             };
             let (m2s_first, _) = r.slot(r.m2s_pos);
             let (s2m_first, _) = r.slot(r.s2m_pos);
-            let pairs = ep
+            // Packets in ring order: data pairs, transpose gathers (several
+            // TX descriptors, one RX), then the semaphore writes.
+            type Packet = (Vec<(u64, u32, u32)>, (u64, u32));
+            let mut packets: Vec<Packet> = ep
                 .pairs
                 .iter()
-                .map(|p| (p.src, p.dst, p.len_bytes, p.dst_len_bytes, p.word1))
-                .chain(ep.sem_writes.iter().map(|&(at, v)| {
+                .map(|p| {
                     (
-                        payload_cfg.payload(dge, v),
-                        at,
-                        4,
-                        4,
-                        dma_abi::DEFAULT_COPY_WORD1,
+                        vec![(p.src, p.len_bytes, p.word1)],
+                        (p.dst, p.dst_len_bytes),
                     )
-                }));
-            let mut count = 0u32;
+                })
+                .collect();
+            packets.extend(ep.gathers.iter().map(|g| {
+                (
+                    g.tx.iter()
+                        .map(|&(a, l)| (a, l, dma_abi::DEFAULT_COPY_WORD1))
+                        .collect(),
+                    (g.dst, g.dst_len_bytes),
+                )
+            }));
+            packets.extend(ep.sem_writes.iter().map(|&(at, v)| {
+                (
+                    vec![(payload_cfg.payload(dge, v), 4, dma_abi::DEFAULT_COPY_WORD1)],
+                    (at, 4),
+                )
+            }));
+            let (mut count, mut m2s_count) = (0u32, 0u32);
             let mut fault = None;
-            for (src, dst, len, dst_len, word1) in pairs {
-                let (mi, mid) = r.slot(r.m2s_pos);
+            'packets: for (txs, (dst, dst_len)) in packets {
+                let n = txs.len();
+                for (k, (src, len, word1)) in txs.into_iter().enumerate() {
+                    let (mi, mid) = r.slot(r.m2s_pos);
+                    let flags = Flags {
+                        first: k == 0,
+                        last: k + 1 == n,
+                        ring_id: mid,
+                        ..Flags::default()
+                    };
+                    let Ok(m) = tx(len, src, flags)
+                        .map(|d| d.with_word1(dma_abi::CmeWord::from_raw(word1)))
+                    else {
+                        fault = Some(format!("descriptor length {len} out of range"));
+                        break 'packets;
+                    };
+                    if let Err(msg) = bus
+                        .write_bytes(r.addrs.m2s_ring + DESC_BYTES * u64::from(mi), &m.to_bytes())
+                    {
+                        fault = Some(msg);
+                        break 'packets;
+                    }
+                    r.m2s_pos += 1;
+                    m2s_count += 1;
+                }
                 let (si, sid) = r.slot(r.s2m_pos);
-                let m = tx(len, src, Flags::single(mid))
-                    .map(|d| d.with_word1(dma_abi::CmeWord::from_raw(word1)));
-                let s = rx(dst_len, dst).map(|d| {
+                let Ok(s) = rx(dst_len, dst).map(|d| {
                     d.with_flags(Flags {
                         ring_id: sid,
                         ..Flags::default()
                     })
-                });
-                let (Ok(m), Ok(s)) = (m, s) else {
-                    fault = Some(format!("descriptor length {len} out of range"));
+                }) else {
+                    fault = Some(format!("descriptor length {dst_len} out of range"));
                     break;
                 };
-                if let Err(msg) = bus
-                    .write_bytes(r.addrs.m2s_ring + DESC_BYTES * u64::from(mi), &m.to_bytes())
-                    .and_then(|()| {
-                        bus.write_bytes(
-                            r.addrs.s2m_ring + DESC_BYTES * u64::from(si),
-                            &s.to_bytes(),
-                        )
-                    })
+                if let Err(msg) =
+                    bus.write_bytes(r.addrs.s2m_ring + DESC_BYTES * u64::from(si), &s.to_bytes())
                 {
                     fault = Some(msg);
                     break;
                 }
-                r.m2s_pos += 1;
                 r.s2m_pos += 1;
                 count += 1;
             }
-            written += 2 * u64::from(count);
+            written += u64::from(count) + u64::from(m2s_count);
             if !plan.ring_now {
                 if let Some(m) = fault {
                     events.push(FwEventKind::Rejected {
                         reason: format!("engine {}: {m}", e.id),
                     });
                 }
-                match self.unrung.iter_mut().find(|(s, _)| *s == ep.slot) {
-                    Some((_, c)) => *c += count,
-                    None => self.unrung.push((ep.slot, count)),
+                match self.unrung.iter_mut().find(|(s, _, _)| *s == ep.slot) {
+                    Some((_, m, c)) => {
+                        *m += m2s_count;
+                        *c += count;
+                    }
+                    None => self.unrung.push((ep.slot, m2s_count, count)),
                 }
                 events.push(FwEventKind::Generated {
                     engine: e.id,
@@ -1140,7 +1173,7 @@ impl Q7Core {
             let (mq, sq) = (e.m2s_q(r.queue), e.s2m_q(r.queue));
             let db = bus
                 .write32(sq + regs.drtp_inc, count)
-                .and_then(|()| bus.write32(mq + regs.drtp_inc, count));
+                .and_then(|()| bus.write32(mq + regs.drtp_inc, m2s_count));
             if let Some(m) = fault.or(db.err()) {
                 events.push(FwEventKind::Rejected {
                     reason: format!("engine {}: {m}", e.id),
@@ -1153,6 +1186,7 @@ impl Q7Core {
                 m2s_first,
                 s2m_first,
                 count,
+                m2s_count,
                 bytes: ep.bytes,
             });
         }

@@ -19,8 +19,8 @@
 use std::fmt;
 
 use dma_abi::inst::{
-    BoundCheckReg, ComputeOp, Direct2d, Dtype, Indirect1d, IndirectDim, IndirectMode, InstKind,
-    InstWord, RdmaDescGen,
+    BoundCheckReg, ComputeOp, Direct2d, Direct2dXpose, Dtype, Indirect1d, IndirectDim,
+    IndirectMode, InstKind, InstWord, RdmaDescGen,
 };
 use soc_map::{Addr4, Addr4Mode, Addr8, PartitionTarget, TableOffset};
 
@@ -270,6 +270,35 @@ pub struct EnginePlan {
     /// Semaphore increments after the data, in order: (SEM_INC address,
     /// value), each a 4-byte descriptor pair from the payload table.
     pub sem_writes: Vec<(u64, u8)>,
+    /// Transpose packets (after `pairs`): several source pieces gathered
+    /// into one destination write.
+    pub gathers: Vec<GatherPacket>,
+}
+
+/// One packet of several TX descriptors (FIRST … LAST) and one RX
+/// descriptor: a transposed tile column (DIRECT2D_XPOSE).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatherPacket {
+    /// Source pieces (address, bytes), in order.
+    pub tx: Vec<(u64, u32)>,
+    /// Destination.
+    pub dst: u64,
+    /// Bytes written (the sum of the pieces).
+    pub dst_len_bytes: u32,
+}
+
+impl EnginePlan {
+    /// M2S descriptors this engine's share needs.
+    pub fn m2s_descs(&self) -> u64 {
+        (self.pairs.len()
+            + self.gathers.iter().map(|g| g.tx.len()).sum::<usize>()
+            + self.sem_writes.len()) as u64
+    }
+
+    /// S2M descriptors this engine's share needs.
+    pub fn s2m_descs(&self) -> u64 {
+        (self.pairs.len() + self.gathers.len() + self.sem_writes.len()) as u64
+    }
 }
 
 /// A run the bound check stopped.
@@ -319,14 +348,12 @@ impl Plan {
         self.engines.iter().map(|e| e.pairs.len()).sum()
     }
 
-    /// Descriptors written to rings: two per data pair and per semaphore
-    /// write.
+    /// Descriptors written to rings, both directions.
     pub fn descriptors(&self) -> usize {
-        2 * self
-            .engines
+        self.engines
             .iter()
-            .map(|e| e.pairs.len() + e.sem_writes.len())
-            .sum::<usize>()
+            .map(|e| (e.m2s_descs() + e.s2m_descs()) as usize)
+            .sum()
     }
 
     /// Bytes moved.
@@ -362,8 +389,9 @@ pub fn expand(word: &InstWord, cfg: &DgeConfig, ops: &mut dyn Operands) -> Resul
         InstWord::Direct2d(w) => expand_direct2d(w, cfg, ops),
         InstWord::Indirect1d(w) => expand_indirect1d(w, cfg, ops),
         InstWord::RdmaDescGen(w) => expand_rdma_gen(w, cfg, ops),
+        InstWord::Direct2dXpose(w) => expand_direct2d_xpose(w, cfg, ops),
         other => Err(PlanError::Unsupported(format!(
-            "{}: the firmware expands DIRECT2D, INDIRECT1D and RDMA_DESC_GEN only in this version",
+            "{}: the firmware does not expand this word in this version",
             other.kind().name()
         ))),
     }
@@ -512,6 +540,7 @@ impl Spread {
                 bytes: 0,
                 micro_ops: Vec::new(),
                 sem_writes: Vec::new(),
+                gathers: Vec::new(),
             })
             .collect();
         Self {
@@ -536,6 +565,49 @@ impl Spread {
         e
     }
 
+    /// Adds one gather packet (several source pieces of `piece` bytes into
+    /// one destination write) on the engine of the destination partition,
+    /// after the bound checks of every piece and of the destination.
+    fn push_gather(
+        &mut self,
+        ops: &dyn Operands,
+        pieces: &[u64],
+        dst: u64,
+        piece: u32,
+        gates: [BoundCheckReg; 2],
+    ) -> Result<(), PlanError> {
+        let first = pieces.first().copied().unwrap_or(0);
+        let e = self.engine_for(ops, first, dst);
+        let total = piece * pieces.len() as u32;
+        let oob = pieces
+            .iter()
+            .find_map(|&s| bound_check("src", gates[0], s, piece, ops))
+            .or_else(|| bound_check("dst", gates[1], dst, total, ops));
+        if let Some(oob) = oob {
+            self.out_of_bounds.push(oob);
+            return Ok(());
+        }
+        let cap = self.cap;
+        let ep = &mut self.engines[e];
+        if (ep.m2s_descs() as usize) + pieces.len() + 1 > cap {
+            return Err(PlanError::Invalid(format!(
+                "{}: engine slot {} needs more than {} descriptors per ring \
+                 (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
+                self.word,
+                ep.slot,
+                cap.saturating_sub(1)
+            )));
+        }
+        ep.gathers.push(GatherPacket {
+            tx: pieces.iter().map(|&s| (s, piece)).collect(),
+            dst,
+            dst_len_bytes: total,
+        });
+        ep.bytes += u64::from(total);
+        self.rows[e] += 1;
+        Ok(())
+    }
+
     /// Adds one pair without address gates; with `pin`, on the engine
     /// `pin mod n` instead of by partition.
     fn push_pinned(
@@ -554,7 +626,7 @@ impl Spread {
     fn place(&mut self, e: usize, pair: DescPair) -> Result<usize, PlanError> {
         let cap = self.cap;
         let ep = &mut self.engines[e];
-        if ep.pairs.len() + 2 > cap {
+        if ep.m2s_descs() as usize + 2 > cap {
             return Err(PlanError::Invalid(format!(
                 "{}: engine slot {} needs more than {} descriptors per ring \
                  (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
@@ -1054,6 +1126,7 @@ fn expand_rdma_gen(
             bytes: 0,
             micro_ops: Vec::new(),
             sem_writes: Vec::new(),
+            gathers: Vec::new(),
         })
         .collect();
     let cap = usize::from(cfg.carveout_size_descs);
@@ -1112,6 +1185,144 @@ fn expand_rdma_gen(
         index_faults: Vec::new(),
         duplicate_dst: Vec::new(),
         ring_now: false,
+    })
+}
+
+/// Rows of one cross-bar transpose tile (wiki-facts §A.7).
+pub const XPOSE_TILE_ROWS: u8 = 16;
+
+/// DIRECT2D_XPOSE (seed 004 §2.5; wiki-facts §A.7, §G.4): the source is R
+/// rows (`src_num_elem[1]`) of C elements (`src_num_elem[0]`), element
+/// (r, c) at `src + (t·tile_src_row_step + i·src_step[1] + c·src_step[0])
+/// × size` for r = 16t + i; it lands transposed, element (r, c) at
+/// `dst + (r·dst_step[0] + c·dst_step[1]) × size`, so `dst_num_elem` is
+/// [R, C]. The axi2sram cross-bar does the transpose in hardware; the model
+/// moves each 16-row tile column as one packet — 16 source pieces gathered
+/// into one destination write of 16 elements (or 16 single pairs when the
+/// destination column is not contiguous), on the engine of the destination
+/// partition.
+fn expand_direct2d_xpose(
+    w: &Direct2dXpose,
+    cfg: &DgeConfig,
+    ops: &dyn Operands,
+) -> Result<Plan, PlanError> {
+    const W: &str = "DIRECT2D_XPOSE";
+    if w.out_dtype != w.in_dtype {
+        return Err(PlanError::Invalid(format!(
+            "{W}.out_dtype = {:?}: must equal in_dtype {:?} (no cast through the cross-bar)",
+            w.out_dtype, w.in_dtype
+        )));
+    }
+    let size = cme::Dtype::from_code(w.in_dtype.code()).map_or(0, |d| d.size_bytes());
+    let max_cols = match size {
+        2 => 128,
+        4 => 64,
+        _ => {
+            return Err(PlanError::Invalid(format!(
+                "{W}.in_dtype = {:?}: the cross-bar transposes 2- and 4-byte elements only",
+                w.in_dtype
+            )));
+        }
+    };
+    if w.tile_src_rows != XPOSE_TILE_ROWS {
+        return Err(PlanError::Invalid(format!(
+            "{W}.tile_src_rows = {}: must be {XPOSE_TILE_ROWS}",
+            w.tile_src_rows
+        )));
+    }
+    if w.tile_src_cols == 0 || u32::from(w.tile_src_cols) > max_cols {
+        return Err(PlanError::Invalid(format!(
+            "{W}.tile_src_cols = {}: must be 1..={max_cols} for {size}-byte elements",
+            w.tile_src_cols
+        )));
+    }
+    let (cols, rows) = (u64::from(w.src_num_elem[0]), u64::from(w.src_num_elem[1]));
+    if !rows.is_multiple_of(u64::from(XPOSE_TILE_ROWS)) {
+        return Err(PlanError::Invalid(format!(
+            "{W}.src_num_elem[1] = {rows}: the rows must fill 16-row tiles"
+        )));
+    }
+    if w.dst_num_elem != [w.src_num_elem[1], w.src_num_elem[0]] {
+        return Err(PlanError::Invalid(format!(
+            "{W}.dst_num_elem {:?}: must be [src_num_elem[1], src_num_elem[0]] = [{rows}, {cols}] (the transpose)",
+            w.dst_num_elem
+        )));
+    }
+    let src_addr = resolve_addr8(W, "src_start_addr", w.src_start_addr, ops)?;
+    let dst_addr = resolve_addr8(W, "dst_start_addr", w.dst_start_addr, ops)?;
+    if !dst_addr.addr.is_multiple_of(32) {
+        return Err(PlanError::Invalid(format!(
+            "{W}.dst_start_addr = {:#x}: must be 32-byte aligned",
+            dst_addr.addr
+        )));
+    }
+    let esz = size as u64;
+    let at = |base: u64, elems: i128| -> Result<u64, PlanError> {
+        u64::try_from(i128::from(base) + elems * i128::from(esz)).map_err(|_| {
+            PlanError::Invalid(format!(
+                "{W}: an element address is outside the 64-bit address space"
+            ))
+        })
+    };
+    let [s0, s1] = w.src_step_elem.map(i128::from);
+    let [d0, d1] = w.dst_step_elem.map(i128::from);
+    let tile_step = i128::from(w.tile_src_row_step);
+    let mut spread = Spread::new(W, cfg, 1);
+    let gates = [w.src_bound_reg, w.dst_bound_reg];
+    let tiles = rows / u64::from(XPOSE_TILE_ROWS);
+    for t in 0..tiles {
+        for c in 0..cols {
+            let r0 = t * u64::from(XPOSE_TILE_ROWS);
+            let dst = at(dst_addr.addr, i128::from(r0) * d0 + i128::from(c) * d1)?;
+            let mut pieces = Vec::with_capacity(usize::from(XPOSE_TILE_ROWS));
+            for i in 0..u64::from(XPOSE_TILE_ROWS) {
+                let src = at(
+                    src_addr.addr,
+                    i128::from(t) * tile_step + i128::from(i) * s1 + i128::from(c) * s0,
+                )?;
+                pieces.push(src);
+            }
+            if d0 == 1 {
+                spread.push_gather(ops, &pieces, dst, esz as u32, gates)?;
+            } else {
+                for (i, &src) in pieces.iter().enumerate() {
+                    let d = at(dst, i as i128 * d0)?;
+                    spread.push(ops, DescPair::copy(src, d, esz as u32), gates)?;
+                }
+            }
+        }
+    }
+    let out_of_bounds = std::mem::take(&mut spread.out_of_bounds);
+    let regs: Vec<_> = src_addr
+        .regs
+        .iter()
+        .chain(&dst_addr.regs)
+        .copied()
+        .collect();
+    let engines = spread.finish(
+        ops,
+        &regs,
+        &[
+            ("src_bound_reg", w.src_bound_reg),
+            ("dst_bound_reg", w.dst_bound_reg),
+        ],
+        (src_addr.addr, size as u16, w.semaphore),
+        |_| {
+            [
+                ("src", [cols as u32, rows as u32], [s0 as i64, s1 as i64]),
+                ("dst", [rows as u32, cols as u32], [d0 as i64, d1 as i64]),
+            ]
+        },
+    );
+    Ok(Plan {
+        kind: InstKind::Direct2dXpose,
+        engines,
+        semaphore: w.semaphore,
+        sem_increment: 1,
+        out_of_bounds,
+        index_faults: Vec::new(),
+        duplicate_dst: Vec::new(),
+        ring_now: true,
     })
 }
 
@@ -1806,5 +2017,83 @@ mod tests {
         w.completion_info.num_active_ports = 2;
         let p = expand(&InstWord::RdmaDescGen(w), &cfg(0xffff), &mut ops()).unwrap();
         assert_eq!(p.data_pairs(), 32);
+    }
+
+    fn xpose() -> Direct2dXpose {
+        let InstWord::Direct2dXpose(mut w) = InstWord::default_of(InstKind::Direct2dXpose) else {
+            unreachable!()
+        };
+        w.semaphore = 7;
+        w.in_dtype = Dtype::Bfloat16;
+        w.out_dtype = Dtype::Bfloat16;
+        w.src_start_addr = Addr8::Immediate {
+            addr: SBUF,
+            shape_reg: false,
+        };
+        w.src_step_elem = [1, (STRIDE / 2) as i32];
+        w.src_num_elem = [4, 16];
+        w.tile_src_row_step = 16 * (STRIDE / 2) as i32;
+        w.dst_start_addr = Addr8::Immediate {
+            addr: SBUF + 0x1000,
+            shape_reg: false,
+        };
+        w.dst_step_elem = [1, (STRIDE / 2) as i32];
+        w.dst_num_elem = [16, 4];
+        w.tile_src_rows = 16;
+        w.tile_src_cols = 4;
+        w
+    }
+
+    #[test]
+    fn xpose_gathers_each_tile_column_into_one_destination_write() {
+        let p = expand(&InstWord::Direct2dXpose(xpose()), &cfg(0xffff), &mut ops()).unwrap();
+        // 4 columns -> partitions 0..3 -> engine 0: four 16-piece packets.
+        let e0 = &p.engines[0];
+        assert_eq!(e0.gathers.len(), 4);
+        let g = &e0.gathers[3];
+        assert_eq!(g.dst, SBUF + 3 * STRIDE + 0x1000);
+        assert_eq!(g.dst_len_bytes, 32);
+        assert_eq!(g.tx.len(), 16);
+        assert_eq!(g.tx[0], (SBUF + 3 * 2, 2)); // row 0, column 3
+        assert_eq!(g.tx[15], (SBUF + 15 * STRIDE + 3 * 2, 2)); // row 15
+        assert_eq!(e0.m2s_descs(), 4 * 16 + 1);
+        assert_eq!(e0.s2m_descs(), 4 + 1);
+        assert_eq!(p.bytes(), 16 * 4 * 2);
+    }
+
+    #[test]
+    fn xpose_refusals_name_the_field() {
+        type Change = fn(&mut Direct2dXpose);
+        let cases: [(Change, &str); 6] = [
+            (|w| w.tile_src_rows = 8, "tile_src_rows = 8"),
+            (|w| w.tile_src_cols = 129, "tile_src_cols = 129"),
+            (|w| w.out_dtype = Dtype::Fp32, "must equal in_dtype"),
+            (|w| w.src_num_elem = [4, 8], "16-row tiles"),
+            (
+                |w| w.dst_num_elem = [4, 16],
+                "must be [src_num_elem[1], src_num_elem[0]]",
+            ),
+            (
+                |w| {
+                    w.dst_start_addr = Addr8::Immediate {
+                        addr: SBUF + 0x1010,
+                        shape_reg: false,
+                    }
+                },
+                "32-byte aligned",
+            ),
+        ];
+        for (change, msg) in cases {
+            let mut w = xpose();
+            change(&mut w);
+            let e = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut ops()).unwrap_err();
+            assert!(e.to_string().contains(msg), "{msg}: {e}");
+        }
+        let mut w = xpose();
+        w.in_dtype = Dtype::Fp32;
+        w.out_dtype = Dtype::Fp32;
+        w.tile_src_cols = 65;
+        let e = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut ops()).unwrap_err();
+        assert!(e.to_string().contains("1..=64 for 4-byte"), "{e}");
     }
 }

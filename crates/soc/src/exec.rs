@@ -376,10 +376,19 @@ pub fn fw_event_text(e: &q7::FwEvent) -> String {
             m2s_first,
             s2m_first,
             count,
+            m2s_count,
             bytes,
-        } => format!(
-            "{head} doorbell eng{engine}.q{queue} +{count} (m2s[{m2s_first}..], s2m[{s2m_first}..]) {bytes} bytes"
-        ),
+        } => {
+            if count == m2s_count {
+                format!(
+                    "{head} doorbell eng{engine}.q{queue} +{count} (m2s[{m2s_first}..], s2m[{s2m_first}..]) {bytes} bytes"
+                )
+            } else {
+                format!(
+                    "{head} doorbell eng{engine}.q{queue} s2m +{count}, m2s +{m2s_count} (m2s[{m2s_first}..], s2m[{s2m_first}..]) {bytes} bytes"
+                )
+            }
+        }
         K::OutOfBounds {
             side,
             addr,
