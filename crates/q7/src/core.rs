@@ -447,6 +447,8 @@ fn table_entries(word: &InstWord) -> Vec<u8> {
     let addrs = match word {
         InstWord::Direct2d(w) => vec![w.src_start_addr, w.dst_start_addr],
         InstWord::Indirect1d(w) => vec![w.src_start_addr, w.dst_start_addr],
+        InstWord::Direct2dXpose(w) => vec![w.src_start_addr, w.dst_start_addr],
+        InstWord::GatherXpose(w) => vec![w.src_start_addr, w.dst_start_addr],
         _ => Vec::new(),
     };
     addrs
