@@ -217,6 +217,15 @@ pub enum FwEventKind {
         /// Bytes.
         bytes: u64,
     },
+    /// The DGE mailboxes narrowed the engines of a word (seed 004 §5.4).
+    MailboxGate {
+        /// The word's `dma_configs.priority_class`.
+        priority_class: u8,
+        /// The mailboxes that masked.
+        mailboxes: String,
+        /// Engine mask before -> after.
+        engine_mask: String,
+    },
     /// The word was not executed.
     Rejected {
         /// Why, naming the field.
@@ -400,6 +409,8 @@ pub struct Q7Core {
     memcpy_method: u8,
     /// The inline path's context after `init_dma_queue`.
     inline: Option<InlineCtx>,
+    /// The boot wrote the DGE mailbox defaults.
+    booted: bool,
     stats: std::collections::BTreeMap<&'static str, KindStats>,
 }
 
@@ -475,6 +486,7 @@ impl Q7Core {
             unrung: Vec::new(),
             memcpy_method: crate::inline::DEFAULT_METHOD,
             inline: None,
+            booted: false,
             stats: Default::default(),
         }
     }
@@ -517,6 +529,43 @@ impl Q7Core {
             waiting_reported: false,
         });
         tag
+    }
+
+    /// Boots the firmware: the four DGE mailboxes get their defaults
+    /// {reserved 0, priority 0xFF, mask 0xFFFF}, which never mask
+    /// (wiki-facts §D.4). The host may reprogram them afterwards (seed 004
+    /// §5.4: the host API only hands out the mailbox address once the core
+    /// is booted). Idempotent.
+    pub fn boot(&mut self, bus: &mut dyn FwBus) -> Result<(), String> {
+        if self.booted {
+            return Ok(());
+        }
+        let mut entries = Vec::with_capacity(16);
+        for _ in 0..MAILBOXES {
+            entries.extend_from_slice(&[0, 0xFF, 0xFF, 0xFF]);
+        }
+        bus.write_bytes(self.layout.q7_dram + MAILBOX_OFFSET, &entries)?;
+        self.booted = true;
+        Ok(())
+    }
+
+    /// The DGE engine mask the mailboxes leave for `priority` (wiki-facts
+    /// §D.4): start from all 16 engines; every mailbox whose priority is
+    /// below the operation's ANDs in its bitmask. Returns the mask and the
+    /// mailboxes that masked.
+    fn mailbox_mask(&self, bus: &mut dyn FwBus, priority: u8) -> (u16, Vec<String>) {
+        let mut raw = [0u8; 16];
+        let _ = bus.read_bytes(self.layout.q7_dram + MAILBOX_OFFSET, &mut raw);
+        let mut mask = 0xFFFFu16;
+        let mut why = Vec::new();
+        for (i, e) in raw.chunks_exact(4).enumerate() {
+            let (prio, bits) = (e[1], u16::from_le_bytes([e[2], e[3]]));
+            if priority > prio && bits != 0xFFFF {
+                mask &= bits;
+                why.push(format!("mailbox {i} (priority {prio}, mask {bits:#06x})"));
+            }
+        }
+        (mask, why)
     }
 
     /// Nothing queued, generating or in flight.
@@ -795,6 +844,41 @@ impl Q7Core {
             };
             self.reject(now, &q, m);
             return true;
+        }
+        // The DGE mailbox / priority-class gate (seed 004 §5.4, wiki-facts
+        // §D.4) narrows the engines MEMCOPY_DMA_CFG allows.
+        let mut cfg = cfg;
+        if let Some(priority) = priority_class(&word) {
+            let (mask, why) = self.mailbox_mask(bus, priority);
+            if mask != 0xFFFF {
+                let tag = front_tag(&self.queue);
+                let narrowed = cfg.engine_mask & mask;
+                self.event(
+                    now,
+                    &tag,
+                    FwEventKind::MailboxGate {
+                        priority_class: priority,
+                        mailboxes: why.join(", "),
+                        engine_mask: format!("{:#06x} -> {narrowed:#06x}", cfg.engine_mask),
+                    },
+                );
+                if narrowed == 0 {
+                    let Some(q) = self.queue.pop_front() else {
+                        return false;
+                    };
+                    self.reject(
+                        now,
+                        &q,
+                        format!(
+                            "{}.dma_configs.priority_class = {priority}: the DGE mailboxes leave no engine of MEMCOPY_DMA_CFG.DMA_ENGINE_MASK {:#06x}",
+                            word.kind().name(),
+                            cfg.engine_mask
+                        ),
+                    );
+                    return true;
+                }
+                cfg.engine_mask = narrowed;
+            }
         }
         let mut regs = [0u32; 64];
         for (n, r) in regs.iter_mut().enumerate() {
@@ -1669,6 +1753,22 @@ fn front_tag(q: &VecDeque<Queued>) -> InstTag {
         },
         |q| q.tag.clone(),
     )
+}
+
+/// DGE mailboxes: 4 entries of {u8 reserved, u8 priority, u16 bitmask} at
+/// the core's DRAM + 0x28 (wiki-facts §D.4; seed 004 §5.4 "core_base + 40").
+const MAILBOXES: usize = 4;
+const MAILBOX_OFFSET: u64 = 0x28;
+
+/// The word's `dma_configs.priority_class` (the RDMA words have none).
+fn priority_class(word: &InstWord) -> Option<u8> {
+    match word {
+        InstWord::Direct2d(w) => Some(w.dma_configs.priority_class),
+        InstWord::Indirect1d(w) => Some(w.dma_configs.priority_class),
+        InstWord::Direct2dXpose(w) => Some(w.dma_configs.priority_class),
+        InstWord::GatherXpose(w) => Some(w.dma_configs.priority_class),
+        InstWord::RdmaDescGen(_) | InstWord::RdmaDescStart(_) => None,
+    }
 }
 
 /// SEC_A FIRST (bit 15) and LAST (bit 16) errors (driver-facts §2.6).

@@ -167,6 +167,9 @@ pub struct CoreLayout {
     pub peers: Vec<PeerLayout>,
     /// SoC address of local dataram 0x80000 (`q7_dataram0`, seed 004 §6.2).
     pub dataram_soc: u64,
+    /// SoC address of the core's Q7 DRAM (`q7_dram0`), whose start holds the
+    /// DGE priority-class map (+0x18) and mailboxes (+0x28).
+    pub q7_dram: u64,
     /// The 16 engines, in the order the engine mask numbers them.
     pub engines: Vec<EngineLayout>,
     /// Register offsets shared by all engines.

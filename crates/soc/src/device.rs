@@ -646,6 +646,26 @@ impl Device {
             .ok_or_else(|| DeviceError(format!("tpb{tpb}: no firmware")))
     }
 
+    /// Boots every core's Q7 firmware (DGE mailbox defaults); the trace
+    /// executor does this before a trace's first statement, as the runtime
+    /// talks to booted cores only (seed 004 §5.4). Idempotent.
+    pub fn boot_firmware(&mut self) -> Result<(), DeviceError> {
+        for tpb in 0..crate::firmware::CORES {
+            self.core_mut(tpb)?;
+            let i = usize::from(tpb);
+            let Some(mut core) = self.cores.get_mut(i).and_then(Option::take) else {
+                continue;
+            };
+            let r = {
+                let mut bus = crate::firmware::DeviceFwBus { device: self };
+                core.boot(&mut bus)
+            };
+            self.cores[i] = Some(core);
+            r.map_err(|m| DeviceError(format!("tpb{tpb} firmware boot: {m}")))?;
+        }
+        Ok(())
+    }
+
     /// The firmware of core `tpb`, if it has run anything.
     pub fn core(&self, tpb: u8) -> Option<&Q7Core> {
         self.cores.get(usize::from(tpb)).and_then(Option::as_ref)

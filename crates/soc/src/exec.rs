@@ -143,7 +143,10 @@ impl Summary {
             queues: BTreeMap::new(),
             firmware: BTreeMap::new(),
         };
-        for c in device.cores() {
+        for c in device
+            .cores()
+            .filter(|c| !c.stats().is_empty() || !c.is_idle())
+        {
             s.firmware.insert(
                 format!("tpb{}", c.tpb()),
                 CoreSummary {
@@ -443,6 +446,13 @@ pub fn fw_event_text(e: &q7::FwEvent) -> String {
         K::MemcpyDone { method, bytes } => {
             format!("{head} neuron_memcpy done: {bytes} bytes by {method}")
         }
+        K::MailboxGate {
+            priority_class,
+            mailboxes,
+            engine_mask,
+        } => format!(
+            "{head} DGE mailbox gate: priority class {priority_class} above {mailboxes}: engines {engine_mask}"
+        ),
         K::Rejected { reason } => format!("{head} REJECTED: {reason}"),
         K::Done { update } => match update {
             Some(u) => format!("{head} done; {u}"),
@@ -772,6 +782,13 @@ pub fn run_linked(
         failures: Vec::new(),
         errors: Vec::new(),
     };
+    if let Err(e) = device.boot_firmware() {
+        report.errors.push(located(
+            file,
+            Span::new(1, 1, 0),
+            format!("firmware boot: {}", e.0),
+        ));
+    }
     let mut exec = Executor::default();
     for (i, (s, r)) in trace.statements.iter().zip(linked).enumerate() {
         if hooks.before(i, s, r, device, &exec) == Control::Quit {

@@ -162,6 +162,7 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         psum_stride,
         peers,
         dataram_soc: base(map, &format!("{t}.q7_dataram0"))?,
+        q7_dram: base(map, &format!("{t}.q7_dram0"))?,
         engines,
         regs: queue_regs(catalog)?,
     })

@@ -499,3 +499,41 @@ fn rdma_gen_waits_for_start_and_start_alone_is_refused() {
     assert_eq!(fw.kinds["RDMA_DESC_START"].issued, 1);
     assert_eq!(fw.kinds["RDMA_DESC_START"].rejected, 1);
 }
+
+#[test]
+fn dge_mailboxes_narrow_the_engines_of_higher_priority_words() {
+    // Boot wrote {0, 0xFF, 0xFFFF} into the 4 mailboxes at DRAM + 0x28.
+    // Mailbox 1 = {0, priority 1, mask 0x000F}: class 2 words keep engines
+    // 0..3 only; class 1 words are not masked. Mailbox 2 = {0, 3, 0x0000}:
+    // class 4 words have no engine left and are refused.
+    let r = run(
+        "write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00400000\n\
+         write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n\
+         read32 tpb0.q7_dram0+0x28 == 0xffffff00\n\
+         write32 tpb0.q7_dram0+0x2c 0x000f0100\n\
+         write32 tpb0.q7_dram0+0x30 0x00000300\n\
+         fill hbm0+0x100000 len=4096 pattern=incr8\n\
+         inst tpb0 DIRECT2D dma_configs.priority_class=2 semaphore=1 sem_increment=1 src_start_addr=imm:0x100000 src_step_elem=[1,256] src_num_elem=[256,16] src_elem_size=1 dst_start_addr=imm:0x2000000000 dst_step_elem=[1,262144] dst_num_elem=[256,16] dst_elem_size=1\n\
+         wait tpb0.sem.read[1] == 4 timeout=5000\n\
+         inst tpb0 DIRECT2D dma_configs.priority_class=1 semaphore=2 sem_increment=1 src_start_addr=imm:0x100000 src_step_elem=[1,256] src_num_elem=[256,16] src_elem_size=1 dst_start_addr=imm:0x2000001000 dst_step_elem=[1,262144] dst_num_elem=[256,16] dst_elem_size=1\n\
+         wait tpb0.sem.read[2] == 16 timeout=5000\n\
+         inst tpb0 DIRECT2D dma_configs.priority_class=4 semaphore=3 sem_increment=1 src_start_addr=imm:0x100000 src_step_elem=[1,256] src_num_elem=[256,1] src_elem_size=1 dst_start_addr=imm:0x2000002000 dst_step_elem=[1,256] dst_num_elem=[256,1] dst_elem_size=1\n\
+         run\n\
+         expect tpb0.sbuf[p15] bytes=00010203\n\
+         expect tpb0.sbuf[p15]+0x1000 bytes=00010203\n\
+         read32 tpb0.sem.read[3] == 0\n",
+    );
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    let text = r.to_text();
+    assert!(
+        text.contains("DGE mailbox gate: priority class 2 above mailbox 1 (priority 1, mask 0x000f): engines 0xffff -> 0x000f"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "REJECTED: DIRECT2D.dma_configs.priority_class = 4: the DGE mailboxes leave no engine"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("DGE mailbox gate").count(), 2, "{text}");
+}
