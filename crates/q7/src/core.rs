@@ -358,24 +358,28 @@ enum Stage {
         bytes: u64,
     },
     /// Method 2: the inline DMA path, chunk by chunk.
-    Inline {
-        tag: InstTag,
-        local: u32,
-        other: u64,
-        len: u64,
-        is_read: bool,
-        off: u64,
-        /// Busy-polling this completion slot for this tag.
-        wait: Option<(u32, u8)>,
-        /// The anomaly last reported (reported again only when it changes).
-        last_anomaly: Option<String>,
-    },
+    Inline(Box<InlineXfer>),
     Generating {
         until: Cycle,
         plan: Box<Plan>,
         tag: InstTag,
         update: Option<(UpdateMode, u8, u32)>,
     },
+}
+
+/// One `dma_data_transfer` in progress (seed 004 §5.1).
+#[derive(Clone, Debug)]
+struct InlineXfer {
+    tag: InstTag,
+    local: u32,
+    other: u64,
+    len: u64,
+    is_read: bool,
+    off: u64,
+    /// Busy-polling this completion slot for this tag.
+    wait: Option<(u32, u8)>,
+    /// The anomaly last reported (reported again only when it changes).
+    last_anomaly: Option<String>,
 }
 
 /// Per-kind counters.
@@ -503,28 +507,22 @@ impl Q7Core {
 
     /// Appends a word to the instruction queue; returns its tag.
     pub fn submit(&mut self, word: InstWord, source: String) -> InstTag {
-        let tag = InstTag {
-            seq: self.next_seq,
-            source,
-        };
-        self.next_seq += 1;
-        self.queue.push_back(Queued {
-            work: Work::Inst(word),
-            tag: tag.clone(),
-            waiting_reported: false,
-        });
-        tag
+        self.enqueue(Work::Inst(word), source)
     }
 
     /// Appends a firmware call (custom-op code) to the queue.
     pub fn submit_call(&mut self, call: FwCall, source: String) -> InstTag {
+        self.enqueue(Work::Call(call), source)
+    }
+
+    fn enqueue(&mut self, work: Work, source: String) -> InstTag {
         let tag = InstTag {
             seq: self.next_seq,
             source,
         };
         self.next_seq += 1;
         self.queue.push_back(Queued {
-            work: Work::Call(call),
+            work,
             tag: tag.clone(),
             waiting_reported: false,
         });
@@ -602,6 +600,26 @@ impl Q7Core {
         });
     }
 
+    /// Why semaphore `idx` named by `field` does not exist, if it does not.
+    fn sem_range(&self, word: &InstWord, field: &str, idx: u8) -> Option<String> {
+        let n = self.layout.sem_count;
+        (u32::from(idx) >= n).then(|| {
+            format!(
+                "{}.events.{field} = {idx}: the core has {n} semaphores",
+                word.kind().name()
+            )
+        })
+    }
+
+    /// Refuses the word or call at the head of the queue; true (the
+    /// firmware goes on with the next one).
+    fn reject_front(&mut self, now: Cycle, reason: String) -> bool {
+        if let Some(q) = self.queue.pop_front() {
+            self.reject(now, &q, reason);
+        }
+        true
+    }
+
     fn reject(&mut self, now: Cycle, q: &Queued, reason: String) {
         self.stats.entry(q.work.name()).or_default().rejected += 1;
         self.event(now, &q.tag, FwEventKind::Rejected { reason });
@@ -613,48 +631,26 @@ impl Q7Core {
     pub fn step(&mut self, now: Cycle, bus: &mut dyn FwBus, t: &TimingConfig) -> Option<Cycle> {
         self.poll_inflight(now, bus);
         loop {
+            // A stage with a deadline waits for it in place.
+            if let Stage::Generating { until, .. } | Stage::CoreCopy { until, .. } = &self.stage
+                && now < *until
+            {
+                break;
+            }
             match std::mem::take(&mut self.stage) {
                 Stage::Generating {
-                    until,
-                    plan,
-                    tag,
-                    update,
-                } => {
-                    if now < until {
-                        self.stage = Stage::Generating {
-                            until,
-                            plan,
-                            tag,
-                            update,
-                        };
-                        break;
-                    }
-                    self.fire(now, bus, &plan, tag, update);
-                }
+                    plan, tag, update, ..
+                } => self.fire(now, bus, &plan, tag, update),
                 Stage::Idle => {
                     if !self.try_issue(now, bus, t) {
                         break;
                     }
                 }
                 Stage::CoreCopy {
-                    until,
-                    tag,
-                    method,
-                    bytes,
-                } => {
-                    if now < until {
-                        self.stage = Stage::CoreCopy {
-                            until,
-                            tag,
-                            method,
-                            bytes,
-                        };
-                        break;
-                    }
-                    self.memcpy_done(now, &tag, method, bytes);
-                }
-                inline @ Stage::Inline { .. } => {
-                    if !self.run_inline(now, bus, t, inline) {
+                    tag, method, bytes, ..
+                } => self.memcpy_done(now, &tag, method, bytes),
+                Stage::Inline(x) => {
+                    if !self.run_inline(now, bus, *x) {
                         break;
                     }
                 }
@@ -666,7 +662,7 @@ impl Q7Core {
             Stage::Generating { until, .. } | Stage::CoreCopy { until, .. } => {
                 Some(poll.map_or(*until, |p| p.min(*until)))
             }
-            Stage::Inline { .. } => Some(Cycle(now.0 + t.q7_poll_cycles.max(1))),
+            Stage::Inline(_) => Some(Cycle(now.0 + t.q7_poll_cycles.max(1))),
             Stage::Idle => poll,
         }
     }
@@ -694,18 +690,13 @@ impl Q7Core {
             WaitMode::SemGtReg => Some((|a, b| a > b, true)),
             WaitMode::SemGeReg => Some((|a, b| a >= b, true)),
             WaitMode::Other(code) => {
-                let Some(q) = self.queue.pop_front() else {
-                    return false;
-                };
-                self.reject(
+                return self.reject_front(
                     now,
-                    &q,
                     format!(
                         "{}.events.wait_mode = {code:#04x}: not a wait mode the firmware knows",
                         word.kind().name()
                     ),
                 );
-                return true;
             }
         };
         if let Some((f, from_reg)) = cmp {
@@ -715,24 +706,10 @@ impl Q7Core {
             } else {
                 ev.semaphore_value
             };
-            let value = if u32::from(ev.wait_idx) < self.layout.sem_count {
-                bus.read32(self.layout.sem_read(ev.wait_idx)).unwrap_or(0)
-            } else {
-                let Some(q) = self.queue.pop_front() else {
-                    return false;
-                };
-                let n = self.layout.sem_count;
-                self.reject(
-                    now,
-                    &q,
-                    format!(
-                        "{}.events.wait_idx = {}: the core has {n} semaphores",
-                        word.kind().name(),
-                        ev.wait_idx
-                    ),
-                );
-                return true;
-            };
+            if let Some(m) = self.sem_range(&word, "wait_idx", ev.wait_idx) {
+                return self.reject_front(now, m);
+            }
+            let value = bus.read32(self.layout.sem_read(ev.wait_idx)).unwrap_or(0);
             if !f(value, threshold) {
                 let report = self.queue.front().is_some_and(|q| !q.waiting_reported);
                 if report {
@@ -757,36 +734,17 @@ impl Q7Core {
         let update = match ev.update_mode {
             UpdateMode::None => None,
             UpdateMode::Other(code) => {
-                let Some(q) = self.queue.pop_front() else {
-                    return false;
-                };
-                self.reject(
-                    now,
-                    &q,
-                    format!(
+                return self.reject_front(now, format!(
                         "{}.events.update_mode = {code:#04x}: not an update mode the firmware knows",
                         word.kind().name()
-                    ),
-                );
-                return true;
+                    ));
             }
             m => Some((m, ev.update_idx, ev.semaphore_value)),
         };
-        if update.is_some() && u32::from(ev.update_idx) >= self.layout.sem_count {
-            let Some(q) = self.queue.pop_front() else {
-                return false;
-            };
-            let n = self.layout.sem_count;
-            self.reject(
-                now,
-                &q,
-                format!(
-                    "{}.events.update_idx = {}: the core has {n} semaphores",
-                    word.kind().name(),
-                    ev.update_idx
-                ),
-            );
-            return true;
+        if update.is_some()
+            && let Some(m) = self.sem_range(&word, "update_idx", ev.update_idx)
+        {
+            return self.reject_front(now, m);
         }
         // RDMA_DESC_START: no operands; it rings what GEN wrote (wiki-facts
         // §E.4: RX first, then TX).
@@ -839,11 +797,7 @@ impl Q7Core {
             bus.read32(self.layout.dma_cfg).unwrap_or(0),
         );
         if let Err(m) = cfg.validate(self.layout.dge_memory_bytes) {
-            let Some(q) = self.queue.pop_front() else {
-                return false;
-            };
-            self.reject(now, &q, m);
-            return true;
+            return self.reject_front(now, m);
         }
         // The DGE mailbox / priority-class gate (seed 004 §5.4, wiki-facts
         // §D.4) narrows the engines MEMCOPY_DMA_CFG allows.
@@ -863,19 +817,11 @@ impl Q7Core {
                     },
                 );
                 if narrowed == 0 {
-                    let Some(q) = self.queue.pop_front() else {
-                        return false;
-                    };
-                    self.reject(
-                        now,
-                        &q,
-                        format!(
+                    return self.reject_front(now, format!(
                             "{}.dma_configs.priority_class = {priority}: the DGE mailboxes leave no engine of MEMCOPY_DMA_CFG.DMA_ENGINE_MASK {:#06x}",
                             word.kind().name(),
                             cfg.engine_mask
-                        ),
-                    );
-                    return true;
+                        ));
                 }
                 cfg.engine_mask = narrowed;
             }
@@ -902,11 +848,7 @@ impl Q7Core {
         let plan = match plan {
             Ok(p) => p,
             Err(e) => {
-                let Some(q) = self.queue.pop_front() else {
-                    return false;
-                };
-                self.reject(now, &q, e.to_string());
-                return true;
+                return self.reject_front(now, e.to_string());
             }
         };
         // Rings: program on first use, then check room.
@@ -916,11 +858,7 @@ impl Q7Core {
         let front_tag = front_tag(&self.queue);
         for ep in &plan.engines {
             if let Err(m) = self.ensure_rings(now, bus, &cfg, ep.slot, queue_id, &front_tag) {
-                let Some(q) = self.queue.pop_front() else {
-                    return false;
-                };
-                self.reject(now, &q, m);
-                return true;
+                return self.reject_front(now, m);
             }
         }
         for ep in &plan.engines {
@@ -1400,7 +1338,7 @@ impl Q7Core {
                     self.reject(now, &q, format!("init_dma_queue: {e}"));
                     return true;
                 }
-                self.stage = Stage::Inline {
+                self.stage = Stage::Inline(Box::new(InlineXfer {
                     tag: q.tag,
                     local,
                     other,
@@ -1409,7 +1347,7 @@ impl Q7Core {
                     off: 0,
                     wait: None,
                     last_anomaly: None,
-                };
+                }));
                 true
             }
         }
@@ -1519,32 +1457,13 @@ impl Q7Core {
 
     /// One step of the inline path (seed 004 §5.1): poll, or fire the next
     /// chunk, or finish. Returns false when it must wait.
-    fn run_inline(
-        &mut self,
-        now: Cycle,
-        bus: &mut dyn FwBus,
-        t: &TimingConfig,
-        stage: Stage,
-    ) -> bool {
+    fn run_inline(&mut self, now: Cycle, bus: &mut dyn FwBus, mut x: InlineXfer) -> bool {
         use crate::inline as il;
-        let Stage::Inline {
-            tag,
-            local,
-            other,
-            len,
-            is_read,
-            off,
-            wait,
-            last_anomaly,
-        } = stage
-        else {
-            return true;
-        };
         let Some(mut ctx) = self.inline else {
             return true;
         };
         let scratch = ctx.dataram_soc + u64::from(il::SCRATCH_LOCAL - il::DATARAM_LOCAL.start);
-        if let Some((slot, want)) = wait {
+        if let Some((slot, want)) = x.wait {
             // Busy-poll the completion entry's tag (byte 3 & 3).
             let mut w = [0u8; 4];
             let seen = bus
@@ -1553,45 +1472,27 @@ impl Q7Core {
                     &mut w,
                 )
                 .map(|()| dma_abi::gen_tag(u32::from_le_bytes(w)));
-            if seen != Ok(want) {
-                self.stage = Stage::Inline {
-                    tag,
-                    local,
-                    other,
-                    len,
-                    is_read,
-                    off,
-                    wait,
-                    last_anomaly,
-                };
-                return false;
+            let done = seen == Ok(want);
+            if done {
+                x.wait = None;
             }
-            self.stage = Stage::Inline {
-                tag,
-                local,
-                other,
-                len,
-                is_read,
-                off,
-                wait: None,
-                last_anomaly,
-            };
-            return true;
+            self.stage = Stage::Inline(Box::new(x));
+            return done;
         }
-        if off >= len {
-            self.memcpy_done(now, &tag, il::DEFAULT_METHOD, len);
+        if x.off >= x.len {
+            self.memcpy_done(now, &x.tag, il::DEFAULT_METHOD, x.len);
             return true;
         }
         let Some(e) = self.layout.engines.first().copied() else {
             return true;
         };
         let regs = self.layout.regs;
-        let chunk = (len - off).min(il::CHUNK_BYTES);
-        let dataram = ctx.dataram_soc + u64::from(local - il::DATARAM_LOCAL.start) + off;
-        let (tx_ptr, rx_ptr) = if is_read {
-            (other + off, dataram)
+        let chunk = (x.len - x.off).min(il::CHUNK_BYTES);
+        let dataram = ctx.dataram_soc + u64::from(x.local - il::DATARAM_LOCAL.start) + x.off;
+        let (tx_ptr, rx_ptr) = if x.is_read {
+            (x.other + x.off, dataram)
         } else {
-            (dataram, other + off)
+            (dataram, x.other + x.off)
         };
         let slot = ctx.tail_idx;
         let mut word0s = [0u32; 2];
@@ -1608,7 +1509,7 @@ impl Q7Core {
             let _ = bus.write_bytes(at, &w0.to_le_bytes());
         }
         let (mq, sq) = (e.m2s_q(il::INLINE_QUEUE), e.s2m_q(il::INLINE_QUEUE));
-        let (primary, other_reg) = if is_read {
+        let (primary, other_reg) = if x.is_read {
             (mq + regs.drtp_inc, sq + regs.drtp_inc)
         } else {
             (sq + regs.drtp_inc, mq + regs.drtp_inc)
@@ -1620,10 +1521,10 @@ impl Q7Core {
             il::leaked_flags(word0s[0]),
             il::leaked_flags(word0s[1])
         );
-        let report = last_anomaly.as_deref() != Some(anomaly.as_str());
+        let report = x.last_anomaly.as_deref() != Some(anomaly.as_str());
         self.event(
             now,
-            &tag,
+            &x.tag,
             FwEventKind::InlineChunk {
                 engine: e.id,
                 queue: il::INLINE_QUEUE,
@@ -1638,24 +1539,16 @@ impl Q7Core {
                 },
             },
         );
-        let want = ctx.ring_id;
+        x.wait = Some((slot, ctx.ring_id));
         ctx.tail_idx += 1;
         if ctx.tail_idx == il::RING_DEPTH {
             ctx.tail_idx = 0;
             ctx.ring_id ^= 1;
         }
         self.inline = Some(ctx);
-        let _ = t;
-        self.stage = Stage::Inline {
-            tag,
-            local,
-            other,
-            len,
-            is_read,
-            off: off + chunk,
-            wait: Some((slot, want)),
-            last_anomaly: Some(anomaly),
-        };
+        x.off += chunk;
+        x.last_anomaly = Some(anomaly);
+        self.stage = Stage::Inline(Box::new(x));
         false
     }
 

@@ -197,16 +197,21 @@ impl CoreLayout {
         self.sem_inc0 + u64::from(i) * self.sem_stride
     }
 
+    /// This core as a peer sees it.
+    pub fn as_peer(&self) -> PeerLayout {
+        PeerLayout {
+            sbuf_base: self.sbuf_base,
+            sbuf_stride: self.sbuf_stride,
+            psum_base: self.psum_base,
+            psum_stride: self.psum_stride,
+            sem_inc0: self.sem_inc0,
+            sem_stride: self.sem_stride,
+        }
+    }
+
     /// The SoC address of a partition byte (an ADDR4 lane, seed 004 §6.1).
     pub fn partition_addr(&self, t: soc_map::PartitionTarget) -> u64 {
-        match t {
-            soc_map::PartitionTarget::Sbuf(a) => {
-                self.sbuf_base + u64::from(a.partition) * self.sbuf_stride + u64::from(a.offset)
-            }
-            soc_map::PartitionTarget::Psum(a) => {
-                self.psum_base + u64::from(a.partition) * self.psum_stride + u64::from(a.offset)
-            }
-        }
+        self.as_peer().partition_addr(t)
     }
 
     /// SEM_SET of semaphore `i`.

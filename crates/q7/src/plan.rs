@@ -288,6 +288,18 @@ pub struct GatherPacket {
 }
 
 impl EnginePlan {
+    /// Engine slot `slot` with nothing to do yet.
+    pub fn empty(slot: u8) -> Self {
+        Self {
+            slot,
+            pairs: Vec::new(),
+            bytes: 0,
+            micro_ops: Vec::new(),
+            sem_writes: Vec::new(),
+            gathers: Vec::new(),
+        }
+    }
+
     /// M2S descriptors this engine's share needs.
     pub fn m2s_descs(&self) -> u64 {
         (self.pairs.len()
@@ -535,14 +547,7 @@ impl Spread {
         let engines: Vec<EnginePlan> = cfg
             .engine_slots()
             .into_iter()
-            .map(|slot| EnginePlan {
-                slot,
-                pairs: Vec::new(),
-                bytes: 0,
-                micro_ops: Vec::new(),
-                sem_writes: Vec::new(),
-                gathers: Vec::new(),
-            })
+            .map(EnginePlan::empty)
             .collect();
         Self {
             word,
@@ -665,11 +670,18 @@ impl Spread {
     fn finish(
         mut self,
         ops: &dyn Operands,
-        regs: &[(&'static str, u8, u64)],
+        addrs: [&Resolved; 2],
+        extra_regs: &[RegOperand],
         gates: &[(&'static str, BoundCheckReg)],
         generate: (u64, u16, u8),
         dims: impl Fn(u32) -> [(&'static str, [u32; 2], [i64; 2]); 2],
-    ) -> Vec<EnginePlan> {
+    ) -> (Vec<EnginePlan>, Vec<OutOfBounds>) {
+        let regs: Vec<RegOperand> = addrs
+            .iter()
+            .flat_map(|a| a.regs.iter().copied())
+            .chain(extra_regs.iter().copied())
+            .collect();
+        let regs = &regs;
         let (base, elem_size, sem_num) = generate;
         for (ep, rows) in self.engines.iter_mut().zip(std::mem::take(&mut self.rows)) {
             let engine = u16::from(ep.slot);
@@ -709,7 +721,7 @@ impl Spread {
                 });
             }
         }
-        self.engines
+        (self.engines, self.out_of_bounds)
     }
 }
 
@@ -770,16 +782,10 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
             spread.rows[e] += (n / src.nums[0]).max(1) as u32;
         }
     }
-    let out_of_bounds = std::mem::take(&mut spread.out_of_bounds);
-    let regs: Vec<_> = src_addr
-        .regs
-        .iter()
-        .chain(&dst_addr.regs)
-        .copied()
-        .collect();
-    let engines = spread.finish(
+    let (engines, out_of_bounds) = spread.finish(
         ops,
-        &regs,
+        [&src_addr, &dst_addr],
+        &[],
         &[
             ("src_bound_reg", w.src_bound_reg),
             ("dst_bound_reg", w.dst_bound_reg),
@@ -869,18 +875,24 @@ fn index_vector_addr(
     }
 }
 
+/// `idx_num_active_channels` must be 128: the index drives all 128
+/// partition channels (wiki-facts §G.1, §G.2).
+fn check_active_channels(word: &str, n: u8) -> Result<(), PlanError> {
+    if n == 128 {
+        return Ok(());
+    }
+    Err(PlanError::Invalid(format!(
+        "{word}.idx_num_active_channels = {n}: must be 128 (the index drives all 128 partition channels)"
+    )))
+}
+
 fn expand_indirect1d(
     w: &Indirect1d,
     cfg: &DgeConfig,
     ops: &mut dyn Operands,
 ) -> Result<Plan, PlanError> {
     const W: &str = "INDIRECT1D";
-    if w.idx_num_active_channels != 128 {
-        return Err(PlanError::Invalid(format!(
-            "{W}.idx_num_active_channels = {}: must be 128 (the index drives all 128 partition channels)",
-            w.idx_num_active_channels
-        )));
-    }
+    check_active_channels(W, w.idx_num_active_channels)?;
     // One element is one row of `elem_size` bytes: with a compute op the
     // CCE works on the dtype's elements inside it.
     let xfer = transfer(
@@ -943,12 +955,7 @@ fn expand_indirect1d(
     }
     let src_addr = resolve_addr8(W, "src_start_addr", w.src_start_addr, ops)?;
     let dst_addr = resolve_addr8(W, "dst_start_addr", w.dst_start_addr, ops)?;
-    let mut regs: Vec<(&'static str, u8, u64)> = src_addr
-        .regs
-        .iter()
-        .chain(&dst_addr.regs)
-        .copied()
-        .collect();
+    let mut regs: Vec<RegOperand> = Vec::new();
     let mut read_leg = |field: &'static str,
                         a: Addr4,
                         used: bool,
@@ -1034,9 +1041,9 @@ fn expand_indirect1d(
             done += n;
         }
     }
-    let out_of_bounds = std::mem::take(&mut spread.out_of_bounds);
-    let engines = spread.finish(
+    let (engines, out_of_bounds) = spread.finish(
         ops,
+        [&src_addr, &dst_addr],
         &regs,
         &[
             ("src_idx_bound_reg", w.src_idx_bound_reg),
@@ -1120,16 +1127,7 @@ fn expand_rdma_gen(
     };
     let slots: Vec<u8> = (0..16u8).filter(|i| mask & (1 << i) != 0).collect();
     let n = slots.len() as u32;
-    let mut engines: Vec<EnginePlan> = (0..ENGINES_PER_CORE as u8)
-        .map(|slot| EnginePlan {
-            slot,
-            pairs: Vec::new(),
-            bytes: 0,
-            micro_ops: Vec::new(),
-            sem_writes: Vec::new(),
-            gathers: Vec::new(),
-        })
-        .collect();
+    let mut engines: Vec<EnginePlan> = (0..ENGINES_PER_CORE as u8).map(EnginePlan::empty).collect();
     let cap = usize::from(cfg.carveout_size_descs);
     let free = u64::from(w.free_dim_bytes);
     for lane in 0..parts {
@@ -1293,16 +1291,10 @@ fn expand_direct2d_xpose(
             }
         }
     }
-    let out_of_bounds = std::mem::take(&mut spread.out_of_bounds);
-    let regs: Vec<_> = src_addr
-        .regs
-        .iter()
-        .chain(&dst_addr.regs)
-        .copied()
-        .collect();
-    let engines = spread.finish(
+    let (engines, out_of_bounds) = spread.finish(
         ops,
-        &regs,
+        [&src_addr, &dst_addr],
+        &[],
         &[
             ("src_bound_reg", w.src_bound_reg),
             ("dst_bound_reg", w.dst_bound_reg),
@@ -1343,12 +1335,7 @@ fn expand_gather_xpose(
     ops: &mut dyn Operands,
 ) -> Result<Plan, PlanError> {
     const W: &str = "GATHER_XPOSE";
-    if w.idx_num_active_channels != 128 {
-        return Err(PlanError::Invalid(format!(
-            "{W}.idx_num_active_channels = {}: must be 128",
-            w.idx_num_active_channels
-        )));
-    }
+    check_active_channels(W, w.idx_num_active_channels)?;
     if w.flags.gather_dim != IndirectDim::Y {
         return Err(PlanError::Invalid(format!(
             "{W}.flags.gather_dim = {}: must be Y (the gathered rows are the slow axis)",
@@ -1481,17 +1468,10 @@ fn expand_gather_xpose(
             }
         }
     }
-    let out_of_bounds = std::mem::take(&mut spread.out_of_bounds);
-    let mut regs: Vec<_> = src_addr
-        .regs
-        .iter()
-        .chain(&dst_addr.regs)
-        .copied()
-        .collect();
-    regs.extend(reg);
-    let engines = spread.finish(
+    let (engines, out_of_bounds) = spread.finish(
         ops,
-        &regs,
+        [&src_addr, &dst_addr],
+        reg.as_slice(),
         &[
             ("src_idx_bound_reg", w.src_idx_bound_reg),
             ("dst_bound_reg", w.dst_bound_reg),
@@ -1857,6 +1837,18 @@ mod tests {
         assert_eq!(p.descriptors(), 2);
     }
 
+    /// An ADDR4 partition-offset immediate in SBUF quadrant 0.
+    fn sbuf_q0(off: u32) -> Addr4 {
+        Addr4::Immediate {
+            offset: soc_map::PartitionOffset {
+                offset: off,
+                quadrant: 0,
+                psum: false,
+            },
+            shape_reg: false,
+        }
+    }
+
     fn indirect(mode: IndirectMode, n: u16) -> Indirect1d {
         let InstWord::Indirect1d(mut w) = InstWord::default_of(InstKind::Indirect1d) else {
             unreachable!()
@@ -1879,14 +1871,7 @@ mod tests {
         w.dst_num_elem = n;
         w.src_elem_size = 64;
         w.dst_elem_size = 64;
-        let at = |off: u32| Addr4::Immediate {
-            offset: soc_map::PartitionOffset {
-                offset: off,
-                quadrant: 0,
-                psum: false,
-            },
-            shape_reg: false,
-        };
+        let at = sbuf_q0;
         w.src_idx_start_addr = at(0x100);
         w.dst_idx_start_addr = at(0x200);
         w
@@ -2134,14 +2119,7 @@ mod tests {
         w.remote_sem = 1;
         w.remote_core_id = dma_abi::inst::ImmVal(3);
         w.dma_engine_mask = dma_abi::inst::ImmVal(mask);
-        let at = |off: u32| Addr4::Immediate {
-            offset: soc_map::PartitionOffset {
-                offset: off,
-                quadrant: 0,
-                psum: false,
-            },
-            shape_reg: false,
-        };
+        let at = sbuf_q0;
         w.src_addr = at(0x100);
         w.dst_addr = at(0x200);
         w.free_dim_bytes = free;
@@ -2310,14 +2288,7 @@ mod tests {
         };
         w.src_step_elem = [1, 4];
         w.src_num_elem = [4, k];
-        w.src_idx_start_addr = Addr4::Immediate {
-            offset: soc_map::PartitionOffset {
-                offset: 0x100,
-                quadrant: 0,
-                psum: false,
-            },
-            shape_reg: false,
-        };
+        w.src_idx_start_addr = sbuf_q0(0x100);
         w.dst_start_addr = Addr8::Immediate {
             addr: SBUF + 0x2000,
             shape_reg: false,
