@@ -226,6 +226,11 @@ pub enum FwEventKind {
         /// Engine mask before -> after.
         engine_mask: String,
     },
+    /// The iDMA path (seed 004 §7): one of its firmware log lines.
+    Icache {
+        /// The log line.
+        text: String,
+    },
     /// The word was not executed.
     Rejected {
         /// Why, naming the field.
@@ -302,6 +307,19 @@ pub enum FwCall {
     },
     /// `neuron_set_memcpy_method(m)`.
     SetMethod(u8),
+    /// The iDMA instruction-cache init: `IRAM cache init, block_size`
+    /// (seed 004 §7).
+    IcacheInit {
+        /// Bytes per cache line.
+        block_size: u32,
+    },
+    /// `start_fill_siram`: refill `lines` cache lines from `fetch`.
+    IcacheFill {
+        /// SoC address of the first line's code.
+        fetch: u64,
+        /// Lines to fill.
+        lines: u32,
+    },
 }
 
 impl FwCall {
@@ -309,6 +327,8 @@ impl FwCall {
         match self {
             FwCall::Memcpy { .. } => "neuron_memcpy",
             FwCall::SetMethod(_) => "neuron_set_memcpy_method",
+            FwCall::IcacheInit { .. } => "iram_cache_init",
+            FwCall::IcacheFill { .. } => "start_fill_siram",
         }
     }
 }
@@ -359,6 +379,13 @@ enum Stage {
     },
     /// Method 2: the inline DMA path, chunk by chunk.
     Inline(Box<InlineXfer>),
+    /// An iDMA cache fill waiting for its last S2M completion.
+    Icache {
+        tag: InstTag,
+        /// S2M position the fill completes at.
+        target: u64,
+        bytes: u64,
+    },
     Generating {
         until: Cycle,
         plan: Box<Plan>,
@@ -415,6 +442,8 @@ pub struct Q7Core {
     inline: Option<InlineCtx>,
     /// The boot wrote the DGE mailbox defaults.
     booted: bool,
+    /// The iDMA after `IRAM cache init`: block size and its ring pair.
+    icache: Option<(u32, Rings)>,
     stats: std::collections::BTreeMap<&'static str, KindStats>,
 }
 
@@ -491,6 +520,7 @@ impl Q7Core {
             memcpy_method: crate::inline::DEFAULT_METHOD,
             inline: None,
             booted: false,
+            icache: None,
             stats: Default::default(),
         }
     }
@@ -649,6 +679,11 @@ impl Q7Core {
                 Stage::CoreCopy {
                     tag, method, bytes, ..
                 } => self.memcpy_done(now, &tag, method, bytes),
+                Stage::Icache { tag, target, bytes } => {
+                    if !self.poll_icache(now, bus, tag, target, bytes) {
+                        break;
+                    }
+                }
                 Stage::Inline(x) => {
                     if !self.run_inline(now, bus, *x) {
                         break;
@@ -662,7 +697,7 @@ impl Q7Core {
             Stage::Generating { until, .. } | Stage::CoreCopy { until, .. } => {
                 Some(poll.map_or(*until, |p| p.min(*until)))
             }
-            Stage::Inline(_) => Some(Cycle(now.0 + t.q7_poll_cycles.max(1))),
+            Stage::Inline(_) | Stage::Icache { .. } => Some(Cycle(now.0 + t.q7_poll_cycles.max(1))),
             Stage::Idle => poll,
         }
     }
@@ -1243,6 +1278,33 @@ impl Q7Core {
             return false;
         };
         match call {
+            FwCall::IcacheInit { block_size } => {
+                if let Err(m) = crate::idma::check_block_size(block_size) {
+                    self.reject(now, &q, m);
+                    return true;
+                }
+                match self.icache_init(bus, block_size) {
+                    Ok(text) => {
+                        self.stats.entry(call.name()).or_default().issued += 1;
+                        self.event(now, &q.tag, FwEventKind::Icache { text });
+                    }
+                    Err(m) => self.reject(now, &q, format!("IRAM cache init: {m}")),
+                }
+                true
+            }
+            FwCall::IcacheFill { fetch, lines } => {
+                match self.icache_fill(now, bus, &q.tag, fetch, lines) {
+                    Ok((target, bytes)) => {
+                        self.stage = Stage::Icache {
+                            tag: q.tag,
+                            target,
+                            bytes,
+                        };
+                    }
+                    Err(m) => self.reject(now, &q, format!("start_fill_siram: {m}")),
+                }
+                true
+            }
             FwCall::SetMethod(m) => {
                 let outcome = match il::set_method(m) {
                     MethodSet::Ok => {
@@ -1350,6 +1412,167 @@ impl Q7Core {
                 }));
                 true
             }
+        }
+    }
+
+    /// `IRAM cache init`: arms the iDMA's ring pair (queue 14 of the core's
+    /// first engine, 32-entry rings in the Q7 DRAM).
+    fn icache_init(&mut self, bus: &mut dyn FwBus, block_size: u32) -> Result<String, String> {
+        use crate::idma as id;
+        let Some(e) = self.layout.engines.first().copied() else {
+            return Err("the core has no engine".into());
+        };
+        let regs = self.layout.regs;
+        let (mq, sq) = (e.m2s_q(id::IDMA_QUEUE), e.s2m_q(id::IDMA_QUEUE));
+        let dram = self.layout.q7_dram;
+        let (m_ring, s_ring, comp) = (
+            dram + id::M2S_RING,
+            dram + id::S2M_RING,
+            dram + id::COMP_RING,
+        );
+        let lo = |a: u64| a as u32;
+        let hi = |a: u64| (a >> 32) as u32;
+        for (reg, v) in [
+            (mq + regs.drbp_low, lo(m_ring)),
+            (mq + regs.drbp_high, hi(m_ring)),
+            (mq + regs.drl, id::RING_DESCS),
+            (sq + regs.drbp_low, lo(s_ring)),
+            (sq + regs.drbp_high, hi(s_ring)),
+            (sq + regs.drl, id::RING_DESCS),
+            (sq + regs.crbp_low, lo(comp)),
+            (sq + regs.crbp_high, hi(comp)),
+            (e.m2s_unit + regs.m2s_cfg_len, 0x010f_ffff),
+            (e.m2s_unit + regs.m2s_change_state, 1),
+            (e.s2m_unit + regs.s2m_change_state, 1),
+        ] {
+            bus.write32(reg, v)?;
+        }
+        for base in [mq, sq] {
+            let v = bus.read32(base + regs.q_cfg).unwrap_or(0);
+            bus.write32(base + regs.q_cfg, v | 0x3_0000)?;
+        }
+        let seed = |v: u32| {
+            let len = u64::from(id::RING_DESCS);
+            ((u64::from(v >> 30) + 3) & 3) * len + u64::from(v & 0xFF_FFFF) % len
+        };
+        let rings = Rings {
+            queue: id::IDMA_QUEUE,
+            len: id::RING_DESCS,
+            addrs: RingAddrs {
+                m2s_ring: m_ring,
+                s2m_ring: s_ring,
+                m2s_comp: 0,
+                s2m_comp: comp,
+            },
+            m2s_pos: seed(bus.read32(mq + regs.drtp).unwrap_or(0x4000_0000)),
+            s2m_pos: seed(bus.read32(sq + regs.drtp).unwrap_or(0x4000_0000)),
+        };
+        self.icache = Some((block_size, rings));
+        Ok(format!(
+            "IRAM cache init, block_size={block_size:#x} (eng{}.q{}, rings {m_ring:#x} / {s_ring:#x})",
+            e.id,
+            id::IDMA_QUEUE
+        ))
+    }
+
+    /// `start_fill_siram`: `DramRingDMA::allocate` the slots, write one
+    /// descriptor pair per line, `submit_pending` (both doorbells).
+    /// Returns the S2M position the fill completes at, and its bytes.
+    fn icache_fill(
+        &mut self,
+        now: Cycle,
+        bus: &mut dyn FwBus,
+        tag: &InstTag,
+        fetch: u64,
+        lines: u32,
+    ) -> Result<(u64, u64), String> {
+        use crate::idma as id;
+        let Some((block, mut r)) = self.icache.clone() else {
+            return Err("the iDMA is not initialised (IRAM cache init first)".into());
+        };
+        if lines == 0 || lines >= id::RING_DESCS {
+            return Err(format!(
+                "{lines} lines: DramRingDMA::allocate takes 1..{} slots at a time",
+                id::RING_DESCS
+            ));
+        }
+        let e = self
+            .layout
+            .engines
+            .first()
+            .copied()
+            .ok_or("the core has no engine")?;
+        let regs = self.layout.regs;
+        // The ring must have room (the previous fill has completed: the
+        // firmware waits for it before the next call).
+        let (first_slot, ring_id) = r.slot(r.m2s_pos);
+        let submit = r.m2s_pos + u64::from(lines);
+        let mut text = vec![
+            format!("start_fill_siram: fetch_addr={fetch:#x}"),
+            format!("DramRingDMA::allocate({lines}) submit={submit}"),
+        ];
+        for k in 0..u64::from(lines) {
+            let src = fetch + k * u64::from(block);
+            let dst =
+                self.layout.q7_iram + id::line_offset(fetch, k, block, self.layout.q7_iram_bytes);
+            let (mi, mid) = r.slot(r.m2s_pos);
+            let (si, sid) = r.slot(r.s2m_pos);
+            let m = tx(block, src, Flags::single(mid)).map_err(|e| e.to_string())?;
+            let s = rx(block, dst)
+                .map(|d| {
+                    d.with_flags(Flags {
+                        ring_id: sid,
+                        ..Flags::default()
+                    })
+                })
+                .map_err(|e| e.to_string())?;
+            bus.write_bytes(r.addrs.m2s_ring + DESC_BYTES * u64::from(mi), &m.to_bytes())?;
+            bus.write_bytes(r.addrs.s2m_ring + DESC_BYTES * u64::from(si), &s.to_bytes())?;
+            r.m2s_pos += 1;
+            r.s2m_pos += 1;
+        }
+        text.push(format!(
+            "submit_pending: first_slot={first_slot} count={lines} submit={submit} ring_id={ring_id}"
+        ));
+        bus.write32(e.s2m_q(id::IDMA_QUEUE) + regs.drtp_inc, lines)?;
+        bus.write32(e.m2s_q(id::IDMA_QUEUE) + regs.drtp_inc, lines)?;
+        let target = r.s2m_pos;
+        self.icache = Some((block, r));
+        for line in text {
+            self.event(now, tag, FwEventKind::Icache { text: line });
+        }
+        Ok((target, u64::from(lines) * u64::from(block)))
+    }
+
+    /// Polls the iDMA's S2M completion head; true once the fill is done.
+    fn poll_icache(
+        &mut self,
+        now: Cycle,
+        bus: &mut dyn FwBus,
+        tag: InstTag,
+        target: u64,
+        bytes: u64,
+    ) -> bool {
+        let done = self.icache.as_ref().and_then(|(_, r)| {
+            let e = self.layout.engines.first()?;
+            let v = bus.read32(e.s2m_q(r.queue) + self.layout.regs.crhp).ok()?;
+            Some(r.done(r.s2m_pos, v))
+        });
+        if done.is_some_and(|d| d >= target) {
+            let s = self.stats.entry("start_fill_siram").or_default();
+            s.issued += 1;
+            s.bytes += bytes;
+            self.event(
+                now,
+                &tag,
+                FwEventKind::Icache {
+                    text: format!("fill done: {bytes} bytes in IRAM"),
+                },
+            );
+            true
+        } else {
+            self.stage = Stage::Icache { tag, target, bytes };
+            false
         }
     }
 

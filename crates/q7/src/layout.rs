@@ -170,6 +170,10 @@ pub struct CoreLayout {
     /// SoC address of the core's Q7 DRAM (`q7_dram0`), whose start holds the
     /// DGE priority-class map (+0x18) and mailboxes (+0x28).
     pub q7_dram: u64,
+    /// SoC address of the core's Q7 instruction RAM (`q7_iram0`).
+    pub q7_iram: u64,
+    /// Its size.
+    pub q7_iram_bytes: u64,
     /// The 16 engines, in the order the engine mask numbers them.
     pub engines: Vec<EngineLayout>,
     /// Register offsets shared by all engines.

@@ -15,6 +15,7 @@
 //! `docs/firmware.md`.
 
 pub mod core;
+pub mod idma;
 pub mod inline;
 pub mod layout;
 pub mod plan;

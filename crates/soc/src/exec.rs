@@ -446,6 +446,7 @@ pub fn fw_event_text(e: &q7::FwEvent) -> String {
         K::MemcpyDone { method, bytes } => {
             format!("{head} neuron_memcpy done: {bytes} bytes by {method}")
         }
+        K::Icache { text } => format!("{head} iDMA {text}"),
         K::MailboxGate {
             priority_class,
             mailboxes,
@@ -1207,6 +1208,37 @@ fn step(
                 "memcpy tpb{core}#{}: neuron_memcpy {} {len} bytes queued on the Q7 firmware",
                 tag.seq,
                 if *is_read { "read" } else { "write" }
+            )))
+        }
+        StatementKind::IcacheInit { core, block_size } => {
+            let tag = device
+                .submit_call(
+                    *core,
+                    q7::FwCall::IcacheInit {
+                        block_size: *block_size,
+                    },
+                    format!("line {}", s.span.line),
+                )
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "icache_init tpb{core}#{}: IRAM cache init queued",
+                tag.seq
+            )))
+        }
+        StatementKind::IcacheFill { core, lines, .. } => {
+            let tag = device
+                .submit_call(
+                    *core,
+                    q7::FwCall::IcacheFill {
+                        fetch: addr,
+                        lines: *lines,
+                    },
+                    format!("line {}", s.span.line),
+                )
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "icache_fill tpb{core}#{}: start_fill_siram of {lines} lines queued",
+                tag.seq
             )))
         }
         StatementKind::MemcpyMethod { core, method } => {

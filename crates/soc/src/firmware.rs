@@ -163,6 +163,10 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         peers,
         dataram_soc: base(map, &format!("{t}.q7_dataram0"))?,
         q7_dram: base(map, &format!("{t}.q7_dram0"))?,
+        q7_iram: base(map, &format!("{t}.q7_iram0"))?,
+        q7_iram_bytes: map
+            .by_name(&format!("{t}.q7_iram0"))
+            .map_or(0, |id| map.region(id).size_bytes),
         engines,
         regs: queue_regs(catalog)?,
     })

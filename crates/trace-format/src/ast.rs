@@ -149,6 +149,24 @@ pub enum StatementKind {
         /// The method index asked for.
         method: u8,
     },
+    /// `icache_init CORE block_size=N` — the legacy iDMA's `IRAM cache
+    /// init` (seed 004 §7).
+    IcacheInit {
+        /// TPB index.
+        core: u8,
+        /// Bytes per cache line.
+        block_size: u32,
+    },
+    /// `icache_fill CORE fetch=ADDR lines=N` — `start_fill_siram`: refill N
+    /// instruction-cache lines from `fetch` (seed 004 §7).
+    IcacheFill {
+        /// TPB index.
+        core: u8,
+        /// Where the code is (any SoC address).
+        fetch: AddrExpr,
+        /// Lines, 1..=31.
+        lines: u32,
+    },
     /// `wait ADDR (== | != | >=) VALUE [mask=M] [timeout=N]` — run until a
     /// 32-bit read satisfies the comparison (v2).
     Wait {
@@ -235,6 +253,8 @@ impl StatementKind {
             StatementKind::Inst { .. } => "inst",
             StatementKind::Memcpy { .. } => "memcpy",
             StatementKind::MemcpyMethod { .. } => "memcpy_method",
+            StatementKind::IcacheInit { .. } => "icache_init",
+            StatementKind::IcacheFill { .. } => "icache_fill",
         }
     }
 
@@ -250,11 +270,13 @@ impl StatementKind {
             | StatementKind::Expect { addr, .. }
             | StatementKind::Dump { addr, .. }
             | StatementKind::Memcpy { hbm: addr, .. }
+            | StatementKind::IcacheFill { fetch: addr, .. }
             | StatementKind::Wait { addr, .. } => Some(addr),
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
             | StatementKind::Inst { .. }
             | StatementKind::MemcpyMethod { .. }
+            | StatementKind::IcacheInit { .. }
             | StatementKind::Run { .. } => None,
         }
     }
@@ -269,11 +291,13 @@ impl StatementKind {
             | StatementKind::Expect { addr, .. }
             | StatementKind::Dump { addr, .. }
             | StatementKind::Memcpy { hbm: addr, .. }
+            | StatementKind::IcacheFill { fetch: addr, .. }
             | StatementKind::Wait { addr, .. } => Some(addr),
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
             | StatementKind::Inst { .. }
             | StatementKind::MemcpyMethod { .. }
+            | StatementKind::IcacheInit { .. }
             | StatementKind::Run { .. } => None,
         }
     }
@@ -445,7 +469,10 @@ impl fmt::Display for StatementKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.directive())?;
         if let Some(addr) = self.try_addr()
-            && !matches!(self, StatementKind::Memcpy { .. })
+            && !matches!(
+                self,
+                StatementKind::Memcpy { .. } | StatementKind::IcacheFill { .. }
+            )
         {
             write!(f, " {addr}")?;
         }
@@ -514,6 +541,12 @@ impl fmt::Display for StatementKind {
                 if *is_read { "read" } else { "write" }
             ),
             StatementKind::MemcpyMethod { core, method } => write!(f, " tpb{core} {method}"),
+            StatementKind::IcacheInit { core, block_size } => {
+                write!(f, " tpb{core} block_size={block_size:#x}")
+            }
+            StatementKind::IcacheFill { core, fetch, lines } => {
+                write!(f, " tpb{core} fetch={fetch} lines={lines}")
+            }
             StatementKind::Run { mode } => match mode {
                 RunMode::Idle => Ok(()),
                 RunMode::Cycles(n) => write!(f, " cycles={n}"),

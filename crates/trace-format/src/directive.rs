@@ -331,6 +331,29 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         build: build_memcpy_method,
     },
     DirectiveSpec {
+        name: "icache_init",
+        usage: "icache_init CORE block_size=N",
+        positionals: &[req("core", ValueKind::Choice(CORES))],
+        compare: None,
+        compare_ops: &[],
+        keys: &[req("block_size", ValueKind::U32)],
+        flags: &[],
+        build: build_icache_init,
+    },
+    DirectiveSpec {
+        name: "icache_fill",
+        usage: "icache_fill CORE fetch=ADDR lines=N",
+        positionals: &[req("core", ValueKind::Choice(CORES))],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            req("fetch", ValueKind::Addr),
+            req("lines", ValueKind::Int { min: 1, max: 31 }),
+        ],
+        flags: &[],
+        build: build_icache_fill,
+    },
+    DirectiveSpec {
         name: "run",
         usage: "run [cycles=N | until=N]",
         positionals: &[],
@@ -1386,6 +1409,23 @@ fn build_memcpy(args: &mut Args<'_>) -> Option<StatementKind> {
         hbm,
         len,
         is_read,
+    })
+}
+
+fn build_icache_init(args: &mut Args<'_>) -> Option<StatementKind> {
+    let core = core_index(args.positional(0))?;
+    let (block_size, _) = args.key_u32("block_size")?;
+    Some(StatementKind::IcacheInit { core, block_size })
+}
+
+fn build_icache_fill(args: &mut Args<'_>) -> Option<StatementKind> {
+    let core = core_index(args.positional(0))?;
+    let (fetch, _) = args.key_addr("fetch")?;
+    let (lines, _) = args.key_num("lines")?;
+    Some(StatementKind::IcacheFill {
+        core,
+        fetch,
+        lines: u32::try_from(lines).ok()?,
     })
 }
 

@@ -844,3 +844,28 @@ fn memcpy_and_memcpy_method_parse_and_print_back() {
         assert!(e[0].message.contains(msg), "{src:?}: {}", e[0].message);
     }
 }
+
+#[test]
+fn icache_directives_parse_and_print_back() {
+    let k = one("icache_init tpb3 block_size=0x1000\n");
+    assert_eq!(
+        k,
+        StatementKind::IcacheInit {
+            core: 3,
+            block_size: 0x1000
+        }
+    );
+    assert_eq!(one(&format!("{k}\n")), k);
+    let f = one("icache_fill tpb3 fetch=hbm0+0x73000000 lines=3\n");
+    assert_eq!(
+        f,
+        StatementKind::IcacheFill {
+            core: 3,
+            fetch: addr("hbm0+0x73000000"),
+            lines: 3
+        }
+    );
+    assert_eq!(one(&format!("{f}\n")), f);
+    let e = parse("icache_fill tpb0 fetch=0x0 lines=32\n", "t.trace").unwrap_err();
+    assert!(e[0].message.contains("lines"), "{}", e[0].message);
+}
