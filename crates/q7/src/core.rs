@@ -1562,6 +1562,8 @@ impl Q7Core {
             let s = self.stats.entry("start_fill_siram").or_default();
             s.issued += 1;
             s.bytes += bytes;
+            s.descriptors +=
+                2 * bytes.div_ceil(u64::from(self.icache.as_ref().map_or(1, |(b, _)| *b)));
             self.event(
                 now,
                 &tag,
@@ -1739,6 +1741,7 @@ impl Q7Core {
         };
         let _ = bus.write32(primary, 1);
         let _ = bus.write32(other_reg, 1);
+        self.stats.entry("neuron_memcpy").or_default().descriptors += 2;
         let anomaly = format!(
             "TX {}; RX {}; word1 left at 0xb8b8b8b8 (never written)",
             il::leaked_flags(word0s[0]),

@@ -99,7 +99,7 @@ pub struct PeerLayout {
     pub psum_base: u64,
     /// Distance between PSUM partitions.
     pub psum_stride: u64,
-    /// SEM_INC[0].
+    /// `SEM_INC[0]`.
     pub sem_inc0: u64,
     /// Distance between semaphores.
     pub sem_stride: u64,
@@ -137,15 +137,15 @@ pub struct CoreLayout {
     pub carveout_cfg: u64,
     /// Address of MEMCOPY_DMA_CFG (local reg 40).
     pub dma_cfg: u64,
-    /// Address of ADDR_TABLE_LO[0]; HI is +4.
+    /// Address of `ADDR_TABLE_LO[0]`; HI is +4.
     pub table0: u64,
     /// Distance between address-table entries.
     pub table_stride: u64,
-    /// Address of SEM_READ[0] of the core's EVT_SEM block.
+    /// Address of `SEM_READ[0]` of the core's EVT_SEM block.
     pub sem_read0: u64,
-    /// Address of SEM_INC[0].
+    /// Address of `SEM_INC[0]`.
     pub sem_inc0: u64,
-    /// Address of SEM_SET[0].
+    /// Address of `SEM_SET[0]`.
     pub sem_set0: u64,
     /// Distance between semaphores in each window.
     pub sem_stride: u64,
