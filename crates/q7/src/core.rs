@@ -988,14 +988,6 @@ impl Q7Core {
         let Some(e) = self.layout.engines.get(usize::from(slot)).copied() else {
             return Err(format!("engine slot {slot}: the core has no such engine"));
         };
-        let r = self.layout.regs;
-        let (mq, sq) = (e.m2s_q(queue), e.s2m_q(queue));
-        let lo = |a: u64| a as u32;
-        let hi = |a: u64| (a >> 32) as u32;
-        let w = |bus: &mut dyn FwBus, a: u64, v: u32| {
-            bus.write32(a, v)
-                .map_err(|m| format!("DGE context init of engine {}: {m}", e.id))
-        };
         // Payload table: value v at payload + 4v.
         let mut table = Vec::with_capacity(PAYLOAD_ENTRIES as usize * 4);
         for v in 0..PAYLOAD_ENTRIES as u32 {
@@ -1003,35 +995,8 @@ impl Q7Core {
         }
         bus.write_bytes(cfg.payload(self.layout.dge_memory, 0), &table)
             .map_err(|m| format!("payload table: {m}"))?;
-        w(bus, mq + r.drbp_low, lo(addrs.m2s_ring))?;
-        w(bus, mq + r.drbp_high, hi(addrs.m2s_ring))?;
-        w(bus, mq + r.drl, len)?;
-        w(bus, mq + r.crbp_low, lo(addrs.m2s_comp))?;
-        w(bus, mq + r.crbp_high, hi(addrs.m2s_comp))?;
-        w(bus, sq + r.drbp_low, lo(addrs.s2m_ring))?;
-        w(bus, sq + r.drbp_high, hi(addrs.s2m_ring))?;
-        w(bus, sq + r.drl, len)?;
-        w(bus, sq + r.crbp_low, lo(addrs.s2m_comp))?;
-        w(bus, sq + r.crbp_high, hi(addrs.s2m_comp))?;
-        // en_comp_ring_update (bit 0) on both; other COMP_CFG bits keep
-        // their value (S2M resets to 0xf, seed 004 §4.2).
-        for a in [mq + r.m2s_comp_cfg, sq + r.s2m_comp_cfg] {
-            let v = bus.read32(a).unwrap_or(0);
-            w(bus, a, v | 1)?;
-        }
-        for base in [mq, sq] {
-            let cfg_now = bus.read32(base + r.q_cfg).unwrap_or(0);
-            w(bus, base + r.q_cfg, cfg_now | 0x3_0000)?; // en_pref | en_scheduling/en_stream
-        }
-        w(bus, e.m2s_unit + r.m2s_cfg_len, 0x010f_ffff)?; // driver value (driver-facts §2.7)
-        w(bus, e.m2s_unit + r.m2s_change_state, 1)?;
-        w(bus, e.s2m_unit + r.s2m_change_state, 1)?;
-        let seed = |v: u32| {
-            let id = u64::from(v >> 30);
-            ((id + 3) & 3) * u64::from(len) + u64::from(v & 0xFF_FFFF) % u64::from(len)
-        };
-        let m2s_pos = seed(bus.read32(mq + r.drtp).unwrap_or(0x4000_0000));
-        let s2m_pos = seed(bus.read32(sq + r.drtp).unwrap_or(0x4000_0000));
+        let rings = arm_queue_pair(bus, &self.layout, e, queue, len, addrs, true)
+            .map_err(|m| format!("DGE context init of engine {}: {m}", e.id))?;
         self.event(
             now,
             tag,
@@ -1044,13 +1009,7 @@ impl Q7Core {
             },
         );
         if let Some(s) = self.rings.get_mut(usize::from(slot)) {
-            *s = Some(Rings {
-                queue,
-                len,
-                addrs,
-                m2s_pos,
-                s2m_pos,
-            });
+            *s = Some(rings);
         }
         Ok(())
     }
@@ -1422,51 +1381,27 @@ impl Q7Core {
         let Some(e) = self.layout.engines.first().copied() else {
             return Err("the core has no engine".into());
         };
-        let regs = self.layout.regs;
-        let (mq, sq) = (e.m2s_q(id::IDMA_QUEUE), e.s2m_q(id::IDMA_QUEUE));
         let dram = self.layout.q7_dram;
         let (m_ring, s_ring, comp) = (
             dram + id::M2S_RING,
             dram + id::S2M_RING,
             dram + id::COMP_RING,
         );
-        let lo = |a: u64| a as u32;
-        let hi = |a: u64| (a >> 32) as u32;
-        for (reg, v) in [
-            (mq + regs.drbp_low, lo(m_ring)),
-            (mq + regs.drbp_high, hi(m_ring)),
-            (mq + regs.drl, id::RING_DESCS),
-            (sq + regs.drbp_low, lo(s_ring)),
-            (sq + regs.drbp_high, hi(s_ring)),
-            (sq + regs.drl, id::RING_DESCS),
-            (sq + regs.crbp_low, lo(comp)),
-            (sq + regs.crbp_high, hi(comp)),
-            (e.m2s_unit + regs.m2s_cfg_len, 0x010f_ffff),
-            (e.m2s_unit + regs.m2s_change_state, 1),
-            (e.s2m_unit + regs.s2m_change_state, 1),
-        ] {
-            bus.write32(reg, v)?;
-        }
-        for base in [mq, sq] {
-            let v = bus.read32(base + regs.q_cfg).unwrap_or(0);
-            bus.write32(base + regs.q_cfg, v | 0x3_0000)?;
-        }
-        let seed = |v: u32| {
-            let len = u64::from(id::RING_DESCS);
-            ((u64::from(v >> 30) + 3) & 3) * len + u64::from(v & 0xFF_FFFF) % len
+        let addrs = RingAddrs {
+            m2s_ring: m_ring,
+            s2m_ring: s_ring,
+            m2s_comp: 0,
+            s2m_comp: comp,
         };
-        let rings = Rings {
-            queue: id::IDMA_QUEUE,
-            len: id::RING_DESCS,
-            addrs: RingAddrs {
-                m2s_ring: m_ring,
-                s2m_ring: s_ring,
-                m2s_comp: 0,
-                s2m_comp: comp,
-            },
-            m2s_pos: seed(bus.read32(mq + regs.drtp).unwrap_or(0x4000_0000)),
-            s2m_pos: seed(bus.read32(sq + regs.drtp).unwrap_or(0x4000_0000)),
-        };
+        let rings = arm_queue_pair(
+            bus,
+            &self.layout,
+            e,
+            id::IDMA_QUEUE,
+            id::RING_DESCS,
+            addrs,
+            false,
+        )?;
         self.icache = Some((block_size, rings));
         Ok(format!(
             "IRAM cache init, block_size={block_size:#x} (eng{}.q{}, rings {m_ring:#x} / {s_ring:#x})",
@@ -1637,24 +1572,22 @@ impl Q7Core {
             scratch + u64::from(il::COMP_RING),
             scratch + u64::from(il::RX_RING),
         );
-        let lo = |a: u64| a as u32;
-        let hi = |a: u64| (a >> 32) as u32;
         // HAL arming: rings, completion ring on S2M only, queues on.
-        bus.write32(mq + regs.drbp_low, lo(tx))?;
-        bus.write32(mq + regs.drbp_high, hi(tx))?;
-        bus.write32(mq + regs.drl, il::RING_DEPTH)?;
-        bus.write32(sq + regs.drbp_low, lo(rx))?;
-        bus.write32(sq + regs.drbp_high, hi(rx))?;
-        bus.write32(sq + regs.drl, il::RING_DEPTH)?;
-        bus.write32(sq + regs.crbp_low, lo(comp))?;
-        bus.write32(sq + regs.crbp_high, hi(comp))?;
-        for base in [mq, sq] {
-            let v = bus.read32(base + regs.q_cfg).unwrap_or(0);
-            bus.write32(base + regs.q_cfg, v | 0x3_0000)?;
-        }
-        bus.write32(e.m2s_unit + regs.m2s_cfg_len, 0x010f_ffff)?;
-        bus.write32(e.m2s_unit + regs.m2s_change_state, 1)?;
-        bus.write32(e.s2m_unit + regs.s2m_change_state, 1)?;
+        let addrs = RingAddrs {
+            m2s_ring: tx,
+            s2m_ring: rx,
+            m2s_comp: 0,
+            s2m_comp: comp,
+        };
+        arm_queue_pair(
+            bus,
+            &self.layout,
+            e,
+            il::INLINE_QUEUE,
+            il::RING_DEPTH,
+            addrs,
+            false,
+        )?;
         // The leaked word0 flags (FIRST clear, LAST set) must not stop the
         // queue: the arming masks the FIRST/LAST-error abort (simulator
         // decision, docs/firmware.md) so each chunk is logged and runs.
@@ -1872,6 +1805,73 @@ fn front_tag(q: &VecDeque<Queued>) -> InstTag {
         },
         |q| q.tag.clone(),
     )
+}
+
+/// Arms queue `queue` of engine `e` (the HAL/driver arming of seed 004
+/// §5.1, driver-facts §2.9): ring bases and lengths, the completion rings
+/// (the M2S one only with `m2s_comp`; COMP_CFG bit 0 set, its other bits
+/// kept — S2M resets to 0xf, seed 004 §4.2), Q_CFG EN_PREF and
+/// EN_SCHEDULING/EN_STREAM, M2S CFG_LEN at the driver's value, both
+/// directions to NORMAL. The producer positions are seeded from the
+/// hardware tails.
+fn arm_queue_pair(
+    bus: &mut dyn FwBus,
+    layout: &CoreLayout,
+    e: crate::layout::EngineLayout,
+    queue: u8,
+    len: u32,
+    addrs: RingAddrs,
+    m2s_comp: bool,
+) -> Result<Rings, String> {
+    let r = layout.regs;
+    let (mq, sq) = (e.m2s_q(queue), e.s2m_q(queue));
+    let lo = |a: u64| a as u32;
+    let hi = |a: u64| (a >> 32) as u32;
+    let mut writes = vec![
+        (mq + r.drbp_low, lo(addrs.m2s_ring)),
+        (mq + r.drbp_high, hi(addrs.m2s_ring)),
+        (mq + r.drl, len),
+    ];
+    if m2s_comp {
+        writes.push((mq + r.crbp_low, lo(addrs.m2s_comp)));
+        writes.push((mq + r.crbp_high, hi(addrs.m2s_comp)));
+    }
+    writes.extend([
+        (sq + r.drbp_low, lo(addrs.s2m_ring)),
+        (sq + r.drbp_high, hi(addrs.s2m_ring)),
+        (sq + r.drl, len),
+        (sq + r.crbp_low, lo(addrs.s2m_comp)),
+        (sq + r.crbp_high, hi(addrs.s2m_comp)),
+    ]);
+    for (a, v) in writes {
+        bus.write32(a, v)?;
+    }
+    let mut rmw = vec![
+        (sq + r.s2m_comp_cfg, 1),
+        (mq + r.q_cfg, 0x3_0000),
+        (sq + r.q_cfg, 0x3_0000),
+    ];
+    if m2s_comp {
+        rmw.insert(0, (mq + r.m2s_comp_cfg, 1));
+    }
+    for (a, bits) in rmw {
+        let v = bus.read32(a).unwrap_or(0);
+        bus.write32(a, v | bits)?;
+    }
+    bus.write32(e.m2s_unit + r.m2s_cfg_len, 0x010f_ffff)?; // driver value (driver-facts §2.7)
+    bus.write32(e.m2s_unit + r.m2s_change_state, 1)?;
+    bus.write32(e.s2m_unit + r.s2m_change_state, 1)?;
+    let seed = |v: u32| {
+        let id = u64::from(v >> 30);
+        ((id + 3) & 3) * u64::from(len) + u64::from(v & 0xFF_FFFF) % u64::from(len)
+    };
+    Ok(Rings {
+        queue,
+        len,
+        addrs,
+        m2s_pos: seed(bus.read32(mq + r.drtp).unwrap_or(0x4000_0000)),
+        s2m_pos: seed(bus.read32(sq + r.drtp).unwrap_or(0x4000_0000)),
+    })
 }
 
 /// DGE mailboxes: 4 entries of {u8 reserved, u8 priority, u16 bitmask} at
