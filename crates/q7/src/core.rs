@@ -800,8 +800,6 @@ impl Q7Core {
             let plan = Plan {
                 kind: InstKind::RdmaDescStart,
                 engines: Vec::new(),
-                semaphore: 0,
-                sem_increment: 0,
                 out_of_bounds: Vec::new(),
                 index_faults: Vec::new(),
                 duplicate_dst: Vec::new(),

@@ -337,10 +337,6 @@ pub struct Plan {
     pub kind: InstKind,
     /// Every participating engine, ascending slot.
     pub engines: Vec<EnginePlan>,
-    /// The completion semaphore and the increment each engine writes.
-    pub semaphore: u8,
-    /// The increment.
-    pub sem_increment: u8,
     /// False for RDMA_DESC_GEN: the descriptors wait for RDMA_DESC_START
     /// to ring the doorbells.
     pub ring_now: bool,
@@ -801,8 +797,6 @@ fn expand_direct2d(w: &Direct2d, cfg: &DgeConfig, ops: &dyn Operands) -> Result<
     Ok(Plan {
         kind: InstKind::Direct2d,
         engines,
-        semaphore: w.semaphore,
-        sem_increment: w.sem_increment,
         out_of_bounds,
         index_faults: Vec::new(),
         duplicate_dst: Vec::new(),
@@ -1060,8 +1054,6 @@ fn expand_indirect1d(
     Ok(Plan {
         kind: InstKind::Indirect1d,
         engines,
-        semaphore: w.semaphore,
-        sem_increment: w.sem_increment,
         out_of_bounds,
         index_faults,
         duplicate_dst: if w.flags.non_unique_dst_idx {
@@ -1178,8 +1170,6 @@ fn expand_rdma_gen(
     Ok(Plan {
         kind: InstKind::RdmaDescGen,
         engines,
-        semaphore: w.local_sem,
-        sem_increment: 1,
         out_of_bounds: Vec::new(),
         index_faults: Vec::new(),
         duplicate_dst: Vec::new(),
@@ -1310,8 +1300,6 @@ fn expand_direct2d_xpose(
     Ok(Plan {
         kind: InstKind::Direct2dXpose,
         engines,
-        semaphore: w.semaphore,
-        sem_increment: 1,
         out_of_bounds,
         index_faults: Vec::new(),
         duplicate_dst: Vec::new(),
@@ -1495,8 +1483,6 @@ fn expand_gather_xpose(
     Ok(Plan {
         kind: InstKind::GatherXpose,
         engines,
-        semaphore: w.semaphore,
-        sem_increment: 1,
         out_of_bounds,
         index_faults,
         duplicate_dst: Vec::new(),
