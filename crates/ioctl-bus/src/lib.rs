@@ -1,0 +1,162 @@
+//! The simulated `/dev/neuron` boundary (DESIGN §3, L2).
+//!
+//! The host runtime (L5) and the kernel-driver model (L4) meet here and only
+//! here. The host calls [`Transport::ioctl`] with a request number, the
+//! argument bytes and its [`UserMemory`]; the driver implements [`Driver`]
+//! and reaches user buffers named by pointers inside the argument through
+//! that same [`UserMemory`] (`copy_from_user` / `copy_to_user`). Loads and
+//! stores to mmapped driver memory go through [`Transport::mmap_read`] /
+//! [`Transport::mmap_write`].
+//!
+//! Simulated time advances only inside the driver's device; nothing here
+//! reads a clock except the threaded transport's host-side watchdog, which
+//! turns a device that never answers into [`BusError::Hung`].
+
+use ioctl_abi::Errno;
+
+/// The calling process's memory as the driver sees it.
+pub trait UserMemory {
+    /// Reads `buf.len()` bytes at user address `addr` (`copy_from_user`).
+    ///
+    /// # Errors
+    ///
+    /// `EFAULT` when any byte is not mapped in the process.
+    fn copy_from_user(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Errno>;
+
+    /// Writes `bytes` at user address `addr` (`copy_to_user`).
+    ///
+    /// # Errors
+    ///
+    /// `EFAULT` when any byte is not mapped in the process.
+    fn copy_to_user(&mut self, addr: u64, bytes: &[u8]) -> Result<(), Errno>;
+}
+
+/// The device side of the boundary: a kernel driver's file operations.
+pub trait Driver {
+    /// Handles one ioctl. `arg` holds the argument struct's bytes as the
+    /// caller passed them; the driver writes results back into it (the
+    /// `_IOR`/`_IOWR` copy-out). Returns the handler's non-negative return
+    /// value, or the errno the syscall would set.
+    ///
+    /// # Errors
+    ///
+    /// The errno of the failed call (`ENOTTY` unknown number, `EINVAL` bad
+    /// size or field, `ENOMEM`, `EFAULT`, …).
+    fn ioctl(
+        &mut self,
+        request: u32,
+        arg: &mut [u8],
+        user: &mut dyn UserMemory,
+    ) -> Result<i64, Errno>;
+
+    /// A host load from mmapped driver memory; `offset` is the mmap offset
+    /// (for a memory chunk, its physical address, driver-facts §1.7).
+    ///
+    /// # Errors
+    ///
+    /// `EFAULT` (or `EINVAL`) when the range is not inside one mapping.
+    fn mmap_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Errno>;
+
+    /// A host store to mmapped driver memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`Driver::mmap_read`].
+    fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno>;
+}
+
+/// A failure of the boundary itself, not of the call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BusError {
+    /// The device side panicked while handling a call; the message.
+    DevicePanic(String),
+    /// The device side did not answer within the watchdog (host seconds).
+    Hung { waited_ms: u64 },
+    /// The device side is gone (thread ended, channel closed).
+    Disconnected,
+    /// A replayed call did not give the recorded result (what differs).
+    ReplayMismatch(String),
+}
+
+impl std::fmt::Display for BusError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::DevicePanic(m) => write!(f, "device side panicked: {m}"),
+            Self::Hung { waited_ms } => {
+                write!(f, "device side did not answer within {waited_ms} ms")
+            }
+            Self::Disconnected => write!(f, "device side disconnected"),
+            Self::ReplayMismatch(m) => write!(f, "replay mismatch: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for BusError {}
+
+/// Why an ioctl did not succeed: the call failed, or the bus did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IoctlError {
+    /// The driver returned this errno.
+    Errno(Errno),
+    /// The boundary failed.
+    Bus(BusError),
+}
+
+impl From<Errno> for IoctlError {
+    fn from(e: Errno) -> Self {
+        Self::Errno(e)
+    }
+}
+
+impl From<BusError> for IoctlError {
+    fn from(e: BusError) -> Self {
+        Self::Bus(e)
+    }
+}
+
+impl std::fmt::Display for IoctlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Errno(e) => write!(f, "{e}"),
+            Self::Bus(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for IoctlError {}
+
+/// The host side of the boundary: an open `/dev/neuron` file.
+pub trait Transport {
+    /// Issues one ioctl (see [`Driver::ioctl`]); `user` serves the driver's
+    /// user-memory accesses for the duration of the call.
+    ///
+    /// # Errors
+    ///
+    /// The call's errno, or a [`BusError`].
+    fn ioctl(
+        &mut self,
+        request: u32,
+        arg: &mut [u8],
+        user: &mut dyn UserMemory,
+    ) -> Result<i64, IoctlError>;
+
+    /// A load from mmapped driver memory.
+    ///
+    /// # Errors
+    ///
+    /// The errno, or a [`BusError`].
+    fn mmap_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoctlError>;
+
+    /// A store to mmapped driver memory.
+    ///
+    /// # Errors
+    ///
+    /// The errno, or a [`BusError`].
+    fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), IoctlError>;
+}
+
+mod inproc;
+mod user;
+
+pub use inproc::InProcess;
+pub use user::{USER_BASE, USER_PAGE_BYTES, UserSpace};
