@@ -1,0 +1,1 @@
+//! DML (placeholder until the logger lands).

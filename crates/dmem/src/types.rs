@@ -1,0 +1,248 @@
+//! The dmem enums and the usage → category byte tables (seed 000 §1–§2,
+//! wiki-facts §H.1–H.2).
+
+use ioctl_abi::enums::MemAllocCategory;
+use serde::Serialize;
+
+/// `dma_mem_usage_type_t`: what an allocation is for (seed 000 §1, 22
+/// members; `MAX` = 22 is also the DML per-NC grand-total column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[repr(u32)]
+pub enum UsageType {
+    Generic = 0,
+    InstrPe = 1,
+    InstrAct = 2,
+    InstrPool = 3,
+    Io = 4,
+    DramSpill = 5,
+    Weight = 6,
+    Notification = 7,
+    ActTable = 8,
+    InstrDve = 9,
+    InstrSp = 10,
+    Scratchpad = 11,
+    Tensor = 12,
+    UcodeLib = 13,
+    PoolStdio = 14,
+    Cc = 15,
+    ScratchpadNotShared = 16,
+    XtCc = 17,
+    DmaRing = 18,
+    DmaRingSpill = 19,
+    DmaRingIo = 20,
+    DmaRingCollectives = 21,
+}
+
+/// Number of usage types (`MAX`), and the index of the DML grand-total
+/// column.
+pub const USAGE_TYPES: usize = 22;
+
+impl UsageType {
+    /// Every usage type, in numeric order.
+    pub const ALL: [UsageType; USAGE_TYPES] = [
+        Self::Generic,
+        Self::InstrPe,
+        Self::InstrAct,
+        Self::InstrPool,
+        Self::Io,
+        Self::DramSpill,
+        Self::Weight,
+        Self::Notification,
+        Self::ActTable,
+        Self::InstrDve,
+        Self::InstrSp,
+        Self::Scratchpad,
+        Self::Tensor,
+        Self::UcodeLib,
+        Self::PoolStdio,
+        Self::Cc,
+        Self::ScratchpadNotShared,
+        Self::XtCc,
+        Self::DmaRing,
+        Self::DmaRingSpill,
+        Self::DmaRingIo,
+        Self::DmaRingCollectives,
+    ];
+
+    /// The raw value (0..=21).
+    #[must_use]
+    pub const fn raw(self) -> u32 {
+        self as u32
+    }
+
+    /// The usage type with this raw value.
+    #[must_use]
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        Self::ALL.get(usize::try_from(raw).ok()?).copied()
+    }
+
+    /// The runtime's name without prefix, e.g. `TENSOR`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Generic => "GENERIC",
+            Self::InstrPe => "INSTR_PE",
+            Self::InstrAct => "INSTR_ACT",
+            Self::InstrPool => "INSTR_POOL",
+            Self::Io => "IO",
+            Self::DramSpill => "DRAM_SPILL",
+            Self::Weight => "WEIGHT",
+            Self::Notification => "NOTIFICATION",
+            Self::ActTable => "ACT_TABLE",
+            Self::InstrDve => "INSTR_DVE",
+            Self::InstrSp => "INSTR_SP",
+            Self::Scratchpad => "SCRATCHPAD",
+            Self::Tensor => "TENSOR",
+            Self::UcodeLib => "UCODE_LIB",
+            Self::PoolStdio => "POOL_STDIO",
+            Self::Cc => "CC",
+            Self::ScratchpadNotShared => "SCRATCHPAD_NOT_SHARED",
+            Self::XtCc => "XT_CC",
+            Self::DmaRing => "DMA_RING",
+            Self::DmaRingSpill => "DMA_RING_SPILL",
+            Self::DmaRingIo => "DMA_RING_IO",
+            Self::DmaRingCollectives => "DMA_RING_COLLECTIVES",
+        }
+    }
+
+    /// The usage type with this name (case-insensitive).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|u| u.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// Where an allocation lives (`dma_mem_location`: 0 INVALID, 1 HOST_DRAM,
+/// 2 TONGA_DRAM = HBM; wiki-facts §H.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[repr(u32)]
+pub enum MemLocation {
+    /// Host memory pinned by the driver.
+    HostDram = 1,
+    /// Device HBM.
+    TongaDram = 2,
+}
+
+/// The category sentinel: this usage is invalid for this location.
+pub const CATEGORY_INVALID: u8 = 20;
+
+/// `dmem_usage_type_to_host_category` (@0x9b9640), indexed by usage type
+/// (wiki-facts §H.2 bytes). 20 = invalid for host.
+pub const USAGE_TO_HOST_CATEGORY: [u8; USAGE_TYPES] = [
+    0x04, 0x01, 0x01, 0x04, 0x01, 0x04, 0x03, 0x06, 0x04, 0x01, 0x01, 0x14, 0x02, 0x01, 0x04, 0x14,
+    0x14, 0x04, 0x11, 0x11, 0x11, 0x11,
+];
+
+/// `dmem_usage_type_to_device_category` (@0x9b9660), indexed by usage type.
+pub const USAGE_TO_DEVICE_CATEGORY: [u8; USAGE_TYPES] = [
+    0x0c, 0x08, 0x08, 0x0c, 0x08, 0x0c, 0x0a, 0x10, 0x0c, 0x08, 0x08, 0x0b, 0x09, 0x08, 0x0c, 0x0e,
+    0x0f, 0x0c, 0x12, 0x12, 0x12, 0x12,
+];
+
+/// The kernel category byte for `usage` at `loc`; `None` for the sentinel
+/// 20 (seed 000 §2 step 1: "Invalid mem_usage_type %d for host/device").
+#[must_use]
+pub fn category_for(loc: MemLocation, usage: UsageType) -> Option<MemAllocCategory> {
+    let table = match loc {
+        MemLocation::HostDram => &USAGE_TO_HOST_CATEGORY,
+        MemLocation::TongaDram => &USAGE_TO_DEVICE_CATEGORY,
+    };
+    let byte = table[usage.raw() as usize];
+    if byte == CATEGORY_INVALID {
+        return None;
+    }
+    MemAllocCategory::from_raw(u32::from(byte))
+}
+
+/// `NRT_STATUS`: what the runtime's calls return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum NrtStatus {
+    /// `NRT_SUCCESS` = 0.
+    Success = 0,
+    /// `NRT_FAILURE` = 1: generic failure (e.g. the driver refused).
+    Failure = 1,
+    /// `NRT_INVALID` = 2: invalid argument (e.g. usage invalid for location).
+    Invalid = 2,
+    /// `NRT_RESOURCE` = 4: out of a resource (device OOM, calloc failure).
+    Resource = 4,
+    /// `NRT_TIMEOUT` = 5: an operation timed out.
+    Timeout = 5,
+    /// `NRT_FAIL_HOST_MEM_ALLOC` = 11: host memory allocation failed
+    /// (public `nrt_status.h`).
+    FailHostMemAlloc = 11,
+}
+
+impl NrtStatus {
+    /// The runtime's name, e.g. `NRT_RESOURCE`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Success => "NRT_SUCCESS",
+            Self::Failure => "NRT_FAILURE",
+            Self::Invalid => "NRT_INVALID",
+            Self::Resource => "NRT_RESOURCE",
+            Self::Timeout => "NRT_TIMEOUT",
+            Self::FailHostMemAlloc => "NRT_FAIL_HOST_MEM_ALLOC",
+        }
+    }
+}
+
+impl std::fmt::Display for NrtStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.name(), *self as u32)
+    }
+}
+
+/// DML action (`DMEM_ACTION_ALLOC` = 1, `DMEM_ACTION_FREE` = 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum DmemAction {
+    Alloc = 1,
+    Free = 2,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_only_usages_are_invalid_for_host() {
+        // Seed 000 §1: SCRATCHPAD, CC and SCRATCHPAD_NOT_SHARED map to 20.
+        let invalid: Vec<_> = UsageType::ALL
+            .iter()
+            .filter(|&&u| category_for(MemLocation::HostDram, u).is_none())
+            .map(|u| u.name())
+            .collect();
+        assert_eq!(invalid, ["SCRATCHPAD", "CC", "SCRATCHPAD_NOT_SHARED"]);
+        assert!(
+            UsageType::ALL
+                .iter()
+                .all(|&u| category_for(MemLocation::TongaDram, u).is_some())
+        );
+    }
+
+    #[test]
+    fn category_bytes_are_not_usage_numbers() {
+        // Seed 000 GOTCHA: the category byte (not the usage) goes to the
+        // kernel; e.g. TENSOR (12) → TENSORS_DEVICE (9) / TENSORS_HOST (2).
+        let dev = category_for(MemLocation::TongaDram, UsageType::Tensor).map(|c| c.raw());
+        let host = category_for(MemLocation::HostDram, UsageType::Tensor).map(|c| c.raw());
+        assert_eq!((dev, host), (Some(9), Some(2)));
+        assert_eq!(
+            category_for(MemLocation::TongaDram, UsageType::DmaRingIo).map(|c| c.name()),
+            Some("DMA_RINGS_DEVICE")
+        );
+    }
+
+    #[test]
+    fn raw_and_name_round_trip() {
+        for (i, u) in UsageType::ALL.iter().enumerate() {
+            assert_eq!(u.raw() as usize, i);
+            assert_eq!(UsageType::from_raw(u.raw()), Some(*u));
+            assert_eq!(UsageType::from_name(&u.name().to_lowercase()), Some(*u));
+        }
+        assert_eq!(UsageType::from_raw(22), None);
+    }
+}
