@@ -493,6 +493,15 @@ impl Device {
         self.run_while(limit, |_| false).0
     }
 
+    /// Runs every event up to and including cycle `at`, then moves the
+    /// clock to `at` (time passes even when nothing is pending: a host
+    /// sleeping or polling, driver-facts §4.5).
+    pub fn advance_to(&mut self, at: Cycle) -> RunStop {
+        let r = self.run(Some(at));
+        self.now = self.now.max(at);
+        r
+    }
+
     /// Runs like [`Device::run`], stopping early (after the event at which
     /// it first holds) when `stop` returns true. Returns whether it stopped
     /// for that reason.

@@ -31,8 +31,33 @@ fn base(map: &SocMap, name: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("the SoC map has no region {name}"))
 }
 
-/// The register offsets the firmware uses, from the udma maps.
-fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
+/// The blocks of engine `id` (`eng{id}` in the SoC map): M2S/S2M units,
+/// GEN and the queue-0 blocks with their stride.
+///
+/// # Errors
+///
+/// When the map has no such engine.
+pub fn engine_layout(map: &SocMap, id: u16) -> Result<EngineLayout, String> {
+    let m2s_q0 = base(map, &format!("eng{id}.m2s.q0"))?;
+    let q1 = base(map, &format!("eng{id}.m2s.q1"))?;
+    Ok(EngineLayout {
+        id,
+        m2s_unit: base(map, &format!("eng{id}.m2s"))?,
+        s2m_unit: base(map, &format!("eng{id}.s2m"))?,
+        gen_block: base(map, &format!("eng{id}.gen"))?,
+        m2s_q0,
+        s2m_q0: base(map, &format!("eng{id}.s2m.q0"))?,
+        q_stride: q1 - m2s_q0,
+    })
+}
+
+/// The register offsets the firmware and the driver use, from the udma
+/// maps.
+///
+/// # Errors
+///
+/// When a map lacks a register, or M2S and S2M disagree on one.
+pub fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
     let m = "udma_m2s_q";
     let s = "udma_s2m_q";
     // The firmware addresses both directions with one set of offsets; the
@@ -125,22 +150,9 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
             "q7_local_reg: ADDR_TABLE_HI[i] must sit 4 bytes after ADDR_TABLE_LO[i]".into(),
         );
     }
-    let q0 = |dir: &str, e: u16| base(map, &format!("eng{e}.{dir}.q0"));
-    let mut engines = Vec::with_capacity(16);
-    for k in 0..16u16 {
-        let id = u16::from(tpb) * 16 + k;
-        let m2s_q0 = q0("m2s", id)?;
-        let q1 = base(map, &format!("eng{id}.m2s.q1"))?;
-        engines.push(EngineLayout {
-            id,
-            m2s_unit: base(map, &format!("eng{id}.m2s"))?,
-            s2m_unit: base(map, &format!("eng{id}.s2m"))?,
-            gen_block: base(map, &format!("eng{id}.gen"))?,
-            m2s_q0,
-            s2m_q0: q0("s2m", id)?,
-            q_stride: q1 - m2s_q0,
-        });
-    }
+    let engines = (0..16u16)
+        .map(|k| engine_layout(map, u16::from(tpb) * 16 + k))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(CoreLayout {
         tpb,
         reg0: local + reg0,

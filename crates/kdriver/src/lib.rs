@@ -1,0 +1,414 @@
+//! The Neuron kernel driver model (DESIGN §3, L4): the ioctl handlers of
+//! driver-facts §1.6 behind [`ioctl_bus::Driver`], memory pools and handles
+//! (§5, [`mem`]), and the H2T copy path (§4, [`h2t`]) running as real DMA
+//! on the simulated device's engines 128–131.
+//!
+//! Simulated time advances only in the device: a copy's ioctl returns when
+//! the driver's polling loop (in simulated microseconds) sees the batch's
+//! completion marker, or times out by the driver's own arithmetic.
+
+pub mod h2t;
+mod ioctl;
+pub mod mem;
+pub mod pool;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ioctl_abi::Errno;
+use serde::Serialize;
+use soc::Device;
+
+use crate::h2t::{Barrier, Ctx, H2T_ENGINES, H2tRegs, H2tRing, Pair, SYNC_THRESHOLD_PAIRS};
+use crate::mem::MemManager;
+
+/// Driver configuration (module parameters and simulator switches).
+#[derive(Clone, Debug)]
+pub struct KdriverConfig {
+    /// The calling process is attached (the attach gate of §1.6 passes).
+    pub attached: bool,
+    /// The driver supports aligned MEM_ALLOC_V2* requests. An older driver
+    /// (false) refuses a non-zero `align` with EINVAL, which drives the
+    /// runtime's over-allocate fallback (seed 000 §2).
+    pub aligned_alloc: bool,
+    /// Multiplies the completion-poll budget (QEMU ×1e4, emulator ×1e5).
+    pub timeout_multiplier: u64,
+    /// Fault injection: H2T batches with these sequence numbers (0-based,
+    /// counting every batch the driver starts) are built but never rung,
+    /// so their wait times out.
+    pub drop_batches: BTreeSet<u64>,
+    /// The calling process's pid (ownership, extended info).
+    pub pid: u64,
+}
+
+impl Default for KdriverConfig {
+    fn default() -> Self {
+        Self {
+            attached: true,
+            aligned_alloc: true,
+            timeout_multiplier: 1,
+            drop_batches: BTreeSet::new(),
+            pid: 1000,
+        }
+    }
+}
+
+/// Something the driver did, in order, with the device cycle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DriverEvent {
+    /// Device cycle.
+    pub cycle: u64,
+    /// What.
+    pub kind: DriverEventKind,
+}
+
+/// Kinds of [`DriverEvent`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DriverEventKind {
+    /// An ioctl finished: its name and result (`ret` or errno name).
+    Ioctl {
+        /// Driver name of the number, or the number in hex.
+        name: String,
+        /// `"0"`, another return value, or an errno name.
+        result: String,
+    },
+    /// An H2T batch completed (or timed out).
+    H2tBatch {
+        /// NeuronCore whose ring ran it.
+        nc: u32,
+        /// Engine.
+        engine: u16,
+        /// Queue.
+        queue: u8,
+        /// Context slot.
+        ctx: Ctx,
+        /// Descriptors per ring (data pairs + completion).
+        descs: u64,
+        /// Data bytes.
+        bytes: u64,
+        /// Cycle the wait started.
+        start_cycle: u64,
+        /// Cycle the marker was seen (or the deadline on timeout).
+        end_cycle: u64,
+        /// Whether the marker was seen.
+        completed: bool,
+    },
+    /// A driver log line.
+    Log {
+        /// The text.
+        line: String,
+    },
+}
+
+/// Counters a run reports.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DriverStats {
+    /// ioctls by driver name.
+    pub ioctls: BTreeMap<String, u64>,
+    /// Failed ioctls by errno name.
+    pub errors: BTreeMap<String, u64>,
+    /// H2T batches started.
+    pub h2t_batches: u64,
+    /// H2T data descriptors (pairs).
+    pub h2t_data_descs: u64,
+    /// H2T data bytes.
+    pub h2t_bytes: u64,
+    /// Copy timeouts.
+    pub timeouts: u64,
+}
+
+/// A runtime-owned queue initialised by DMA_QUEUE_INIT.
+#[derive(Clone, Copy, Debug)]
+struct UserQueue {
+    tx_len: u32,
+    rx_len: u32,
+    /// The driver's completion shadow index (DMA_ACK_COMPLETED).
+    tx_acked: u32,
+    rx_acked: u32,
+}
+
+/// The kernel driver of one device.
+#[derive(Debug)]
+pub struct KernelDriver {
+    dev: Device,
+    mem: MemManager,
+    regs: H2tRegs,
+    rings: BTreeMap<u32, H2tRing>,
+    engines_ready: BTreeSet<u16>,
+    user_queues: BTreeMap<(u32, u32), UserQueue>,
+    cfg: KdriverConfig,
+    events: Vec<DriverEvent>,
+    stats: DriverStats,
+    batches_started: u64,
+    cycles_per_us: f64,
+}
+
+/// Engines per device (`eng_id` < 132, §1.6).
+pub const ENGINES: u32 = 132;
+/// Queues per engine.
+pub const QUEUES: u32 = 16;
+
+impl KernelDriver {
+    /// The driver bound to `dev`, with pools over the map's HBM channels.
+    ///
+    /// # Errors
+    ///
+    /// When the map or the CSR maps lack what the driver needs.
+    pub fn new(dev: Device, cfg: KdriverConfig) -> Result<Self, String> {
+        let map = dev.map();
+        let mut hbm = Vec::new();
+        for i in 0..mem::CHANNELS {
+            let id = map
+                .by_name(&format!("hbm{i}"))
+                .ok_or_else(|| format!("the SoC map has no region hbm{i}"))?;
+            let r = map.region(id);
+            hbm.push((r.base, r.size_bytes));
+        }
+        let catalog = dev.catalog();
+        let q = soc::firmware::queue_regs(catalog)?;
+        let find = |block: &str, reg: &str| {
+            catalog
+                .block(block)
+                .and_then(|m| m.find(reg, None))
+                .ok_or_else(|| format!("csr-maps/{block}.json has no register {reg}"))
+        };
+        let regs = H2tRegs {
+            q,
+            m2s_rlimit_mask: find("udma_m2s_q", "RLIMIT_MASK")?,
+            m2s_sw_ctrl: find("udma_m2s_q", "Q_SW_CTRL")?,
+            s2m_sw_ctrl: find("udma_s2m_q", "Q_SW_CTRL")?,
+        };
+        let cycles_per_us = dev.timing().clock_ghz * 1000.0;
+        Ok(Self {
+            dev,
+            mem: MemManager::new(&hbm),
+            regs,
+            rings: BTreeMap::new(),
+            engines_ready: BTreeSet::new(),
+            user_queues: BTreeMap::new(),
+            cfg,
+            events: Vec::new(),
+            stats: DriverStats::default(),
+            batches_started: 0,
+            cycles_per_us,
+        })
+    }
+
+    /// The driver over a default Trn2 device.
+    ///
+    /// # Errors
+    ///
+    /// As [`KernelDriver::new`].
+    pub fn trn2(cfg: KdriverConfig) -> Result<Self, String> {
+        let dev = Device::trn2().map_err(|e| e.to_string())?;
+        Self::new(dev, cfg)
+    }
+
+    /// The device.
+    #[must_use]
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    /// The device, mutable (trace directives that act on hardware).
+    pub fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
+    }
+
+    /// Gives the device back.
+    #[must_use]
+    pub fn into_device(self) -> Device {
+        self.dev
+    }
+
+    /// Memory pools, chunks and accounting.
+    #[must_use]
+    pub fn memory(&self) -> &MemManager {
+        &self.mem
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &KdriverConfig {
+        &self.cfg
+    }
+
+    /// Events so far.
+    #[must_use]
+    pub fn events(&self) -> &[DriverEvent] {
+        &self.events
+    }
+
+    /// Takes the events recorded so far.
+    pub fn take_events(&mut self) -> Vec<DriverEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> &DriverStats {
+        &self.stats
+    }
+
+    fn event(&mut self, kind: DriverEventKind) {
+        self.events.push(DriverEvent {
+            cycle: self.dev.now().0,
+            kind,
+        });
+    }
+
+    fn log(&mut self, line: impl Into<String>) {
+        self.event(DriverEventKind::Log { line: line.into() });
+    }
+
+    /// Moves the pool manager's log lines into the event stream.
+    fn drain_mem_log(&mut self) {
+        for line in std::mem::take(&mut self.mem.log) {
+            self.log(line);
+        }
+    }
+
+    /// The H2T ring of `nc`, created (and its engine initialised, by the
+    /// even NC of the pair) on first use (§4.1–4.2).
+    fn ring(&mut self, nc: u32) -> Result<&mut H2tRing, Errno> {
+        if nc as usize >= mem::NCS {
+            return Err(Errno::EINVAL);
+        }
+        if !self.rings.contains_key(&nc) {
+            let id = H2T_ENGINES[(nc / 2) as usize];
+            let e = soc::firmware::engine_layout(self.dev.map(), id).map_err(|_| Errno::ENODEV)?;
+            if self.engines_ready.insert(id) {
+                h2t::init_engine(&mut self.dev, &self.regs, &e)?;
+            }
+            let r = H2tRing::create(&mut self.dev, &mut self.mem, &self.regs, e, nc)?;
+            self.rings.insert(nc, r);
+        }
+        self.rings.get_mut(&nc).ok_or(Errno::EINVAL)
+    }
+
+    /// Starts one batch on `nc`'s ring, context `c`.
+    fn start(&mut self, nc: u32, c: Ctx, pairs: &[Pair], barrier: Barrier) -> Result<(), Errno> {
+        let seq = self.batches_started;
+        self.batches_started += 1;
+        let drop = self.cfg.drop_batches.contains(&seq);
+        let regs = self.regs;
+        self.ring(nc)?;
+        let ring = self.rings.get_mut(&nc).ok_or(Errno::EINVAL)?;
+        // A dropped batch is built but never rung: its wait times out.
+        ring.start_batch(&mut self.dev, &regs, c, pairs, barrier, !drop)?;
+        self.stats.h2t_batches += 1;
+        self.stats.h2t_data_descs += pairs.len() as u64;
+        self.stats.h2t_bytes += pairs.iter().map(|p| u64::from(p.len)).sum::<u64>();
+        Ok(())
+    }
+
+    /// Waits for context `c` of `nc`'s ring and records the batch.
+    fn wait(&mut self, nc: u32, c: Ctx, is_async: bool, bytes: u64) -> Result<(), Errno> {
+        let (cpu, mult) = (self.cycles_per_us, self.cfg.timeout_multiplier);
+        let Some(ring) = self.rings.get_mut(&nc) else {
+            return Err(Errno::EINVAL);
+        };
+        let (engine, queue) = (ring.engine.id, ring.queue);
+        let descs = ring.pending_descs(c);
+        let start = self.dev.now().0;
+        let r = ring.wait(&mut self.dev, c, is_async, cpu, mult);
+        let completed = r.is_ok();
+        if !completed {
+            self.stats.timeouts += 1;
+        }
+        self.event(DriverEventKind::H2tBatch {
+            nc,
+            engine,
+            queue,
+            ctx: c,
+            descs,
+            bytes,
+            start_cycle: start,
+            end_cycle: self.dev.now().0,
+            completed,
+        });
+        if !completed {
+            self.log("DMA completion timeout");
+        }
+        r.map(|_| ())
+    }
+
+    /// A synchronous copy of `size` bytes (`ndma_memcpy_offset_move`,
+    /// §4.3): batches of at most 2031 pairs on the SYNC context, each
+    /// waited for before the next is built.
+    ///
+    /// # Errors
+    ///
+    /// `ETIMEDOUT`, `EBUSY`, `EIO` from the H2T path.
+    pub fn memcpy_sync(
+        &mut self,
+        nc: u32,
+        src: u64,
+        dst: u64,
+        size: u64,
+        smove: bool,
+        dmove: bool,
+    ) -> Result<(), Errno> {
+        let pairs = h2t::split_pairs(src, dst, size, smove, dmove);
+        for batch in pairs.chunks(SYNC_THRESHOLD_PAIRS) {
+            self.start(nc, Ctx::Sync, batch, Barrier::WriteBarrier)?;
+            let bytes = batch.iter().map(|p| u64::from(p.len)).sum();
+            self.wait(nc, Ctx::Sync, false, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the device until nothing is pending or `limit` cycles pass
+    /// (the host letting time go by; not an ioctl).
+    pub fn run_device(&mut self, limit: Option<sim_core::Cycle>) -> soc::device::RunStop {
+        self.dev.run(limit)
+    }
+}
+
+impl ioctl_bus::Driver for KernelDriver {
+    fn ioctl(
+        &mut self,
+        request: u32,
+        arg: &mut [u8],
+        user: &mut dyn ioctl_bus::UserMemory,
+    ) -> Result<i64, Errno> {
+        let name = ioctl_abi::lookup(request)
+            .map_or_else(|_| format!("{request:#010x}"), |d| d.name.to_string());
+        *self.stats.ioctls.entry(name.clone()).or_default() += 1;
+        let r = self.dispatch(request, arg, user);
+        self.drain_mem_log();
+        let result = match &r {
+            Ok(v) => v.to_string(),
+            Err(e) => {
+                *self.stats.errors.entry(e.name().to_string()).or_default() += 1;
+                e.name().to_string()
+            }
+        };
+        self.event(DriverEventKind::Ioctl { name, result });
+        r
+    }
+
+    fn mmap_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        self.mmap_check(offset, buf.len() as u64)?;
+        self.dev.read_bytes(offset, buf).map_err(|_| Errno::EFAULT)
+    }
+
+    fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
+        self.mmap_check(offset, bytes.len() as u64)?;
+        self.dev
+            .write_bytes(offset, bytes)
+            .map_err(|_| Errno::EFAULT)
+    }
+}
+
+impl KernelDriver {
+    /// An mmapped access must lie inside one chunk (driver-facts §1.7: the
+    /// mmap offset is the chunk's pa; host chunks keep the host bit).
+    fn mmap_check(&self, offset: u64, len: u64) -> Result<(), Errno> {
+        let c = self.mem.chunk_at(offset).ok_or(Errno::EFAULT)?;
+        if offset + len > c.pa + c.size_bytes {
+            return Err(Errno::EFAULT);
+        }
+        Ok(())
+    }
+}
