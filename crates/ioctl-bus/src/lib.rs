@@ -11,8 +11,47 @@
 //! Simulated time advances only inside the driver's device; nothing here
 //! reads a clock except the threaded transport's host-side watchdog, which
 //! turns a device that never answers into [`BusError::Hung`].
+//!
+//! * [`InProcess`] — the host calls the driver on its own thread.
+//! * [`Threaded`] — the driver runs on a device thread; calls, user-memory
+//!   accesses and mmap loads/stores cross crossbeam channels (the only
+//!   threads the simulator spawns).
+//! * [`Recorder`] — wraps any transport and logs every call with the user
+//!   memory it touched ([`Recording`], JSON lines); [`replay`] re-issues a
+//!   recording against a fresh driver and checks every byte.
+//! * [`Counting`] / [`IoctlStats`] — ioctl counts by name.
+//! * [`UserSpace`] — a simulated process address space.
+//!
+//! ```
+//! use ioctl_bus::{Driver, InProcess, Threaded, Transport, UserMemory, UserSpace};
+//! use ioctl_abi::Errno;
+//!
+//! /// Echoes the request number; reads one user byte named by the argument.
+//! #[derive(Default)]
+//! struct Echo;
+//! impl Driver for Echo {
+//!     fn ioctl(&mut self, req: u32, arg: &mut [u8], user: &mut dyn UserMemory) -> Result<i64, Errno> {
+//!         let addr = u64::from_le_bytes(arg[..8].try_into().map_err(|_| Errno::EINVAL)?);
+//!         let mut b = [0u8; 1];
+//!         user.copy_from_user(addr, &mut b)?;
+//!         arg[0] = b[0];
+//!         Ok(i64::from(req))
+//!     }
+//!     fn mmap_read(&mut self, _: u64, _: &mut [u8]) -> Result<(), Errno> { Err(Errno::EFAULT) }
+//!     fn mmap_write(&mut self, _: u64, _: &[u8]) -> Result<(), Errno> { Err(Errno::EFAULT) }
+//! }
+//!
+//! let mut user = UserSpace::new();
+//! let buf = user.alloc_with(&[42]);
+//! for mut t in [Box::new(InProcess::new(Echo)) as Box<dyn Transport>, Box::new(Threaded::spawn(|| Echo))] {
+//!     let mut arg = buf.to_le_bytes();
+//!     assert_eq!(t.ioctl(7, &mut arg, &mut user), Ok(7));
+//!     assert_eq!(arg[0], 42);
+//! }
+//! ```
 
 use ioctl_abi::Errno;
+use serde::{Deserialize, Serialize};
 
 /// The calling process's memory as the driver sees it.
 pub trait UserMemory {
@@ -66,7 +105,8 @@ pub trait Driver {
 }
 
 /// A failure of the boundary itself, not of the call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BusError {
     /// The device side panicked while handling a call; the message.
     DevicePanic(String),
@@ -155,8 +195,63 @@ pub trait Transport {
     fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), IoctlError>;
 }
 
+impl<T: Transport + ?Sized> Transport for &mut T {
+    fn ioctl(
+        &mut self,
+        request: u32,
+        arg: &mut [u8],
+        user: &mut dyn UserMemory,
+    ) -> Result<i64, IoctlError> {
+        (**self).ioctl(request, arg, user)
+    }
+
+    fn mmap_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoctlError> {
+        (**self).mmap_read(offset, buf)
+    }
+
+    fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), IoctlError> {
+        (**self).mmap_write(offset, bytes)
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn ioctl(
+        &mut self,
+        request: u32,
+        arg: &mut [u8],
+        user: &mut dyn UserMemory,
+    ) -> Result<i64, IoctlError> {
+        (**self).ioctl(request, arg, user)
+    }
+
+    fn mmap_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoctlError> {
+        (**self).mmap_read(offset, buf)
+    }
+
+    fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), IoctlError> {
+        (**self).mmap_write(offset, bytes)
+    }
+}
+
+/// The message of a caught panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
 mod inproc;
+mod record;
+mod stats;
+mod thread;
 mod user;
 
 pub use inproc::InProcess;
+pub use record::{Call, Outcome, Record, Recorder, Recording, ReplayReport, UserAccess, replay};
+pub use stats::{Counting, IoctlStats, ioctl_name};
+pub use thread::{DEFAULT_WATCHDOG, DevicePort, Threaded};
 pub use user::{USER_BASE, USER_PAGE_BYTES, UserSpace};
