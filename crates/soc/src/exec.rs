@@ -513,6 +513,11 @@ pub enum Linked {
     },
     /// `run`.
     Run,
+    /// A host operation (v3).
+    Host,
+    /// A statement naming `@tensor` addresses: linked when it runs, once
+    /// the host has allocated the tensors.
+    Deferred,
 }
 
 impl Linked {
@@ -520,8 +525,65 @@ impl Linked {
         match self {
             Linked::Addr(r) => r.addr,
             Linked::Desc { queue, .. } | Linked::Doorbell(queue) => queue.base,
-            Linked::Run | Linked::Inst { .. } => 0,
+            Linked::Run | Linked::Inst { .. } | Linked::Host | Linked::Deferred => 0,
         }
+    }
+}
+
+/// What a host operation (v3) did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostOutcome {
+    /// Done; the text for the run output.
+    Done(String),
+    /// A check: its text and whether it held.
+    Checked {
+        /// What was checked.
+        text: String,
+        /// Whether it held.
+        held: bool,
+    },
+}
+
+/// The host runtime behind the v3 statements: the runtime's allocator and
+/// the kernel driver, which owns the device. Implemented above the device
+/// layers (DESIGN §3); [`run_linked`] on a bare device has none.
+pub trait HostRuntime {
+    /// The device.
+    fn device(&mut self) -> &mut Device;
+    /// The device address of tensor `name` (its pa plus align offset), if
+    /// allocated.
+    fn tensor_addr(&self, name: &str) -> Option<u64>;
+    /// Runs one host operation.
+    ///
+    /// # Errors
+    ///
+    /// A message for the run output (the run goes on).
+    fn host_op(
+        &mut self,
+        op: &trace_format::HostOp,
+        files: &mut dyn TraceFiles,
+    ) -> Result<HostOutcome, String>;
+}
+
+/// A bare device: host operations are errors.
+struct DeviceOnly<'a>(&'a mut Device);
+
+impl HostRuntime for DeviceOnly<'_> {
+    fn device(&mut self) -> &mut Device {
+        self.0
+    }
+    fn tensor_addr(&self, _name: &str) -> Option<u64> {
+        None
+    }
+    fn host_op(
+        &mut self,
+        op: &trace_format::HostOp,
+        _files: &mut dyn TraceFiles,
+    ) -> Result<HostOutcome, String> {
+        Err(format!(
+            "`{}` is a host operation (trace language v3): it needs the host runtime, which `neuron-sim run` provides",
+            op.directive()
+        ))
     }
 }
 
@@ -572,7 +634,11 @@ fn resolve_queue(device: &Device, q: &QueueRef) -> Result<QueueTarget, ResolveEr
 }
 
 fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, ResolveError> {
+    if kind.addrs().iter().any(|a| a.tensor().is_some()) {
+        return Ok(Linked::Deferred);
+    }
     match kind {
+        StatementKind::Host { .. } => Ok(Linked::Host),
         StatementKind::Desc { queue, fields } => {
             let queue = resolve_queue(device, queue)?;
             let addr = match &fields.addr {
@@ -764,9 +830,39 @@ impl Executor {
 /// Default `wait` timeout in cycles (docs/trace-format.md).
 pub const DEFAULT_WAIT_TIMEOUT_CYCLES: u64 = 10_000_000;
 
-/// Runs a linked trace.
+/// Runs a linked trace on a bare device (host operations are errors).
 pub fn run_linked(
     device: &mut Device,
+    trace: &Trace,
+    linked: &[Linked],
+    file: &str,
+    files: &mut dyn TraceFiles,
+    hooks: &mut dyn ExecHooks,
+) -> RunReport {
+    run_linked_host(&mut DeviceOnly(device), trace, linked, file, files, hooks)
+}
+
+/// Substitutes the `@tensor` bases of a statement by the tensors'
+/// addresses.
+fn bind_tensors(host: &dyn HostRuntime, s: &Statement) -> Result<Statement, StepError> {
+    let mut s = s.clone();
+    for a in s.kind.addrs_mut() {
+        if let Some(name) = a.tensor().map(str::to_string) {
+            let addr = host.tensor_addr(&name).ok_or_else(|| {
+                (
+                    Some(a.span),
+                    format!("tensor @{name} is not allocated (alloc {name} … first)"),
+                )
+            })?;
+            a.base = trace_format::AddrBase::Literal(addr);
+        }
+    }
+    Ok(s)
+}
+
+/// Runs a linked trace with a host runtime (trace language v3).
+pub fn run_linked_host(
+    host: &mut dyn HostRuntime,
     trace: &Trace,
     linked: &[Linked],
     file: &str,
@@ -778,12 +874,12 @@ pub fn run_linked(
         statements: 0,
         expectations_passed: 0,
         expectations_failed: 0,
-        summary: Summary::of(device),
+        summary: Summary::of(host.device()),
         steps: Vec::new(),
         failures: Vec::new(),
         errors: Vec::new(),
     };
-    if let Err(e) = device.boot_firmware() {
+    if let Err(e) = host.device().boot_firmware() {
         report.errors.push(located(
             file,
             Span::new(1, 1, 0),
@@ -791,11 +887,33 @@ pub fn run_linked(
         ));
     }
     let mut exec = Executor::default();
-    for (i, (s, r)) in trace.statements.iter().zip(linked).enumerate() {
-        if hooks.before(i, s, r, device, &exec) == Control::Quit {
+    for (i, (s0, r0)) in trace.statements.iter().zip(linked).enumerate() {
+        // Deferred statements are bound and linked now.
+        let bound = match r0 {
+            Linked::Deferred => bind_tensors(&*host, s0).and_then(|b| {
+                let l = link_one(host.device(), &b.kind).map_err(|e| (Some(e.span), e.message))?;
+                Ok((b, l))
+            }),
+            _ => Ok((s0.clone(), r0.clone())),
+        };
+        let (s, r) = match &bound {
+            Ok((s, r)) => (s, r),
+            Err(_) => (s0, r0),
+        };
+        if hooks.before(i, s, r, host.device(), &exec) == Control::Quit {
             break;
         }
-        let (status, text) = match step(device, &mut exec, s, r, files, hooks) {
+        let result = match (&bound, &s.kind) {
+            (Err(e), _) => Err(e.clone()),
+            (Ok(_), StatementKind::Host { op }) => match host.host_op(op, files) {
+                Ok(HostOutcome::Done(t)) => Ok(Outcome::Done(t)),
+                Ok(HostOutcome::Checked { text, held }) => Ok(Outcome::Expectation { text, held }),
+                Err(m) => Err((None, m)),
+            },
+            (Ok(_), _) => step(host.device(), &mut exec, s, r, files, hooks),
+        };
+        let device = host.device();
+        let (status, text) = match result {
             Ok(Outcome::Done(text)) => (Status::Ok, text),
             Ok(Outcome::Expectation { text, held: true }) => {
                 report.expectations_passed += 1;
@@ -828,7 +946,7 @@ pub fn run_linked(
             break;
         }
     }
-    report.summary = Summary::of(device);
+    report.summary = Summary::of(host.device());
     report
 }
 

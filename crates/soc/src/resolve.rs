@@ -30,6 +30,14 @@ pub fn resolve(device: &Device, expr: &AddrExpr) -> Result<Resolved, ResolveErro
     let (base, register) = match &expr.base {
         AddrBase::Literal(a) => (*a, None),
         AddrBase::Path(parts) => resolve_path(device, parts, expr.span)?,
+        AddrBase::Tensor(name) => {
+            return Err(err(
+                expr.span,
+                format!(
+                    "@{name} names a host tensor: it resolves only when the statement runs with the host runtime"
+                ),
+            ));
+        }
     };
     let addr = expr.apply_offsets(base).ok_or_else(|| ResolveError {
         span: expr.span,

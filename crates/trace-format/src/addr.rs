@@ -40,6 +40,9 @@ pub enum AddrBase {
     Literal(u64),
     /// A symbolic path, e.g. `tpb0.sbuf[p5]` — one or more components.
     Path(Vec<PathComponent>),
+    /// `@NAME`: the device address of a tensor the host allocated with
+    /// `alloc NAME …` (v3; resolved when the statement runs).
+    Tensor(String),
 }
 
 /// One dot-separated component of a symbolic path: `eng0`, `sbuf[p5]`, `inc[3]`.
@@ -99,15 +102,23 @@ impl AddrExpr {
     pub fn literal(&self) -> Option<u64> {
         match self.base {
             AddrBase::Literal(v) => Some(v),
-            AddrBase::Path(_) => None,
+            AddrBase::Path(_) | AddrBase::Tensor(_) => None,
         }
     }
 
     /// The path components, if the base is symbolic.
     pub fn path(&self) -> Option<&[PathComponent]> {
         match &self.base {
-            AddrBase::Literal(_) => None,
+            AddrBase::Literal(_) | AddrBase::Tensor(_) => None,
             AddrBase::Path(p) => Some(p),
+        }
+    }
+
+    /// The tensor name, if the base is `@NAME`.
+    pub fn tensor(&self) -> Option<&str> {
+        match &self.base {
+            AddrBase::Tensor(n) => Some(n),
+            _ => None,
         }
     }
 
@@ -130,6 +141,7 @@ impl AddrExpr {
     pub fn base_text(&self) -> String {
         match &self.base {
             AddrBase::Literal(v) => format!("{v:#x}"),
+            AddrBase::Tensor(n) => format!("@{n}"),
             AddrBase::Path(p) => {
                 let mut s = String::new();
                 for (i, c) in p.iter().enumerate() {
@@ -426,11 +438,22 @@ pub(crate) fn parse_addr_at(text: &str, origin: Span) -> Result<AddrExpr, Diag> 
             }
             AddrBase::Path(comps)
         }
+        Some('@') => {
+            cur.pos += 1;
+            let (s, name) = cur.take_alnum();
+            if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                return Err(Diag::new(
+                    cur.span(s.saturating_sub(1), cur.pos.max(s)),
+                    "expected a tensor name after '@' (like @weights)",
+                ));
+            }
+            AddrBase::Tensor(name)
+        }
         Some(_) => {
             return Err(Diag::new(
                 cur.here(),
                 format!(
-                    "expected an address (a number or a name like hbm0), found {}",
+                    "expected an address (a number, a name like hbm0, or @tensor), found {}",
                     cur.found()
                 ),
             ));
@@ -498,7 +521,7 @@ pub(crate) fn parse_queue_at(
     let expr = parse_addr_at(text, origin)?;
     let mut path = match expr.base {
         AddrBase::Path(p) => p,
-        AddrBase::Literal(_) => {
+        AddrBase::Literal(_) | AddrBase::Tensor(_) => {
             return Err(Diag::new(
                 expr.span,
                 format!(
@@ -642,6 +665,11 @@ mod tests {
         assert_eq!(p("hbm1+0x1000-0x10").apply_offsets(0), Some(0xff0));
         assert_eq!(p("hbm1-0x10").apply_offsets(0), None);
         assert_eq!(p("  hbm0 ").span, Span::new(1, 3, 4));
+        // v3: a tensor base, with offsets.
+        let t = p("@w_1+0x40");
+        assert_eq!(t.tensor(), Some("w_1"));
+        assert_eq!(t.to_string(), "@w_1+0x40");
+        assert_eq!(t.apply_offsets(0x1000), Some(0x1040));
     }
 
     #[test]
@@ -649,7 +677,15 @@ mod tests {
         assert_eq!(e(""), "t:1:1: expected an address, found nothing");
         assert_eq!(
             e("+5"),
-            "t:1:1: expected an address (a number or a name like hbm0), found '+'"
+            "t:1:1: expected an address (a number, a name like hbm0, or @tensor), found '+'"
+        );
+        assert_eq!(
+            e("@"),
+            "t:1:1: expected a tensor name after '@' (like @weights)"
+        );
+        assert_eq!(
+            e("@9x"),
+            "t:1:1: expected a tensor name after '@' (like @weights)"
         );
         assert_eq!(e("hbm0."), "t:1:6: expected a name, found end of address");
         assert_eq!(e("hbm0.5x"), "t:1:6: expected a name, found '5x'");

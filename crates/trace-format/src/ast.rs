@@ -167,6 +167,12 @@ pub enum StatementKind {
         /// Lines, 1..=31.
         lines: u32,
     },
+    /// A host operation (v3): the runtime's allocator and copies through
+    /// the ioctl bus.
+    Host {
+        /// The operation.
+        op: crate::host::HostOp,
+    },
     /// `wait ADDR (== | != | >=) VALUE [mask=M] [timeout=N]` — run until a
     /// 32-bit read satisfies the comparison (v2).
     Wait {
@@ -255,6 +261,7 @@ impl StatementKind {
             StatementKind::MemcpyMethod { .. } => "memcpy_method",
             StatementKind::IcacheInit { .. } => "icache_init",
             StatementKind::IcacheFill { .. } => "icache_fill",
+            StatementKind::Host { op } => op.directive(),
         }
     }
 
@@ -277,6 +284,7 @@ impl StatementKind {
             | StatementKind::Inst { .. }
             | StatementKind::MemcpyMethod { .. }
             | StatementKind::IcacheInit { .. }
+            | StatementKind::Host { .. }
             | StatementKind::Run { .. } => None,
         }
     }
@@ -298,7 +306,26 @@ impl StatementKind {
             | StatementKind::Inst { .. }
             | StatementKind::MemcpyMethod { .. }
             | StatementKind::IcacheInit { .. }
+            | StatementKind::Host { .. }
             | StatementKind::Run { .. } => None,
+        }
+    }
+
+    /// Every address expression of the statement, mutable (to substitute
+    /// `@tensor` bases when the statement runs).
+    pub fn addrs_mut(&mut self) -> Vec<&mut AddrExpr> {
+        match self {
+            StatementKind::Desc { fields, .. } => {
+                let mut v: Vec<&mut AddrExpr> = Vec::new();
+                if let Some(a) = fields.addr.as_mut() {
+                    v.push(&mut a.addr);
+                }
+                if let Some(b) = fields.buf2.as_mut() {
+                    v.push(b);
+                }
+                v
+            }
+            other => other.try_addr_mut().into_iter().collect(),
         }
     }
 
@@ -409,6 +436,14 @@ fn ser_hex<S: Serializer, B: AsRef<[u8]>>(bytes: &B, s: S) -> Result<S::Ok, S::E
     s.serialize_str(&to_hex(bytes.as_ref()))
 }
 
+/// [`ser_hex`] for the other modules of the crate.
+pub(crate) fn ser_hex_pub<S: Serializer, B: AsRef<[u8]>>(
+    bytes: &B,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    ser_hex(bytes, s)
+}
+
 impl Trace {
     /// Sets every span to `Span::default()` (to compare traces by structure).
     pub fn clear_spans(&mut self) {
@@ -477,6 +512,7 @@ impl fmt::Display for StatementKind {
             write!(f, " {addr}")?;
         }
         match self {
+            StatementKind::Host { op } => op.fmt_args(f),
             StatementKind::Write32 { value, .. } => write!(f, " {value:#010x}"),
             StatementKind::Read32 { expect, mask, .. } => {
                 if let Some(v) = expect {

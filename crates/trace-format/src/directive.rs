@@ -16,6 +16,7 @@ use crate::ast::{
 };
 use crate::desc::{AddrRole, CceOp, CmeOp, DescAddr, DescFields, DescFlag, DescFlags, Dtype};
 use crate::error::{Diag, quote};
+use crate::host::{HostCheck, HostData, HostOp};
 use crate::lex::{RawArg, RawLine, Word, is_identifier};
 use crate::number::{
     Float, FloatError, HexError, NumError, parse_float, parse_hex_bytes, parse_u64,
@@ -55,6 +56,10 @@ pub enum ValueKind {
     Float,
     /// Exactly this many bytes of hex digits, in memory order.
     HexExact(usize),
+    /// An identifier (a tensor or allocator name).
+    Name,
+    /// A comma-separated list of identifiers (`a,b,c`).
+    Names,
     /// A queue path (`eng0.m2s.q0`); with `slot`, also `eng0.m2s.q0[5]`.
     Queue {
         /// Whether a ring slot index is allowed.
@@ -77,6 +82,8 @@ impl ValueKind {
             ValueKind::Int { min, max } => format!("a number in {min}..={}", show_max(max)),
             ValueKind::Float => "a decimal number (like 0.5, 2 or -1.25e-3)".into(),
             ValueKind::HexExact(n) => format!("{} hex digits", n * 2),
+            ValueKind::Name => "a name (letters, digits, '_')".into(),
+            ValueKind::Names => "names separated by commas (like a,b,c)".into(),
             ValueKind::Queue { slot: false } => "a queue (like eng0.m2s.q0)".into(),
             ValueKind::Queue { slot: true } => {
                 "a queue (like eng0.m2s.q0 or eng0.m2s.q0[5])".into()
@@ -167,6 +174,28 @@ const CORES: &[&str] = &[
     "tpb0", "tpb1", "tpb2", "tpb3", "tpb4", "tpb5", "tpb6", "tpb7",
 ];
 const PATTERNS: &[&str] = &["incr8", "incr32"];
+const ON_OFF: &[&str] = &["on", "off"];
+/// The data keys of `copyin`.
+const HOST_DATA_KEYS: &[Param] = &[
+    opt("byte", ValueKind::U8),
+    opt("pattern", ValueKind::Choice(PATTERNS)),
+    opt("seed", ValueKind::U64),
+    opt("file", ValueKind::Path),
+    opt("file_offset", ValueKind::U64),
+    opt("offset", ValueKind::U64),
+    opt("len", ValueKind::Len),
+];
+/// The keys of `copyout`: the data keys and `sha256`.
+const COPYOUT_KEYS: &[Param] = &[
+    opt("byte", ValueKind::U8),
+    opt("pattern", ValueKind::Choice(PATTERNS)),
+    opt("seed", ValueKind::U64),
+    opt("file", ValueKind::Path),
+    opt("file_offset", ValueKind::U64),
+    opt("offset", ValueKind::U64),
+    opt("len", ValueKind::Len),
+    opt("sha256", ValueKind::Sha256),
+];
 
 static DIRECTIVES: &[DirectiveSpec] = &[
     DirectiveSpec {
@@ -391,6 +420,166 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         flags: &[],
         build: build_wait,
     },
+    // v3: the host runtime (dmem) through the ioctl bus.
+    DirectiveSpec {
+        name: "alloc",
+        usage: "alloc NAME size=N [device | host] [channel=C] [nc=N] [usage=U] [align=A] [hint=TEXT] [allocator=A]",
+        positionals: &[req("name", ValueKind::Name)],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            req("size", ValueKind::Len),
+            opt("channel", ValueKind::Int { min: 0, max: 3 }),
+            opt("nc", ValueKind::Int { min: 0, max: 7 }),
+            opt("usage", ValueKind::Choice(crate::host::USAGE_NAMES)),
+            opt("align", ValueKind::U64),
+            opt("hint", ValueKind::Path),
+            opt("allocator", ValueKind::Name),
+        ],
+        flags: &["device", "host"],
+        build: build_alloc,
+    },
+    DirectiveSpec {
+        name: "allocator",
+        usage: "allocator NAME [nc=N]",
+        positionals: &[req("name", ValueKind::Name)],
+        compare: None,
+        compare_ops: &[],
+        keys: &[opt("nc", ValueKind::Int { min: 0, max: 7 })],
+        flags: &[],
+        build: build_allocator,
+    },
+    DirectiveSpec {
+        name: "allocator_destroy",
+        usage: "allocator_destroy NAME",
+        positionals: &[req("name", ValueKind::Name)],
+        compare: None,
+        compare_ops: &[],
+        keys: &[],
+        flags: &[],
+        build: build_allocator_destroy,
+    },
+    DirectiveSpec {
+        name: "scratchpad",
+        usage: "scratchpad NAME size=N [nc=N]",
+        positionals: &[req("name", ValueKind::Name)],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            req("size", ValueKind::Len),
+            opt("nc", ValueKind::Int { min: 0, max: 7 }),
+        ],
+        flags: &[],
+        build: build_scratchpad,
+    },
+    DirectiveSpec {
+        name: "copyin",
+        usage: "copyin NAME (byte=B | pattern=incr8|incr32 [seed=S] | file=PATH [file_offset=N]) [offset=N] [len=N]",
+        positionals: &[req("name", ValueKind::Name)],
+        compare: None,
+        compare_ops: &[],
+        keys: HOST_DATA_KEYS,
+        flags: &[],
+        build: build_copyin,
+    },
+    DirectiveSpec {
+        name: "copyout",
+        usage: "copyout NAME [offset=N] [len=N] [byte=B | pattern=incr8|incr32 [seed=S] | file=PATH [file_offset=N] | sha256=HEX]",
+        positionals: &[req("name", ValueKind::Name)],
+        compare: None,
+        compare_ops: &[],
+        keys: COPYOUT_KEYS,
+        flags: &[],
+        build: build_copyout,
+    },
+    DirectiveSpec {
+        name: "batch_copy",
+        usage: "batch_copy (in | out) tensors=A,B,... len=N (byte=B | pattern=incr8|incr32 [seed=S])",
+        positionals: &[],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            req("tensors", ValueKind::Names),
+            req("len", ValueKind::Len),
+            opt("byte", ValueKind::U8),
+            opt("pattern", ValueKind::Choice(PATTERNS)),
+            opt("seed", ValueKind::U64),
+        ],
+        flags: &["in", "out"],
+        build: build_batch_copy,
+    },
+    DirectiveSpec {
+        name: "free",
+        usage: "free NAME",
+        positionals: &[req("name", ValueKind::Name)],
+        compare: None,
+        compare_ops: &[],
+        keys: &[],
+        flags: &[],
+        build: build_free,
+    },
+    DirectiveSpec {
+        name: "acquire",
+        usage: "acquire NAME",
+        positionals: &[req("name", ValueKind::Name)],
+        compare: None,
+        compare_ops: &[],
+        keys: &[],
+        flags: &[],
+        build: build_acquire,
+    },
+    DirectiveSpec {
+        name: "mem_stats",
+        usage: "mem_stats",
+        positionals: &[],
+        compare: None,
+        compare_ops: &[],
+        keys: &[],
+        flags: &[],
+        build: build_mem_stats,
+    },
+    DirectiveSpec {
+        name: "runtime",
+        usage: "runtime [zerocopy=on|off] [bar4_write_size=N] [dml_log=N] [dml_verbose=on|off] [metrics=on|off]",
+        positionals: &[],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            opt("zerocopy", ValueKind::Choice(ON_OFF)),
+            opt(
+                "bar4_write_size",
+                ValueKind::Int {
+                    min: 0,
+                    max: 0xffff,
+                },
+            ),
+            opt(
+                "dml_log",
+                ValueKind::Int {
+                    min: 0,
+                    max: 1 << 20,
+                },
+            ),
+            opt("dml_verbose", ValueKind::Choice(ON_OFF)),
+            opt("metrics", ValueKind::Choice(ON_OFF)),
+        ],
+        flags: &[],
+        build: build_runtime,
+    },
+    DirectiveSpec {
+        name: "driver",
+        usage: "driver [aligned_alloc=on|off] [attached=on|off] [drop_batch=N]",
+        positionals: &[],
+        compare: None,
+        compare_ops: &[],
+        keys: &[
+            opt("aligned_alloc", ValueKind::Choice(ON_OFF)),
+            opt("attached", ValueKind::Choice(ON_OFF)),
+            opt("drop_batch", ValueKind::U64),
+        ],
+        flags: &[],
+        build: build_driver,
+    },
 ];
 
 /// All directives of the language, in documentation order.
@@ -414,6 +603,8 @@ enum Value {
     Choice(&'static str),
     Float(f64),
     Queue(QueueRef),
+    Name(String),
+    Names(Vec<String>),
 }
 
 /// The checked arguments of one line, handed to a `build` function.
@@ -750,6 +941,27 @@ fn parse_value(kind: ValueKind, word: &Word, what: &str) -> Result<Value, Diag> 
             Ok(Value::Bytes(bytes))
         }
         ValueKind::Queue { slot } => parse_queue_at(text, span, slot, what).map(Value::Queue),
+        ValueKind::Name => {
+            if is_identifier(text) {
+                Ok(Value::Name(text.to_string()))
+            } else {
+                Err(Diag::new(
+                    span,
+                    format!("{what} expects {}, found {}", kind.describe(), quote(text)),
+                ))
+            }
+        }
+        ValueKind::Names => {
+            let names: Vec<String> = text.split(',').map(str::to_string).collect();
+            if names.iter().all(|n| is_identifier(n)) {
+                Ok(Value::Names(names))
+            } else {
+                Err(Diag::new(
+                    span,
+                    format!("{what} expects {}, found {}", kind.describe(), quote(text)),
+                ))
+            }
+        }
         ValueKind::Choice(opts) => match opts.iter().find(|o| **o == text) {
             Some(o) => Ok(Value::Choice(o)),
             None => Err(Diag::new(
@@ -1508,6 +1720,249 @@ fn build_wait(args: &mut Args<'_>) -> Option<StatementKind> {
         value,
         mask,
         timeout,
+    })
+}
+
+// ---- v3 host operations -------------------------------------------------
+
+fn host(op: HostOp) -> Option<StatementKind> {
+    Some(StatementKind::Host { op })
+}
+
+fn name_arg(args: &mut Args<'_>) -> Option<String> {
+    match args.positional(0) {
+        Some(Value::Name(n)) => Some(n),
+        _ => None,
+    }
+}
+
+fn on_off(args: &mut Args<'_>, key: &str) -> Option<bool> {
+    match args.key(key) {
+        Some((Value::Choice(c), _)) => Some(c == "on"),
+        _ => None,
+    }
+}
+
+/// The optional data spec (byte | pattern [seed] | file [file_offset]);
+/// `Err(())` after reporting a conflict.
+fn host_data(args: &mut Args<'_>) -> Result<Option<HostData>, ()> {
+    let byte = args.key_num("byte");
+    let pattern = args.key("pattern");
+    let seed = args.key_num("seed");
+    let file = args.key_path("file");
+    let file_offset = args.key_num("file_offset");
+    let given =
+        usize::from(byte.is_some()) + usize::from(pattern.is_some()) + usize::from(file.is_some());
+    if given > 1 {
+        let span = args.line;
+        args.error(span, "use one of 'byte', 'pattern' and 'file'");
+        return Err(());
+    }
+    if let (Some((_, span)), None) = (&seed, &pattern) {
+        let span = *span;
+        args.error(span, "'seed' is only used with 'pattern'");
+        return Err(());
+    }
+    if let (Some((_, span)), None) = (&file_offset, &file) {
+        let span = *span;
+        args.error(span, "'file_offset' is only used with 'file'");
+        return Err(());
+    }
+    Ok(match (byte, pattern, file) {
+        (Some((b, _)), _, _) => Some(HostData::Byte(u8::try_from(b).map_err(|_| ())?)),
+        (_, Some((Value::Choice(p), _)), _) => Some(HostData::Pattern {
+            kind: if p == "incr32" {
+                FillPattern::Incr32
+            } else {
+                FillPattern::Incr8
+            },
+            seed: seed.map_or(0, |(s, _)| s),
+        }),
+        (_, _, Some(path)) => Some(HostData::File {
+            path,
+            offset: file_offset.map_or(0, |(o, _)| o),
+        }),
+        _ => None,
+    })
+}
+
+fn build_alloc(args: &mut Args<'_>) -> Option<StatementKind> {
+    let name = name_arg(args)?;
+    let (size, _) = args.key_num("size")?;
+    let host_mem = match args.flags.as_slice() {
+        [("host", _)] => true,
+        [_, (_, second), ..] => {
+            let second = *second;
+            args.error(second, "alloc takes one location: device or host");
+            return None;
+        }
+        _ => false,
+    };
+    let channel = args.key_u32("channel").map(|(c, _)| c);
+    let nc = args.key_u32("nc").map_or(0, |(n, _)| n);
+    let usage = match args.key("usage") {
+        Some((Value::Choice(u), _)) => u.to_string(),
+        _ => "tensor".to_string(),
+    };
+    let align = args.key_num("align").map_or(0, |(a, _)| a);
+    let hint = args.key_path("hint").map(|p| p.path);
+    let allocator = match args.key("allocator") {
+        Some((Value::Name(n), _)) => Some(n),
+        _ => None,
+    };
+    host(HostOp::Alloc {
+        name,
+        size,
+        host: host_mem,
+        channel,
+        nc,
+        usage,
+        align,
+        hint,
+        allocator,
+    })
+}
+
+fn build_allocator(args: &mut Args<'_>) -> Option<StatementKind> {
+    let name = name_arg(args)?;
+    let nc = args.key_u32("nc").map_or(0, |(n, _)| n);
+    host(HostOp::Allocator { name, nc })
+}
+
+fn build_allocator_destroy(args: &mut Args<'_>) -> Option<StatementKind> {
+    let name = name_arg(args)?;
+    host(HostOp::AllocatorDestroy { name })
+}
+
+fn build_scratchpad(args: &mut Args<'_>) -> Option<StatementKind> {
+    let name = name_arg(args)?;
+    let (size, _) = args.key_num("size")?;
+    let nc = args.key_u32("nc").map_or(0, |(n, _)| n);
+    host(HostOp::Scratchpad { name, size, nc })
+}
+
+fn build_copyin(args: &mut Args<'_>) -> Option<StatementKind> {
+    let name = name_arg(args)?;
+    let offset = args.key_num("offset").map_or(0, |(o, _)| o);
+    let len = args.key_num("len").map(|(l, _)| l);
+    let Some(data) = host_data(args).ok()? else {
+        let (line, usage) = (args.line, args.usage());
+        args.error(
+            line.after(),
+            format!("copyin needs 'byte', 'pattern' or 'file' ({usage})"),
+        );
+        return None;
+    };
+    host(HostOp::CopyIn {
+        name,
+        data,
+        offset,
+        len,
+    })
+}
+
+fn build_copyout(args: &mut Args<'_>) -> Option<StatementKind> {
+    let name = name_arg(args)?;
+    let offset = args.key_num("offset").map_or(0, |(o, _)| o);
+    let len = args.key_num("len").map(|(l, _)| l);
+    let digest = match args.key("sha256") {
+        Some((Value::Digest(d), span)) => Some((d, span)),
+        _ => None,
+    };
+    let data = host_data(args).ok()?;
+    let check = match (data, digest) {
+        (Some(_), Some((_, span))) => {
+            args.error(span, "'sha256' cannot be used with a data check");
+            return None;
+        }
+        (Some(d), None) => Some(HostCheck::Data(d)),
+        (None, Some((d, _))) => Some(HostCheck::Sha256(d)),
+        (None, None) => None,
+    };
+    host(HostOp::CopyOut {
+        name,
+        offset,
+        len,
+        check,
+    })
+}
+
+fn build_batch_copy(args: &mut Args<'_>) -> Option<StatementKind> {
+    let to_device = match args.flags.as_slice() {
+        [("in", _)] => true,
+        [(_, _)] => false,
+        [] => {
+            let (line, usage) = (args.line, args.usage());
+            args.error(
+                line,
+                format!("batch_copy needs a direction: in or out ({usage})"),
+            );
+            return None;
+        }
+        [_, (_, second), ..] => {
+            let second = *second;
+            args.error(second, "batch_copy takes one direction: in or out");
+            return None;
+        }
+    };
+    let tensors = match args.key("tensors") {
+        Some((Value::Names(n), _)) => n,
+        _ => return None,
+    };
+    let (len, _) = args.key_num("len")?;
+    let Some(data) = host_data(args).ok()? else {
+        let (line, usage) = (args.line, args.usage());
+        args.error(
+            line.after(),
+            format!("batch_copy needs 'byte' or 'pattern' ({usage})"),
+        );
+        return None;
+    };
+    host(HostOp::BatchCopy {
+        to_device,
+        tensors,
+        len,
+        data,
+    })
+}
+
+fn build_free(args: &mut Args<'_>) -> Option<StatementKind> {
+    let name = name_arg(args)?;
+    host(HostOp::Free { name })
+}
+
+fn build_acquire(args: &mut Args<'_>) -> Option<StatementKind> {
+    let name = name_arg(args)?;
+    host(HostOp::Acquire { name })
+}
+
+fn build_mem_stats(_args: &mut Args<'_>) -> Option<StatementKind> {
+    host(HostOp::MemStats)
+}
+
+fn build_runtime(args: &mut Args<'_>) -> Option<StatementKind> {
+    let zerocopy = on_off(args, "zerocopy");
+    let bar4_write_size = args.key_num("bar4_write_size").map(|(n, _)| n);
+    let dml_log = args.key_num("dml_log").map(|(n, _)| n);
+    let dml_verbose = on_off(args, "dml_verbose");
+    let metrics = on_off(args, "metrics");
+    host(HostOp::Runtime {
+        zerocopy,
+        bar4_write_size,
+        dml_log,
+        dml_verbose,
+        metrics,
+    })
+}
+
+fn build_driver(args: &mut Args<'_>) -> Option<StatementKind> {
+    let aligned_alloc = on_off(args, "aligned_alloc");
+    let attached = on_off(args, "attached");
+    let drop_batch = args.key_num("drop_batch").map(|(n, _)| n);
+    host(HostOp::Driver {
+        aligned_alloc,
+        attached,
+        drop_batch,
     })
 }
 

@@ -25,7 +25,7 @@
 //!     errors[0].to_string(),
 //!     "t.trace:1:1: unknown directive 'wirte32' (expected one of: write32, read32, \
 //!      fill, write, load, expect, dump, desc, doorbell, memcpy, memcpy_method, icache_init, \
-//!      icache_fill, run, wait, inst); did you mean 'write32'?"
+//!      icache_fill, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'write32'?"
 //! );
 //! ```
 //!
@@ -43,6 +43,7 @@ mod ast;
 mod desc;
 mod directive;
 mod error;
+mod host;
 mod lex;
 mod number;
 mod span;
@@ -58,6 +59,7 @@ pub use ast::{
 pub use desc::{AddrRole, CceOp, CmeOp, DescAddr, DescFields, DescFlag, DescFlags, Dtype};
 pub use directive::{DirectiveSpec, Param, ValueKind, directive, directives};
 pub use error::ParseError;
+pub use host::{HostCheck, HostData, HostOp, USAGE_NAMES};
 pub use number::Float;
 pub use span::Span;
 
