@@ -1,0 +1,145 @@
+//! The C layouts of `dmem_t` and `dmem_allocator_t` (seed 000 §1,
+//! wiki-facts §H.3), as documentation and data.
+//!
+//! The Rust runtime does not store these bytes; [`crate::DmemT`] keeps the
+//! same fields as a struct and the allocator list is index-linked. The
+//! tables pin what a byte-level consumer (a core dump reader, a trace
+//! decoder) would need, and the tests check the two properties the seed
+//! calls out: `ref_count` sits on its own 64-byte line away from the hot
+//! `mem_handle`/`_pa` words, and the allocator-create "pcore stash"
+//! arithmetic lands on `pcore@8`.
+
+use serde::Serialize;
+
+/// One field of a C struct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FieldLayout {
+    /// The C field name.
+    pub name: &'static str,
+    /// Byte offset (DWARF `data_member_location`).
+    pub offset: usize,
+    /// Size in bytes.
+    pub size: usize,
+}
+
+const fn f(name: &'static str, offset: usize, size: usize) -> FieldLayout {
+    FieldLayout { name, offset, size }
+}
+
+/// A cache line on the host (x86-64).
+pub const CACHE_LINE_BYTES: usize = 64;
+
+/// `sizeof(dmem_t)`: `calloc(0xC0, 1)` (seed 000 §1).
+pub const DMEM_T_BYTES: usize = 192;
+
+/// `dmem_t` field offsets (seed 000 §1, wiki-facts §H.3). Bytes
+/// 0x44..0x7F are never touched (QUIRK: padding that moves `ref_count` to
+/// its own cache line at 128, so the atomic refcount RMW does not
+/// false-share with `mem_handle`/`_pa`); 176..192 is tail padding.
+pub const DMEM_T_LAYOUT: [FieldLayout; 16] = [
+    f("pcore", 0, 8),
+    f("mem_handle", 8, 8),
+    f("size", 16, 8),
+    f("_pa", 24, 8),
+    f("_va", 32, 8),
+    f("align_offset", 40, 8),
+    f("allocated_size", 48, 8),
+    f("mem_type", 56, 4),
+    f("mem_usage_type", 60, 4),
+    f("tdram_channel", 64, 4),
+    f("ref_count", 128, 8),
+    f("hint", 136, 8),
+    f("cpy_buf", 144, 8),
+    f("next", 152, 8),
+    f("prev", 160, 8),
+    f("allocator", 168, 8),
+];
+
+/// `sizeof(dmem_allocator_t)` (wiki-facts §H.3).
+pub const DMEM_ALLOCATOR_T_BYTES: usize = 512;
+
+/// `dmem_allocator_t` field offsets (wiki-facts §H.3): the two sentinels
+/// are whole embedded `dmem_t`s; the mutex is a glibc `pthread_mutex_t`
+/// (40 bytes on x86-64).
+pub const DMEM_ALLOCATOR_T_LAYOUT: [FieldLayout; 6] = [
+    f("type", 0, 4),
+    f("pcore", 8, 8),
+    f("lock", 16, 40),
+    f("dummy_head", 64, DMEM_T_BYTES),
+    f("dummy_tail", 256, DMEM_T_BYTES),
+    f("largest_oversized_scratchpad_var", 448, 8),
+];
+
+/// The offset of `name` in `layout`.
+#[must_use]
+pub fn offset_of(layout: &[FieldLayout], name: &str) -> Option<usize> {
+    layout.iter().find(|l| l.name == name).map(|l| l.offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_sorted_and_disjoint(layout: &[FieldLayout], total: usize) {
+        for w in layout.windows(2) {
+            assert!(
+                w[0].offset + w[0].size <= w[1].offset,
+                "{} overlaps {}",
+                w[0].name,
+                w[1].name
+            );
+        }
+        let last = layout[layout.len() - 1];
+        assert!(last.offset + last.size <= total);
+    }
+
+    #[test]
+    fn dmem_t_layout_matches_seed() {
+        check_sorted_and_disjoint(&DMEM_T_LAYOUT, DMEM_T_BYTES);
+        let at = |n| offset_of(&DMEM_T_LAYOUT, n);
+        assert_eq!(at("mem_handle"), Some(8));
+        assert_eq!(at("_pa"), Some(24));
+        assert_eq!(at("mem_type"), Some(0x38));
+        assert_eq!(at("mem_usage_type"), Some(0x3C));
+        assert_eq!(at("allocator"), Some(168));
+        // ref_count starts a cache line of its own, away from the hot words.
+        let rc = at("ref_count").unwrap();
+        assert_eq!(rc, 128);
+        assert_eq!(rc % CACHE_LINE_BYTES, 0);
+        for hot in ["mem_handle", "_pa"] {
+            assert_ne!(at(hot).unwrap() / CACHE_LINE_BYTES, rc / CACHE_LINE_BYTES);
+        }
+        // The untouched gap 0x44..0x7F.
+        let tdram = DMEM_T_LAYOUT[9];
+        assert_eq!(tdram.offset + tdram.size, 0x44);
+        assert!(
+            DMEM_T_LAYOUT
+                .iter()
+                .all(|l| l.offset + l.size <= 0x44 || l.offset >= 0x80)
+        );
+    }
+
+    #[test]
+    fn mem_type_and_usage_share_one_8_byte_word() {
+        // Seed 000 §2 QUIRK: the scratchpad page sets both with one store.
+        let t = offset_of(&DMEM_T_LAYOUT, "mem_type").unwrap();
+        let u = offset_of(&DMEM_T_LAYOUT, "mem_usage_type").unwrap();
+        assert_eq!(u, t + 4);
+        assert_eq!(t % 8, 0);
+    }
+
+    #[test]
+    fn allocator_layout_and_pcore_stash() {
+        check_sorted_and_disjoint(&DMEM_ALLOCATOR_T_LAYOUT, DMEM_ALLOCATOR_T_BYTES);
+        // Seed 000 §1 NOTE: `p_dummy_tail[-2].hint = pcore` is pcore@8:
+        // 0x100 − 2·0xC0 + 0x88 = 0x08.
+        let tail = offset_of(&DMEM_ALLOCATOR_T_LAYOUT, "dummy_tail").unwrap();
+        let hint = offset_of(&DMEM_T_LAYOUT, "hint").unwrap();
+        let stash = (tail + hint).checked_sub(2 * DMEM_T_BYTES).unwrap();
+        assert_eq!(stash, offset_of(&DMEM_ALLOCATOR_T_LAYOUT, "pcore").unwrap());
+        assert_eq!(
+            offset_of(&DMEM_ALLOCATOR_T_LAYOUT, "dummy_head").unwrap() + DMEM_T_BYTES,
+            tail
+        );
+    }
+}
