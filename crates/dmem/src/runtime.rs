@@ -352,6 +352,22 @@ impl Dmem {
         &self.config
     }
 
+    /// `dml_init` again with another ring capacity and verbosity (seed 000
+    /// §5). Only before anything was logged: the counters start from zero.
+    ///
+    /// # Errors
+    ///
+    /// `NRT_INVALID` once the log holds an entry.
+    pub fn dml_configure(&mut self, max_entries: usize, verbose: bool) -> Result<(), NrtStatus> {
+        if self.logger.entry_count() > 0 || self.logger.entries_dropped() > 0 {
+            return Err(NrtStatus::Invalid);
+        }
+        self.logger = DmemLogger::new(self.config.device_index, max_entries, verbose);
+        self.config.dml_log_capacity = max_entries;
+        self.config.dml_verbose = verbose;
+        Ok(())
+    }
+
     /// The configuration, mutable: what a later call reads (e.g.
     /// `test_zerocopy` at the next copy) takes effect from then on.
     pub fn config_mut(&mut self) -> &mut DmemConfig {

@@ -31,7 +31,7 @@ impl<D: Driver> InProcess<D> {
     }
 }
 
-impl<D: Driver> Transport for InProcess<D> {
+impl<D: Driver + 'static> Transport for InProcess<D> {
     fn ioctl(
         &mut self,
         request: u32,
@@ -47,5 +47,9 @@ impl<D: Driver> Transport for InProcess<D> {
 
     fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), IoctlError> {
         Ok(self.driver.mmap_write(offset, bytes)?)
+    }
+
+    fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(&mut self.driver)
     }
 }

@@ -193,6 +193,13 @@ pub trait Transport {
     ///
     /// The errno, or a [`BusError`].
     fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), IoctlError>;
+
+    /// The driver itself when it lives in this process and thread (the
+    /// in-process transport), for inspection and for trace directives
+    /// that act on the device directly; `None` across a thread boundary.
+    fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -212,6 +219,10 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), IoctlError> {
         (**self).mmap_write(offset, bytes)
     }
+
+    fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
+        (**self).local_driver()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -230,6 +241,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), IoctlError> {
         (**self).mmap_write(offset, bytes)
+    }
+
+    fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
+        (**self).local_driver()
     }
 }
 

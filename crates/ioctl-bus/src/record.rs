@@ -354,6 +354,12 @@ impl<T: Transport> Transport for Recorder<T> {
         self.push(call, outcome_unit(&r), Vec::new());
         r
     }
+
+    /// Forwarded: what the caller does to the driver directly is not
+    /// recorded (a replay re-issues bus calls only).
+    fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
+        self.inner.local_driver()
+    }
 }
 
 fn outcome_unit(r: &Result<(), IoctlError>) -> Outcome {

@@ -146,4 +146,8 @@ impl<T: Transport> Transport for Counting<T> {
         self.stats.count_mmap_write(r.is_ok());
         r
     }
+
+    fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
+        self.inner.local_driver()
+    }
 }

@@ -233,6 +233,11 @@ impl KernelDriver {
         &self.cfg
     }
 
+    /// The configuration, mutable (trace `driver` directives).
+    pub fn config_mut(&mut self) -> &mut KdriverConfig {
+        &mut self.cfg
+    }
+
     /// Events so far.
     #[must_use]
     pub fn events(&self) -> &[DriverEvent] {

@@ -568,13 +568,13 @@ fn cmd_run(
 ) -> Result<u8, Failure> {
     let source = std::fs::read_to_string(trace)
         .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
-    let mut dev = maps.device_with_timing(timing)?;
+    let dev = maps.device_with_timing(timing)?;
     let name = trace.display().to_string();
     let mut files = DirFiles {
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
     let started = std::time::Instant::now();
-    let report = match soc::exec::run_source(&mut dev, &source, &name, &mut files) {
+    let (report, mut session) = match host_exec::run_source(dev, &source, &name, &mut files) {
         Ok(r) => r,
         Err(errors) => {
             let mut msg = String::new();
@@ -585,6 +585,7 @@ fn cmd_run(
             return Err(bad_input(msg));
         }
     };
+    let host = session.used().then(|| session.report());
     let speed = HostSpeed::measure(started.elapsed(), &report);
     if json {
         let mut v = serde_json::to_value(&report).map_err(|e| bad_input(e.to_string()))?;
@@ -593,10 +594,19 @@ fn cmd_run(
                 "host".into(),
                 serde_json::to_value(&speed).unwrap_or_default(),
             );
+            if let Some(h) = &host {
+                obj.insert(
+                    "host_runtime".into(),
+                    serde_json::to_value(h).unwrap_or_default(),
+                );
+            }
         }
         outln!("{}", to_json(&v)?);
     } else {
         out!("{}", report.to_text());
+        if let Some(h) = &host {
+            out!("{}", h.to_text());
+        }
         outln!(
             "host time {:.3} s: {:.0} simulated cycles per host second, {:.0} descriptors per host second, slowdown {:.1}x vs real time",
             speed.host_seconds,
@@ -606,7 +616,7 @@ fn cmd_run(
         );
     }
     if let Some(path) = snapshot {
-        let snap = dev.csr_snapshot();
+        let snap = session.device_mut().csr_snapshot();
         let text = if path.extension().is_some_and(|e| e == "json") {
             to_json(&snap)? + "\n"
         } else {

@@ -30,11 +30,16 @@ struct Golden {
 fn run(path: &Path) -> Golden {
     let source = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy().to_string();
-    let mut dev = Device::trn2().unwrap();
+    let dev = Device::trn2().unwrap();
     let mut files = DirFiles(path.parent().unwrap().to_path_buf());
-    let report = match soc::exec::run_source(&mut dev, &source, &name, &mut files) {
+    let (report, mut session) = match host_exec::run_source(dev, &source, &name, &mut files) {
         Ok(r) => r,
         Err(errors) => panic!("{name} does not parse or link: {errors:#?}"),
+    };
+    let host_text = if session.used() {
+        session.report().to_text()
+    } else {
+        String::new()
     };
     // `# golden: summary` in a trace keeps the statement and summary lines
     // and drops the per-event lines (indented by four spaces) — for traces
@@ -42,13 +47,12 @@ fn run(path: &Path) -> Golden {
     let summary_only = source.lines().any(|l| l.trim() == "# golden: summary");
     Golden {
         exit_code: report.exit_code(),
-        output: report
-            .to_text()
+        output: (report.to_text() + &host_text)
             .lines()
             .filter(|l| !(summary_only && l.starts_with("    ")))
             .map(str::to_string)
             .collect(),
-        csr_snapshot: dev.csr_snapshot(),
+        csr_snapshot: session.device_mut().csr_snapshot(),
     }
 }
 

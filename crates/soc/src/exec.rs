@@ -246,8 +246,10 @@ impl RunReport {
         for f in &self.failures {
             out.push_str(&format!("expectation failed: {f}\n"));
         }
+        // The step line already showed a multi-line message in full.
         for e in &self.errors {
-            out.push_str(&format!("error: {e}\n"));
+            let text = e.to_string();
+            out.push_str(&format!("error: {}\n", text.lines().next().unwrap_or("")));
         }
         let sm = &self.summary;
         if sm.packets > 0 || sm.cycles > 0 {
@@ -553,7 +555,9 @@ pub trait HostRuntime {
     /// The device address of tensor `name` (its pa plus align offset), if
     /// allocated.
     fn tensor_addr(&self, name: &str) -> Option<u64>;
-    /// Runs one host operation.
+    /// Runs one host operation. With `status` (the trace's `status=S`)
+    /// the call's NRT status is an expectation: the outcome is a check of
+    /// it, whether the call succeeded or not.
     ///
     /// # Errors
     ///
@@ -561,6 +565,7 @@ pub trait HostRuntime {
     fn host_op(
         &mut self,
         op: &trace_format::HostOp,
+        status: Option<&str>,
         files: &mut dyn TraceFiles,
     ) -> Result<HostOutcome, String>;
 }
@@ -578,6 +583,7 @@ impl HostRuntime for DeviceOnly<'_> {
     fn host_op(
         &mut self,
         op: &trace_format::HostOp,
+        _status: Option<&str>,
         _files: &mut dyn TraceFiles,
     ) -> Result<HostOutcome, String> {
         Err(format!(
@@ -905,7 +911,7 @@ pub fn run_linked_host(
         }
         let result = match (&bound, &s.kind) {
             (Err(e), _) => Err(e.clone()),
-            (Ok(_), StatementKind::Host { op }) => match host.host_op(op, files) {
+            (Ok(_), StatementKind::Host { op, status }) => match host.host_op(op, *status, files) {
                 Ok(HostOutcome::Done(t)) => Ok(Outcome::Done(t)),
                 Ok(HostOutcome::Checked { text, held }) => Ok(Outcome::Expectation { text, held }),
                 Err(m) => Err((None, m)),

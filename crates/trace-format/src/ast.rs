@@ -172,6 +172,9 @@ pub enum StatementKind {
     Host {
         /// The operation.
         op: crate::host::HostOp,
+        /// `status=S`: the NRT status the call must return (an
+        /// expectation); `None`: success expected, failure is an error.
+        status: Option<&'static str>,
     },
     /// `wait ADDR (== | != | >=) VALUE [mask=M] [timeout=N]` — run until a
     /// 32-bit read satisfies the comparison (v2).
@@ -261,7 +264,7 @@ impl StatementKind {
             StatementKind::MemcpyMethod { .. } => "memcpy_method",
             StatementKind::IcacheInit { .. } => "icache_init",
             StatementKind::IcacheFill { .. } => "icache_fill",
-            StatementKind::Host { op } => op.directive(),
+            StatementKind::Host { op, .. } => op.directive(),
         }
     }
 
@@ -512,7 +515,13 @@ impl fmt::Display for StatementKind {
             write!(f, " {addr}")?;
         }
         match self {
-            StatementKind::Host { op } => op.fmt_args(f),
+            StatementKind::Host { op, status } => {
+                op.fmt_args(f)?;
+                match status {
+                    Some(st) => write!(f, " status={st}"),
+                    None => Ok(()),
+                }
+            }
             StatementKind::Write32 { value, .. } => write!(f, " {value:#010x}"),
             StatementKind::Read32 { expect, mask, .. } => {
                 if let Some(v) = expect {

@@ -184,6 +184,7 @@ const HOST_DATA_KEYS: &[Param] = &[
     opt("file_offset", ValueKind::U64),
     opt("offset", ValueKind::U64),
     opt("len", ValueKind::Len),
+    opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
 ];
 /// The keys of `copyout`: the data keys and `sha256`.
 const COPYOUT_KEYS: &[Param] = &[
@@ -195,6 +196,7 @@ const COPYOUT_KEYS: &[Param] = &[
     opt("offset", ValueKind::U64),
     opt("len", ValueKind::Len),
     opt("sha256", ValueKind::Sha256),
+    opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
 ];
 
 static DIRECTIVES: &[DirectiveSpec] = &[
@@ -423,7 +425,7 @@ static DIRECTIVES: &[DirectiveSpec] = &[
     // v3: the host runtime (dmem) through the ioctl bus.
     DirectiveSpec {
         name: "alloc",
-        usage: "alloc NAME size=N [device | host] [channel=C] [nc=N] [usage=U] [align=A] [hint=TEXT] [allocator=A]",
+        usage: "alloc NAME size=N [device | host] [channel=C] [nc=N] [usage=U] [align=A] [hint=TEXT] [allocator=A] [status=S]",
         positionals: &[req("name", ValueKind::Name)],
         compare: None,
         compare_ops: &[],
@@ -435,46 +437,51 @@ static DIRECTIVES: &[DirectiveSpec] = &[
             opt("align", ValueKind::U64),
             opt("hint", ValueKind::Path),
             opt("allocator", ValueKind::Name),
+            opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
         ],
         flags: &["device", "host"],
         build: build_alloc,
     },
     DirectiveSpec {
         name: "allocator",
-        usage: "allocator NAME [nc=N]",
+        usage: "allocator NAME [nc=N] [status=S]",
         positionals: &[req("name", ValueKind::Name)],
         compare: None,
         compare_ops: &[],
-        keys: &[opt("nc", ValueKind::Int { min: 0, max: 7 })],
+        keys: &[
+            opt("nc", ValueKind::Int { min: 0, max: 7 }),
+            opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
+        ],
         flags: &[],
         build: build_allocator,
     },
     DirectiveSpec {
         name: "allocator_destroy",
-        usage: "allocator_destroy NAME",
+        usage: "allocator_destroy NAME [status=S]",
         positionals: &[req("name", ValueKind::Name)],
         compare: None,
         compare_ops: &[],
-        keys: &[],
+        keys: &[opt("status", ValueKind::Choice(crate::host::STATUS_NAMES))],
         flags: &[],
         build: build_allocator_destroy,
     },
     DirectiveSpec {
         name: "scratchpad",
-        usage: "scratchpad NAME size=N [nc=N]",
+        usage: "scratchpad NAME size=N [nc=N] [status=S]",
         positionals: &[req("name", ValueKind::Name)],
         compare: None,
         compare_ops: &[],
         keys: &[
             req("size", ValueKind::Len),
             opt("nc", ValueKind::Int { min: 0, max: 7 }),
+            opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
         ],
         flags: &[],
         build: build_scratchpad,
     },
     DirectiveSpec {
         name: "copyin",
-        usage: "copyin NAME (byte=B | pattern=incr8|incr32 [seed=S] | file=PATH [file_offset=N]) [offset=N] [len=N]",
+        usage: "copyin NAME (byte=B | pattern=incr8|incr32 [seed=S] | file=PATH [file_offset=N]) [offset=N] [len=N] [status=S]",
         positionals: &[req("name", ValueKind::Name)],
         compare: None,
         compare_ops: &[],
@@ -484,7 +491,7 @@ static DIRECTIVES: &[DirectiveSpec] = &[
     },
     DirectiveSpec {
         name: "copyout",
-        usage: "copyout NAME [offset=N] [len=N] [byte=B | pattern=incr8|incr32 [seed=S] | file=PATH [file_offset=N] | sha256=HEX]",
+        usage: "copyout NAME [offset=N] [len=N] [byte=B | pattern=incr8|incr32 [seed=S] | file=PATH [file_offset=N] | sha256=HEX] [status=S]",
         positionals: &[req("name", ValueKind::Name)],
         compare: None,
         compare_ops: &[],
@@ -494,7 +501,7 @@ static DIRECTIVES: &[DirectiveSpec] = &[
     },
     DirectiveSpec {
         name: "batch_copy",
-        usage: "batch_copy (in | out) tensors=A,B,... len=N (byte=B | pattern=incr8|incr32 [seed=S])",
+        usage: "batch_copy (in | out) tensors=A,B,... len=N (byte=B | pattern=incr8|incr32 [seed=S]) [status=S]",
         positionals: &[],
         compare: None,
         compare_ops: &[],
@@ -504,27 +511,28 @@ static DIRECTIVES: &[DirectiveSpec] = &[
             opt("byte", ValueKind::U8),
             opt("pattern", ValueKind::Choice(PATTERNS)),
             opt("seed", ValueKind::U64),
+            opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
         ],
         flags: &["in", "out"],
         build: build_batch_copy,
     },
     DirectiveSpec {
         name: "free",
-        usage: "free NAME",
+        usage: "free NAME [status=S]",
         positionals: &[req("name", ValueKind::Name)],
         compare: None,
         compare_ops: &[],
-        keys: &[],
+        keys: &[opt("status", ValueKind::Choice(crate::host::STATUS_NAMES))],
         flags: &[],
         build: build_free,
     },
     DirectiveSpec {
         name: "acquire",
-        usage: "acquire NAME",
+        usage: "acquire NAME [status=S]",
         positionals: &[req("name", ValueKind::Name)],
         compare: None,
         compare_ops: &[],
-        keys: &[],
+        keys: &[opt("status", ValueKind::Choice(crate::host::STATUS_NAMES))],
         flags: &[],
         build: build_acquire,
     },
@@ -1725,8 +1733,13 @@ fn build_wait(args: &mut Args<'_>) -> Option<StatementKind> {
 
 // ---- v3 host operations -------------------------------------------------
 
-fn host(op: HostOp) -> Option<StatementKind> {
-    Some(StatementKind::Host { op })
+/// A host statement, with the `status=` expectation when given.
+fn host_status(args: &mut Args<'_>, op: HostOp) -> Option<StatementKind> {
+    let status = match args.key("status") {
+        Some((Value::Choice(c), _)) => Some(c),
+        _ => None,
+    };
+    Some(StatementKind::Host { op, status })
 }
 
 fn name_arg(args: &mut Args<'_>) -> Option<String> {
@@ -1810,35 +1823,38 @@ fn build_alloc(args: &mut Args<'_>) -> Option<StatementKind> {
         Some((Value::Name(n), _)) => Some(n),
         _ => None,
     };
-    host(HostOp::Alloc {
-        name,
-        size,
-        host: host_mem,
-        channel,
-        nc,
-        usage,
-        align,
-        hint,
-        allocator,
-    })
+    host_status(
+        args,
+        HostOp::Alloc {
+            name,
+            size,
+            host: host_mem,
+            channel,
+            nc,
+            usage,
+            align,
+            hint,
+            allocator,
+        },
+    )
 }
 
 fn build_allocator(args: &mut Args<'_>) -> Option<StatementKind> {
     let name = name_arg(args)?;
     let nc = args.key_u32("nc").map_or(0, |(n, _)| n);
-    host(HostOp::Allocator { name, nc })
+    host_status(args, HostOp::Allocator { name, nc })
 }
 
 fn build_allocator_destroy(args: &mut Args<'_>) -> Option<StatementKind> {
     let name = name_arg(args)?;
-    host(HostOp::AllocatorDestroy { name })
+    host_status(args, HostOp::AllocatorDestroy { name })
 }
 
 fn build_scratchpad(args: &mut Args<'_>) -> Option<StatementKind> {
     let name = name_arg(args)?;
     let (size, _) = args.key_num("size")?;
     let nc = args.key_u32("nc").map_or(0, |(n, _)| n);
-    host(HostOp::Scratchpad { name, size, nc })
+    host_status(args, HostOp::Scratchpad { name, size, nc })
 }
 
 fn build_copyin(args: &mut Args<'_>) -> Option<StatementKind> {
@@ -1853,12 +1869,15 @@ fn build_copyin(args: &mut Args<'_>) -> Option<StatementKind> {
         );
         return None;
     };
-    host(HostOp::CopyIn {
-        name,
-        data,
-        offset,
-        len,
-    })
+    host_status(
+        args,
+        HostOp::CopyIn {
+            name,
+            data,
+            offset,
+            len,
+        },
+    )
 }
 
 fn build_copyout(args: &mut Args<'_>) -> Option<StatementKind> {
@@ -1879,12 +1898,15 @@ fn build_copyout(args: &mut Args<'_>) -> Option<StatementKind> {
         (None, Some((d, _))) => Some(HostCheck::Sha256(d)),
         (None, None) => None,
     };
-    host(HostOp::CopyOut {
-        name,
-        offset,
-        len,
-        check,
-    })
+    host_status(
+        args,
+        HostOp::CopyOut {
+            name,
+            offset,
+            len,
+            check,
+        },
+    )
 }
 
 fn build_batch_copy(args: &mut Args<'_>) -> Option<StatementKind> {
@@ -1918,26 +1940,29 @@ fn build_batch_copy(args: &mut Args<'_>) -> Option<StatementKind> {
         );
         return None;
     };
-    host(HostOp::BatchCopy {
-        to_device,
-        tensors,
-        len,
-        data,
-    })
+    host_status(
+        args,
+        HostOp::BatchCopy {
+            to_device,
+            tensors,
+            len,
+            data,
+        },
+    )
 }
 
 fn build_free(args: &mut Args<'_>) -> Option<StatementKind> {
     let name = name_arg(args)?;
-    host(HostOp::Free { name })
+    host_status(args, HostOp::Free { name })
 }
 
 fn build_acquire(args: &mut Args<'_>) -> Option<StatementKind> {
     let name = name_arg(args)?;
-    host(HostOp::Acquire { name })
+    host_status(args, HostOp::Acquire { name })
 }
 
-fn build_mem_stats(_args: &mut Args<'_>) -> Option<StatementKind> {
-    host(HostOp::MemStats)
+fn build_mem_stats(args: &mut Args<'_>) -> Option<StatementKind> {
+    host_status(args, HostOp::MemStats)
 }
 
 fn build_runtime(args: &mut Args<'_>) -> Option<StatementKind> {
@@ -1946,24 +1971,30 @@ fn build_runtime(args: &mut Args<'_>) -> Option<StatementKind> {
     let dml_log = args.key_num("dml_log").map(|(n, _)| n);
     let dml_verbose = on_off(args, "dml_verbose");
     let metrics = on_off(args, "metrics");
-    host(HostOp::Runtime {
-        zerocopy,
-        bar4_write_size,
-        dml_log,
-        dml_verbose,
-        metrics,
-    })
+    host_status(
+        args,
+        HostOp::Runtime {
+            zerocopy,
+            bar4_write_size,
+            dml_log,
+            dml_verbose,
+            metrics,
+        },
+    )
 }
 
 fn build_driver(args: &mut Args<'_>) -> Option<StatementKind> {
     let aligned_alloc = on_off(args, "aligned_alloc");
     let attached = on_off(args, "attached");
     let drop_batch = args.key_num("drop_batch").map(|(n, _)| n);
-    host(HostOp::Driver {
-        aligned_alloc,
-        attached,
-        drop_batch,
-    })
+    host_status(
+        args,
+        HostOp::Driver {
+            aligned_alloc,
+            attached,
+            drop_batch,
+        },
+    )
 }
 
 #[cfg(test)]

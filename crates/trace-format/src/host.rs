@@ -33,6 +33,17 @@ pub const USAGE_NAMES: &[&str] = &[
     "dma_ring_collectives",
 ];
 
+/// The NRT status names `status=` accepts (public `nrt_status.h`).
+pub const STATUS_NAMES: &[&str] = &[
+    "success",
+    "failure",
+    "invalid",
+    "invalid_handle",
+    "resource",
+    "timeout",
+    "fail_host_mem_alloc",
+];
+
 /// Bytes a host operation writes, or compares with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

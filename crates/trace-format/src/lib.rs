@@ -59,7 +59,7 @@ pub use ast::{
 pub use desc::{AddrRole, CceOp, CmeOp, DescAddr, DescFields, DescFlag, DescFlags, Dtype};
 pub use directive::{DirectiveSpec, Param, ValueKind, directive, directives};
 pub use error::ParseError;
-pub use host::{HostCheck, HostData, HostOp, USAGE_NAMES};
+pub use host::{HostCheck, HostData, HostOp, STATUS_NAMES, USAGE_NAMES};
 pub use number::Float;
 pub use span::Span;
 

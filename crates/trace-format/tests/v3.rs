@@ -7,7 +7,7 @@ use trace_format::{FillPattern, HostCheck, HostData, HostOp, StatementKind, pars
 fn op(line: &str) -> HostOp {
     let t = parse(line, "t").unwrap_or_else(|e| panic!("{line}: {e:?}"));
     match &t.statements[0].kind {
-        StatementKind::Host { op } => op.clone(),
+        StatementKind::Host { op, .. } => op.clone(),
         other => panic!("{line}: not a host op: {other:?}"),
     }
 }
@@ -99,6 +99,22 @@ fn copies_and_checks() {
 }
 
 #[test]
+fn status_expectations() {
+    let t = parse("alloc t size=64 status=resource\nfree t", "t").unwrap();
+    let st: Vec<Option<&str>> = t
+        .statements
+        .iter()
+        .map(|s| match &s.kind {
+            StatementKind::Host { status, .. } => *status,
+            _ => panic!(),
+        })
+        .collect();
+    assert_eq!(st, [Some("resource"), None]);
+    assert!(err("free t status=oom").contains("unknown value 'oom' for 'status'"));
+    assert!(err("mem_stats status=success").contains("unknown argument 'status'"));
+}
+
+#[test]
 fn errors_name_the_argument() {
     assert!(
         err("alloc w size=0").contains("must be greater than 0"),
@@ -134,11 +150,13 @@ fn canonical_text_parses_back_to_the_same_op() {
         "mem_stats",
         "runtime zerocopy=on bar4_write_size=512 dml_log=16 dml_verbose=off metrics=on",
         "driver aligned_alloc=off attached=on drop_batch=3",
+        "alloc t5 size=0x1000 status=resource",
+        "free w status=invalid",
     ] {
         let t = parse(line, "t").unwrap();
         let text = t.statements[0].kind.to_string();
         let back = parse(&text, "t").unwrap_or_else(|e| panic!("{text}: {e:?}"));
-        let (StatementKind::Host { op: a }, StatementKind::Host { op: b }) =
+        let (StatementKind::Host { op: a, .. }, StatementKind::Host { op: b, .. }) =
             (&t.statements[0].kind, &back.statements[0].kind)
         else {
             panic!()

@@ -1,0 +1,821 @@
+//! The trace executor with the host runtime (DESIGN §3, L5): the
+//! runtime's dmem allocator ([`dmem::Dmem`]) over the in-process ioctl bus
+//! over the kernel-driver model ([`kdriver::KernelDriver`]), which owns the
+//! device. It implements [`soc::exec::HostRuntime`], so a trace mixes v1/v2
+//! hardware directives with v3 host operations and `@tensor` addresses.
+
+use std::collections::BTreeMap;
+
+use dmem::{
+    AllocatorId, AllocatorKind, BatchOp, Dmem, DmemConfig, DmemId, MemLocation, NrtStatus,
+    RuntimeEvent, TensorBatch, UsageType,
+};
+use ioctl_bus::InProcess;
+use kdriver::{DriverStats, KdriverConfig, KernelDriver};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use soc::Device;
+use soc::exec::{HostOutcome, HostRuntime, TraceFiles};
+use trace_format::{HostCheck, HostData, HostOp};
+
+/// One allocated tensor of the trace. A freed tensor keeps its (now
+/// stale) id, so a second `free` reaches the runtime's double-free
+/// diagnostic.
+#[derive(Clone, Copy, Debug)]
+struct Tensor {
+    id: DmemId,
+    size: u64,
+    freed: bool,
+}
+
+/// The host side of a run.
+#[derive(Debug)]
+pub struct HostSession {
+    dmem: Dmem,
+    tensors: BTreeMap<String, Tensor>,
+    allocators: BTreeMap<String, AllocatorId>,
+    /// The GLOBAL allocator of each NC, created on first use.
+    globals: BTreeMap<u32, AllocatorId>,
+    /// Whether the trace used a host operation.
+    used: bool,
+    /// The NRT status of the last failed runtime call.
+    last_status: Option<NrtStatus>,
+    /// Stand-in device, never used when the bus is in-process (it always
+    /// is; see [`HostSession::new`]).
+    detached: Device,
+}
+
+/// What the host side did in a run (`neuron-sim run` prints it).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HostReport {
+    /// ioctls by driver name.
+    pub ioctls: BTreeMap<String, u64>,
+    /// Total ioctls, and how many failed.
+    pub ioctl_calls: u64,
+    /// Failed ioctls.
+    pub ioctl_errors: u64,
+    /// DML: bytes in use per HBM channel.
+    pub dml_channel_bytes: Vec<u64>,
+    /// DML: per-NC grand totals (column 22), NCs with any use.
+    pub dml_nc_bytes: BTreeMap<u32, u64>,
+    /// DML log entries kept, and dropped.
+    pub dml_log_entries: u64,
+    /// DML entries dropped from the full ring.
+    pub dml_log_dropped: u64,
+    /// Live tensors at the end (name → size).
+    pub live_tensors: BTreeMap<String, u64>,
+    /// The driver's counters.
+    pub driver: DriverStats,
+}
+
+impl HostReport {
+    /// The lines `neuron-sim run` prints after the device summary.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "host: {} ioctls ({} failed):",
+            self.ioctl_calls, self.ioctl_errors
+        );
+        for (name, n) in &self.ioctls {
+            out.push_str(&format!(" {name}={n}"));
+        }
+        out.push('\n');
+        out.push_str(&format!(
+            "host: H2T {} batches, {} data descriptors, {} bytes, {} timeouts\n",
+            self.driver.h2t_batches,
+            self.driver.h2t_data_descs,
+            self.driver.h2t_bytes,
+            self.driver.timeouts
+        ));
+        out.push_str("host: DML in use per HBM channel:");
+        for (c, b) in self.dml_channel_bytes.iter().enumerate() {
+            out.push_str(&format!(" hbm{c}={b}"));
+        }
+        for (nc, b) in &self.dml_nc_bytes {
+            out.push_str(&format!(" nc{nc}={b}"));
+        }
+        out.push_str(&format!(
+            "; log {} entries, {} dropped\n",
+            self.dml_log_entries, self.dml_log_dropped
+        ));
+        if !self.live_tensors.is_empty() {
+            out.push_str("host: live tensors:");
+            for (n, b) in &self.live_tensors {
+                out.push_str(&format!(" {n}={b}"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl HostSession {
+    /// The device (after the run: for CSR snapshots).
+    pub fn device_mut(&mut self) -> &mut Device {
+        HostRuntime::device(self)
+    }
+
+    /// A session over a fresh driver bound to `dev`.
+    ///
+    /// # Errors
+    ///
+    /// When the driver or the runtime cannot start (bad maps, no host
+    /// memory for the bounce buffers).
+    pub fn new(dev: Device) -> Result<Self, String> {
+        let detached = Device::trn2().map_err(|e| e.to_string())?;
+        let hbm_capacity_bytes = dev
+            .map()
+            .by_name("hbm0")
+            .map_or(24 << 30, |id| dev.map().region(id).size_bytes);
+        let driver = KernelDriver::new(dev, KdriverConfig::default())?;
+        let bus = InProcess::new(driver);
+        let config = DmemConfig {
+            hbm_capacity_bytes,
+            ..DmemConfig::default()
+        };
+        let dmem = Dmem::open(Box::new(bus), config)
+            .map_err(|s| format!("the runtime could not open the device: {s}"))?;
+        let mut s = Self {
+            dmem,
+            tensors: BTreeMap::new(),
+            allocators: BTreeMap::new(),
+            globals: BTreeMap::new(),
+            used: false,
+            last_status: None,
+            detached,
+        };
+        if s.driver_mut().is_none() {
+            return Err("internal: the runtime's bus is not in-process".into());
+        }
+        Ok(s)
+    }
+
+    fn driver_mut(&mut self) -> Option<&mut KernelDriver> {
+        self.dmem
+            .ndl_mut()
+            .transport_mut()
+            .local_driver()?
+            .downcast_mut::<KernelDriver>()
+    }
+
+    fn driver(&mut self) -> Option<&KernelDriver> {
+        self.driver_mut().map(|d| &*d)
+    }
+
+    /// Whether the trace used a host operation.
+    #[must_use]
+    pub fn used(&self) -> bool {
+        self.used
+    }
+
+    /// The runtime.
+    #[must_use]
+    pub fn dmem(&self) -> &Dmem {
+        &self.dmem
+    }
+
+    /// The end-of-run host report.
+    pub fn report(&mut self) -> HostReport {
+        let logger = self.dmem.logger();
+        let dml_channel_bytes = (0..4)
+            .map(|c| logger.memory_usage(c).unwrap_or(0))
+            .collect();
+        let dml_nc_bytes = (0..8)
+            .filter_map(|nc| {
+                let v = logger.memory_usage_nc(nc, dmem::USAGE_TYPES).unwrap_or(0);
+                (v > 0).then_some((nc, v))
+            })
+            .collect();
+        let (dml_log_entries, dml_log_dropped) =
+            (logger.entry_count() as u64, logger.entries_dropped());
+        let live_tensors = self
+            .tensors
+            .iter()
+            .filter(|(_, t)| !t.freed)
+            .map(|(n, t)| (n.clone(), t.size))
+            .collect();
+        let driver = self.driver().map(|d| d.stats().clone()).unwrap_or_default();
+        HostReport {
+            ioctls: driver.ioctls.clone(),
+            ioctl_calls: driver.ioctls.values().sum(),
+            ioctl_errors: driver.errors.values().sum(),
+            dml_channel_bytes,
+            dml_nc_bytes,
+            dml_log_entries,
+            dml_log_dropped,
+            live_tensors,
+            driver,
+        }
+    }
+
+    /// Remembers the status of a failed runtime call; returns the text.
+    fn fail(&mut self, s: NrtStatus, text: String) -> String {
+        self.last_status = Some(s);
+        text
+    }
+
+    fn allocator(&mut self, name: Option<&str>, nc: u32) -> Result<AllocatorId, String> {
+        if let Some(n) = name
+            && n != "global"
+        {
+            return self
+                .allocators
+                .get(n)
+                .copied()
+                .ok_or_else(|| format!("no allocator `{n}` (create it with `allocator {n}`)"));
+        }
+        if let Some(a) = self.globals.get(&nc) {
+            return Ok(*a);
+        }
+        let a = self
+            .dmem
+            .dmem_allocator_create(AllocatorKind::Global, nc)
+            .map_err(|s| self.fail(s, format!("dmem_allocator_create: {s}")))?;
+        self.globals.insert(nc, a);
+        Ok(a)
+    }
+
+    fn tensor(&self, name: &str) -> Result<Tensor, String> {
+        match self.tensors.get(name) {
+            Some(t) if !t.freed => Ok(*t),
+            Some(_) => Err(format!("tensor `{name}` was freed")),
+            None => Err(format!("no tensor `{name}` (alloc {name} … first)")),
+        }
+    }
+
+    /// The bytes a data spec stands for, `index` bytes into its stream.
+    fn data_bytes(
+        data: &HostData,
+        index: u64,
+        len: u64,
+        files: &mut dyn TraceFiles,
+    ) -> Result<Vec<u8>, String> {
+        let n = usize::try_from(len).map_err(|_| format!("{len} bytes do not fit in memory"))?;
+        if let Some(v) = data.generate(index, n) {
+            return Ok(v);
+        }
+        let HostData::File { path, offset } = data else {
+            return Err("internal: no data".into());
+        };
+        let bytes = files
+            .read(&path.path)
+            .map_err(|e| format!("cannot read {}: {e}", path.path))?;
+        let start = usize::try_from(offset + index).map_err(|_| "file offset too large")?;
+        bytes
+            .get(start..start + n)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| {
+                format!(
+                    "{} has {} bytes; {n} are needed from offset {start}",
+                    path.path,
+                    bytes.len()
+                )
+            })
+    }
+
+    /// Runs one host operation; the text and, for checks, whether it held.
+    /// A failed runtime call leaves its status in `self.last_status`.
+    fn run_op(&mut self, op: &HostOp, files: &mut dyn TraceFiles) -> Result<HostOutcome, String> {
+        self.last_status = None;
+        self.used = true;
+        match op {
+            HostOp::Alloc {
+                name,
+                size,
+                host,
+                channel,
+                nc,
+                usage,
+                align,
+                hint,
+                allocator,
+            } => {
+                if self.tensors.get(name).is_some_and(|t| !t.freed) {
+                    return Err(format!("tensor `{name}` is already allocated"));
+                }
+                let a = self.allocator(allocator.as_deref(), *nc)?;
+                let usage_t = UsageType::from_name(usage)
+                    .ok_or_else(|| format!("unknown usage `{usage}`"))?;
+                let loc = if *host {
+                    MemLocation::HostDram
+                } else {
+                    MemLocation::TongaDram
+                };
+                let ch = channel.unwrap_or(nc / 2);
+                let hint = hint.clone().unwrap_or_else(|| name.clone());
+                let r = if *align == 0 {
+                    self.dmem
+                        .dmem_alloc(a, *size, loc, ch, None, usage_t, Some(&hint))
+                } else {
+                    self.dmem.dmem_alloc_aligned(
+                        a,
+                        *size,
+                        loc,
+                        ch,
+                        None,
+                        usage_t,
+                        Some(&hint),
+                        *align,
+                    )
+                };
+                match r {
+                    Ok(id) => {
+                        self.tensors.insert(
+                            name.clone(),
+                            Tensor {
+                                id,
+                                size: *size,
+                                freed: false,
+                            },
+                        );
+                        let d = self.dmem.get(id).ok_or("internal: no dmem_t")?;
+                        Ok(HostOutcome::Done(format!(
+                            "alloc {name}: {size} bytes at pa {:#x} (align_offset {:#x}, allocated {} bytes)",
+                            d.pa, d.align_offset_bytes, d.allocated_size_bytes
+                        )))
+                    }
+                    Err(s) => Err(self.fail(s, format!("alloc {name}: {s}"))),
+                }
+            }
+            HostOp::Allocator { name, nc } => {
+                if self.allocators.contains_key(name) || name == "global" {
+                    return Err(format!("allocator `{name}` exists"));
+                }
+                let a = self
+                    .dmem
+                    .dmem_allocator_create(AllocatorKind::Model, *nc)
+                    .map_err(|s| self.fail(s, format!("dmem_allocator_create: {s}")))?;
+                self.allocators.insert(name.clone(), a);
+                Ok(HostOutcome::Done(format!(
+                    "allocator {name}: MODEL on nc {nc}"
+                )))
+            }
+            HostOp::AllocatorDestroy { name } => {
+                let a = self
+                    .allocators
+                    .remove(name)
+                    .ok_or_else(|| format!("no allocator `{name}`"))?;
+                let leaks = self
+                    .dmem
+                    .dmem_allocator_destroy(a)
+                    .map_err(|s| self.fail(s, format!("dmem_allocator_destroy: {s}")))?;
+                let mut text = format!(
+                    "allocator_destroy {name}: {} allocation(s) unlinked, not freed",
+                    leaks.len()
+                );
+                for l in &leaks {
+                    text.push_str(&format!(
+                        "\n  leaked {} bytes at pa {:#x} ({})",
+                        l.allocated_size_bytes,
+                        l.pa,
+                        l.hint.as_deref().unwrap_or("-")
+                    ));
+                }
+                Ok(HostOutcome::Done(text))
+            }
+            HostOp::Scratchpad { name, size, nc } => {
+                if self.tensors.get(name).is_some_and(|t| !t.freed) {
+                    return Err(format!("tensor `{name}` is already allocated"));
+                }
+                let id = self
+                    .dmem
+                    .dmem_alloc_contiguous_scratchpad_page(*nc, *size)
+                    .map_err(|s| self.fail(s, format!("scratchpad {name}: {s}")))?;
+                self.tensors.insert(
+                    name.clone(),
+                    Tensor {
+                        id,
+                        size: *size,
+                        freed: false,
+                    },
+                );
+                let pa = self.dmem.get(id).map_or(0, |d| d.pa);
+                Ok(HostOutcome::Done(format!(
+                    "scratchpad {name}: {size} bytes at pa {pa:#x} on the TPB allocator of nc {nc}"
+                )))
+            }
+            HostOp::CopyIn {
+                name,
+                data,
+                offset,
+                len,
+            } => {
+                let t = self.tensor(name)?;
+                let len = len.unwrap_or(t.size.saturating_sub(*offset));
+                let bytes = Self::data_bytes(data, 0, len, files)?;
+                let buf = self.dmem.user_mut().alloc_with(&bytes);
+                let r = self.dmem.dmem_buf_copyin(t.id, buf, *offset, len);
+                self.dmem.user_mut().free(buf);
+                r.map_err(|s| self.fail(s, format!("copyin {name}: {s}")))?;
+                Ok(HostOutcome::Done(format!(
+                    "copyin {name}: {len} bytes at offset {offset:#x}"
+                )))
+            }
+            HostOp::CopyOut {
+                name,
+                offset,
+                len,
+                check,
+            } => {
+                let t = self.tensor(name)?;
+                let len = len.unwrap_or(t.size.saturating_sub(*offset));
+                let n = usize::try_from(len).map_err(|_| "too large")?;
+                let buf = self.dmem.user_mut().alloc(n);
+                let r = self.dmem.dmem_buf_copyout(t.id, buf, *offset, len);
+                let got = self
+                    .dmem
+                    .user()
+                    .buffer(buf)
+                    .map(|b| b[..n].to_vec())
+                    .unwrap_or_default();
+                self.dmem.user_mut().free(buf);
+                r.map_err(|s| self.fail(s, format!("copyout {name}: {s}")))?;
+                let digest = hex(&Sha256::digest(&got));
+                match check {
+                    None => Ok(HostOutcome::Done(format!(
+                        "copyout {name}: {len} bytes at offset {offset:#x}, sha256 {digest}"
+                    ))),
+                    Some(HostCheck::Sha256(want)) => {
+                        let held = digest == hex(want);
+                        Ok(HostOutcome::Checked {
+                            text: format!(
+                                "copyout {name}: {len} bytes, sha256 {digest}{}",
+                                if held {
+                                    ""
+                                } else {
+                                    " (expected another digest)"
+                                }
+                            ),
+                            held,
+                        })
+                    }
+                    Some(HostCheck::Data(d)) => {
+                        let want = Self::data_bytes(d, 0, len, files)?;
+                        let first_bad = got.iter().zip(&want).position(|(a, b)| a != b);
+                        Ok(HostOutcome::Checked {
+                            text: match first_bad {
+                                None => format!("copyout {name}: {len} bytes as expected"),
+                                Some(i) => format!(
+                                    "copyout {name}: byte {i} is {:#04x}, expected {:#04x}",
+                                    got[i], want[i]
+                                ),
+                            },
+                            held: first_bad.is_none(),
+                        })
+                    }
+                }
+            }
+            HostOp::BatchCopy {
+                to_device,
+                tensors,
+                len,
+                data,
+            } => self.batch(*to_device, tensors, *len, data, files),
+            HostOp::Free { name } => {
+                // A freed name keeps its stale id: freeing it again is the
+                // runtime's double free.
+                let t = self
+                    .tensors
+                    .get(name)
+                    .copied()
+                    .ok_or_else(|| format!("no tensor `{name}` (alloc {name} … first)"))?;
+                let r = self.dmem.dmem_free(t.id);
+                let gone = self.dmem.get(t.id).is_none();
+                if let Some(e) = self.tensors.get_mut(name) {
+                    e.freed = gone;
+                }
+                match r {
+                    Ok(()) if gone => Ok(HostOutcome::Done(format!("free {name}: released"))),
+                    Ok(()) => {
+                        let rc = self.dmem.get(t.id).map_or(0, |d| d.ref_count);
+                        Ok(HostOutcome::Done(format!(
+                            "free {name}: ref_count {rc}, still allocated"
+                        )))
+                    }
+                    Err(s) => Err(self.fail(s, format!("free {name}: {s}"))),
+                }
+            }
+            HostOp::Acquire { name } => {
+                let t = self.tensor(name)?;
+                self.dmem
+                    .dmem_acquire_reference(t.id)
+                    .map_err(|s| self.fail(s, format!("acquire {name}: {s}")))?;
+                let rc = self.dmem.get(t.id).map_or(0, |d| d.ref_count);
+                Ok(HostOutcome::Done(format!("acquire {name}: ref_count {rc}")))
+            }
+            HostOp::MemStats => Ok(HostOutcome::Done(self.mem_stats_text())),
+            HostOp::Runtime {
+                zerocopy,
+                bar4_write_size,
+                dml_log,
+                dml_verbose,
+                metrics,
+            } => {
+                if dml_log.is_some() || dml_verbose.is_some() {
+                    let cap = dml_log.map_or(self.dmem.config().dml_log_capacity, |n| n as usize);
+                    let verbose = dml_verbose.unwrap_or(self.dmem.config().dml_verbose);
+                    self.dmem
+                        .dml_configure(cap, verbose)
+                        .map_err(|s| self.fail(s, format!("runtime: the DML log is configured before the first allocation ({s})")))?;
+                }
+                let c = self.dmem.config_mut();
+                if let Some(z) = zerocopy {
+                    c.test_zerocopy = *z;
+                }
+                if let Some(b) = bar4_write_size {
+                    c.direct_bar4_write_size = u32::try_from(*b).unwrap_or(u32::MAX);
+                }
+                if let Some(m) = metrics {
+                    c.enable_metrics = *m;
+                }
+                Ok(HostOutcome::Done(format!(
+                    "runtime: test_zerocopy={} direct_bar4_write_size={} enable_metrics={} dml_log_capacity={} dml_verbose={}",
+                    c.test_zerocopy,
+                    c.direct_bar4_write_size,
+                    c.enable_metrics,
+                    c.dml_log_capacity,
+                    c.dml_verbose
+                )))
+            }
+            HostOp::Driver {
+                aligned_alloc,
+                attached,
+                drop_batch,
+            } => {
+                let d = self.driver_mut().ok_or("internal: no driver")?;
+                let c = d.config_mut();
+                if let Some(a) = aligned_alloc {
+                    c.aligned_alloc = *a;
+                }
+                if let Some(a) = attached {
+                    c.attached = *a;
+                }
+                if let Some(b) = drop_batch {
+                    c.drop_batches.insert(*b);
+                }
+                Ok(HostOutcome::Done(format!(
+                    "driver: aligned_alloc={} attached={} drop_batches={:?}",
+                    c.aligned_alloc, c.attached, c.drop_batches
+                )))
+            }
+        }
+    }
+
+    fn batch(
+        &mut self,
+        to_device: bool,
+        names: &[String],
+        len: u64,
+        data: &HostData,
+        files: &mut dyn TraceFiles,
+    ) -> Result<HostOutcome, String> {
+        let n = usize::try_from(len).map_err(|_| "too large")?;
+        let mut batches = Vec::new();
+        let mut bufs = Vec::new();
+        for (k, name) in names.iter().enumerate() {
+            let t = self.tensor(name)?;
+            // Pattern seeds advance by tensor so tensors differ.
+            let bytes = Self::data_bytes(&advance(data, k as u64), 0, len, files)?;
+            let buf = if to_device {
+                self.dmem.user_mut().alloc_with(&bytes)
+            } else {
+                self.dmem.user_mut().alloc(n)
+            };
+            bufs.push((buf, bytes));
+            batches.push(TensorBatch {
+                mem: t.id,
+                tensor_offset_bytes: 0,
+                ops: vec![BatchOp {
+                    offset_bytes: 0,
+                    size_bytes: len,
+                    buffer: buf,
+                }],
+            });
+        }
+        let r = if to_device {
+            self.dmem.dmem_buf_batch_copyin(&batches)
+        } else {
+            self.dmem.dmem_buf_batch_copyout(&batches)
+        };
+        let mut bad = Vec::new();
+        for (name, (buf, want)) in names.iter().zip(&bufs) {
+            if !to_device {
+                let got = self.dmem.user().buffer(*buf).map(|b| b[..n].to_vec());
+                if got.as_deref() != Some(want.as_slice()) {
+                    bad.push(name.clone());
+                }
+            }
+            self.dmem.user_mut().free(*buf);
+        }
+        r.map_err(|s| self.fail(s, format!("batch_copy: {s}")))?;
+        let dir = if to_device { "in" } else { "out" };
+        if to_device {
+            return Ok(HostOutcome::Done(format!(
+                "batch_copy {dir}: {} tensors × {len} bytes in one ioctl",
+                names.len()
+            )));
+        }
+        Ok(HostOutcome::Checked {
+            text: if bad.is_empty() {
+                format!(
+                    "batch_copy {dir}: {} tensors × {len} bytes as expected",
+                    names.len()
+                )
+            } else {
+                format!("batch_copy {dir}: differ: {}", bad.join(", "))
+            },
+            held: bad.is_empty(),
+        })
+    }
+
+    fn mem_stats_text(&mut self) -> String {
+        let logger = self.dmem.logger();
+        let mut t = String::from("mem_stats:");
+        for c in 0..4 {
+            t.push_str(&format!(" hbm{c}={}", logger.memory_usage(c).unwrap_or(0)));
+        }
+        for nc in 0..8 {
+            let v = logger.memory_usage_nc(nc, dmem::USAGE_TYPES).unwrap_or(0);
+            if v > 0 {
+                t.push_str(&format!(" nc{nc}={v}"));
+            }
+        }
+        if let Some(d) = self.driver() {
+            let a = d.memory().accounting();
+            t.push_str(&format!(
+                "; driver device_mem={} host_mem={}",
+                a.device_mem_bytes, a.host_mem_bytes
+            ));
+        }
+        t
+    }
+
+    /// The runtime's and the driver's events since the last call, as text
+    /// lines.
+    pub fn drain_event_lines(&mut self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .dmem
+            .drain_events()
+            .iter()
+            .filter_map(runtime_event_line)
+            .collect();
+        if let Some(d) = self.driver_mut() {
+            for e in d.take_events() {
+                if let kdriver::DriverEventKind::Log { line } = e.kind {
+                    out.push(format!("driver: {line}"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The trace's name of a status (`NRT_RESOURCE` → `resource`).
+fn status_name(s: NrtStatus) -> String {
+    s.name().trim_start_matches("NRT_").to_ascii_lowercase()
+}
+
+/// `data` with its pattern seed advanced by `k`.
+fn advance(data: &HostData, k: u64) -> HostData {
+    match data {
+        HostData::Pattern { kind, seed } => HostData::Pattern {
+            kind: *kind,
+            seed: seed.wrapping_add(k),
+        },
+        other => other.clone(),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// One line per runtime event worth reading in a run log.
+fn runtime_event_line(e: &RuntimeEvent) -> Option<String> {
+    match e {
+        RuntimeEvent::SysTrace {
+            phase, trace_type, ..
+        } => Some(format!(
+            "sys-trace {:?} {} ({:?})",
+            phase,
+            trace_type.code(),
+            trace_type
+        )),
+        RuntimeEvent::Log { level, message } => Some(format!("nlog {level:?}: {message}")),
+        RuntimeEvent::MemUsage { line } => Some(line.clone()),
+        RuntimeEvent::OomReport { text } | RuntimeEvent::DmlDump { text } => Some(text.clone()),
+        RuntimeEvent::Leaked { allocations, .. } => Some(format!(
+            "diagnostic: allocator destroyed with {} live allocation(s) still linked",
+            allocations.len()
+        )),
+        RuntimeEvent::DoubleFree { id } => Some(format!(
+            "diagnostic: double free of {id} (not a live allocation)"
+        )),
+        _ => None,
+    }
+}
+
+impl HostRuntime for HostSession {
+    fn device(&mut self) -> &mut Device {
+        let Self { dmem, detached, .. } = self;
+        match dmem
+            .ndl_mut()
+            .transport_mut()
+            .local_driver()
+            .and_then(|a| a.downcast_mut::<KernelDriver>())
+        {
+            Some(d) => d.device_mut(),
+            None => detached,
+        }
+    }
+
+    fn tensor_addr(&self, name: &str) -> Option<u64> {
+        let t = self.tensors.get(name).filter(|t| !t.freed)?;
+        let d = self.dmem.get(t.id)?;
+        Some(d.pa + d.align_offset_bytes)
+    }
+
+    fn host_op(
+        &mut self,
+        op: &HostOp,
+        status: Option<&str>,
+        files: &mut dyn TraceFiles,
+    ) -> Result<HostOutcome, String> {
+        let r = self.run_op(op, files);
+        let r = match status {
+            None => r,
+            Some(want) => {
+                let (got, text) = match r {
+                    Ok(HostOutcome::Done(t)) => (NrtStatus::Success, t),
+                    Ok(HostOutcome::Checked { text, held }) => (
+                        if held {
+                            NrtStatus::Success
+                        } else {
+                            NrtStatus::Failure
+                        },
+                        text,
+                    ),
+                    Err(m) => (self.last_status.unwrap_or(NrtStatus::Failure), m),
+                };
+                let held = status_name(got) == want;
+                Ok(HostOutcome::Checked {
+                    text: if held {
+                        format!("{text} [status {} as expected]", got.name())
+                    } else {
+                        format!("{text} [status {}, expected {want}]", got.name())
+                    },
+                    held,
+                })
+            }
+        };
+        let lines = self.drain_event_lines();
+        let with = |t: String| {
+            if lines.is_empty() {
+                t
+            } else {
+                let body: Vec<String> = lines
+                    .iter()
+                    .flat_map(|l| l.lines())
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|l| format!("  {}", l.trim_start()))
+                    .collect();
+                format!("{t}\n{}", body.join("\n"))
+            }
+        };
+        match r {
+            Ok(HostOutcome::Done(t)) => Ok(HostOutcome::Done(with(t))),
+            Ok(HostOutcome::Checked { text, held }) => Ok(HostOutcome::Checked {
+                text: with(text),
+                held,
+            }),
+            Err(m) => Err(with(m)),
+        }
+    }
+}
+
+/// Parses, links and runs a trace with a host session over `dev`.
+///
+/// # Errors
+///
+/// Parse or link errors (nothing ran), or a session that cannot start.
+pub fn run_source(
+    dev: Device,
+    source: &str,
+    file: &str,
+    files: &mut dyn TraceFiles,
+) -> Result<(soc::exec::RunReport, HostSession), Vec<String>> {
+    let trace = trace_format::parse(source, file)
+        .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let linked = soc::exec::link(&dev, &trace, file)
+        .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let mut session = HostSession::new(dev).map_err(|e| vec![e])?;
+    let report = soc::exec::run_linked_host(
+        &mut session,
+        &trace,
+        &linked,
+        file,
+        files,
+        &mut soc::exec::NoHooks,
+    );
+    Ok((report, session))
+}
