@@ -1097,12 +1097,7 @@ impl Q7Core {
             let mut packets: Vec<Packet> = ep
                 .pairs
                 .iter()
-                .map(|p| {
-                    (
-                        vec![(p.src, p.len_bytes, p.word1)],
-                        (p.dst, p.dst_len_bytes),
-                    )
-                })
+                .map(|p| (p.sources(), (p.dst, p.dst_len_bytes)))
                 .collect();
             packets.extend(ep.gathers.iter().map(|g| {
                 (

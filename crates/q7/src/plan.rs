@@ -137,6 +137,10 @@ pub struct DescPair {
     pub dst_len_bytes: u32,
     /// The M2S descriptor's word1: the plain CME copy, or a CCE command.
     pub word1: u32,
+    /// `B op= A` through the CCE (wiki-facts §F.3): the packet's first
+    /// source is the destination's current contents (address, bytes,
+    /// word1 reading them in the output dtype); `src` is the second.
+    pub acc_src: Option<(u64, u32, u32)>,
 }
 
 impl DescPair {
@@ -148,7 +152,19 @@ impl DescPair {
             len_bytes: len,
             dst_len_bytes: len,
             word1: dma_abi::DEFAULT_COPY_WORD1,
+            acc_src: None,
         }
+    }
+
+    /// The M2S descriptors of this pair's packet, in order: (address,
+    /// bytes, word1).
+    pub fn sources(&self) -> Vec<(u64, u32, u32)> {
+        let mut v = Vec::with_capacity(2);
+        if let Some(a) = self.acc_src {
+            v.push(a);
+        }
+        v.push((self.src, self.len_bytes, self.word1));
+        v
     }
 }
 
@@ -158,8 +174,11 @@ impl DescPair {
 struct Transfer {
     src_elem: u64,
     dst_elem: u64,
-    /// The CCE word1, when computing.
+    /// The CCE word1 of the source A, when computing or converting.
     cce: Option<u32>,
+    /// The CCE word1 that reads B (in the output dtype) as the first
+    /// source of `B op= A`; `None` for a pure conversion.
+    acc: Option<u32>,
 }
 
 impl Transfer {
@@ -174,22 +193,26 @@ impl Transfer {
     }
 
     fn pair(&self, src: u64, dst: u64, n: u64) -> DescPair {
+        let dst_len = (n * self.dst_elem) as u32;
         DescPair {
             src,
             dst,
             len_bytes: (n * self.src_elem) as u32,
-            dst_len_bytes: (n * self.dst_elem) as u32,
+            dst_len_bytes: dst_len,
             word1: self.cce.unwrap_or(dma_abi::DEFAULT_COPY_WORD1),
+            acc_src: self.acc.map(|w| (dst, dst_len, w)),
         }
     }
 }
 
 /// The transfer a word's `compute_op`, dtypes and element sizes ask for.
-/// A plain copy needs equal element sizes and dtypes; ADD, MAX and MIN go
-/// through the CCE (wiki-facts §C.6, §F) and need the element sizes to be
-/// the dtype sizes; MULTIPLY has no CCE encoding (docs/cme.md §3.1) and a
-/// pure dtype conversion has no CCE op either — both refused as not
-/// modelled yet.
+/// Same dtype and element size without a compute op: a plain copy. A
+/// dtype conversion (compute_op NONE): a one-source CCE ADD packet, which
+/// loads the accumulator and converts it on the way out. ADD, MAX and MIN:
+/// a two-source CCE packet (B, then A) written back to B (wiki-facts §F.3).
+/// CCE element sizes must be the dtype sizes. MULTIPLY has no CCE encoding
+/// (no multiply in SDMA_CCETYPE; wiki-facts §F.3 "mapping NOT given") and
+/// is refused.
 fn transfer(
     word: &str,
     compute_op: ComputeOp,
@@ -213,17 +236,18 @@ fn transfer(
             )));
         }
     };
-    let Some(t) = cce_type else {
-        if src_elem != dst_elem || in_dtype != out_dtype {
-            return Err(PlanError::Unsupported(format!(
-                "{word}: dtype conversion without a compute op (in_dtype {in_dtype:?} / {src_elem} B → out_dtype {out_dtype:?} / {dst_elem} B)"
-            )));
+    let converts = src_elem != dst_elem || in_dtype != out_dtype;
+    let (t, two_sources) = match cce_type {
+        Some(t) => (t, true),
+        None if converts => (dma_abi::CceType::Add, false),
+        None => {
+            return Ok(Transfer {
+                src_elem: u64::from(src_elem),
+                dst_elem: u64::from(dst_elem),
+                cce: None,
+                acc: None,
+            });
         }
-        return Ok(Transfer {
-            src_elem: u64::from(src_elem),
-            dst_elem: u64::from(dst_elem),
-            cce: None,
-        });
     };
     let size = |field: &str, d: Dtype, elem: u16| -> Result<(), PlanError> {
         match cme::Dtype::from_code(d.code()) {
@@ -240,19 +264,27 @@ fn transfer(
     };
     size("in_dtype", in_dtype, src_elem)?;
     size("out_dtype", out_dtype, dst_elem)?;
-    let word1 = dma_abi::CmeWord::DEFAULT_COPY
-        .with_cce(t, in_dtype.code(), out_dtype.code())
-        .ok_or_else(|| {
-            PlanError::Unsupported(format!(
-                "{word}: dtype codes {:#x}/{:#x} do not fit the CCE's 4-bit fields",
-                in_dtype.code(),
-                out_dtype.code()
-            ))
-        })?;
+    let encode = |a: Dtype, b: Dtype| {
+        dma_abi::CmeWord::DEFAULT_COPY
+            .with_cce(t, a.code(), b.code())
+            .map(dma_abi::CmeWord::raw)
+            .ok_or_else(|| {
+                PlanError::Unsupported(format!(
+                    "{word}: dtype codes {:#x}/{:#x} do not fit the CCE's 4-bit fields",
+                    a.code(),
+                    b.code()
+                ))
+            })
+    };
     Ok(Transfer {
         src_elem: u64::from(src_elem),
         dst_elem: u64::from(dst_elem),
-        cce: Some(word1.raw()),
+        cce: Some(encode(in_dtype, out_dtype)?),
+        acc: if two_sources {
+            Some(encode(out_dtype, out_dtype)?)
+        } else {
+            None
+        },
     })
 }
 
@@ -1751,11 +1783,15 @@ mod tests {
         let InstWord::Direct2d(mut w) = word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) else {
             unreachable!()
         };
+        // A dtype conversion is a one-source CCE packet now (wiki-facts
+        // §F.3); MULTIPLY has no CCE encoding and is still refused.
         w.in_dtype = Dtype::Bfloat16;
         w.out_dtype = Dtype::Fp32;
         w.dst_elem_size = 4;
+        w.compute_op = ComputeOp::Multiply;
         let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
         assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
+        assert!(e.to_string().contains("compute_op = MULTIPLY"), "{e}");
 
         w = match word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) {
             InstWord::Direct2d(w) => w,
@@ -2013,6 +2049,40 @@ mod tests {
         w.compute_op = ComputeOp::Add; // dtypes left at 0
         let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
         assert!(e.to_string().contains("in_dtype = 0x0"), "{e}");
+    }
+
+    #[test]
+    fn dtype_conversion_is_a_one_source_cce_packet() {
+        let InstWord::Direct2d(mut w) = word(0x1000, [1, 16], [16, 1], 0x9000, [1, 16], [16, 1], 2)
+        else {
+            unreachable!()
+        };
+        w.in_dtype = Dtype::Bfloat16;
+        w.out_dtype = Dtype::Fp32;
+        w.dst_elem_size = 4;
+        w.compute_op = ComputeOp::None;
+        let plan = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
+        let pairs: Vec<&DescPair> = plan.engines.iter().flat_map(|e| &e.pairs).collect();
+        assert!(!pairs.is_empty());
+        for p in &pairs {
+            assert_eq!(p.acc_src, None, "a conversion reads only A");
+            assert_eq!(p.dst_len_bytes, 2 * p.len_bytes, "bf16 in, fp32 out");
+            let c = dma_abi::CmeWord::from_raw(p.word1);
+            assert_eq!(c.cce_type(), Some(dma_abi::CceType::Add));
+            assert_eq!(p.sources().len(), 1);
+        }
+        // ADD is B op= A: B (in the output dtype) first, then A.
+        w.compute_op = ComputeOp::Add;
+        w.in_dtype = Dtype::Fp32;
+        w.src_elem_size = 4;
+        let plan = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
+        let p = &plan.engines.iter().flat_map(|e| &e.pairs).next().unwrap().clone();
+        let (b_addr, b_len, b_word1) = p.acc_src.unwrap();
+        assert_eq!((b_addr, b_len), (p.dst, p.dst_len_bytes));
+        let b = dma_abi::CmeWord::from_raw(b_word1);
+        assert_eq!(b.cce_type(), Some(dma_abi::CceType::Add));
+        assert_eq!(p.sources()[0].0, p.dst);
+        assert_eq!(p.sources()[1].0, p.src);
     }
 
     #[test]

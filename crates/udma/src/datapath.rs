@@ -198,19 +198,23 @@ pub fn move_packet(
     })
 }
 
-/// Bytes a CCE packet writes for `in_len` source bytes (element count ×
-/// output size).
-pub fn cce_out_len(cmd: Cme, in_len: u64) -> u64 {
-    match (cmd.cce_dtypes(), cmd.cce()) {
-        (Some((i, o)), Some(_)) => in_len / i.size_bytes().max(1) as u64 * o.size_bytes() as u64,
-        _ => in_len,
+/// Bytes a CCE packet writes: the first source's element count (which
+/// sets the accumulator's, wiki-facts §F.3) times the output size.
+pub fn cce_out_len(first_word1: Cme, first_len: u64) -> u64 {
+    match (first_word1.cce_dtypes(), first_word1.cce()) {
+        (Some((i, o)), Some(_)) => first_len / i.size_bytes().max(1) as u64 * o.size_bytes() as u64,
+        _ => first_len,
     }
 }
 
-/// CCE in-transfer compute (wiki-facts §C.6, §F; docs/cme.md): for each TX
-/// descriptor, the destination elements become `op(dst, src)` — a
-/// read-modify-write of the RX buffers with dtype conversion through f32.
-/// The FMA scale is 1.0 (scale meta-descriptors are not modelled yet).
+/// CCE in-transfer compute (wiki-facts §F.3; docs/cme.md §4): every TX
+/// descriptor of the packet is one source, read in its own input dtype
+/// (word1 bits 11:8) and combined into the running accumulator (FP32) with
+/// the packet's operation; the first source loads it. The last source's
+/// output dtype (bits 15:12) converts the result, which streams into the RX
+/// buffers. The destination is not read: `B op= A` is the two-source packet
+/// (B, A), and a single source converts the dtype. The FMA scale is 1.0
+/// (scale meta-descriptors are not modelled yet).
 fn cce_packet(
     bus: &mut dyn Bus,
     tx: &[Piece],
@@ -219,45 +223,42 @@ fn cce_packet(
     cmd: Cme,
     op: cme::ReduceOp,
 ) -> Result<Moved, MoveError> {
-    let Some((in_dt, out_dt)) = cmd.cce_dtypes() else {
+    let mut acc = cme::Accumulator::new(cme::Dtype::Fp32);
+    let mut out_dt = None;
+    let mut src = Vec::new();
+    for t in tx {
+        let word = Cme(t.desc.word1);
+        let Some((in_dt, o)) = word.cce_dtypes() else {
+            return Err(MoveError::Length(format!(
+                "CCE descriptor word1 {:#010x} names an unknown dtype",
+                word.0
+            )));
+        };
+        out_dt = Some(o);
+        let len = t.desc.len_bytes(encode_64k) as usize;
+        src.resize(len, 0);
+        bus.read(t.desc.buf_ptr, &mut src)
+            .map_err(MoveError::Read)?;
+        acc.combine(op, in_dt, &src)
+            .map_err(|e| MoveError::Length(format!("CCE: {e}")))?;
+    }
+    let Some(out_dt) = out_dt else {
         return Err(MoveError::Length(format!(
-            "CCE descriptor word1 {:#010x} names an unknown dtype",
+            "CCE packet of word1 {:#010x} has no source",
             cmd.0
         )));
     };
-    let (in_sz, out_sz) = (in_dt.size_bytes().max(1), out_dt.size_bytes().max(1));
-    let mut src = Vec::new();
-    let mut dst = Vec::new();
-    for t in tx {
-        let len = t.desc.len_bytes(encode_64k) as usize;
-        let n = len / in_sz;
-        src.resize(n * in_sz, 0);
-        bus.read(t.desc.buf_ptr, &mut src)
-            .map_err(MoveError::Read)?;
-        // The destination span may straddle RX buffers: gather it.
-        let mut spans = Vec::new();
-        let mut left = (n * out_sz) as u64;
-        while left > 0 {
-            let (addr, k) = sink.next(left)?;
-            spans.push((addr, k));
-            left -= k;
-        }
-        dst.clear();
-        for &(addr, k) in &spans {
-            let start = dst.len();
-            dst.resize(start + k as usize, 0);
-            bus.read(addr, &mut dst[start..])
-                .map_err(MoveError::Write)?;
-        }
-        cme::reduce(op, in_dt, &src, out_dt, &mut dst)
-            .map_err(|e| MoveError::Length(format!("CCE: {e}")))?;
-        let mut at = 0usize;
-        for &(addr, k) in &spans {
-            bus.write(addr, &dst[at..at + k as usize])
-                .map_err(MoveError::Write)?;
-            at += k as usize;
-        }
-        sink.written += (n * out_sz) as u64;
+    let mut out = vec![0u8; acc.len() * out_dt.size_bytes().max(1)];
+    acc.flush(out_dt, &mut out)
+        .map_err(|e| MoveError::Length(format!("CCE: {e}")))?;
+    let mut done = 0usize;
+    while done < out.len() {
+        let (dst, n) = sink.next((out.len() - done) as u64)?;
+        let n = n as usize;
+        bus.write(dst, &out[done..done + n])
+            .map_err(MoveError::Write)?;
+        sink.written += n as u64;
+        done += n;
     }
     Ok(Moved {
         written: sink.written,

@@ -1359,9 +1359,13 @@ impl Engine {
         let mut n_tx = 0;
         let mut bytes = 0u64;
         let mut first = None;
+        let mut first_len = 0u64;
         for f in &tx.fetched {
             n_tx += 1;
             bytes += u64::from(f.desc.len_bytes(encode_64k));
+            if first.is_none() {
+                first_len = u64::from(f.desc.len_bytes(encode_64k));
+            }
             first.get_or_insert(f.desc);
             if f.desc.last() {
                 break;
@@ -1373,7 +1377,7 @@ impl Engine {
         }
         let word1 = desc::Cme(first.word1);
         let stream_bytes = if word1.cce().is_some() {
-            crate::datapath::cce_out_len(word1, bytes)
+            crate::datapath::cce_out_len(word1, first_len)
         } else if word1.is_cme_checksum() {
             (if word1.copy_src_data() { bytes } else { 0 }) + if word1.send_crc() { 4 } else { 0 }
         } else {
