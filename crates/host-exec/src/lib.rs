@@ -45,6 +45,22 @@ pub struct HostSession {
     detached: Device,
 }
 
+/// How a session is built.
+#[derive(Default)]
+pub struct SessionOptions {
+    /// Stream every ioctl and mmap access to this writer as JSON lines
+    /// (`ioctl_bus::Recording`); `neuron-sim ioctl replay` re-issues them.
+    pub record: Option<Box<dyn std::io::Write>>,
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("record", &self.record.is_some())
+            .finish()
+    }
+}
+
 /// What the host side did in a run (`neuron-sim run` prints it).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HostReport {
@@ -122,18 +138,30 @@ impl HostSession {
     /// When the driver or the runtime cannot start (bad maps, no host
     /// memory for the bounce buffers).
     pub fn new(dev: Device) -> Result<Self, String> {
+        Self::with_options(dev, SessionOptions::default())
+    }
+
+    /// A session with options (an ioctl recording).
+    ///
+    /// # Errors
+    ///
+    /// As [`HostSession::new`].
+    pub fn with_options(dev: Device, opts: SessionOptions) -> Result<Self, String> {
         let detached = Device::trn2().map_err(|e| e.to_string())?;
         let hbm_capacity_bytes = dev
             .map()
             .by_name("hbm0")
             .map_or(24 << 30, |id| dev.map().region(id).size_bytes);
         let driver = KernelDriver::new(dev, KdriverConfig::default())?;
-        let bus = InProcess::new(driver);
+        let bus: Box<dyn ioctl_bus::Transport> = match opts.record {
+            Some(sink) => Box::new(ioctl_bus::Recorder::streaming(InProcess::new(driver), sink)),
+            None => Box::new(InProcess::new(driver)),
+        };
         let config = DmemConfig {
             hbm_capacity_bytes,
             ..DmemConfig::default()
         };
-        let dmem = Dmem::open(Box::new(bus), config)
+        let dmem = Dmem::open(bus, config)
             .map_err(|s| format!("the runtime could not open the device: {s}"))?;
         let mut s = Self {
             dmem,
@@ -804,11 +832,26 @@ pub fn run_source(
     file: &str,
     files: &mut dyn TraceFiles,
 ) -> Result<(soc::exec::RunReport, HostSession), Vec<String>> {
+    run_source_with(dev, source, file, files, SessionOptions::default())
+}
+
+/// [`run_source`] with session options.
+///
+/// # Errors
+///
+/// As [`run_source`].
+pub fn run_source_with(
+    dev: Device,
+    source: &str,
+    file: &str,
+    files: &mut dyn TraceFiles,
+    opts: SessionOptions,
+) -> Result<(soc::exec::RunReport, HostSession), Vec<String>> {
     let trace = trace_format::parse(source, file)
         .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
     let linked = soc::exec::link(&dev, &trace, file)
         .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-    let mut session = HostSession::new(dev).map_err(|e| vec![e])?;
+    let mut session = HostSession::with_options(dev, opts).map_err(|e| vec![e])?;
     let report = soc::exec::run_linked_host(
         &mut session,
         &trace,

@@ -215,24 +215,64 @@ impl Recording {
     }
 }
 
-/// A [`Transport`] wrapper that records every call (and counts it).
-#[derive(Debug)]
+/// A [`Transport`] wrapper that records every call (and counts it), in
+/// memory or streamed as JSON lines to a writer.
 pub struct Recorder<T> {
     inner: T,
     recording: Recording,
     stats: IoctlStats,
     next_seq: u64,
+    /// Streaming: each record is written as one line instead of kept.
+    sink: Option<Box<dyn std::io::Write>>,
+    /// The first write error of the sink (later records are dropped).
+    sink_error: Option<String>,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Recorder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("inner", &self.inner)
+            .field("records", &self.recording.records.len())
+            .field("next_seq", &self.next_seq)
+            .field("streaming", &self.sink.is_some())
+            .field("sink_error", &self.sink_error)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T> Recorder<T> {
-    /// Wraps `inner`.
+    /// Wraps `inner`, keeping the records in memory.
     pub fn new(inner: T) -> Self {
         Self {
             inner,
             recording: Recording::default(),
             stats: IoctlStats::default(),
             next_seq: 0,
+            sink: None,
+            sink_error: None,
         }
+    }
+
+    /// Wraps `inner`, streaming each record as a JSON line to `sink` (the
+    /// format of [`Recording::to_jsonl`]; nothing is kept in memory, so a
+    /// long run's copies do not accumulate).
+    pub fn streaming(inner: T, sink: Box<dyn std::io::Write>) -> Self {
+        Self {
+            sink: Some(sink),
+            ..Self::new(inner)
+        }
+    }
+
+    /// The first error writing the stream, if any (records after it are
+    /// lost); flushes the stream.
+    pub fn finish_stream(&mut self) -> Option<String> {
+        if let Some(s) = self.sink.as_mut()
+            && let Err(e) = s.flush()
+            && self.sink_error.is_none()
+        {
+            self.sink_error = Some(e.to_string());
+        }
+        self.sink_error.clone()
     }
 
     /// What was recorded so far.
@@ -267,13 +307,26 @@ impl<T> Recorder<T> {
     }
 
     fn push(&mut self, call: Call, result: Outcome, user: Vec<UserAccess>) {
-        self.recording.records.push(Record {
+        let record = Record {
             seq: self.next_seq,
             call,
             result,
             user,
-        });
+        };
         self.next_seq += 1;
+        match self.sink.as_mut() {
+            None => self.recording.records.push(record),
+            Some(sink) if self.sink_error.is_none() => {
+                let line = Recording {
+                    records: vec![record],
+                }
+                .to_jsonl();
+                if let Err(e) = sink.write_all(line.as_bytes()) {
+                    self.sink_error = Some(e.to_string());
+                }
+            }
+            Some(_) => {}
+        }
     }
 }
 

@@ -343,3 +343,36 @@ fn bus_errors_are_recorded_and_counted() {
         "{line}"
     );
 }
+
+/// A writer the test can read back after the recorder has it.
+#[derive(Clone, Default)]
+struct SharedBuf(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn streaming_writes_the_same_lines_and_keeps_nothing() {
+    let in_memory = record_session();
+    let buf = SharedBuf::default();
+    let mut rec = Recorder::streaming(
+        Threaded::spawn(SemDriver::default),
+        Box::new(buf.clone()),
+    );
+    session(&mut rec);
+    assert_eq!(rec.finish_stream(), None);
+    assert!(rec.recording().is_empty(), "streaming keeps no records");
+    let text = String::from_utf8(buf.0.borrow().clone()).unwrap();
+    assert_eq!(text, in_memory.to_jsonl());
+    // The stream replays like the in-memory recording.
+    let back = Recording::from_jsonl(&text).unwrap();
+    let mut fresh = SemDriver::default();
+    assert_eq!(replay(&back, &mut fresh).unwrap().records, 12);
+}

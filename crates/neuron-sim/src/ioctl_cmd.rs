@@ -13,6 +13,16 @@ pub(crate) enum IoctlCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Re-issue a recorded ioctl stream (`run --ioctl-record FILE`) on a
+    /// fresh kernel driver and device, checking every result, argument
+    /// copy-out and user-memory access against the recording.
+    Replay {
+        /// The recording (JSON lines).
+        file: std::path::PathBuf,
+        /// Print the replay report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Split a 32-bit request number into its _IOC fields and name it.
     Decode {
         /// The number (0x-prefixed hex or decimal), e.g. 0x80384E66.
@@ -33,6 +43,37 @@ pub(crate) fn run(cmd: IoctlCmd) -> Result<u8, Failure> {
                 out!("{}", ioctl_abi::listing::render_text(&rows));
             }
             Ok(0)
+        }
+        IoctlCmd::Replay { file, json } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+            let rec = ioctl_bus::Recording::from_jsonl(&text)
+                .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+            let mut driver = kdriver::KernelDriver::trn2(kdriver::KdriverConfig::default())
+                .map_err(bad_input)?;
+            match ioctl_bus::replay(&rec, &mut driver) {
+                Ok(report) => {
+                    if json {
+                        outln!("{}", to_json(&report)?);
+                    } else {
+                        outln!(
+                            "replayed {} records: {} ioctls, {} mmap reads, {} mmap writes, {} user reads, {} user writes, {} not issued; every result matched",
+                            report.records,
+                            report.ioctls,
+                            report.mmap_reads,
+                            report.mmap_writes,
+                            report.user_reads,
+                            report.user_writes,
+                            report.not_issued
+                        );
+                    }
+                    Ok(0)
+                }
+                Err(e) => {
+                    outln!("{}: {e}", file.display());
+                    Ok(1)
+                }
+            }
         }
         IoctlCmd::Decode { value, json } => {
             let value = u32::try_from(value.0)

@@ -217,6 +217,10 @@ enum Cmd {
         /// Timing configuration (JSON, same keys as crates/sim-core/timing-default.json).
         #[arg(long, value_name = "FILE")]
         timing: Option<PathBuf>,
+        /// Record every ioctl the host runtime issues to FILE (JSON lines;
+        /// `neuron-sim ioctl replay FILE` re-issues them on a fresh driver).
+        #[arg(long, value_name = "FILE")]
+        ioctl_record: Option<PathBuf>,
     },
 }
 
@@ -317,12 +321,14 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             csr_snapshot,
             json,
             timing,
+            ioctl_record,
         } => cmd_run(
             &maps,
             &trace,
             csr_snapshot.as_deref(),
             json,
             timing.as_deref(),
+            ioctl_record.as_deref(),
         ),
     }
 }
@@ -457,7 +463,7 @@ fn cmd_step(
 ) -> Result<u8, Failure> {
     let source = std::fs::read_to_string(trace)
         .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
-    let mut dev = maps.device()?;
+    let dev = maps.device()?;
     if let Some(w) = when {
         let (addr, value) = w
             .split_once(">=")
@@ -501,8 +507,20 @@ fn cmd_step(
     let mut files = DirFiles {
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
-    let report = soc::exec::run_linked(&mut dev, &parsed, &linked, &name, &mut files, &mut stepper);
+    // The host runtime owns the device (v3 host operations step too).
+    let mut session = host_exec::HostSession::new(dev).map_err(bad_input)?;
+    let report = soc::exec::run_linked_host(
+        &mut session,
+        &parsed,
+        &linked,
+        &name,
+        &mut files,
+        &mut stepper,
+    );
     out!("{}", report.to_text());
+    if session.used() {
+        out!("{}", session.report().to_text());
+    }
     outln!("debugger: {} stops", stepper.stops);
     Ok(report.exit_code())
 }
@@ -565,7 +583,15 @@ fn cmd_run(
     snapshot: Option<&Path>,
     json: bool,
     timing: Option<&Path>,
+    ioctl_record: Option<&Path>,
 ) -> Result<u8, Failure> {
+    let mut opts = host_exec::SessionOptions::default();
+    if let Some(p) = ioctl_record {
+        let f = std::fs::File::create(p).map_err(|e| {
+            bad_input(format!("cannot create ioctl recording {}: {e}", p.display()))
+        })?;
+        opts.record = Some(Box::new(std::io::BufWriter::new(f)));
+    }
     let source = std::fs::read_to_string(trace)
         .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
     let dev = maps.device_with_timing(timing)?;
@@ -574,7 +600,7 @@ fn cmd_run(
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
     let started = std::time::Instant::now();
-    let (report, mut session) = match host_exec::run_source(dev, &source, &name, &mut files) {
+    let (report, mut session) = match host_exec::run_source_with(dev, &source, &name, &mut files, opts) {
         Ok(r) => r,
         Err(errors) => {
             let mut msg = String::new();

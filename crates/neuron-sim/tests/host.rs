@@ -1,0 +1,105 @@
+//! `neuron-sim run` with the host runtime (trace language v3): the host
+//! summary, JSON, ioctl recording and replay, and v3 errors.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn tmp(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+const TRACE: &str = "\
+alloc w size=0x5000 nc=1
+copyin w pattern=incr8 seed=9
+copyout w pattern=incr8 seed=9
+# the device sees the tensor at @w
+expect @w+0x10 bytes=191a1b1c
+free w
+";
+
+#[test]
+fn run_prints_the_host_summary_and_json() {
+    let t = tmp("summary.trace", TRACE);
+    let o = bin().args(["run", t.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("host: "), "{out}");
+    // 0x5000 bytes: two 0x3000-byte chunks each way (seed 000 §3 thresholds).
+    assert!(out.contains("MEM_COPY_ASYNC64=4 MEM_COPY_ASYNC_WAIT=2"), "{out}");
+    assert!(out.contains("MEM_USAGE: 20480 bytes, channel: 0"), "{out}");
+    let o = bin()
+        .args(["run", t.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["host_runtime"]["ioctls"]["MEM_FREE"], 1);
+    assert_eq!(v["host_runtime"]["driver"]["h2t_batches"], 4);
+}
+
+#[test]
+fn recorded_ioctls_replay_on_a_fresh_driver() {
+    let t = tmp("record.trace", TRACE);
+    let rec = t.with_extension("jsonl");
+    let o = bin()
+        .args(["run", t.to_str().unwrap(), "--ioctl-record", rec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = bin()
+        .args(["ioctl", "replay", rec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("every result matched"), "{}", stdout(&o));
+    // A recording that says a call returned something else is caught.
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let first_alloc = text
+        .lines()
+        .position(|l| l.contains("\"MEM_ALLOC_V2MT64\""))
+        .unwrap();
+    let bad: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == first_alloc {
+                l.replace("\"result\":{\"ret\":0}", "\"result\":{\"ret\":7}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert_ne!(bad.join("\n"), text.trim_end(), "the edit must change the record");
+    let bad_path = tmp("bad.jsonl", &bad.join("\n"));
+    let o = bin()
+        .args(["ioctl", "replay", bad_path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("mismatch"), "{}", stdout(&o));
+}
+
+#[test]
+fn host_operations_need_allocated_tensors() {
+    let t = tmp(
+        "unalloc.trace",
+        "expect @nope bytes=00\ncopyin nope byte=1\n",
+    );
+    let o = bin().args(["run", t.to_str().unwrap()]).output().unwrap();
+    let out = stdout(&o);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(out.contains("tensor @nope is not allocated"), "{out}");
+    assert!(out.contains("no tensor `nope`"), "{out}");
+}
