@@ -4,8 +4,10 @@
 //! - `codegen [--check]`: render `docs/csr/*.md` from `csr-maps/*.json`;
 //!   `--check` writes nothing and fails when a file is stale.
 //! - `ci`: the checks CI runs (fmt, clippy, tests).
-//! - `bench [ARGS..]`: `cargo bench -p soc --bench dma -- ARGS..` (the DMA model speed
-//!   benchmark, `crates/soc/benches/dma.rs`).
+//! - `bench [ARGS..]`: the speed benchmarks, one after the other, each given
+//!   `-- ARGS..`: `cargo bench -p soc --bench dma` (the DMA model,
+//!   `crates/soc/benches/dma.rs`), then `cargo bench -p host-exec --bench
+//!   host` (ioctl bus and runtime copy-in, `crates/host-exec/benches/host.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -31,9 +33,10 @@ enum Cmd {
     },
     /// Run the CI checks: fmt, clippy (deny warnings), tests.
     Ci,
-    /// Run the DMA model speed benchmark: `cargo bench -p soc --bench dma -- ARGS`.
+    /// Run the speed benchmarks: `cargo bench -p soc --bench dma -- ARGS`,
+    /// then `cargo bench -p host-exec --bench host -- ARGS`.
     Bench {
-        /// Passed to the benchmark binary (divan: a name filter, `--list`,
+        /// Passed to each benchmark binary (divan: a name filter, `--list`,
         /// `--sample-count N`, ...).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -99,18 +102,25 @@ const CI_STEPS: &[Step] = &[
     },
 ];
 
+/// The benchmark targets `bench` runs, in order: (package, bench target).
+const BENCH_TARGETS: &[(&str, &str)] = &[("soc", "dma"), ("host-exec", "host")];
+
+/// Runs every target of [`BENCH_TARGETS`] with `args`; stops at the first
+/// that fails.
 fn bench(root: &Path, args: &[String]) -> Result<(), String> {
-    let status = Command::new(cargo())
-        .args(["bench", "-p", "soc", "--bench", "dma", "--"])
-        .args(args)
-        .current_dir(root)
-        .status()
-        .map_err(|e| format!("bench: cannot run cargo: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("bench failed ({status})"))
+    for (package, target) in BENCH_TARGETS {
+        eprintln!("xtask bench: cargo bench -p {package} --bench {target}");
+        let status = Command::new(cargo())
+            .args(["bench", "-p", package, "--bench", target, "--"])
+            .args(args)
+            .current_dir(root)
+            .status()
+            .map_err(|e| format!("bench: cannot run cargo: {e}"))?;
+        if !status.success() {
+            return Err(format!("bench {package}/{target} failed ({status})"));
+        }
     }
+    Ok(())
 }
 
 fn ci(root: &Path) -> Result<(), String> {

@@ -18,8 +18,9 @@
 //! After divan's table a summary prints the median run of each case, the
 //! ratio to `memcpy` of the same bytes, and the budget checks.
 //!
-//! Run: `cargo bench -p soc` or `cargo xtask bench [DIVAN ARGS]`; divan
-//! options go to this target only: `cargo bench -p soc --bench dma --
+//! Run: `cargo bench -p soc` or `cargo xtask bench [DIVAN ARGS]` (which
+//! also runs host-exec's `host` bench with the same args); to pass divan
+//! options to this target only: `cargo bench -p soc --bench dma --
 //! dma_copy --sample-count 5`. `cargo test -p soc --benches` runs each case
 //! once (a smoke test of the setup and the sanity checks).
 
