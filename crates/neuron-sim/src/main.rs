@@ -221,6 +221,11 @@ enum Cmd {
         /// `neuron-sim ioctl replay FILE` re-issues them on a fresh driver).
         #[arg(long, value_name = "FILE")]
         ioctl_record: Option<PathBuf>,
+        /// Timing-only mode: bulk DMA copies move no payload (cycles, faults
+        /// and registers as in data mode; memory contents not meaningful, so
+        /// expectations on copied data fail).
+        #[arg(long)]
+        timing_only: bool,
     },
 }
 
@@ -322,13 +327,17 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             json,
             timing,
             ioctl_record,
+            timing_only,
         } => cmd_run(
             &maps,
             &trace,
-            csr_snapshot.as_deref(),
-            json,
-            timing.as_deref(),
-            ioctl_record.as_deref(),
+            &RunOpts {
+                snapshot: csr_snapshot.as_deref(),
+                json,
+                timing: timing.as_deref(),
+                ioctl_record: ioctl_record.as_deref(),
+                timing_only,
+            },
         ),
     }
 }
@@ -577,14 +586,28 @@ impl TraceFiles for DirFiles {
     }
 }
 
-fn cmd_run(
-    maps: &Maps,
-    trace: &Path,
-    snapshot: Option<&Path>,
+/// The options of `neuron-sim run` (one field per flag).
+struct RunOpts<'a> {
+    /// `--csr-snapshot FILE`.
+    snapshot: Option<&'a Path>,
+    /// `--json`.
     json: bool,
-    timing: Option<&Path>,
-    ioctl_record: Option<&Path>,
-) -> Result<u8, Failure> {
+    /// `--timing FILE`.
+    timing: Option<&'a Path>,
+    /// `--ioctl-record FILE`.
+    ioctl_record: Option<&'a Path>,
+    /// `--timing-only`.
+    timing_only: bool,
+}
+
+fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
+    let RunOpts {
+        snapshot,
+        json,
+        timing,
+        ioctl_record,
+        timing_only,
+    } = *o;
     let mut opts = host_exec::SessionOptions::default();
     if let Some(p) = ioctl_record {
         let f = std::fs::File::create(p).map_err(|e| {
@@ -594,7 +617,8 @@ fn cmd_run(
     }
     let source = std::fs::read_to_string(trace)
         .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
-    let dev = maps.device_with_timing(timing)?;
+    let mut dev = maps.device_with_timing(timing)?;
+    dev.set_timing_only(timing_only);
     let name = trace.display().to_string();
     let mut files = DirFiles {
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),

@@ -273,6 +273,19 @@ impl Device {
         })
     }
 
+    /// Timing-only mode (DESIGN §4, issue 6): DMA copies longer than
+    /// `memory::TIMING_ONLY_MIN_SKIP_BYTES` move no payload, everything
+    /// else (faults, cycles, registers, small control writes) is as in data
+    /// mode. Memory contents are then not meaningful.
+    pub fn set_timing_only(&mut self, on: bool) {
+        self.fabric.memory.set_skip_payload(on);
+    }
+
+    /// Whether timing-only mode is on.
+    pub fn timing_only(&self) -> bool {
+        self.fabric.memory.skip_payload()
+    }
+
     /// Records engine events (on by default; off for benchmarks).
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;

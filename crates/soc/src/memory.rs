@@ -133,7 +133,15 @@ pub struct DeviceMemory {
     /// Stores by region id (O(1) lookup on the data path).
     stores: Vec<Option<Backing>>,
     last: std::cell::Cell<Option<LastRegion>>,
+    /// Timing-only mode: DMA copies longer than [`TIMING_ONLY_MIN_SKIP_BYTES`]
+    /// are checked (faults stay identical) but move no bytes.
+    skip_payload: bool,
 }
+
+/// In timing-only mode, DMA copies of at most this many bytes still move
+/// their bytes: completion markers (the driver's 4-byte 0xABCDEF01),
+/// semaphore payloads and other small control writes that software polls.
+pub const TIMING_ONLY_MIN_SKIP_BYTES: u64 = 64;
 
 impl DeviceMemory {
     /// Resolves `[addr, addr + len)` to one memory region, or the fault a
@@ -282,6 +290,9 @@ impl DeviceMemory {
         let s_off = self
             .store_offset(map, s, len, false)
             .map_err(|f| (Self::fault(map, s, src, f), src))?;
+        if self.skip_payload && len > TIMING_ONLY_MIN_SKIP_BYTES {
+            return Ok(()); // timing-only: checked, not moved (DESIGN §4)
+        }
         if s.storage == d.storage {
             let store = self.store_mut(map, s.storage);
             return store
@@ -330,6 +341,17 @@ impl DeviceMemory {
                     .map(|(_, at)| at)
             }
         }
+    }
+
+    /// Timing-only mode on or off (DESIGN §4): bulk DMA copies skip their
+    /// payload; every check, cycle and register stays as in data mode.
+    pub fn set_skip_payload(&mut self, on: bool) {
+        self.skip_payload = on;
+    }
+
+    /// Whether timing-only mode is on.
+    pub fn skip_payload(&self) -> bool {
+        self.skip_payload
     }
 
     /// Host bytes allocated by all stores (sparse pages).
