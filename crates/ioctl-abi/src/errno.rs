@@ -76,6 +76,7 @@ errnos! {
     ENODEV = 19, "No such device";
     EINVAL = 22, "Invalid argument";
     ENOTTY = 25, "Inappropriate ioctl for device";
+    EFBIG = 27, "File too large";
     ENOSPC = 28, "No space left on device";
     ERANGE = 34, "Numerical result out of range";
     ENOSYS = 38, "Function not implemented";

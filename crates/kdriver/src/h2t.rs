@@ -196,25 +196,47 @@ pub fn init_queue(
     rx_ring: u64,
     len: u32,
 ) -> Result<(), Errno> {
+    init_ring(dev, regs, e, queue, false, tx_ring, len)?;
+    init_ring(dev, regs, e, queue, true, rx_ring, len)
+}
+
+/// One direction of [`init_queue`] (`udma_q_init_internal` for the M2S
+/// queue when `s2m` is false, else the S2M queue).
+///
+/// # Errors
+///
+/// A bus fault on a register write (`EIO`).
+pub fn init_ring(
+    dev: &mut Device,
+    regs: &H2tRegs,
+    e: &EngineLayout,
+    queue: u8,
+    s2m: bool,
+    ring: u64,
+    len: u32,
+) -> Result<(), Errno> {
     let q = &regs.q;
-    let (mq, sq) = (e.m2s_q(queue), e.s2m_q(queue));
-    let writes = [
-        (mq + regs.m2s_rlimit_mask, 0x3),
-        (mq + q.q_cfg, Q_CFG_PAUSED),
-        (mq + regs.m2s_sw_ctrl, Q_SW_CTRL_RST_Q),
-        (mq + q.drbp_low, tx_ring as u32),
-        (mq + q.drbp_high, (tx_ring >> 32) as u32),
-        (mq + q.drl, len),
-        (mq + q.m2s_comp_cfg, 0),
-        (mq + q.q_cfg, Q_CFG_ENABLED),
-        (sq + q.q_cfg, Q_CFG_PAUSED),
-        (sq + regs.s2m_sw_ctrl, Q_SW_CTRL_RST_Q),
-        (sq + q.drbp_low, rx_ring as u32),
-        (sq + q.drbp_high, (rx_ring >> 32) as u32),
-        (sq + q.drl, len),
-        (sq + q.s2m_comp_cfg, 0),
-        (sq + q.q_cfg, Q_CFG_ENABLED),
-    ];
+    let mut writes = Vec::with_capacity(8);
+    let b = if s2m {
+        e.s2m_q(queue)
+    } else {
+        writes.push((e.m2s_q(queue) + regs.m2s_rlimit_mask, 0x3));
+        e.m2s_q(queue)
+    };
+    let (sw_ctrl, comp_cfg) = if s2m {
+        (regs.s2m_sw_ctrl, q.s2m_comp_cfg)
+    } else {
+        (regs.m2s_sw_ctrl, q.m2s_comp_cfg)
+    };
+    writes.extend([
+        (b + q.q_cfg, Q_CFG_PAUSED),
+        (b + sw_ctrl, Q_SW_CTRL_RST_Q),
+        (b + q.drbp_low, ring as u32),
+        (b + q.drbp_high, (ring >> 32) as u32),
+        (b + q.drl, len),
+        (b + comp_cfg, 0),
+        (b + q.q_cfg, Q_CFG_ENABLED),
+    ]);
     for (a, v) in writes {
         dev.write32(a, v).map_err(|_| Errno::EIO)?;
     }

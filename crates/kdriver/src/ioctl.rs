@@ -1,15 +1,16 @@
 //! The ioctl handlers (driver-facts §1.6), dispatched by exact number.
 
 use ioctl_abi::args::{
-    DmaAckCompleted, DmaCopyDescriptors, DmaCopyDescriptors64, DmaDescriptorCopyout,
-    DmaEngGetState, DmaEngSetState, DmaEngState, DmaQueueCopyStart, DmaQueueGetState, DmaQueueInit,
-    DmaQueueState, Event, MemAlloc, MemAllocV2, MemAllocV2MemType, MemAllocV2MemType64,
-    MemAllocV2MemType64Pa, MemBufCopy, MemBufCopy64, MemBufCopy64Zc, MemBufCopy64ZcBatches,
-    MemCopy, MemCopy64, MemCopyAsync, MemCopyAsync64, MemCopyAsyncWait, MemFree,
-    MemGetExtendedInfo, MemGetInfo, MemGetPa, MemcpyBatch, Memset, Memset64, Semaphore,
+    DMA_QUEUE_INIT_BATCH_ENTRIES, DmaAckCompleted, DmaCopyDescriptors, DmaCopyDescriptors64,
+    DmaDescriptorCopyout, DmaEngGetState, DmaEngInit, DmaEngSetState, DmaEngState,
+    DmaQueueCopyStart, DmaQueueGetState, DmaQueueInit, DmaQueueInitBatch, DmaQueueState, Event,
+    MemAlloc, MemAllocV2, MemAllocV2MemType, MemAllocV2MemType64, MemAllocV2MemType64Pa,
+    MemBufCopy, MemBufCopy64, MemBufCopy64Zc, MemBufCopy64ZcBatches, MemBufCopy64ZcDeprecated,
+    MemCopy, MemCopy64, MemCopy64Deprecated, MemCopyAsync, MemCopyAsync64, MemCopyAsyncWait,
+    MemFree, MemGetExtendedInfo, MemGetInfo, MemGetPa, MemcpyBatch, Memset, Memset64, Semaphore,
     TensorBatchOp,
 };
-use ioctl_abi::enums::MemAllocCategory;
+use ioctl_abi::enums::{MemAllocCategory, UdmaState};
 use ioctl_abi::{Errno, Ioctl, IoctlDef, parse_arg};
 use ioctl_bus::UserMemory;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
@@ -27,6 +28,14 @@ pub const HOST_PAGE_BYTES: u64 = 4096;
 pub const BOUNCE_BYTES: u64 = 65_536;
 /// Semaphores / events per NC (§1.6).
 pub const SEMAPHORES: u32 = 256;
+/// Ring base and end alignment (`UDMA_QUEUE_ADDR_BYTE_ALIGNMENT`, §2.9).
+const QUEUE_ALIGN_BYTES: u64 = 256;
+/// `UDMA_MIN_Q_SIZE` (§2.9).
+const MIN_QUEUE_DESCS: u32 = 32;
+/// `UDMA_MAX_Q_SIZE` (§2.9).
+const MAX_QUEUE_DESCS: u32 = (1 << 24) - 16;
+/// S2M queue Q_CFG EN_STREAM (= EN_SCHEDULING, bit 17, §2.5).
+const S2M_Q_CFG_EN_STREAM: u32 = 1 << 17;
 
 fn put<T: IntoBytes + zerocopy::Immutable>(arg: &mut [u8], v: &T) {
     let b = v.as_bytes();
@@ -126,10 +135,14 @@ impl KernelDriver {
                 Ok(0)
             }
             Ioctl::MemGetInfo => {
+                // [2.24] `ncdev_mem_get_info_deprecated`: pa first; the mmap
+                // offset (= pa, §1.7) only through a non-NULL pointer.
                 let a: MemGetInfo = parse_arg(def, arg)?;
                 let pa = self.mem.chunk(a.mem_handle.get())?.pa;
-                user.copy_to_user(a.mmap_offset.get(), &pa.to_le_bytes())?;
                 user.copy_to_user(a.pa.get(), &pa.to_le_bytes())?;
+                if a.mmap_offset.get() != 0 {
+                    user.copy_to_user(a.mmap_offset.get(), &pa.to_le_bytes())?;
+                }
                 Ok(0)
             }
             Ioctl::MemGetExtendedInfo => {
@@ -163,6 +176,17 @@ impl KernelDriver {
                     u64::from(a.size.get()),
                     u64::from(a.src_offset.get()),
                     u64::from(a.dst_offset.get()),
+                )
+            }
+            Ioctl::MemCopy64Deprecated => {
+                // The [2.24] 40-byte MEM_COPY64.
+                let a: MemCopy64Deprecated = parse_arg(def, arg)?;
+                self.mem_copy(
+                    a.src_mem_handle.get(),
+                    a.dst_mem_handle.get(),
+                    a.size.get(),
+                    a.src_offset.get(),
+                    a.dst_offset.get(),
                 )
             }
             Ioctl::MemCopy64 => {
@@ -230,14 +254,35 @@ impl KernelDriver {
             }
             Ioctl::MemBufCopy64 => {
                 let a: MemBufCopy64 = parse_arg(def, arg)?;
-                // [2.24] quirk: u32 loop counters, sizes >= 4 GiB truncate.
-                let size = a.size.get() & 0xFFFF_FFFF;
                 self.buf_copy(
                     a.mem_handle.get(),
                     a.buffer.get(),
-                    size,
+                    a.size.get(),
                     a.offset.get(),
                     a.copy_to_mem_handle.get() != 0,
+                    user,
+                )
+            }
+            Ioctl::MemBufZerocopy64Legacy => {
+                // [2.24] MEM_BUF_ZEROCOPY64 (the copy64 struct): no BAR4 path.
+                let a: MemBufCopy64 = parse_arg(def, arg)?;
+                self.zerocopy(
+                    a.mem_handle.get(),
+                    a.offset.get(),
+                    &[(0, a.size.get(), a.buffer.get())],
+                    a.copy_to_mem_handle.get() != 0,
+                    0,
+                    user,
+                )
+            }
+            Ioctl::MemBufZerocopy64Deprecated => {
+                let a: MemBufCopy64ZcDeprecated = parse_arg(def, arg)?;
+                self.zerocopy(
+                    a.mem_handle.get(),
+                    a.offset.get(),
+                    &[(0, a.size.get(), a.buffer.get())],
+                    a.is_copy_to_device.get() != 0,
+                    u64::from(a.bar4_wr_threshold.get()),
                     user,
                 )
             }
@@ -306,44 +351,70 @@ impl KernelDriver {
                     a.size.get(),
                 )
             }
+            Ioctl::DmaEngInit => {
+                // [2.24] returns 0 here: its engines were initialised at
+                // driver load (`ndmar_init_nc`). The model initialises engines
+                // lazily, so this call stands for that load-time
+                // `ndmar_eng_init` (simulator decision).
+                let a: DmaEngInit = parse_arg(def, arg)?;
+                let e = self.engine(a.eng_id.get())?;
+                h2t::init_engine(&mut self.dev, &self.regs, &e)?;
+                self.engines_ready.insert(e.id);
+                Ok(0)
+            }
             Ioctl::DmaEngSetState => {
                 let a: DmaEngSetState = parse_arg(def, arg)?;
                 let e = self.engine(a.eng_id.get())?;
+                // `udma_state_set` (§2.8): DISABLE → DIS, NORMAL → NORMAL,
+                // ABORT → ABORT pulses on both directions; IDLE/RESET are
+                // refused but `ndmar_eng_set_state` still reports success.
+                let pulse = match UdmaState::from_raw(a.state.get()) {
+                    Some(UdmaState::Disable) => 0x2,
+                    Some(UdmaState::Normal) => 0x1,
+                    Some(UdmaState::Abort) => 0x4,
+                    _ => {
+                        let st = a.state.get();
+                        self.log(format!("udma_state_set: invalid state {st} ignored"));
+                        return Ok(0);
+                    }
+                };
                 let q = self.regs.q;
                 for addr in [
                     e.m2s_unit + q.m2s_change_state,
                     e.s2m_unit + q.s2m_change_state,
                 ] {
-                    self.dev
-                        .write32(addr, a.state.get())
-                        .map_err(|_| Errno::EIO)?;
+                    self.dev.write32(addr, pulse).map_err(|_| Errno::EIO)?;
                 }
                 Ok(0)
             }
             Ioctl::DmaEngGetState => {
                 let a: DmaEngGetState = parse_arg(def, arg)?;
                 let e = self.engine(a.eng_id.get())?;
-                let st = |d: &mut soc::Device, unit: u64, reg: &str, block: &str| {
-                    d.catalog()
-                        .block(block)
-                        .and_then(|m| m.find(reg, None))
-                        .and_then(|off| d.read32(unit + off).ok())
-                        .unwrap_or(0)
-                };
                 let mut s = DmaEngState::new_zeroed();
                 s.revision_id.set(4);
                 s.max_queues.set(QUEUES);
                 s.num_queues.set(QUEUES);
-                s.tx_state
-                    .set(st(&mut self.dev, e.m2s_unit, "STATE", "udma_m2s"));
-                s.rx_state
-                    .set(st(&mut self.dev, e.s2m_unit, "STATE", "udma_s2m"));
+                s.tx_state.set(self.udma_state_get(&e, false));
+                s.rx_state.set(self.udma_state_get(&e, true));
                 user.copy_to_user(a.state.get(), s.as_bytes())?;
                 Ok(0)
             }
             Ioctl::DmaQueueInit => {
                 let a: DmaQueueInit = parse_arg(def, arg)?;
                 self.queue_init(&a)
+            }
+            Ioctl::DmaQueueInitBatch => {
+                // [2.24] `ncdev_dma_queue_init_batch`: `count >= 256` is
+                // -E2BIG; entries in order, stopping at the first failure.
+                let a: DmaQueueInitBatch = parse_arg(def, arg)?;
+                let n = a.count.get() as usize;
+                if n >= DMA_QUEUE_INIT_BATCH_ENTRIES {
+                    return Err(Errno::E2BIG);
+                }
+                for entry in &a.entries[..n] {
+                    self.queue_init(entry)?;
+                }
+                Ok(0)
             }
             Ioctl::DmaQueueRelease => Ok(0),
             Ioctl::DmaQueueCopyStart => {
@@ -523,8 +594,11 @@ impl KernelDriver {
         Ok(self.mem.alloc_chunk(req, Lifespan::Local)?)
     }
 
-    /// MEM_BUF_COPY(64): host chunks by plain copy; device chunks through a
-    /// 64 KiB bounce buffer, one synchronous H2T copy per ≤ 64 KiB (§1.6).
+    /// MEM_BUF_COPY(64): `offset + size` must fit the chunk (64-bit check);
+    /// host chunks by plain copy; device chunks through a 64 KiB bounce
+    /// buffer, one synchronous H2T copy per ≤ 64 KiB (§1.6). [2.24] quirk:
+    /// the device loop counts in `u32`, so a size ≥ 4 GiB copies only
+    /// `size mod 2^32` bytes.
     fn buf_copy(
         &mut self,
         handle: u64,
@@ -551,6 +625,10 @@ impl KernelDriver {
                     .map_err(|_| Errno::EIO)?;
                 user.copy_to_user(buffer, &buf)?;
             }
+            return Ok(0);
+        }
+        let size = size & u64::from(u32::MAX);
+        if size == 0 {
             return Ok(0);
         }
         let bounce = self.bounce(c.nc_id, BOUNCE_BYTES)?;
@@ -737,50 +815,117 @@ impl KernelDriver {
         Ok(())
     }
 
+    /// DMA_QUEUE_INIT, one entry of DMA_QUEUE_INIT_BATCH (§1.6, §2.9;
+    /// [2.24] `ndmar_queue_init` → `udma_m2m_init_queue` → `udma_q_init`):
+    /// eng < 132 and qid < 16 (EINVAL), then the owner is recorded; a handle
+    /// that does not resolve counts as "no ring" (ring base 0), as in the
+    /// driver; a completion ring must hold `rx_desc_count` descriptors
+    /// (EINVAL) and is then refused (-1, EPERM); ring bases 256-B aligned
+    /// and sizes multiples of 16 (-1, EPERM); then per direction, M2S first,
+    /// 32 ≤ size ≤ 2^24−16 (EINVAL) and the register sequence — an S2M
+    /// failure leaves the M2S queue re-initialised.
     fn queue_init(&mut self, a: &DmaQueueInit) -> Result<i64, Errno> {
         let (eng, qid) = (a.eng_id.get(), a.qid.get());
         if eng >= ENGINES || qid >= QUEUES {
             return Err(Errno::EINVAL);
         }
-        if a.rxc_handle.get() != 0 {
+        let pid = self.cfg.pid;
+        self.user_queues
+            .entry((eng, qid))
+            .or_insert(UserQueue {
+                tx_len: 0,
+                rx_len: 0,
+                tx_acked: 0,
+                rx_acked: 0,
+                owner: pid,
+            })
+            .owner = pid;
+        let chunk = |s: &mut Self, h: u64| {
+            if h == 0 {
+                return None;
+            }
+            let c = s.mem.chunk(h).ok().map(|c| (c.pa, c.size_bytes));
+            if c.is_none() {
+                s.log(format!("invalid memory handle {h:#x}"));
+            }
+            c
+        };
+        let tx = chunk(self, a.tx_handle.get());
+        let rx = chunk(self, a.rx_handle.get());
+        let rxc = chunk(self, a.rxc_handle.get());
+        let (tx_len, rx_len) = (a.tx_desc_count.get(), a.rx_desc_count.get());
+        if let Some((_, size)) = rxc
+            && u64::from(rx_len) * 16 > size
+        {
+            return Err(Errno::EINVAL);
+        }
+        let aligned =
+            |r: Option<(u64, u64)>| r.is_none_or(|(pa, _)| pa.is_multiple_of(QUEUE_ALIGN_BYTES));
+        let multiple = |n: u32| n.is_multiple_of((QUEUE_ALIGN_BYTES / 16) as u32);
+        if !aligned(tx) || !multiple(tx_len) || !aligned(rx) || !multiple(rx_len) {
+            self.log("invalid ring alignment or size");
+            return Err(Errno::EPERM);
+        }
+        if rxc.is_some() {
             self.log("Completion ring not supported");
             return Err(Errno::EPERM);
         }
-        let ring = |s: &Self, h: u64| -> Result<u64, Errno> {
-            if h == 0 {
-                Ok(0)
-            } else {
-                Ok(s.mem.chunk(h)?.pa)
-            }
-        };
-        let tx = ring(self, a.tx_handle.get())?;
-        let rx = ring(self, a.rx_handle.get())?;
         let e = self.engine(eng)?;
         let regs = self.regs;
-        // Both directions share `udma_q_init`; lengths differ per ring.
-        h2t::init_queue(
-            &mut self.dev,
-            &regs,
-            &e,
-            qid as u8,
-            tx,
-            rx,
-            a.tx_desc_count.get(),
-        )?;
-        let sq = e.s2m_q(qid as u8);
-        self.dev
-            .write32(sq + regs.q.drl, a.rx_desc_count.get())
-            .map_err(|_| Errno::EIO)?;
-        self.user_queues.insert(
-            (eng, qid),
-            UserQueue {
-                tx_len: a.tx_desc_count.get(),
-                rx_len: a.rx_desc_count.get(),
+        for (s2m, ring, len) in [(false, tx, tx_len), (true, rx, rx_len)] {
+            if !(MIN_QUEUE_DESCS..=MAX_QUEUE_DESCS).contains(&len) {
+                return Err(Errno::EINVAL);
+            }
+            let base = ring.map_or(0, |(pa, _)| pa);
+            h2t::init_ring(&mut self.dev, &regs, &e, qid as u8, s2m, base, len)?;
+        }
+        if let Some(q) = self.user_queues.get_mut(&(eng, qid)) {
+            *q = UserQueue {
+                tx_len,
+                rx_len,
                 tx_acked: 0,
                 rx_acked: 0,
-            },
-        );
+                owner: pid,
+            };
+        }
         Ok(0)
+    }
+
+    /// `udma_state_get` (§2.8) of one direction: any 2-bit sub-state of
+    /// the STATE register in abort → ABORT, else any normal → NORMAL, else
+    /// IDLE. For S2M the stream-interface field is ignored while the stream
+    /// is fully disabled (STREAM_CFG disable|flush|stop-prefetch and no
+    /// queue with EN_STREAM).
+    fn udma_state_get(&mut self, e: &q7::EngineLayout, s2m: bool) -> u32 {
+        let cat = self.dev.catalog();
+        let off = |block: &str, reg: &str| cat.block(block).and_then(|m| m.find(reg, None));
+        let (unit, block) = if s2m {
+            (e.s2m_unit, "udma_s2m")
+        } else {
+            (e.m2s_unit, "udma_m2s")
+        };
+        let mut rd = |a: Option<u64>| a.and_then(|a| self.dev.read32(a).ok()).unwrap_or(0);
+        let v = rd(off(block, "STATE").map(|o| unit + o));
+        // comp_ctrl [1:0], stream_if [5:4], data ctrl [9:8], desc_pref [13:12].
+        let mut subs = vec![v & 3, (v >> 8) & 3, (v >> 12) & 3];
+        let stream_if = (v >> 4) & 3;
+        let ignore_stream = s2m && {
+            let cfg = rd(off(block, "STREAM_CFG").map(|o| unit + o));
+            let q_cfg = off("udma_s2m_q", "Q_CFG");
+            let any_stream = (0..QUEUES as u8)
+                .any(|q| rd(q_cfg.map(|o| e.s2m_q(q) + o)) & S2M_Q_CFG_EN_STREAM != 0);
+            cfg & 0x111 == 0x111 && !any_stream
+        };
+        if !ignore_stream {
+            subs.push(stream_if);
+        }
+        if subs.contains(&2) {
+            UdmaState::Abort.raw()
+        } else if subs.contains(&1) {
+            UdmaState::Normal.raw()
+        } else {
+            UdmaState::Idle.raw()
+        }
     }
 
     /// DMA_QUEUE_COPY_START (§4.4): each count ≤ its ring, RX first, TX
@@ -875,8 +1020,13 @@ impl KernelDriver {
         Ok((out[0], out[1]))
     }
 
-    /// DMA_COPY_DESCRIPTORS(64) (§1.6): fit check, queue type, host-bit
-    /// address validation, then host rings by memcpy, device rings by H2T.
+    /// DMA_COPY_DESCRIPTORS(64) (§1.6, [2.24] `ncdev_dma_copy_descriptors`):
+    /// `offset + 16·num` must fit the chunk; the descriptors are staged in
+    /// 64 KiB pieces (4096 descriptors), each piece validated — TX
+    /// `buf_ptr` / RX `buf1_ptr` with the host bit must lie in a host
+    /// chunk (EINVAL); any other queue type fails with -1 (EPERM) — then
+    /// written: host rings by memcpy, device rings by one H2T copy. Pieces
+    /// before a failing one stay written, as in the driver.
     fn copy_descriptors(
         &mut self,
         handle: u64,
@@ -888,80 +1038,101 @@ impl KernelDriver {
     ) -> Result<i64, Errno> {
         let c = self.mem.chunk(handle)?.clone();
         let bytes = 16 * u64::from(num);
-        if offset.checked_add(bytes).is_none_or(|e| e > c.size_bytes) || qtype > 1 {
+        if offset.checked_add(bytes).is_none_or(|e| e > c.size_bytes) {
             return Err(Errno::EINVAL);
         }
-        let mut buf = vec![0u8; bytes as usize];
-        user.copy_from_user(buffer, &mut buf)?;
-        for d in buf.chunks_exact(16) {
+        let bounce = if c.host {
+            None
+        } else {
+            Some(self.bounce(c.nc_id, BOUNCE_BYTES)?)
+        };
+        let r = (|| {
+            let mut done = 0u64;
+            while done < bytes {
+                let n = (bytes - done).min(BOUNCE_BYTES);
+                let mut piece = vec![0u8; n as usize];
+                user.copy_from_user(buffer + done, &mut piece)?;
+                self.validate_descriptors(&piece, qtype)?;
+                let dst = c.pa + offset + done;
+                match bounce {
+                    None => self.dev.write_bytes(dst, &piece).map_err(|_| Errno::EIO)?,
+                    Some(b) => {
+                        self.dev.write_bytes(b, &piece).map_err(|_| Errno::EIO)?;
+                        self.memcpy_sync(c.nc_id, b, dst, n, true, true)?;
+                    }
+                }
+                done += n;
+            }
+            Ok(0)
+        })();
+        if let Some(b) = bounce {
+            self.mem.release_chunk(b);
+        }
+        r
+    }
+
+    /// `ndma_memcpy_dma_copy_descriptors`' check (`ndma_validate_pa_v3`).
+    fn validate_descriptors(&mut self, piece: &[u8], qtype: u32) -> Result<(), Errno> {
+        for d in piece.chunks_exact(16) {
+            if qtype > 1 {
+                self.log("descriptor copy to a COMPLETION ring refused");
+                return Err(Errno::EPERM);
+            }
+            // TX buf_ptr and RX buf1_ptr are both bytes 8..16.
             let mut a = [0u8; 8];
             a.copy_from_slice(&d[8..16]);
             let addr = u64::from_le_bytes(a);
             if addr & HOST_BIT == HOST_BIT && !self.mem.chunk_at(addr).is_some_and(|h| h.host) {
-                self.log(format!(
-                    "descriptor address {addr:#x} is not in a host chunk"
-                ));
+                self.log(format!("invalid host memory({addr:#x}) in DMA descriptor"));
                 return Err(Errno::EINVAL);
             }
         }
-        let dst = c.pa + offset;
-        if c.host {
-            self.dev.write_bytes(dst, &buf).map_err(|_| Errno::EIO)?;
-            return Ok(0);
-        }
-        // Device ring: staged in 64 KiB pieces (4096 descriptors) via H2T.
-        let bounce = self.bounce(c.nc_id, BOUNCE_BYTES)?;
-        let r = (|| {
-            for (i, piece) in buf.chunks(BOUNCE_BYTES as usize).enumerate() {
-                self.dev
-                    .write_bytes(bounce, piece)
-                    .map_err(|_| Errno::EIO)?;
-                let at = dst + i as u64 * BOUNCE_BYTES;
-                self.memcpy_sync(c.nc_id, bounce, at, piece.len() as u64, true, true)?;
-            }
-            Ok(0)
-        })();
-        self.mem.release_chunk(bounce);
-        r
+        Ok(())
     }
 
-    /// DMA_DESCRIPTOR_COPYOUT (§1.6): ring base and length from DRBP/DRL,
-    /// `start + count ≤ DRL`, count > 0.
+    /// DMA_DESCRIPTOR_COPYOUT (§1.6, [2.24] `ncdev_dma_descriptor_copyout`):
+    /// count 0 → EINVAL; ring base and length from DRBP/DRL; `start +
+    /// count > DRL` is -EFBIG as in [2.24];
+    /// the ring must lie in a chunk. Host rings are read directly; device
+    /// rings by H2T DMA — [2.24] quirk: from the ring base, ignoring
+    /// `start_index`.
     fn descriptor_copyout(
         &mut self,
         a: &DmaDescriptorCopyout,
         user: &mut dyn UserMemory,
     ) -> Result<i64, Errno> {
         let (eng, qid, qt) = (a.eng_id.get(), a.qid.get(), a.queue_type.get());
-        if eng >= ENGINES || qid >= QUEUES || qt > 1 {
+        let (start, count) = (a.start_index.get(), a.count.get());
+        if count == 0 || eng >= ENGINES || qid >= QUEUES {
             return Err(Errno::EINVAL);
         }
         let e = self.engine(eng)?;
         let q = self.regs.q;
-        let base_reg = if qt == 0 {
-            e.m2s_q(qid as u8)
-        } else {
-            e.s2m_q(qid as u8)
+        let base_reg = match qt {
+            0 => e.m2s_q(qid as u8),
+            1 => e.s2m_q(qid as u8),
+            _ => return Err(Errno::EINVAL),
         };
         let rd = |d: &mut soc::Device, off: u64| d.read32(base_reg + off).map_err(|_| Errno::EIO);
         let lo = rd(&mut self.dev, q.drbp_low)?;
         let hi = rd(&mut self.dev, q.drbp_high)?;
         let len = rd(&mut self.dev, q.drl)?;
-        let (start, count) = (a.start_index.get(), a.count.get());
-        if count == 0 || u64::from(start) + u64::from(count) > u64::from(len) {
-            return Err(Errno::EINVAL);
+        if u64::from(start) + u64::from(count) > u64::from(len) {
+            return Err(Errno::EFBIG);
         }
         let ring = u64::from(lo) | (u64::from(hi) << 32);
-        let src = ring + 16 * u64::from(start);
+        let Some(mc) = self.mem.chunk_at(ring).cloned() else {
+            return Err(Errno::EINVAL);
+        };
         let bytes = 16 * u64::from(count);
         let mut buf = vec![0u8; bytes as usize];
-        if ring & HOST_BIT == HOST_BIT {
+        if mc.host {
+            let src = ring + 16 * u64::from(start);
             self.dev.read_bytes(src, &mut buf).map_err(|_| Errno::EIO)?;
         } else {
-            let nc = self.mem.chunk_at(ring).map_or(0, |c| c.nc_id);
-            let bounce = self.bounce(nc, bytes)?;
+            let bounce = self.bounce(mc.nc_id, bytes)?;
             let r = self
-                .memcpy_sync(nc, src, bounce, bytes, true, true)
+                .memcpy_sync(mc.nc_id, ring, bounce, bytes, true, true)
                 .and_then(|()| {
                     self.dev
                         .read_bytes(bounce, &mut buf)

@@ -19,7 +19,7 @@ use serde::Serialize;
 use soc::Device;
 
 use crate::h2t::{Barrier, Ctx, H2T_ENGINES, H2tRegs, H2tRing, Pair, SYNC_THRESHOLD_PAIRS};
-use crate::mem::MemManager;
+use crate::mem::{Lifespan, MemManager};
 
 /// Driver configuration (module parameters and simulator switches).
 #[derive(Clone, Debug)]
@@ -117,7 +117,7 @@ pub struct DriverStats {
     pub timeouts: u64,
 }
 
-/// A runtime-owned queue initialised by DMA_QUEUE_INIT.
+/// A runtime-owned queue initialised by DMA_QUEUE_INIT(_BATCH).
 #[derive(Clone, Copy, Debug)]
 struct UserQueue {
     tx_len: u32,
@@ -125,6 +125,52 @@ struct UserQueue {
     /// The driver's completion shadow index (DMA_ACK_COMPLETED).
     tx_acked: u32,
     rx_acked: u32,
+    /// The pid that initialised it (`queue->owner`, §1.6).
+    owner: u64,
+}
+
+/// Descriptors of the ring every owned queue is pointed at when its
+/// process exits (`NDMA_QUEUE_DUMMY_RING_DESC_COUNT`, driver-facts §1.6).
+pub const DUMMY_RING_DESCS: u32 = 64;
+
+/// One chunk [`KernelDriver::process_exit`] freed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FreedChunk {
+    /// Its handle, if it had one.
+    pub handle: Option<u64>,
+    /// Physical address (host chunks with the host bit).
+    pub pa: u64,
+    /// Bytes.
+    pub size_bytes: u64,
+    /// Host memory.
+    pub host: bool,
+}
+
+/// What [`KernelDriver::process_exit`] released.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ProcessExitReport {
+    /// Owned queues re-initialised to the dummy ring, as (engine, queue).
+    pub queues_reset: Vec<(u32, u32)>,
+    /// Owned queues left alone: H2T queues and NX-reserved queues.
+    pub queues_kept: Vec<(u32, u32)>,
+    /// Address of the dummy ring (a device-lifespan host chunk), if any
+    /// queue was reset.
+    pub dummy_ring: Option<u64>,
+    /// The process's CUR_PROCESS chunks, freed.
+    pub chunks_freed: Vec<FreedChunk>,
+}
+
+/// `ndmar_is_h2t_q_v3`: queues 0 and 1 of the H2T engines (§4.1).
+#[must_use]
+pub fn is_h2t_queue(eng: u32, qid: u32) -> bool {
+    H2T_ENGINES.iter().any(|&e| u32::from(e) == eng) && qid < 2
+}
+
+/// `ndmar_is_nx_ring_v3`: queue 14 of engines with `eng % 16` in
+/// {0,1,2,3,4,7,8} is reserved for NX cores (§4.1).
+#[must_use]
+pub fn is_nx_queue(eng: u32, qid: u32) -> bool {
+    qid == QUEUES - 2 && matches!(eng % 16, 0..=4 | 7 | 8)
 }
 
 /// The kernel driver of one device.
@@ -136,6 +182,8 @@ pub struct KernelDriver {
     rings: BTreeMap<u32, H2tRing>,
     engines_ready: BTreeSet<u16>,
     user_queues: BTreeMap<(u32, u32), UserQueue>,
+    /// The 64-entry dummy ring of process exit, allocated on first use.
+    dummy_ring: Option<u64>,
     cfg: KdriverConfig,
     events: Vec<DriverEvent>,
     stats: DriverStats,
@@ -186,6 +234,7 @@ impl KernelDriver {
             rings: BTreeMap::new(),
             engines_ready: BTreeSet::new(),
             user_queues: BTreeMap::new(),
+            dummy_ring: None,
             cfg,
             events: Vec::new(),
             stats: DriverStats::default(),
@@ -253,6 +302,102 @@ impl KernelDriver {
     #[must_use]
     pub fn stats(&self) -> &DriverStats {
         &self.stats
+    }
+
+    /// The H2T ring of `nc`, once the driver has created it (§4.2).
+    #[must_use]
+    pub fn h2t_ring(&self, nc: u32) -> Option<&H2tRing> {
+        self.rings.get(&nc)
+    }
+
+    /// The DMA_ACK_COMPLETED shadow indices (tx, rx) of a queue the
+    /// process initialised (§1.6; software only, no register holds them).
+    #[must_use]
+    pub fn user_queue_acked(&self, eng: u32, qid: u32) -> Option<(u32, u32)> {
+        self.user_queues
+            .get(&(eng, qid))
+            .map(|q| (q.tx_acked, q.rx_acked))
+    }
+
+    /// The calling process exits (`ndmar_handle_process_exit`, then the
+    /// process's memory, driver-facts §1.6, §5.2): every queue it
+    /// initialised that is neither an H2T queue nor NX-reserved (§4.1) is
+    /// re-initialised to a [`DUMMY_RING_DESCS`]-entry dummy ring on both
+    /// rings — simulator decision: one device-lifespan host chunk — to stop
+    /// its traffic; then its CUR_PROCESS chunks are freed. Failures to
+    /// reset a queue are logged and skipped, as the driver does.
+    pub fn process_exit(&mut self) -> ProcessExitReport {
+        let pid = self.cfg.pid;
+        let mut report = ProcessExitReport::default();
+        let owned: Vec<(u32, u32)> = self
+            .user_queues
+            .iter()
+            .filter(|(_, q)| q.owner == pid)
+            .map(|(&k, _)| k)
+            .collect();
+        for (eng, qid) in owned {
+            self.user_queues.remove(&(eng, qid));
+            if is_h2t_queue(eng, qid) || is_nx_queue(eng, qid) {
+                report.queues_kept.push((eng, qid));
+                continue;
+            }
+            match self.reset_to_dummy(eng, qid) {
+                Ok(ring) => {
+                    report.dummy_ring = Some(ring);
+                    report.queues_reset.push((eng, qid));
+                }
+                Err(e) => self.log(format!("dma{eng}:q{qid} failed to reset ({})", e.name())),
+            }
+        }
+        for c in self.mem.release_lifespan(Lifespan::CurProcess) {
+            report.chunks_freed.push(FreedChunk {
+                handle: c.handle,
+                pa: c.pa,
+                size_bytes: c.size_bytes,
+                host: c.host,
+            });
+        }
+        self.drain_mem_log();
+        self.log(format!(
+            "process {pid} exit: {} queues reset, {} kept, {} chunks freed",
+            report.queues_reset.len(),
+            report.queues_kept.len(),
+            report.chunks_freed.len()
+        ));
+        report
+    }
+
+    /// Points both rings of a queue at the dummy ring (allocated once).
+    fn reset_to_dummy(&mut self, eng: u32, qid: u32) -> Result<u64, Errno> {
+        let ring = match self.dummy_ring {
+            Some(r) => r,
+            None => {
+                let req = mem::AllocRequest {
+                    size: u64::from(DUMMY_RING_DESCS) * 16,
+                    align: 0,
+                    host: true,
+                    channel: 0,
+                    nc_id: 0,
+                    category: ioctl_abi::enums::MemAllocCategory::NcdevHost.raw(),
+                };
+                let r = self.mem.alloc_chunk(req, Lifespan::Device)?;
+                self.dummy_ring = Some(r);
+                r
+            }
+        };
+        let id = u16::try_from(eng).map_err(|_| Errno::EINVAL)?;
+        let e = soc::firmware::engine_layout(self.dev.map(), id).map_err(|_| Errno::EINVAL)?;
+        let q = u8::try_from(qid).map_err(|_| Errno::EINVAL)?;
+        h2t::init_queue(
+            &mut self.dev,
+            &self.regs,
+            &e,
+            q,
+            ring,
+            ring,
+            DUMMY_RING_DESCS,
+        )?;
+        Ok(ring)
     }
 
     fn event(&mut self, kind: DriverEventKind) {

@@ -251,16 +251,19 @@ impl MemManager {
         req: AllocRequest,
         lifespan: Lifespan,
     ) -> Result<u64, AllocError> {
-        if req.size > i64::MAX as u64 || req.align > i32::MAX as u64 {
+        // `mc_alloc_internal` order: size, channel (host requests too),
+        // NC, host alignment; `align > INT_MAX` only on the aligned device
+        // path (below).
+        if req.size > i64::MAX as u64 {
+            return Err(AllocError::Invalid);
+        }
+        if req.channel as usize >= self.channels.len() {
             return Err(AllocError::Invalid);
         }
         if req.nc_id as usize >= NCS {
             return Err(AllocError::Invalid);
         }
         if req.host && req.align != 0 {
-            return Err(AllocError::Invalid);
-        }
-        if !req.host && req.channel as usize >= self.channels.len() {
             return Err(AllocError::Invalid);
         }
         let size = req
@@ -270,7 +273,11 @@ impl MemManager {
             .ok_or(AllocError::Invalid)?
             & !(PAGE_BYTES - 1);
         let category = self.coerce_category(req.category, req.host);
-        let scratch = category == MemAllocCategory::ContiguousScratchpadDevice;
+        // The contiguous scratchpad ignores `align` (fixed offset, §5.1).
+        let scratch = !req.host && category == MemAllocCategory::ContiguousScratchpadDevice;
+        if !req.host && !scratch && req.align > PAGE_BYTES && req.align > i32::MAX as u64 {
+            return Err(AllocError::Invalid);
+        }
         let (pa, pool) = if req.host {
             let at = self
                 .host
@@ -496,13 +503,37 @@ impl MemManager {
         let Some(ch) = self.channels.get_mut(c.channel as usize) else {
             return;
         };
-        if c.contiguous_scratchpad && c.pa == ch.main.end() - ch.scratchpad_bytes {
-            ch.scratchpad_bytes -= c.size_bytes; // the lowest scratchpad page
+        if c.contiguous_scratchpad {
+            // `mc_free`: the scratchpad shrinks by the freed size even when
+            // the page is not the lowest one (the driver only logs that).
+            if c.pa != ch.main.end() - ch.scratchpad_bytes {
+                self.log.push(format!(
+                    "contiguous scratchpad: freeing page with pa {:#x}, expected page with pa {:#x} to be freed first",
+                    c.pa,
+                    ch.main.end() - ch.scratchpad_bytes
+                ));
+            }
+            ch.scratchpad_bytes = ch.scratchpad_bytes.saturating_sub(c.size_bytes);
         }
         match c.pool {
             PoolKind::Small => ch.small.free(c.pa, c.size_bytes),
             _ => ch.main.free(c.pa, c.size_bytes),
         };
+    }
+
+    /// Frees every chunk of `lifespan` whatever its references (process
+    /// exit frees the CUR_PROCESS chunks, §5.2); returns them, by address.
+    pub fn release_lifespan(&mut self, lifespan: Lifespan) -> Vec<MemChunk> {
+        let gone: Vec<MemChunk> = self
+            .chunks
+            .values()
+            .filter(|c| c.lifespan == lifespan)
+            .cloned()
+            .collect();
+        for c in &gone {
+            self.release_chunk(c.pa);
+        }
+        gone
     }
 
     /// Live handles (for leak reports).
@@ -642,6 +673,46 @@ mod tests {
         assert_eq!(m.chunk(b).unwrap().pa, main_end - (2 << 20));
         // Shares the SCRATCHPAD counter.
         assert_eq!(m.accounting().device[&0]["SCRATCHPAD_DEVICE"], 2 << 20);
+    }
+
+    #[test]
+    fn host_requests_check_the_channel_too() {
+        let mut m = mm();
+        let r = AllocRequest {
+            host: true,
+            ..dev(4096, 4, 2)
+        };
+        assert_eq!(
+            m.alloc(AllocRequest { nc_id: 0, ..r }, Lifespan::CurProcess),
+            Err(AllocError::Invalid)
+        );
+    }
+
+    #[test]
+    fn scratchpad_ignores_align_and_shrinks_on_any_free() {
+        let mut m = mm();
+        // `align` is not checked for the fixed-offset scratchpad.
+        let r = AllocRequest {
+            align: 1 << 40,
+            ..dev(1 << 20, 0, 19)
+        };
+        let a = m.alloc(r, Lifespan::CurProcess).unwrap();
+        let b = m.alloc(dev(1 << 20, 0, 19), Lifespan::CurProcess).unwrap();
+        // Freeing the upper page first is logged and still shrinks the
+        // scratchpad, so the next page's fixed offset is b's: taken.
+        assert!(m.free(a).unwrap());
+        assert!(
+            m.log.last().unwrap().contains("expected page"),
+            "{:?}",
+            m.log
+        );
+        assert_eq!(
+            m.alloc(dev(1 << 20, 0, 19), Lifespan::CurProcess),
+            Err(AllocError::NoMemory)
+        );
+        assert!(m.free(b).unwrap());
+        let c = m.alloc(dev(1 << 20, 0, 19), Lifespan::CurProcess).unwrap();
+        assert_eq!(m.chunk(c).unwrap().pa, 23 * GIB - (1 << 20));
     }
 
     #[test]
