@@ -43,6 +43,14 @@ pub struct HostSession {
     /// Stand-in device, never used when the bus is in-process (it always
     /// is; see [`HostSession::new`]).
     detached: Device,
+    /// The driver's events, each with the cycle it began, when kept
+    /// ([`SessionOptions::keep_driver_events`]).
+    driver_log: Vec<(u64, kdriver::DriverEvent)>,
+    keep_driver_events: bool,
+    /// Device cycle when the current host operation began.
+    op_start: u64,
+    /// Device cycle the last ioctl returned.
+    last_ioctl_end: u64,
 }
 
 /// How a session is built.
@@ -51,12 +59,16 @@ pub struct SessionOptions {
     /// Stream every ioctl and mmap access to this writer as JSON lines
     /// (`ioctl_bus::Recording`); `neuron-sim ioctl replay` re-issues them.
     pub record: Option<Box<dyn std::io::Write>>,
+    /// Keep the driver's events (ioctls, H2T batches, log lines) for a
+    /// timeline ([`HostSession::driver_events`]).
+    pub keep_driver_events: bool,
 }
 
 impl std::fmt::Debug for SessionOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionOptions")
             .field("record", &self.record.is_some())
+            .field("keep_driver_events", &self.keep_driver_events)
             .finish()
     }
 }
@@ -152,6 +164,7 @@ impl HostSession {
             .map()
             .by_name("hbm0")
             .map_or(24 << 30, |id| dev.map().region(id).size_bytes);
+        let keep_driver_events = opts.keep_driver_events;
         let driver = KernelDriver::new(dev, KdriverConfig::default())?;
         let bus: Box<dyn ioctl_bus::Transport> = match opts.record {
             Some(sink) => Box::new(ioctl_bus::Recorder::streaming(InProcess::new(driver), sink)),
@@ -171,6 +184,10 @@ impl HostSession {
             used: false,
             last_status: None,
             detached,
+            driver_log: Vec::new(),
+            keep_driver_events,
+            op_start: 0,
+            last_ioctl_end: 0,
         };
         if s.driver_mut().is_none() {
             return Err("internal: the runtime's bus is not in-process".into());
@@ -321,6 +338,27 @@ impl HostSession {
                 if self.tensors.get(name).is_some_and(|t| !t.freed) {
                     return Err(format!("tensor `{name}` is already allocated"));
                 }
+                // The NC is the allocator's (its pcore); `nc=` must agree.
+                let named = allocator.as_deref().filter(|a| *a != "global");
+                let owner = match named {
+                    Some(a) => self
+                        .allocators
+                        .get(a)
+                        .and_then(|id| self.dmem.allocator_info(*id))
+                        .map(|(_, n)| n),
+                    None => None,
+                };
+                let nc = match (owner, *nc) {
+                    (Some(o), Some(n)) if o != n => {
+                        return Err(format!(
+                            "alloc {name}: allocator `{}` belongs to nc {o}, not nc {n}",
+                            named.unwrap_or_default()
+                        ));
+                    }
+                    (Some(o), _) => o,
+                    (None, n) => n.unwrap_or(0),
+                };
+                let nc = &nc;
                 let a = self.allocator(allocator.as_deref(), *nc)?;
                 let usage_t = UsageType::from_name(usage)
                     .ok_or_else(|| format!("unknown usage `{usage}`"))?;
@@ -678,6 +716,16 @@ impl HostSession {
         t
     }
 
+    /// The driver's events kept so far (with
+    /// [`SessionOptions::keep_driver_events`]), in order, each with the
+    /// device cycle it began: an ioctl began when the host operation began
+    /// or the previous ioctl returned (host code takes no simulated time);
+    /// other events are instants at their own cycle.
+    #[must_use]
+    pub fn driver_events(&self) -> &[(u64, kdriver::DriverEvent)] {
+        &self.driver_log
+    }
+
     /// The runtime's and the driver's events since the last call, as text
     /// lines.
     pub fn drain_event_lines(&mut self) -> Vec<String> {
@@ -687,11 +735,24 @@ impl HostSession {
             .iter()
             .filter_map(runtime_event_line)
             .collect();
-        if let Some(d) = self.driver_mut() {
-            for e in d.take_events() {
-                if let kdriver::DriverEventKind::Log { line } = e.kind {
-                    out.push(format!("driver: {line}"));
-                }
+        let events = self
+            .driver_mut()
+            .map(KernelDriver::take_events)
+            .unwrap_or_default();
+        for e in events {
+            if self.keep_driver_events {
+                let start = match e.kind {
+                    kdriver::DriverEventKind::Ioctl { .. } => {
+                        let s = self.op_start.max(self.last_ioctl_end).min(e.cycle);
+                        self.last_ioctl_end = e.cycle;
+                        s
+                    }
+                    _ => e.cycle,
+                };
+                self.driver_log.push((start, e.clone()));
+            }
+            if let kdriver::DriverEventKind::Log { line } = e.kind {
+                out.push(format!("driver: {line}"));
             }
         }
         out
@@ -769,6 +830,7 @@ impl HostRuntime for HostSession {
         status: Option<&str>,
         files: &mut dyn TraceFiles,
     ) -> Result<HostOutcome, String> {
+        self.op_start = HostRuntime::device(self).now().0;
         let r = self.run_op(op, files);
         let r = match status {
             None => r,

@@ -485,7 +485,15 @@ impl KernelDriver {
                 put(arg, &a);
                 Ok(0)
             }
-            _ => Err(Errno::ENOTTY),
+            // driver-facts §1.2: DEVICE_RESET / DEVICE_RELEASE are no-ops
+            // that return 0 for this model's single process.
+            Ioctl::DeviceReset | Ioctl::DeviceRelease => Ok(0),
+            // Known numbers whose handlers are not modelled: the driver
+            // would act; the model says so instead of pretending.
+            other => {
+                self.log(format!("{} is not modelled", other.name()));
+                Err(Errno::EOPNOTSUPP)
+            }
         }
     }
 

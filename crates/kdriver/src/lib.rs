@@ -327,6 +327,13 @@ impl KernelDriver {
     /// its traffic; then its CUR_PROCESS chunks are freed. Failures to
     /// reset a queue are logged and skipped, as the driver does.
     pub fn process_exit(&mut self) -> ProcessExitReport {
+        let prev = self.dev.set_bus_master(soc::Master::Driver);
+        let report = self.process_exit_inner();
+        self.dev.set_bus_master(prev);
+        report
+    }
+
+    fn process_exit_inner(&mut self) -> ProcessExitReport {
         let pid = self.cfg.pid;
         let mut report = ProcessExitReport::default();
         let owned: Vec<(u32, u32)> = self
@@ -418,8 +425,10 @@ impl KernelDriver {
         }
     }
 
-    /// The H2T ring of `nc`, created (and its engine initialised, by the
-    /// even NC of the pair) on first use (§4.1–4.2).
+    /// The H2T ring of `nc`, created on first use (§4.1–4.2). Its engine is
+    /// shared by NCs 2k and 2k+1; the driver initialises it once, from the
+    /// even NC's bring-up. Here that happens on the pair's first copy,
+    /// whichever NC makes it: the same register writes, once per engine.
     fn ring(&mut self, nc: u32) -> Result<&mut H2tRing, Errno> {
         if nc as usize >= mem::NCS {
             return Err(Errno::EINVAL);
@@ -525,7 +534,9 @@ impl ioctl_bus::Driver for KernelDriver {
         let name = ioctl_abi::lookup(request)
             .map_or_else(|_| format!("{request:#010x}"), |d| d.name.to_string());
         *self.stats.ioctls.entry(name.clone()).or_default() += 1;
+        let prev = self.dev.set_bus_master(soc::Master::Driver);
         let r = self.dispatch(request, arg, user);
+        self.dev.set_bus_master(prev);
         self.drain_mem_log();
         let result = match &r {
             Ok(v) => v.to_string(),

@@ -640,7 +640,9 @@ fn resolve_queue(device: &Device, q: &QueueRef) -> Result<QueueTarget, ResolveEr
 }
 
 fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, ResolveError> {
-    if kind.addrs().iter().any(|a| a.tensor().is_some()) {
+    let inst_names_tensor =
+        matches!(kind, StatementKind::Inst { text, .. } if text.contains('@'));
+    if inst_names_tensor || kind.addrs().iter().any(|a| a.tensor().is_some()) {
         return Ok(Linked::Deferred);
     }
     match kind {
@@ -863,7 +865,37 @@ fn bind_tensors(host: &dyn HostRuntime, s: &Statement) -> Result<Statement, Step
             a.base = trace_format::AddrBase::Literal(addr);
         }
     }
+    // An instruction word names tensors inside its text (`imm:@w`): the
+    // name becomes the address, in the word's own number syntax.
+    if let StatementKind::Inst { text, .. } = &mut s.kind {
+        *text = bind_inst_text(host, text).map_err(|m| (Some(s.span), m))?;
+    }
     Ok(s)
+}
+
+/// Replaces every `@name` in an instruction's text by the tensor's address
+/// (`0x…`); the rest of the text is unchanged.
+fn bind_inst_text(host: &dyn HostRuntime, text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('@') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 1..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        let name = &tail[..end];
+        if name.is_empty() {
+            return Err("expected a tensor name after '@' in the instruction".into());
+        }
+        let addr = host
+            .tensor_addr(name)
+            .ok_or_else(|| format!("tensor @{name} is not allocated (alloc {name} … first)"))?;
+        out.push_str(&format!("{addr:#x}"));
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// Runs a linked trace with a host runtime (trace language v3).
@@ -892,6 +924,9 @@ pub fn run_linked_host(
             format!("firmware boot: {}", e.0),
         ));
     }
+    // Register accesses of trace statements are the trace's (the driver and
+    // the firmware name themselves while they run).
+    let prev_master = host.device().set_bus_master(crate::record::Master::Trace);
     let mut exec = Executor::default();
     for (i, (s0, r0)) in trace.statements.iter().zip(linked).enumerate() {
         // Deferred statements are bound and linked now.
@@ -952,6 +987,7 @@ pub fn run_linked_host(
             break;
         }
     }
+    host.device().set_bus_master(prev_master);
     report.summary = Summary::of(host.device());
     report
 }
@@ -1758,6 +1794,7 @@ pub fn engine_event_text(e: &EngineEvent) -> String {
             rx_descs,
             bytes,
             done_at,
+            ..
         } => format!(
             "{at} q{queue} packet start: {bytes} bytes, {tx_descs} TX / {rx_descs} RX descriptors, lands @{done_at}"
         ),

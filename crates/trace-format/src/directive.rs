@@ -1812,7 +1812,7 @@ fn build_alloc(args: &mut Args<'_>) -> Option<StatementKind> {
         _ => false,
     };
     let channel = args.key_u32("channel").map(|(c, _)| c);
-    let nc = args.key_u32("nc").map_or(0, |(n, _)| n);
+    let nc = args.key_u32("nc").map(|(n, _)| n);
     let usage = match args.key("usage") {
         Some((Value::Choice(u), _)) => u.to_string(),
         _ => "tensor".to_string(),

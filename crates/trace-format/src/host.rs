@@ -33,16 +33,10 @@ pub const USAGE_NAMES: &[&str] = &[
     "dma_ring_collectives",
 ];
 
-/// The NRT status names `status=` accepts (public `nrt_status.h`).
-pub const STATUS_NAMES: &[&str] = &[
-    "success",
-    "failure",
-    "invalid",
-    "invalid_handle",
-    "resource",
-    "timeout",
-    "fail_host_mem_alloc",
-];
+/// The NRT status names `status=` accepts: the ones the dmem calls return
+/// (public `nrt_status.h` names; a copy that times out is `failure`, as in
+/// seed 000 §3).
+pub const STATUS_NAMES: &[&str] = &["success", "failure", "invalid", "resource", "fail_host_mem_alloc"];
 
 /// Bytes a host operation writes, or compares with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -108,8 +102,8 @@ pub enum HostOp {
         host: bool,
         /// HBM channel (default `nc / 2`).
         channel: Option<u32>,
-        /// NeuronCore (default 0).
-        nc: u32,
+        /// NeuronCore (default: the allocator's, else 0).
+        nc: Option<u32>,
         /// Usage type name (default `tensor`).
         usage: String,
         /// Alignment (0 = none).
@@ -287,7 +281,10 @@ impl HostOp {
                 if let Some(c) = channel {
                     write!(f, " channel={c}")?;
                 }
-                write!(f, " nc={nc} usage={usage}")?;
+                if let Some(n) = nc {
+                    write!(f, " nc={n}")?;
+                }
+                write!(f, " usage={usage}")?;
                 if *align != 0 {
                     write!(f, " align={align:#x}")?;
                 }

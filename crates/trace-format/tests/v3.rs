@@ -25,7 +25,7 @@ fn alloc_defaults_and_options() {
             size: 0x1000,
             host: false,
             channel: None,
-            nc: 0,
+            nc: None,
             usage: "tensor".into(),
             align: 0,
             hint: None,
