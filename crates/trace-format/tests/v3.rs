@@ -50,7 +50,7 @@ fn alloc_defaults_and_options() {
     assert!(host);
     assert_eq!(
         (channel, nc, usage.as_str(), align),
-        (Some(1), 3, "weight", 0x10000)
+        (Some(1), Some(3), "weight", 0x10000)
     );
     assert_eq!(hint.as_deref(), Some("kv cache"));
     assert_eq!(allocator.as_deref(), Some("m0"));
