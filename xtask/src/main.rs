@@ -8,6 +8,9 @@
 //!   `-- ARGS..`: `cargo bench -p soc --bench dma` (the DMA model,
 //!   `crates/soc/benches/dma.rs`), then `cargo bench -p host-exec --bench
 //!   host` (ioctl bus and runtime copy-in, `crates/host-exec/benches/host.rs`).
+//! - `calibrate [ARGS..]`: run the calibration traces (`traces/calib/`) and
+//!   rewrite the calibration table of `docs/timing.md`
+//!   (`cargo run --release -p neuron-sim -- calibrate --write docs/timing.md ARGS..`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -41,6 +44,13 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run the calibration traces and rewrite the table in docs/timing.md
+    /// (`neuron-sim calibrate --write docs/timing.md`, release build).
+    Calibrate {
+        /// Passed to `neuron-sim calibrate` (e.g. `--json`, `--jobs 1`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -49,6 +59,7 @@ fn main() -> ExitCode {
         Cmd::Codegen { check } => codegen::run(&project_root(), check),
         Cmd::Ci => ci(&project_root()),
         Cmd::Bench { args } => bench(&project_root(), &args),
+        Cmd::Calibrate { args } => calibrate(&project_root(), &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -101,6 +112,33 @@ const CI_STEPS: &[Step] = &[
         env: &[("INSTA_UPDATE", "no")],
     },
 ];
+
+/// `neuron-sim calibrate --write docs/timing.md ARGS` from the workspace
+/// root (release build: under a second; the debug binary takes ~5 s).
+fn calibrate(root: &Path, args: &[String]) -> Result<(), String> {
+    let status = Command::new(cargo())
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "neuron-sim",
+            "--",
+            "calibrate",
+        ])
+        .args(["--dir", "traces/calib", "--write", "docs/timing.md"])
+        .args(args)
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("calibrate: cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "calibrate: a row is outside its check or a trace failed ({status})"
+        ))
+    }
+}
 
 /// The benchmark targets `bench` runs, in order: (package, bench target).
 const BENCH_TARGETS: &[(&str, &str)] = &[("soc", "dma"), ("host-exec", "host")];

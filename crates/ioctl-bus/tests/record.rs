@@ -362,10 +362,7 @@ impl std::io::Write for SharedBuf {
 fn streaming_writes_the_same_lines_and_keeps_nothing() {
     let in_memory = record_session();
     let buf = SharedBuf::default();
-    let mut rec = Recorder::streaming(
-        Threaded::spawn(SemDriver::default),
-        Box::new(buf.clone()),
-    );
+    let mut rec = Recorder::streaming(Threaded::spawn(SemDriver::default), Box::new(buf.clone()));
     session(&mut rec);
     assert_eq!(rec.finish_stream(), None);
     assert!(rec.recording().is_empty(), "streaming keeps no records");

@@ -33,7 +33,7 @@ pub(crate) enum IoctlCmd {
     },
 }
 
-pub(crate) fn run(cmd: IoctlCmd) -> Result<u8, Failure> {
+pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
     match cmd {
         IoctlCmd::List { json } => {
             let rows = ioctl_abi::list();
@@ -49,8 +49,10 @@ pub(crate) fn run(cmd: IoctlCmd) -> Result<u8, Failure> {
                 .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
             let rec = ioctl_bus::Recording::from_jsonl(&text)
                 .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
-            let mut driver = kdriver::KernelDriver::trn2(kdriver::KdriverConfig::default())
-                .map_err(bad_input)?;
+            // The same maps as the recording run (--soc-map / --csr-maps).
+            let mut driver =
+                kdriver::KernelDriver::new(maps.device()?, kdriver::KdriverConfig::default())
+                    .map_err(bad_input)?;
             match ioctl_bus::replay(&rec, &mut driver) {
                 Ok(report) => {
                     if json {

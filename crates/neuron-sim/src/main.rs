@@ -27,8 +27,12 @@ macro_rules! outln {
 }
 
 mod asm_cmd;
+mod calibrate;
 mod ioctl_cmd;
+mod perfetto_cmd;
+mod record_cmd;
 mod step;
+mod sweep;
 
 /// Writes to stdout; a closed pipe ends the process with status 0.
 fn emit(text: &str) {
@@ -67,7 +71,7 @@ struct Cli {
 }
 
 /// Where the device description comes from.
-struct Maps {
+pub(crate) struct Maps {
     soc_map: Option<PathBuf>,
     csr_maps: Option<PathBuf>,
 }
@@ -97,7 +101,7 @@ impl Maps {
         Ok(Box::leak(Box::new(catalog)))
     }
 
-    fn device(&self) -> Result<Device, Failure> {
+    pub(crate) fn device(&self) -> Result<Device, Failure> {
         self.device_with_timing(None)
     }
 
@@ -204,6 +208,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ioctl_cmd::IoctlCmd,
     },
+    /// Run a parameterised trace over a set of points: CSV and an SVG
+    /// bandwidth plot (`sweep merge` joins `--shard` parts).
+    Sweep(sweep::SweepArgs),
+    /// Run the calibration traces and compare with the published figures
+    /// (the table of docs/timing.md).
+    Calibrate(calibrate::CalibrateArgs),
     /// Execute a trace: registers, memory, descriptors, doorbells, run/wait.
     Run {
         /// The trace file.
@@ -226,6 +236,17 @@ enum Cmd {
         /// expectations on copied data fail).
         #[arg(long)]
         timing_only: bool,
+        /// Log every CSR access to FILE, one stable line each (cycle, master,
+        /// R/W, address, register.field, old -> new; docs/user-guide.md).
+        #[arg(long, value_name = "FILE")]
+        reg_log: Option<PathBuf>,
+        /// Write a VCD waveform (GTKWave, Surfer) of queue head/tail/ring id,
+        /// engine state, error causes and semaphores to FILE.
+        #[arg(long, value_name = "FILE")]
+        vcd: Option<PathBuf>,
+        /// `--perfetto FILE` and its filters.
+        #[command(flatten)]
+        perfetto: perfetto_cmd::PerfettoArgs,
     },
 }
 
@@ -299,7 +320,9 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         },
         Cmd::Disasm { file, output, full } => asm_cmd::cmd_disasm(&file, output.as_deref(), full),
         Cmd::Asm { file, output } => asm_cmd::cmd_asm(&file, &output),
-        Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd),
+        Cmd::Sweep(args) => sweep::cmd_sweep(&maps, args),
+        Cmd::Calibrate(args) => calibrate::cmd_calibrate(&maps, &args),
+        Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd, &maps),
         Cmd::Step {
             trace,
             script,
@@ -328,6 +351,9 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             timing,
             ioctl_record,
             timing_only,
+            reg_log,
+            vcd,
+            perfetto,
         } => cmd_run(
             &maps,
             &trace,
@@ -337,6 +363,9 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 timing: timing.as_deref(),
                 ioctl_record: ioctl_record.as_deref(),
                 timing_only,
+                reg_log: reg_log.as_deref(),
+                vcd: vcd.as_deref(),
+                perfetto: &perfetto,
             },
         ),
     }
@@ -598,6 +627,12 @@ struct RunOpts<'a> {
     ioctl_record: Option<&'a Path>,
     /// `--timing-only`.
     timing_only: bool,
+    /// `--reg-log FILE`.
+    reg_log: Option<&'a Path>,
+    /// `--vcd FILE`.
+    vcd: Option<&'a Path>,
+    /// `--perfetto FILE` and its filters.
+    perfetto: &'a perfetto_cmd::PerfettoArgs,
 }
 
 fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
@@ -607,11 +642,21 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         timing,
         ioctl_record,
         timing_only,
+        reg_log,
+        vcd,
+        perfetto,
     } = *o;
-    let mut opts = host_exec::SessionOptions::default();
+    let timeline = perfetto.plan()?;
+    let mut opts = host_exec::SessionOptions {
+        keep_driver_events: timeline.is_some(),
+        ..host_exec::SessionOptions::default()
+    };
     if let Some(p) = ioctl_record {
         let f = std::fs::File::create(p).map_err(|e| {
-            bad_input(format!("cannot create ioctl recording {}: {e}", p.display()))
+            bad_input(format!(
+                "cannot create ioctl recording {}: {e}",
+                p.display()
+            ))
         })?;
         opts.record = Some(Box::new(std::io::BufWriter::new(f)));
     }
@@ -619,24 +664,30 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
     let mut dev = maps.device_with_timing(timing)?;
     dev.set_timing_only(timing_only);
+    record_cmd::start(&mut dev, reg_log, vcd)?;
     let name = trace.display().to_string();
     let mut files = DirFiles {
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
     let started = std::time::Instant::now();
-    let (report, mut session) = match host_exec::run_source_with(dev, &source, &name, &mut files, opts) {
-        Ok(r) => r,
-        Err(errors) => {
-            let mut msg = String::new();
-            for e in &errors {
-                msg.push_str(&format!("{e}\n"));
+    let (report, mut session) =
+        match host_exec::run_source_with(dev, &source, &name, &mut files, opts) {
+            Ok(r) => r,
+            Err(errors) => {
+                let mut msg = String::new();
+                for e in &errors {
+                    msg.push_str(&format!("{e}\n"));
+                }
+                msg.push_str(&format!("{} error(s); nothing was run", errors.len()));
+                return Err(bad_input(msg));
             }
-            msg.push_str(&format!("{} error(s); nothing was run", errors.len()));
-            return Err(bad_input(msg));
-        }
-    };
+        };
     let host = session.used().then(|| session.report());
     let speed = HostSpeed::measure(started.elapsed(), &report);
+    record_cmd::finish(session.device_mut(), reg_log, vcd)?;
+    if let Some(plan) = &timeline {
+        perfetto_cmd::write(plan, &report, session.driver_events())?;
+    }
     if json {
         let mut v = serde_json::to_value(&report).map_err(|e| bad_input(e.to_string()))?;
         if let Some(obj) = v.as_object_mut() {

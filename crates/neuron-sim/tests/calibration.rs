@@ -1,6 +1,10 @@
-//! Timing calibration (DESIGN §4, docs/timing.md): one engine moving 32 KiB
-//! HBM→SBUF with its 4-byte semaphore write takes 1416 ns ± 10 % of
-//! simulated time with the default configuration.
+//! Timing calibration (DESIGN §4, docs/timing.md "Calibration"): one
+//! engine moving 32 KiB HBM→SBUF with its 4-byte semaphore write takes
+//! 1416 ns ± 10 % of simulated time with the default configuration; and
+//! every row of the calibration table (`neuron-sim calibrate` over
+//! `traces/calib/`) stays within its check — ±10 %, the published shape as
+//! inequalities, or, for a documented model gap, its documented value —
+//! while the table in docs/timing.md is current.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
@@ -34,4 +38,172 @@ fn one_engine_32k_hbm_to_sbuf_with_semaphore_is_1416ns() {
         (ns - 1416.0).abs() <= 141.6,
         "simulated {ns:.1} ns, published 1416 ns"
     );
+}
+
+// ---------------------------------------------------------------------
+// The calibration table (issue 6 item 4; docs/timing.md "Calibration"):
+// `neuron-sim calibrate` runs traces/calib/ once for all the tests below.
+
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn workspace() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `neuron-sim calibrate --json --check docs/timing.md`, run once.
+fn calibration() -> &'static serde_json::Value {
+    static CAL: OnceLock<serde_json::Value> = OnceLock::new();
+    CAL.get_or_init(|| {
+        let o = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+            .current_dir(workspace())
+            .args([
+                "calibrate",
+                "--dir",
+                "traces/calib",
+                "--json",
+                "--check",
+                "docs/timing.md",
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        // 0: every row within its check and the table in docs/timing.md
+        // current; 1 names the stale table or a row outside its check.
+        assert_eq!(o.status.code(), Some(0), "{stderr}");
+        serde_json::from_slice(&o.stdout).unwrap()
+    })
+}
+
+fn row(id: &str) -> &'static serde_json::Value {
+    calibration()["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no calibration row {id}"))
+}
+
+fn value(id: &str) -> f64 {
+    row(id)["simulated_value"].as_f64().unwrap()
+}
+
+fn within_10_percent(id: &str, published: f64) {
+    let r = row(id);
+    assert_eq!(r["published_value"].as_f64().unwrap(), published, "{id}");
+    let v = value(id);
+    assert!(
+        (v - published).abs() <= 0.10 * published,
+        "row {id}: simulated {v}, published {published} ± 10 %"
+    );
+    assert_eq!(r["status"], "ok", "{id}");
+}
+
+#[test]
+fn row_a_one_engine_32k_is_1416ns() {
+    within_10_percent("a", 1416.0);
+    assert_eq!(row("a")["cycles"][0], 1207);
+}
+
+#[test]
+fn row_b_one_engine_streams_23_bytes_per_ns() {
+    within_10_percent("b", 23.0);
+}
+
+#[test]
+fn row_c_sixteen_engines_give_368_gbps() {
+    within_10_percent("c", 368.0);
+}
+
+#[test]
+fn row_d_bandwidth_versus_bytes_per_partition_has_the_published_shape() {
+    assert_eq!(row("d")["status"], "ok");
+    let shape = calibration()["shape"].as_array().unwrap();
+    let sizes: Vec<u64> = shape.iter().map(|p| p["bytes"].as_u64().unwrap()).collect();
+    assert_eq!(
+        sizes,
+        (7..=16).map(|e| 1u64 << e).collect::<Vec<_>>(),
+        "128 B … 64 KiB"
+    );
+    let frac = |bytes: u64| {
+        shape.iter().find(|p| p["bytes"] == bytes).unwrap()["fraction"]
+            .as_f64()
+            .unwrap()
+    };
+    // < 256 B: severely overhead-bound; ≥ 2 KiB near; ≥ 4 KiB at peak
+    // (hardware-and-simulators §A.4; the inequalities of docs/timing.md).
+    assert!(frac(128) <= 0.5, "128 B at {:.3}", frac(128));
+    for b in [2048, 4096, 8192, 16384, 32768, 65536] {
+        assert!(frac(b) >= 0.75, "{b} B at {:.3}", frac(b));
+    }
+    for b in [4096, 8192, 16384, 32768, 65536] {
+        assert!(frac(b) >= 0.90, "{b} B at {:.3}", frac(b));
+    }
+    let gbps: Vec<f64> = shape.iter().map(|p| p["gbps"].as_f64().unwrap()).collect();
+    assert!(gbps.windows(2).all(|w| w[1] >= w[0]), "{gbps:?}");
+}
+
+#[test]
+fn row_e_eight_cores_stay_within_chip_hbm_2_9_tbps() {
+    within_10_percent("e", 2900.0);
+    assert!(value("e") <= 2900.0, "above the chip's HBM bandwidth");
+}
+
+/// Known gaps (docs/timing.md rows f1, f2): the cross-bar transpose is not
+/// modelled. The documented values are pinned — exact cycles — so a change
+/// of the model is noticed and the table re-examined, never a loosened
+/// tolerance.
+#[test]
+fn rows_f_transposes_are_the_documented_gap() {
+    for (id, published) in [("f1", 0.90), ("f2", 0.50)] {
+        let r = row(id);
+        assert_eq!(r["status"], "gap", "{id}");
+        assert_eq!(r["published_value"].as_f64().unwrap(), published);
+        assert_eq!(
+            r["cycles"],
+            serde_json::json!([143863, 2611]),
+            "{id}: transpose, copy"
+        );
+        let ratio = value(id);
+        assert!((ratio - 2611.0 / 143863.0).abs() < 1e-12, "{id}: {ratio}");
+    }
+}
+
+/// The shared HBM limit behind row (e) (`hbm_stack_gbps`, docs/timing.md):
+/// the chip trace with every core reading hbm0 gets one stack's 725 GB/s,
+/// and without the limit the chip row would exceed 2.9 TB/s.
+#[test]
+fn one_hbm_stack_is_shared_by_every_engine() {
+    let path = workspace().join("traces/calib/chip-8-cores-hbm.trace");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let gbps = |source: &str, timing: sim_core::TimingConfig| {
+        let mut dev =
+            Device::with_timing(soc_map::trn2().unwrap(), csr::catalog().unwrap(), timing).unwrap();
+        dev.set_timing_only(true);
+        dev.set_trace(false);
+        let (report, _) = host_exec::run_source(dev, source, "chip", &mut NoFiles).unwrap();
+        // Timing-only: only the data expectations may fail.
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert!(
+            report
+                .failures
+                .iter()
+                .all(|f| f.to_string().contains("expect "))
+        );
+        let ns = report.summary.sim_ns;
+        64.0 * 1024.0 * 1024.0 / ns
+    };
+    let default = sim_core::TimingConfig::default_config().unwrap();
+    // Every core from hbm0 (the trace's sources on hbm1..3 moved to hbm0).
+    let one_stack = text
+        .replace("imm:0x4010000000", "imm:0x10000000")
+        .replace("imm:0x800010000000", "imm:0x10000000")
+        .replace("imm:0x804010000000", "imm:0x10000000");
+    assert_ne!(one_stack, text);
+    let g = gbps(&one_stack, default.clone());
+    assert!((650.0..=725.0).contains(&g), "one stack: {g:.1} GB/s");
+    let mut unlimited = default;
+    unlimited.hbm_stack_gbps = 0.0;
+    let g = gbps(&text, unlimited);
+    assert!(g > 2900.0, "no shared limit: {g:.1} GB/s");
 }

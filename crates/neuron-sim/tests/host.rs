@@ -38,7 +38,10 @@ fn run_prints_the_host_summary_and_json() {
     let out = stdout(&o);
     assert!(out.contains("host: "), "{out}");
     // 0x5000 bytes: two 0x3000-byte chunks each way (seed 000 §3 thresholds).
-    assert!(out.contains("MEM_COPY_ASYNC64=4 MEM_COPY_ASYNC_WAIT=2"), "{out}");
+    assert!(
+        out.contains("MEM_COPY_ASYNC64=4 MEM_COPY_ASYNC_WAIT=2"),
+        "{out}"
+    );
     assert!(out.contains("MEM_USAGE: 20480 bytes, channel: 0"), "{out}");
     let o = bin()
         .args(["run", t.to_str().unwrap(), "--json"])
@@ -54,7 +57,12 @@ fn recorded_ioctls_replay_on_a_fresh_driver() {
     let t = tmp("record.trace", TRACE);
     let rec = t.with_extension("jsonl");
     let o = bin()
-        .args(["run", t.to_str().unwrap(), "--ioctl-record", rec.to_str().unwrap()])
+        .args([
+            "run",
+            t.to_str().unwrap(),
+            "--ioctl-record",
+            rec.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
@@ -63,7 +71,11 @@ fn recorded_ioctls_replay_on_a_fresh_driver() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    assert!(stdout(&o).contains("every result matched"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("every result matched"),
+        "{}",
+        stdout(&o)
+    );
     // A recording that says a call returned something else is caught.
     let text = std::fs::read_to_string(&rec).unwrap();
     let first_alloc = text
@@ -81,7 +93,11 @@ fn recorded_ioctls_replay_on_a_fresh_driver() {
             }
         })
         .collect();
-    assert_ne!(bad.join("\n"), text.trim_end(), "the edit must change the record");
+    assert_ne!(
+        bad.join("\n"),
+        text.trim_end(),
+        "the edit must change the record"
+    );
     let bad_path = tmp("bad.jsonl", &bad.join("\n"));
     let o = bin()
         .args(["ioctl", "replay", bad_path.to_str().unwrap()])

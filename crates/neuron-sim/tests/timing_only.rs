@@ -49,8 +49,9 @@ fn waits_on_memory(path: &Path) -> bool {
     let trace = trace_format::parse(&source, "t").unwrap();
     let dev = Device::trn2().unwrap();
     trace.statements.iter().any(|s| match &s.kind {
-        trace_format::StatementKind::Wait { addr, .. } => addr.tensor().is_some()
-            || soc::resolve(&dev, addr).is_ok_and(|r| r.register.is_none()),
+        trace_format::StatementKind::Wait { addr, .. } => {
+            addr.tensor().is_some() || soc::resolve(&dev, addr).is_ok_and(|r| r.register.is_none())
+        }
         _ => false,
     })
 }
@@ -62,7 +63,10 @@ fn waits_on_payload_are_the_only_difference() {
     let t = dir.join("rr-16-queues.trace");
     assert!(waits_on_memory(&t));
     let (data, fast) = (run(&t, false), run(&t, true));
-    assert_ne!(data.step_cycles, fast.step_cycles, "the wait sees no payload");
+    assert_ne!(
+        data.step_cycles, fast.step_cycles,
+        "the wait sees no payload"
+    );
     assert!(!waits_on_memory(&dir.join("copy-hbm-hbm.trace")));
 }
 
@@ -99,5 +103,8 @@ fn every_trace_has_the_same_cycles_and_csrs_without_payload() {
     }
     assert!(differ.is_empty(), "{differ:#?}");
     // The mode really skips bytes somewhere (large copies exist in the set).
-    assert!(saved > 1 << 20, "timing-only saved only {saved} bytes of host memory");
+    assert!(
+        saved > 1 << 20,
+        "timing-only saved only {saved} bytes of host memory"
+    );
 }

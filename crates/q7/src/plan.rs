@@ -2076,7 +2076,13 @@ mod tests {
         w.in_dtype = Dtype::Fp32;
         w.src_elem_size = 4;
         let plan = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
-        let p = &plan.engines.iter().flat_map(|e| &e.pairs).next().unwrap().clone();
+        let p = &plan
+            .engines
+            .iter()
+            .flat_map(|e| &e.pairs)
+            .next()
+            .unwrap()
+            .clone();
         let (b_addr, b_len, b_word1) = p.acc_src.unwrap();
         assert_eq!((b_addr, b_len), (p.dst, p.dst_len_bytes));
         let b = dma_abi::CmeWord::from_raw(b_word1);

@@ -1,8 +1,10 @@
 //! Simulated time, the timing configuration, the event queue and the bus
 //! interface the hardware models use (DESIGN §3 layer L2, §4 time).
 
+mod bandwidth;
 mod timing;
 
+pub use bandwidth::HbmBandwidth;
 pub use timing::{TimingConfig, TimingError, TimingParam};
 
 use std::cmp::Reverse;
@@ -136,6 +138,14 @@ pub trait Bus {
         let mut buf = vec![0u8; n];
         self.read(src, &mut buf)?;
         self.write(dst, &buf)
+    }
+    /// Books `len` bytes of the shared memory bandwidth at `addr` (an HBM
+    /// stack, [`HbmBandwidth`]) for a transfer that starts at `start`;
+    /// returns the cycle by which the memory has delivered them. The
+    /// default has no shared limit.
+    fn reserve_bandwidth(&mut self, addr: u64, len: u64, start: Cycle) -> Cycle {
+        let _ = (addr, len);
+        start
     }
 }
 

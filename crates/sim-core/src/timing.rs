@@ -81,6 +81,9 @@ pub struct TimingConfig {
     pub q7_scalar_copy_bytes_per_cycle: u64,
     /// Q7 `vec_memcpy_data_transfer`: bytes copied per cycle.
     pub q7_vector_copy_bytes_per_cycle: u64,
+    /// Bandwidth of one HBM stack shared by every engine, GB/s (bytes per
+    /// ns); 0 = no limit ([`crate::HbmBandwidth`]).
+    pub hbm_stack_gbps: f64,
     /// Every parameter with unit and source, as loaded.
     pub params: BTreeMap<String, TimingParam>,
 }
@@ -124,6 +127,12 @@ impl TimingConfig {
                 "parameter `clock_ghz` = {clock_ghz} must be in (0, 100)"
             )));
         }
+        let hbm_stack_gbps = get("hbm_stack_gbps")?;
+        if !(hbm_stack_gbps.is_finite() && (0.0..1e6).contains(&hbm_stack_gbps)) {
+            return Err(TimingError(format!(
+                "parameter `hbm_stack_gbps` = {hbm_stack_gbps} must be in [0, 1e6) (0: no limit)"
+            )));
+        }
         Ok(Self {
             clock_ghz,
             beat_bytes: int("beat_bytes", 1)?,
@@ -142,6 +151,7 @@ impl TimingConfig {
             q7_poll_cycles: int("q7_poll_cycles", 1)?,
             q7_scalar_copy_bytes_per_cycle: int("q7_scalar_copy_bytes_per_cycle", 1)?,
             q7_vector_copy_bytes_per_cycle: int("q7_vector_copy_bytes_per_cycle", 1)?,
+            hbm_stack_gbps,
             params: file.parameters,
         })
     }
@@ -210,6 +220,7 @@ const KNOWN: &[&str] = &[
     "q7_poll_cycles",
     "q7_scalar_copy_bytes_per_cycle",
     "q7_vector_copy_bytes_per_cycle",
+    "hbm_stack_gbps",
 ];
 
 #[cfg(test)]

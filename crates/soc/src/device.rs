@@ -16,12 +16,13 @@ use csr::{Catalog, CsrAccessError, CsrMap, Delta, RegFile};
 use dma_abi::inst::InstWord;
 use q7::{InstTag, Q7Core};
 use serde::Serialize;
-use sim_core::{AccessError, Bus, Cycle, TimingConfig};
+use sim_core::{AccessError, Bus, Cycle, HbmBandwidth, TimingConfig};
 use soc_map::{Hex, Hex32, RegionId, RegionKind, SocMap};
 use udma::{Engine, EngineEvent, QueueStats, UnitBlock, UnitMaps};
 
 use crate::fault::BusFault;
 use crate::memory::DeviceMemory;
+use crate::record::{Access, Master, Recorder, RegLog, Waves, access_line};
 
 /// A side effect a register access had, in the order it happened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -167,6 +168,13 @@ struct Fabric {
     /// Cores whose semaphores changed since the firmware last looked
     /// (bit per TPB).
     sem_touched: u32,
+    /// Who drives the register accesses that follow (set by the caller).
+    master: Master,
+    /// Register-access log and waveforms; `None` (the default) records
+    /// nothing.
+    rec: Option<Box<Recorder>>,
+    /// The HBM stacks' shared bandwidth (`hbm_stack_gbps`).
+    hbm: HbmBandwidth,
 }
 
 /// Why a device could not be built.
@@ -204,7 +212,8 @@ pub struct Device {
     wake: BinaryHeap<Reverse<(Cycle, u16)>>,
     now: Cycle,
     trace: bool,
-    posted: Vec<(u64, u32)>,
+    /// DMA writes into engine register blocks: (address, value, writing engine).
+    posted: Vec<(u64, u32, u16)>,
     /// Q7 firmware per core, created on the first instruction.
     cores: Vec<Option<Q7Core>>,
     /// When each core's firmware next runs on its own.
@@ -246,6 +255,14 @@ impl Device {
             .map(|m| &*Box::leak(Box::new(m)))
             .map_err(|e| DeviceError(e.to_string()))?;
         let engine_blocks = engine_blocks(&map);
+        // The HBM stacks: the top-level memory regions `hbm0`, `hbm1`, ….
+        let hbm_ranges = map
+            .regions
+            .iter()
+            .filter(|r| r.parent.is_none() && r.stem == "hbm" && r.kind == RegionKind::Memory)
+            .map(|r| (r.base, r.end()))
+            .collect();
+        let hbm = HbmBandwidth::new(hbm_ranges, &timing);
         let sem_cores = (0..crate::firmware::CORES)
             .filter_map(|t| map.by_name(&format!("tpb{t}.evt_sem")).map(|id| (id, t)))
             .collect();
@@ -259,6 +276,9 @@ impl Device {
                 engine_blocks,
                 sem_cores,
                 sem_touched: 0,
+                master: Master::default(),
+                rec: None,
+                hbm,
             },
             unit_maps,
             timing,
@@ -292,6 +312,79 @@ impl Device {
         for e in self.engines.iter_mut().flatten() {
             e.set_trace(on);
         }
+    }
+
+    /// Sets who drives the register accesses that follow (the trace
+    /// executor, the kernel driver; the device itself sets the firmware and
+    /// DMA engines). Returns the previous master, to restore.
+    pub fn set_bus_master(&mut self, master: Master) -> Master {
+        std::mem::replace(&mut self.fabric.master, master)
+    }
+
+    /// Who drives the current register accesses.
+    pub fn bus_master(&self) -> Master {
+        self.fabric.master
+    }
+
+    /// Starts the register-access log (`docs/user-guide.md`): one line per
+    /// CSR access from now on. With `sink`, lines stream to it (see
+    /// [`Device::finish_reg_log`]); without, they are kept for
+    /// [`Device::take_reg_log`].
+    pub fn record_reg_log(&mut self, sink: Option<Box<dyn std::io::Write + Send>>) {
+        self.fabric.rec.get_or_insert_with(Box::default).log = Some(RegLog::new(sink));
+    }
+
+    /// The buffered register-access log lines so far (empty when streaming
+    /// or not recording).
+    pub fn take_reg_log(&mut self) -> String {
+        self.fabric
+            .rec
+            .as_deref_mut()
+            .and_then(|r| r.log.as_mut())
+            .map(RegLog::take)
+            .unwrap_or_default()
+    }
+
+    /// Stops the register-access log and flushes its sink; returns the
+    /// number of lines logged (0 when not recording).
+    ///
+    /// # Errors
+    ///
+    /// The first error writing to the sink.
+    pub fn finish_reg_log(&mut self) -> std::io::Result<u64> {
+        match self.fabric.rec.as_deref_mut().and_then(|r| r.log.take()) {
+            Some(log) => log.finish(),
+            None => Ok(0),
+        }
+    }
+
+    /// Starts recording waveforms (queue pointers, engine states, error
+    /// causes, semaphores) for [`Device::write_vcd`]. Start before the run:
+    /// a signal's first recorded value is its value at time 0.
+    pub fn record_waves(&mut self) {
+        self.fabric
+            .rec
+            .get_or_insert_with(Box::default)
+            .waves
+            .get_or_insert_with(Waves::default);
+    }
+
+    /// The recorded waveforms, if [`Device::record_waves`] is on.
+    pub fn waves(&self) -> Option<&Waves> {
+        self.fabric.rec.as_deref().and_then(|r| r.waves.as_ref())
+    }
+
+    /// Writes the recorded waveforms as a VCD (`Waves::write_vcd`; nothing
+    /// but the header when not recording).
+    ///
+    /// # Errors
+    ///
+    /// Errors of the writer.
+    pub fn write_vcd(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let empty = Waves::default();
+        self.waves()
+            .unwrap_or(&empty)
+            .write_vcd(out, self.timing.clock_ghz)
     }
 
     /// The address map.
@@ -386,6 +479,9 @@ impl Device {
     /// (read-to-clear), or four little-endian bytes of memory.
     pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
         if let Some(t) = self.fabric.reg_target(addr)? {
+            if self.fabric.rec.is_some() {
+                return self.read32_recorded(addr, t);
+            }
             if let Some(r) = self.fabric.engine_blocks.get(&t.region).copied() {
                 return self
                     .engine_mut(r.engine)
@@ -409,9 +505,100 @@ impl Device {
                 .write(&self.fabric.map, addr, &value.to_le_bytes())?;
             return Ok(None);
         };
+        if self.fabric.rec.is_some() {
+            return self.write32_recorded(addr, t, value);
+        }
         match self.fabric.engine_blocks.get(&t.region).copied() {
             Some(r) => self.engine_write(addr, t, r, value).map(Some),
             None => self.fabric.csr_write(addr, t, value).map(Some),
+        }
+    }
+
+    /// [`Device::read32`] of a register while recording: watch, read,
+    /// sample, log.
+    fn read32_recorded(&mut self, addr: u64, t: RegTarget) -> Result<u32, BusFault> {
+        let now = self.now.0;
+        if let Some(rec) = self.fabric.rec.as_deref_mut() {
+            rec.cycle = now;
+        }
+        let (value, after) = match self.fabric.engine_blocks.get(&t.region).copied() {
+            Some(r) => {
+                self.wave_watch(r.engine, r.block);
+                let e = self.engine_mut(r.engine);
+                let v = e.mmio_read(r.block, t.offset);
+                let after = e.regs(r.block).and_then(|f| f.peek(t.offset).ok());
+                self.wave_sample(r.engine);
+                let v = v.ok_or_else(|| self.fabric.no_register(addr, t))?;
+                (v, after.unwrap_or(v))
+            }
+            None => {
+                let v = self.fabric.csr_read(addr, t)?;
+                let after = self
+                    .fabric
+                    .regs
+                    .get(&t.region)
+                    .and_then(|f| f.peek(t.offset).ok())
+                    .unwrap_or(v);
+                (v, after)
+            }
+        };
+        self.fabric.log_access(false, addr, t, value, value, after);
+        Ok(value)
+    }
+
+    /// [`Device::write32`] of a register while recording.
+    fn write32_recorded(
+        &mut self,
+        addr: u64,
+        t: RegTarget,
+        value: u32,
+    ) -> Result<Option<RegWrite>, BusFault> {
+        let now = self.now.0;
+        if let Some(rec) = self.fabric.rec.as_deref_mut() {
+            rec.cycle = now;
+        }
+        let w = match self.fabric.engine_blocks.get(&t.region).copied() {
+            Some(r) => self.engine_write(addr, t, r, value)?,
+            None => self.fabric.csr_write(addr, t, value)?,
+        };
+        self.fabric.log_access(true, addr, t, value, w.old, w.new);
+        Ok(Some(w))
+    }
+
+    /// Waveforms: start watching engine `id` (created if needed) and, for a
+    /// queue block, that queue — before the access that touches it.
+    fn wave_watch(&mut self, id: u16, block: UnitBlock) {
+        if self.fabric.rec.as_deref().is_none_or(|r| r.waves.is_none()) {
+            return;
+        }
+        self.engine_mut(id);
+        let maps = self.unit_maps;
+        let Some(Some(e)) = self.engines.get(usize::from(id)) else {
+            return;
+        };
+        if let Some(w) = self
+            .fabric
+            .rec
+            .as_deref_mut()
+            .and_then(|r| r.waves.as_mut())
+        {
+            w.watch(e, maps, block);
+        }
+    }
+
+    /// Waveforms: sample engine `id`'s watched registers at the current
+    /// cycle.
+    fn wave_sample(&mut self, id: u16) {
+        let Some(w) = self
+            .fabric
+            .rec
+            .as_deref_mut()
+            .and_then(|r| r.waves.as_mut())
+        else {
+            return;
+        };
+        if let Some(Some(e)) = self.engines.get(usize::from(id)) {
+            w.sample(self.now.0, e, self.unit_maps);
         }
     }
 
@@ -430,11 +617,18 @@ impl Device {
         };
         let now = self.now;
         let mut report = None;
+        let recording = self.fabric.rec.is_some();
         for id in targets {
+            if recording {
+                self.wave_watch(id, r.block);
+            }
             let e = self.engine_mut(id);
             let Some(out) = e.mmio_write(r.block, t.offset, value, now) else {
                 continue;
             };
+            if recording {
+                self.wave_sample(id);
+            }
             let w = RegWrite {
                 region: region_name.clone(),
                 register: out.reg.name(),
@@ -578,9 +772,14 @@ impl Device {
                 let mut bus = DmaBus {
                     fabric: &mut self.fabric,
                     posted: &mut self.posted,
+                    engine: id,
+                    now: at,
                 };
                 engine.step(at, &mut bus, &self.timing);
                 let next = engine.next_event();
+                if self.fabric.rec.is_some() {
+                    self.wave_sample(id);
+                }
                 if !self.posted.is_empty() {
                     self.reschedule(id);
                     self.apply_posted();
@@ -678,10 +877,12 @@ impl Device {
             let Some(mut core) = self.cores.get_mut(i).and_then(Option::take) else {
                 continue;
             };
+            let prev = self.set_bus_master(Master::Firmware(tpb));
             let r = {
                 let mut bus = crate::firmware::DeviceFwBus { device: self };
                 core.boot(&mut bus)
             };
+            self.set_bus_master(prev);
             self.cores[i] = Some(core);
             r.map_err(|m| DeviceError(format!("tpb{tpb} firmware boot: {m}")))?;
         }
@@ -733,10 +934,12 @@ impl Device {
         };
         let now = self.now;
         let timing = self.timing.clone();
+        let prev = self.set_bus_master(Master::Firmware(tpb));
         let next = {
             let mut bus = crate::firmware::DeviceFwBus { device: self };
             core.step(now, &mut bus, &timing)
         };
+        self.set_bus_master(prev);
         for e in core.take_events() {
             self.fabric.events.push(DeviceEvent::Firmware(e));
         }
@@ -756,8 +959,11 @@ impl Device {
     fn apply_posted(&mut self) {
         while !self.posted.is_empty() {
             let posted = std::mem::take(&mut self.posted);
-            for (addr, value) in posted {
+            for (addr, value, engine) in posted {
+                // The writing engine is the bus master of its posted write.
+                let prev = self.set_bus_master(Master::Engine(engine));
                 let _ = self.write32(addr, value);
+                self.set_bus_master(prev);
             }
         }
     }
@@ -924,6 +1130,37 @@ impl Fabric {
         }
     }
 
+    /// Register-access log: one line for an access by the current master
+    /// (reads: `old` is the value returned, `new` what a read returns now).
+    fn log_access(&mut self, write: bool, addr: u64, t: RegTarget, value: u32, old: u32, new: u32) {
+        if self.rec.as_deref().is_none_or(|r| r.log.is_none()) {
+            return;
+        }
+        let Some(block) = self.block_of(t.region) else {
+            return;
+        };
+        let Ok(reg) = block.element_at(t.offset) else {
+            return;
+        };
+        let Some(rec) = self.rec.as_deref_mut() else {
+            return;
+        };
+        let line = access_line(&Access {
+            cycle: rec.cycle,
+            master: self.master,
+            write,
+            addr,
+            region: self.map.name(t.region),
+            reg,
+            value,
+            old,
+            new,
+        });
+        if let Some(log) = rec.log.as_mut() {
+            log.push(&line);
+        }
+    }
+
     fn regfile(&mut self, region: RegionId) -> Option<&mut RegFile<'static>> {
         let block = self.block_of(region)?;
         Some(
@@ -1016,6 +1253,11 @@ impl Fabric {
         if rf.hw_set(read_off, new).is_ok() {
             if let Some(&core) = self.sem_cores.get(&region) {
                 self.sem_touched |= 1 << core;
+                if let Some(rec) = self.rec.as_deref_mut()
+                    && let Some(w) = rec.waves.as_mut()
+                {
+                    w.semaphore(rec.cycle, core, index, old, new);
+                }
             }
             let name = self.map.name(region).to_string();
             self.events.push(DeviceEvent::Semaphore {
@@ -1033,7 +1275,23 @@ impl Fabric {
 /// engine blocks are posted until the writing engine's step ends).
 struct DmaBus<'a> {
     fabric: &'a mut Fabric,
-    posted: &'a mut Vec<(u64, u32)>,
+    posted: &'a mut Vec<(u64, u32, u16)>,
+    /// The engine stepping (the bus master of register accesses).
+    engine: u16,
+    /// Its current cycle.
+    now: Cycle,
+}
+
+impl DmaBus<'_> {
+    /// Before a register access while recording: the engine is the master.
+    fn enter(&mut self) -> Option<Master> {
+        let rec = self.fabric.rec.as_deref_mut()?;
+        rec.cycle = self.now.0;
+        Some(std::mem::replace(
+            &mut self.fabric.master,
+            Master::Engine(self.engine),
+        ))
+    }
 }
 
 fn access_error(e: BusFault, addr: u64) -> AccessError {
@@ -1056,10 +1314,19 @@ impl Bus for DmaBus<'_> {
                         addr,
                         message: "not a register".into(),
                     })?;
-                let v = self
-                    .fabric
-                    .csr_read(addr, t)
-                    .map_err(|e| access_error(e, addr))?;
+                let prev = self.enter();
+                let v = self.fabric.csr_read(addr, t);
+                if let (Some(prev), Ok(v)) = (prev, &v) {
+                    let after = self
+                        .fabric
+                        .regs
+                        .get(&t.region)
+                        .and_then(|f| f.peek(t.offset).ok())
+                        .unwrap_or(*v);
+                    self.fabric.log_access(false, addr, t, *v, *v, after);
+                    self.fabric.master = prev;
+                }
+                let v = v.map_err(|e| access_error(e, addr))?;
                 buf.copy_from_slice(&v.to_le_bytes());
                 Ok(())
             }
@@ -1081,13 +1348,18 @@ impl Bus for DmaBus<'_> {
                         message: "not a register".into(),
                     })?;
                 if self.fabric.engine_blocks.contains_key(&t.region) {
-                    self.posted.push((addr, value));
+                    self.posted.push((addr, value, self.engine));
                     return Ok(());
                 }
-                self.fabric
-                    .csr_write(addr, t, value)
-                    .map(|_| ())
-                    .map_err(|e| access_error(e, addr))
+                let prev = self.enter();
+                let w = self.fabric.csr_write(addr, t, value);
+                if let Some(prev) = prev {
+                    if let Ok(w) = &w {
+                        self.fabric.log_access(true, addr, t, value, w.old, w.new);
+                    }
+                    self.fabric.master = prev;
+                }
+                w.map(|_| ()).map_err(|e| access_error(e, addr))
             }
             Err(e) => Err(access_error(e, addr)),
         }
@@ -1106,5 +1378,9 @@ impl Bus for DmaBus<'_> {
             }
             Err((e, at)) => Err(access_error(e, at)),
         }
+    }
+
+    fn reserve_bandwidth(&mut self, addr: u64, len: u64, start: Cycle) -> Cycle {
+        self.fabric.hbm.reserve(addr, len, start)
     }
 }

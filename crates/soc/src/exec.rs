@@ -640,8 +640,7 @@ fn resolve_queue(device: &Device, q: &QueueRef) -> Result<QueueTarget, ResolveEr
 }
 
 fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, ResolveError> {
-    let inst_names_tensor =
-        matches!(kind, StatementKind::Inst { text, .. } if text.contains('@'));
+    let inst_names_tensor = matches!(kind, StatementKind::Inst { text, .. } if text.contains('@'));
     if inst_names_tensor || kind.addrs().iter().any(|a| a.tensor().is_some()) {
         return Ok(Linked::Deferred);
     }

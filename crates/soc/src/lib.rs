@@ -7,9 +7,11 @@ pub mod exec;
 pub mod fault;
 pub mod firmware;
 pub mod memory;
+pub mod record;
 pub mod resolve;
 
 pub use describe::{AddressInfo, describe};
 pub use device::{BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, RegWrite};
 pub use fault::BusFault;
+pub use record::{Master, Waves};
 pub use resolve::{ResolveError, Resolved, resolve};

@@ -36,7 +36,13 @@ pub const USAGE_NAMES: &[&str] = &[
 /// The NRT status names `status=` accepts: the ones the dmem calls return
 /// (public `nrt_status.h` names; a copy that times out is `failure`, as in
 /// seed 000 §3).
-pub const STATUS_NAMES: &[&str] = &["success", "failure", "invalid", "resource", "fail_host_mem_alloc"];
+pub const STATUS_NAMES: &[&str] = &[
+    "success",
+    "failure",
+    "invalid",
+    "resource",
+    "fail_host_mem_alloc",
+];
 
 /// Bytes a host operation writes, or compares with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 
 use csr::{Delta, RegFile};
 use sim_core::{Bus, Cycle, EventQueue, TimingConfig};
+use soc_map::Hex;
 
 use crate::block::{Dir, QUEUES, UnitBlock};
 use crate::desc::{self, RawDesc};
@@ -1427,7 +1428,22 @@ impl Engine {
                 timing.transfer_cycles(f.desc.buf_ptr, u64::from(f.desc.len_bytes(encode_64k)));
         }
         let start = self.now;
-        self.data_free_at = start.after(data_cycles);
+        // Shared HBM bandwidth (docs/timing.md): the data phase lasts at
+        // least until the stacks it reads and writes have delivered its
+        // bytes; below the stacks' rate this is `data_cycles` unchanged.
+        let mut data_end = start.after(data_cycles);
+        for f in &tx {
+            let len = u64::from(f.desc.len_bytes(encode_64k));
+            data_end = data_end.max(bus.reserve_bandwidth(f.desc.buf_ptr, len, start));
+        }
+        let mut left = bytes;
+        for f in &rx {
+            let len = u64::from(f.desc.len_bytes(encode_64k)).min(left);
+            left -= len;
+            data_end = data_end.max(bus.reserve_bandwidth(f.desc.buf_ptr, len, start));
+        }
+        let data_cycles = data_end.0 - start.0;
+        self.data_free_at = data_end;
         let read_latency = tx
             .iter()
             .map(|f| timing.read_latency(f.desc.buf_ptr))
@@ -1464,6 +1480,8 @@ impl Engine {
             rx_descs: n_rx as u32,
             bytes,
             done_at: end.0,
+            src: Hex(tx[0].desc.buf_ptr),
+            dst: Hex(rx[0].desc.buf_ptr),
         });
         let epoch = (self.q[qi][0].epoch, self.q[qi][1].epoch);
         let slot = self.park(InFlight {
@@ -1474,7 +1492,6 @@ impl Engine {
             bytes,
         });
         self.events.push(end, Ev::PacketDone(slot));
-        let _ = bus;
         // More prefetch room now.
         self.try_fetch(Dir::M2s, q, timing);
         self.try_fetch(Dir::S2m, q, timing);

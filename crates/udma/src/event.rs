@@ -1,6 +1,7 @@
 //! What an engine did, for run reports, the debugger and trace sinks.
 
 use serde::Serialize;
+use soc_map::Hex;
 
 use crate::block::Dir;
 
@@ -60,6 +61,10 @@ pub enum EventKind {
         bytes: u64,
         /// Cycle its last byte is written.
         done_at: u64,
+        /// The first TX descriptor's buffer (where the packet reads from).
+        src: Hex,
+        /// The first RX descriptor's buffer (where the packet writes to).
+        dst: Hex,
     },
     /// A packet's data landed and its descriptors completed.
     PacketDone {

@@ -1,0 +1,306 @@
+//! `neuron-sim sweep` (issue 6 item 5): CSV rows in point order whatever
+//! `--jobs`, `--shard` parts that `sweep merge` joins into exactly the
+//! single run's CSV and SVG, a well-formed SVG with the published points,
+//! and bad input reported with exit 2. Small sweeps only (CI stays fast).
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TRACE: &str = "tests/data/sweep-copy.trace";
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_neuron-sim"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-sweep-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn ok(o: &Output) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn full_run_equals_the_merge_of_three_shards_byte_for_byte() {
+    let d = tmp_dir("shards");
+    let (csv, svg) = (d.join("full.csv"), d.join("full.svg"));
+    // Six points (3 sizes × 2 engines): shards of 2 points each.
+    ok(&run(&[
+        "sweep",
+        TRACE,
+        "--jobs",
+        "2",
+        "--no-host-time",
+        "--csv",
+        s(&csv),
+        "--svg",
+        s(&svg),
+    ]));
+    let mut parts = Vec::new();
+    for i in 0..3 {
+        let part = d.join(format!("part{i}.csv"));
+        let shard = format!("{i}/3");
+        ok(&run(&[
+            "sweep",
+            TRACE,
+            "--shard",
+            &shard,
+            "--no-host-time",
+            "--csv",
+            s(&part),
+        ]));
+        let text = read(&part);
+        assert!(
+            text.starts_with(&format!("# neuron-sim sweep shard {i}/3: points=6 ")),
+            "{text}"
+        );
+        assert_eq!(
+            text.lines().count(),
+            2 + 2,
+            "comment, header, two rows: {text}"
+        );
+        parts.push(part);
+    }
+    let (mcsv, msvg) = (d.join("merged.csv"), d.join("merged.svg"));
+    // Parts in any order.
+    ok(&run(&[
+        "sweep",
+        "merge",
+        s(&parts[2]),
+        s(&parts[0]),
+        s(&parts[1]),
+        "--csv",
+        s(&mcsv),
+        "--svg",
+        s(&msvg),
+    ]));
+    assert_eq!(read(&mcsv), read(&csv));
+    assert_eq!(read(&msvg), read(&svg));
+    // The CSV: header, then one row per point in point order.
+    let text = read(&csv);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "point,bytes,eng,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds"
+    );
+    assert_eq!(lines.len(), 7);
+    for (k, l) in lines[1..].iter().enumerate() {
+        let c: Vec<&str> = l.split(',').collect();
+        assert_eq!(c[0], k.to_string());
+        assert_eq!(
+            c[1],
+            ["256", "1024", "4096"][k / 2],
+            "first parameter varies slowest"
+        );
+        assert_eq!(c[2], ["0", "1"][k % 2]);
+        let bytes: u64 = c[1].parse().unwrap();
+        assert_eq!(c[5], (4 * bytes).to_string(), "#@ payload {{4*bytes}}");
+        assert_eq!(c[7], "8", "four descriptor pairs");
+        assert_eq!(c[8], "0", "expectations held");
+        assert_eq!(c[9], "", "--no-host-time");
+        let gbps: f64 = c[6].parse().unwrap();
+        let ns: f64 = c[4].parse().unwrap();
+        assert!((gbps - 4.0 * bytes as f64 / ns).abs() < 0.01);
+    }
+    // A missing part is refused.
+    let o = run(&[
+        "sweep",
+        "merge",
+        s(&parts[0]),
+        s(&parts[1]),
+        "--csv",
+        s(&d.join("x.csv")),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing shard(s) [2] of 3"));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn rows_do_not_depend_on_jobs_and_host_time_is_the_only_variable_column() {
+    let d = tmp_dir("jobs");
+    let (a, b) = (d.join("j1.csv"), d.join("j2.csv"));
+    ok(&run(&["sweep", TRACE, "--jobs", "1", "--csv", s(&a)]));
+    ok(&run(&["sweep", TRACE, "--jobs", "2", "--csv", s(&b)]));
+    let strip = |t: String| -> Vec<String> {
+        t.lines()
+            .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+            .collect()
+    };
+    let (ta, tb) = (read(&a), read(&b));
+    for line in ta.lines().skip(1) {
+        let host: f64 = line.rsplit_once(',').unwrap().1.parse().unwrap();
+        assert!(host > 0.0, "host seconds measured: {line}");
+    }
+    assert_eq!(strip(ta), strip(tb));
+    // And byte for byte without host time.
+    let (c, e) = (d.join("n1.csv"), d.join("n2.csv"));
+    ok(&run(&[
+        "sweep",
+        TRACE,
+        "--jobs",
+        "1",
+        "--no-host-time",
+        "--csv",
+        s(&c),
+    ]));
+    ok(&run(&[
+        "sweep",
+        TRACE,
+        "--jobs",
+        "2",
+        "--no-host-time",
+        "--csv",
+        s(&e),
+    ]));
+    assert_eq!(read(&c), read(&e));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn params_override_defaults_and_timing_only_keeps_cycles() {
+    let data = run(&[
+        "sweep",
+        TRACE,
+        "--param",
+        "bytes=128,8Ki",
+        "--param",
+        "eng=3",
+        "--no-host-time",
+    ]);
+    ok(&data);
+    let text = String::from_utf8_lossy(&data.stdout).to_string();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0].starts_with("0,128,3,"), "{}", rows[0]);
+    assert!(rows[1].starts_with("1,8192,3,"), "{}", rows[1]);
+    // --timing-only: same cycles (the data expectation then fails: exit 1).
+    let fast = run(&[
+        "sweep",
+        TRACE,
+        "--param",
+        "bytes=128,8Ki",
+        "--param",
+        "eng=3",
+        "--no-host-time",
+        "--timing-only",
+    ]);
+    let ftext = String::from_utf8_lossy(&fast.stdout).to_string();
+    let cycles = |t: &str| -> Vec<String> {
+        t.lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(3).unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(cycles(&text), cycles(&ftext));
+    // 8 KiB moves no payload in timing-only mode: its expectation fails.
+    assert_eq!(fast.status.code(), Some(1), "{ftext}");
+    assert!(ftext.lines().nth(2).unwrap().ends_with(",1,"), "{ftext}");
+}
+
+/// A minimal XML check: tags balance and the document is one `<svg>`.
+fn assert_well_formed(svg: &str) {
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = svg;
+    while let Some(i) = rest.find('<') {
+        let j = rest[i..].find('>').unwrap() + i;
+        let tag = &rest[i + 1..j];
+        rest = &rest[j + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name), "unbalanced </{name}>");
+        } else if !tag.ends_with('/') {
+            stack.push(tag.split_whitespace().next().unwrap().to_string());
+        }
+        if stack.is_empty() {
+            assert!(rest.trim().is_empty(), "text after </svg>");
+        }
+    }
+    assert!(stack.is_empty(), "unclosed {stack:?}");
+    assert!(!svg.contains(" & "), "unescaped &");
+}
+
+#[test]
+fn svg_is_well_formed_with_the_published_points() {
+    let d = tmp_dir("svg");
+    let svg = d.join("p.svg");
+    ok(&run(&[
+        "sweep",
+        TRACE,
+        "--param",
+        "eng=0",
+        "--no-host-time",
+        "--csv",
+        s(&d.join("p.csv")),
+        "--svg",
+        s(&svg),
+        "--published",
+        "engine",
+    ]));
+    let text = read(&svg);
+    assert_well_formed(&text);
+    assert_eq!(text.matches("class=\"sim-point\"").count(), 3);
+    // One engine: the 23 B/ns line and the 1416 ns / 32 KiB point (§0, §A.3).
+    assert!(text.contains("class=\"published-line\""));
+    assert_eq!(text.matches("class=\"published-point\"").count(), 2);
+    assert!(text.contains("23 B/ns"));
+    assert!(text.contains("32 KiB in 1416 ns"));
+    assert!(text.contains("hardware-and-simulators.md"));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn bad_input_exits_2_with_a_location() {
+    let d = tmp_dir("bad");
+    let t = d.join("bad.trace");
+    std::fs::write(&t, "#@ param n=1,2\nrun cycles={n}\nrun cycles={m}\n").unwrap();
+    let o = run(&["sweep", s(&t)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains("line 3, column 12: `{m}`: unknown parameter `m` (parameters: n)"),
+        "{err}"
+    );
+    let good = d.join("good.trace");
+    std::fs::write(&good, "#@ param n=1,2\nrun cycles={n}\n").unwrap();
+    for (args, want) in [
+        (vec!["--param", "n"], "expected NAME=VALUES"),
+        (vec!["--param", "n=9..1"], "ends before it starts"),
+        (vec!["--shard", "3/3"], "need 0 ≤ I < N"),
+        (
+            vec!["--x", "nope", "--svg", "/dev/null"],
+            "no such parameter",
+        ),
+    ] {
+        let mut a = vec!["sweep", s(&good)];
+        a.extend(args);
+        let o = run(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}");
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(err.contains(want), "{a:?}: {err}");
+    }
+    std::fs::remove_dir_all(&d).ok();
+}

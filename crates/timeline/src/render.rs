@@ -1,0 +1,467 @@
+//! The model, filtered, laid out on lanes and written as trace-event JSON.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+
+use crate::model::{Args, Model, Track, Val};
+use crate::{ENGINES, ENGINES_PER_CORE, Export, FIRST_H2T_ENGINE, Filter, HOST_PID, Meta, Window};
+
+/// Lanes per track beyond which overlapping slices share the last lane.
+const MAX_LANES: u64 = 99;
+
+impl Serialize for Val {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Val::U(v) => s.serialize_u64(*v),
+            Val::S(v) => s.serialize_str(v),
+            Val::B(v) => s.serialize_bool(*v),
+        }
+    }
+}
+
+impl Serialize for Args {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// One trace event as written.
+#[derive(Serialize)]
+struct Ev<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    cat: &'a str,
+    ph: char,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    pid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bp: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<&'a Args>,
+}
+
+impl<'a> Ev<'a> {
+    fn new(name: &'a str, ph: char, pid: u32) -> Self {
+        Self {
+            name,
+            cat: "",
+            ph,
+            ts: None,
+            dur: None,
+            pid,
+            tid: None,
+            s: None,
+            id: None,
+            bp: None,
+            args: None,
+        }
+    }
+}
+
+/// Cycles → integer ns.
+struct Clock(f64);
+
+impl Clock {
+    fn ns(&self, cycle: u64) -> u64 {
+        // Rounded, non-negative, saturating: float → int `as` is defined.
+        (cycle as f64 / self.0).round() as u64
+    }
+}
+
+/// µs with three decimals (ns resolution).
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+fn pid_of_engine(e: u16) -> u32 {
+    if e >= FIRST_H2T_ENGINE {
+        HOST_PID
+    } else {
+        u32::from(e / ENGINES_PER_CORE) + 1
+    }
+}
+
+fn pid_of(track: Track) -> u32 {
+    match track {
+        Track::Queue(e, _) | Track::Engine(e) => pid_of_engine(e),
+        Track::Firmware(t) | Track::FwEvents(t) => u32::from(t) + 1,
+        Track::Ioctls | Track::H2t | Track::DriverLog => HOST_PID,
+    }
+}
+
+/// Track ids are unique across processes (Perfetto keys threads by tid).
+fn tid_of(track: Track, lane: u64) -> u64 {
+    let lane = lane.min(MAX_LANES);
+    match track {
+        Track::Queue(e, q) => 1_000_000 + u64::from(e) * 10_000 + (u64::from(q) + 1) * 100 + lane,
+        Track::Engine(e) => 1_000_000 + u64::from(e) * 10_000,
+        Track::FwEvents(t) => 9_000 + u64::from(t),
+        Track::Firmware(t) => 10_000 + u64::from(t) * 100 + lane,
+        Track::DriverLog => 19_000,
+        Track::Ioctls => 20_000 + lane,
+        Track::H2t => 20_100 + lane,
+    }
+}
+
+fn track_name(track: Track, lane: u64) -> String {
+    let base = match track {
+        Track::Queue(e, q) => format!("eng{e} q{q}"),
+        Track::Engine(e) => format!("eng{e}"),
+        Track::Firmware(_) => "Q7 instructions".into(),
+        Track::FwEvents(_) => "Q7 events".into(),
+        Track::Ioctls => "driver ioctls".into(),
+        Track::DriverLog => "driver log".into(),
+        Track::H2t => "driver H2T batches".into(),
+    };
+    if lane == 0 {
+        base
+    } else {
+        format!("{base} ({})", lane + 1)
+    }
+}
+
+fn process_name(pid: u32) -> String {
+    if pid == HOST_PID {
+        "host / driver (H2T engines 128-131)".into()
+    } else {
+        let t = pid - 1;
+        let first = t * u32::from(ENGINES_PER_CORE);
+        format!(
+            "NeuronCore {t} (tpb{t}, engines {first}-{})",
+            first + u32::from(ENGINES_PER_CORE) - 1
+        )
+    }
+}
+
+fn track_kept(f: &Filter, track: Track) -> bool {
+    match track {
+        Track::Queue(e, q) => f.engine(e) && f.queue(q),
+        Track::Engine(e) => f.engine(e),
+        Track::Firmware(t) | Track::FwEvents(t) => {
+            let first = u16::from(t) * ENGINES_PER_CORE;
+            f.any_engine(first..first + ENGINES_PER_CORE)
+        }
+        Track::Ioctls | Track::H2t | Track::DriverLog => f.any_engine(FIRST_H2T_ENGINE..ENGINES),
+    }
+}
+
+/// What goes out, before sorting by time.
+enum Out {
+    Slice(usize),
+    Instant(usize),
+    Counter {
+        track: Track,
+        name: String,
+        args: Args,
+    },
+    Flow {
+        ph: char,
+        id: u64,
+        slice: usize,
+    },
+}
+
+/// The series points to show: the value at the window start, then the
+/// changes inside it.
+fn windowed<T: Copy>(series: &[(u64, T)], w: Option<Window>) -> Vec<(u64, T)> {
+    let Some(w) = w else {
+        return series.to_vec();
+    };
+    let mut out = Vec::new();
+    let before = series.partition_point(|(c, _)| *c <= w.start);
+    if before > 0
+        && let Some(&(_, v)) = series.get(before - 1)
+    {
+        out.push((w.start, v));
+    }
+    out.extend(
+        series
+            .iter()
+            .skip(before)
+            .take_while(|(c, _)| *c <= w.end)
+            .copied(),
+    );
+    out
+}
+
+pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
+    let ghz = if meta.clock_ghz.is_finite() && meta.clock_ghz > 0.0 {
+        meta.clock_ghz
+    } else {
+        1.0
+    };
+    let clock = Clock(ghz);
+    let n = m.slices.len();
+
+    // Which slices stay.
+    let mut keep = vec![false; n];
+    for (i, s) in m.slices.iter().enumerate() {
+        let parent_ok = s
+            .parent
+            .is_none_or(|p| keep.get(p).copied().unwrap_or(false));
+        keep[i] = parent_ok
+            && track_kept(f, s.track)
+            && f.window.is_none_or(|w| w.overlaps(s.start, s.end));
+    }
+
+    // Lanes: first fit by start time. Slices are closed on the left and
+    // open on the right (Perfetto's rule), so a lane is free again at the
+    // instant its last slice ends; zero-length slices sort first.
+    let mut lane = vec![0u64; n];
+    let mut by_track: BTreeMap<Track, Vec<usize>> = BTreeMap::new();
+    for (i, s) in m.slices.iter().enumerate() {
+        if keep[i] && s.parent.is_none() {
+            by_track.entry(s.track).or_default().push(i);
+        }
+    }
+    for idx in by_track.values_mut() {
+        idx.sort_by_key(|&i| {
+            let s = &m.slices[i];
+            (clock.ns(s.start), clock.ns(s.end), i)
+        });
+        let mut lanes: Vec<u64> = Vec::new();
+        for &i in idx.iter() {
+            let s = &m.slices[i];
+            let (a, b) = (clock.ns(s.start), clock.ns(s.end));
+            let l = match lanes.iter().position(|&end| end <= a) {
+                Some(l) => l,
+                None => {
+                    lanes.push(0);
+                    lanes.len() - 1
+                }
+            };
+            lanes[l] = b;
+            lane[i] = l as u64;
+        }
+    }
+    for i in 0..n {
+        if let Some(p) = m.slices[i].parent {
+            lane[i] = lane.get(p).copied().unwrap_or(0);
+        }
+    }
+
+    // (ns, rank, what): at one time, slices, then the flow points bound to
+    // them (Perfetto binds a flow event to the slice on top of its track's
+    // stack), then instants and counters.
+    let mut outs: Vec<(u64, u8, Out)> = Vec::new();
+    for (i, s) in m.slices.iter().enumerate() {
+        if keep[i] {
+            outs.push((clock.ns(s.start), 0, Out::Slice(i)));
+        }
+    }
+    for (i, e) in m.instants.iter().enumerate() {
+        if track_kept(f, e.track) && f.window.is_none_or(|w| w.contains(e.at)) {
+            outs.push((clock.ns(e.at), 2, Out::Instant(i)));
+        }
+    }
+    for (&(e, q), series) in &m.occupancy {
+        if !(f.engine(e) && f.queue(q)) {
+            continue;
+        }
+        for (c, (tx, rx)) in windowed(series, f.window) {
+            outs.push((
+                clock.ns(c),
+                3,
+                Out::Counter {
+                    track: Track::Queue(e, q),
+                    name: format!("eng{e}.q{q} queued"),
+                    args: Args::default().u("tx", tx).u("rx", rx),
+                },
+            ));
+        }
+    }
+    for (&e, series) in &m.in_flight {
+        if !f.engine(e) {
+            continue;
+        }
+        for (c, v) in windowed(series, f.window) {
+            outs.push((
+                clock.ns(c),
+                3,
+                Out::Counter {
+                    track: Track::Engine(e),
+                    name: format!("eng{e} in flight"),
+                    args: Args::default().u("bytes", v),
+                },
+            ));
+        }
+    }
+    // Flows whose slices stayed (at least the cause and one packet).
+    let mut flows = 0usize;
+    for fl in &m.flows {
+        let kept: Vec<usize> = fl
+            .slices
+            .iter()
+            .copied()
+            .filter(|&i| keep.get(i).copied().unwrap_or(false))
+            .collect();
+        if kept.len() < 2 || kept.first() != fl.slices.first() {
+            continue;
+        }
+        flows += 1;
+        let id = flows as u64;
+        let last = kept.len() - 1;
+        for (k, &i) in kept.iter().enumerate() {
+            let s = &m.slices[i];
+            let (a, b) = (clock.ns(s.start), clock.ns(s.end));
+            // The cause where its doorbell rang (its track holds only
+            // slices, so the slice on top there is the cause or one of its
+            // phases); a packet where it starts, right after it.
+            let at = if k == 0 {
+                clock.ns(fl.rung_at).clamp(a, b)
+            } else {
+                a
+            };
+            let ph = match k {
+                0 => 's',
+                k if k == last => 'f',
+                _ => 't',
+            };
+            outs.push((at, 1, Out::Flow { ph, id, slice: i }));
+        }
+    }
+    // Time order; within a time, the order built (slices first).
+    outs.sort_by_key(|(t, rank, _)| (*t, *rank));
+
+    // The tracks used, for their names.
+    let mut tracks: BTreeSet<(u32, u64, Track, u64)> = BTreeSet::new();
+    for (_, _, o) in &outs {
+        let (track, l) = match o {
+            Out::Slice(i) => (m.slices[*i].track, lane[*i].min(MAX_LANES)),
+            Out::Instant(i) => (m.instants[*i].track, 0),
+            Out::Counter { track, .. } => (*track, 0),
+            Out::Flow { .. } => continue,
+        };
+        tracks.insert((pid_of(track), tid_of(track, l), track, l));
+    }
+
+    let mut buf: Vec<u8> = Vec::with_capacity(outs.len() * 160 + tracks.len() * 200);
+    let mut other = Args::default()
+        .s("generator", "neuron-sim")
+        .s("trace", meta.trace.clone())
+        .s("clock_ghz", format!("{ghz}"))
+        .u("cycles", meta.end_cycle);
+    if let Some(e) = &f.engines {
+        other.push_list("engines", e.iter().map(ToString::to_string));
+    }
+    if let Some(q) = &f.queues {
+        other.push_list("queues", q.iter().map(ToString::to_string));
+    }
+    if let Some(w) = f.window {
+        other = other.s("window", format!("{}..{}", w.start, w.end));
+    }
+    buf.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"otherData\":");
+    // Writing into a Vec cannot fail, and every map here has string keys.
+    let _ = serde_json::to_writer(&mut buf, &other);
+    buf.extend_from_slice(b",\"traceEvents\":[");
+    let mut events = 0usize;
+    let mut write = |ev: &Ev<'_>, buf: &mut Vec<u8>| {
+        buf.extend_from_slice(if events == 0 { b"\n" } else { b",\n" });
+        let _ = serde_json::to_writer(&mut *buf, ev);
+        events += 1;
+    };
+
+    // Metadata first: process and track names and their order.
+    let pids: BTreeSet<u32> = tracks.iter().map(|t| t.0).collect();
+    for &pid in &pids {
+        let a = Args::default().s("name", process_name(pid));
+        let mut ev = Ev::new("process_name", 'M', pid);
+        ev.args = Some(&a);
+        write(&ev, &mut buf);
+        let a = Args::default().u("sort_index", pid);
+        let mut ev = Ev::new("process_sort_index", 'M', pid);
+        ev.args = Some(&a);
+        write(&ev, &mut buf);
+    }
+    for &(pid, tid, track, l) in &tracks {
+        let a = Args::default().s("name", track_name(track, l));
+        let mut ev = Ev::new("thread_name", 'M', pid);
+        ev.tid = Some(tid);
+        ev.args = Some(&a);
+        write(&ev, &mut buf);
+        let a = Args::default().u("sort_index", tid);
+        let mut ev = Ev::new("thread_sort_index", 'M', pid);
+        ev.tid = Some(tid);
+        ev.args = Some(&a);
+        write(&ev, &mut buf);
+    }
+
+    let mut packets = 0usize;
+    for (t, _, o) in &outs {
+        match o {
+            Out::Slice(i) => {
+                let s = &m.slices[*i];
+                if s.cat == "packet" {
+                    packets += 1;
+                }
+                let mut ev = Ev::new(&s.name, 'X', pid_of(s.track));
+                ev.cat = s.cat;
+                ev.ts = Some(us(*t));
+                ev.dur = Some(us(clock.ns(s.end).saturating_sub(*t)));
+                ev.tid = Some(tid_of(s.track, lane[*i]));
+                ev.args = Some(&s.args);
+                write(&ev, &mut buf);
+            }
+            Out::Instant(i) => {
+                let e = &m.instants[*i];
+                let mut ev = Ev::new(&e.name, 'i', pid_of(e.track));
+                ev.cat = e.cat;
+                ev.ts = Some(us(*t));
+                ev.tid = Some(tid_of(e.track, 0));
+                ev.s = Some("t");
+                ev.args = Some(&e.args);
+                write(&ev, &mut buf);
+            }
+            Out::Counter { track, name, args } => {
+                let mut ev = Ev::new(name, 'C', pid_of(*track));
+                ev.ts = Some(us(*t));
+                ev.tid = Some(tid_of(*track, 0));
+                ev.args = Some(args);
+                write(&ev, &mut buf);
+            }
+            Out::Flow { ph, id, slice } => {
+                let s = &m.slices[*slice];
+                let mut ev = Ev::new("cause", *ph, pid_of(s.track));
+                ev.cat = "flow";
+                ev.ts = Some(us(*t));
+                ev.tid = Some(tid_of(s.track, lane[*slice]));
+                ev.id = Some(*id);
+                if *ph != 's' {
+                    ev.bp = Some("e");
+                }
+                write(&ev, &mut buf);
+            }
+        }
+    }
+    buf.extend_from_slice(b"\n]}\n");
+    let json = String::from_utf8(buf)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Export {
+        json,
+        events,
+        packets,
+        flows,
+    }
+}
+
+impl Args {
+    fn push_list(&mut self, k: &'static str, items: impl Iterator<Item = String>) {
+        self.0
+            .push((k, Val::S(items.collect::<Vec<_>>().join(","))));
+    }
+}
