@@ -26,8 +26,16 @@
 //! for the summary. Bytes = the copy. After the samples the whole tensor is
 //! read back and compared with the user buffer.
 //!
+//! `copyin_timing_only`: the same copy with the device in timing-only mode
+//! (the H2T DMA moves no payload; simulated cycles must be equal).
+//!
 //! `memcpy`: the same bytes, `Vec` to `Vec` in one `copy_from_slice`, both
 //! buffers pre-touched.
+//!
+//! `full_core_trace`: `traces/fw-tile-load-bf16.trace` (one DIRECT2D word
+//! spread over all 16 engines of TPB 0: 288 descriptors, 1 MiB) parsed,
+//! linked and run end to end with the host session; the summary gives its
+//! slowdown versus real time (host time / simulated time).
 //!
 //! After divan's table a summary prints ioctls/s (median batch), the
 //! copy-in and `memcpy` host seconds (median run), their ratio, and the
@@ -281,6 +289,36 @@ fn copyin_case(bencher: Bencher, timing_only: bool) {
     }
 }
 
+/// Host seconds and simulated ns of each full-core trace run.
+static TRACE_RUNS: Mutex<Vec<(Duration, f64)>> = Mutex::new(Vec::new());
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn full_core_trace(bencher: Bencher) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../traces/fw-tile-load-bf16.trace");
+    let source = std::fs::read_to_string(&path).unwrap();
+    struct NoFiles;
+    impl soc::exec::TraceFiles for NoFiles {
+        fn read(&mut self, p: &str) -> std::io::Result<Vec<u8>> {
+            Err(std::io::Error::other(format!("no file {p}")))
+        }
+        fn write(&mut self, p: &str, _: &[u8]) -> std::io::Result<()> {
+            Err(std::io::Error::other(format!("no file {p}")))
+        }
+    }
+    bencher
+        .with_inputs(|| soc::Device::trn2().unwrap())
+        .bench_local_values(|dev| {
+            let start = Instant::now();
+            let (report, _session) =
+                host_exec::run_source(dev, &source, "fw-tile-load-bf16.trace", &mut NoFiles)
+                    .unwrap();
+            let t = start.elapsed();
+            assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+            TRACE_RUNS.lock().unwrap().push((t, report.summary.sim_ns));
+        });
+}
+
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn memcpy(bencher: Bencher) {
     let bytes = copy_bytes();
@@ -314,7 +352,7 @@ fn si(x: f64) -> String {
 /// The median-run summary.
 fn summary() {
     let runs = RUNS.lock().unwrap();
-    if runs.is_empty() {
+    if runs.is_empty() && TRACE_RUNS.lock().unwrap().is_empty() {
         return;
     }
     let med = |k: &str| runs.get(k).map(|v| median(v).as_secs_f64());
@@ -376,6 +414,23 @@ fn summary() {
     }
     if let (Some(t), Some(m)) = (copy, mc) {
         line("copy-in / memcpy", format!("{:.1}x", t / m));
+    }
+    {
+        let runs = TRACE_RUNS.lock().unwrap();
+        if !runs.is_empty() {
+            let mut v: Vec<(Duration, f64)> = runs.clone();
+            v.sort_by_key(|r| r.0);
+            let (t, ns) = v[v.len() / 2];
+            line(
+                "full-core trace (fw-tile-load-bf16, 16 engines)",
+                format!(
+                    "{:.2} ms host for {:.0} ns simulated: slowdown {:.0}x vs real time",
+                    t.as_secs_f64() * 1e3,
+                    ns,
+                    t.as_secs_f64() / (ns * 1e-9)
+                ),
+            );
+        }
     }
     let cycles = SIM_CYCLES.lock().unwrap();
     let clock = *CLOCK_GHZ.lock().unwrap();

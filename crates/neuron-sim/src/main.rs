@@ -580,18 +580,23 @@ struct HostSpeed {
     host_seconds: f64,
     cycles_per_host_second: f64,
     descriptors_per_host_second: f64,
+    /// Simulator events (engine-internal events and firmware runs).
+    events: u64,
+    events_per_host_second: f64,
     /// Host time / simulated time.
     slowdown: f64,
 }
 
 impl HostSpeed {
-    fn measure(elapsed: std::time::Duration, report: &soc::exec::RunReport) -> Self {
+    fn measure(elapsed: std::time::Duration, report: &soc::exec::RunReport, events: u64) -> Self {
         let host = elapsed.as_secs_f64().max(1e-9);
         let sim_s = report.summary.sim_ns * 1e-9;
         HostSpeed {
             host_seconds: host,
             cycles_per_host_second: report.summary.cycles as f64 / host,
             descriptors_per_host_second: report.summary.descriptors as f64 / host,
+            events,
+            events_per_host_second: events as f64 / host,
             slowdown: if sim_s > 0.0 { host / sim_s } else { 0.0 },
         }
     }
@@ -683,7 +688,8 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
             }
         };
     let host = session.used().then(|| session.report());
-    let speed = HostSpeed::measure(started.elapsed(), &report);
+    let events = session.device_mut().events_processed();
+    let speed = HostSpeed::measure(started.elapsed(), &report, events);
     record_cmd::finish(session.device_mut(), reg_log, vcd)?;
     if let Some(plan) = &timeline {
         perfetto_cmd::write(plan, &report, session.driver_events())?;
@@ -709,10 +715,12 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
             out!("{}", h.to_text());
         }
         outln!(
-            "host time {:.3} s: {:.0} simulated cycles per host second, {:.0} descriptors per host second, slowdown {:.1}x vs real time",
+            "host time {:.3} s: {:.0} simulated cycles per host second, {:.0} descriptors per host second, {} events ({:.0} per host second), slowdown {:.1}x vs real time",
             speed.host_seconds,
             speed.cycles_per_host_second,
             speed.descriptors_per_host_second,
+            speed.events,
+            speed.events_per_host_second,
             speed.slowdown
         );
     }

@@ -91,7 +91,12 @@ pub struct TimingConfig {
 impl TimingConfig {
     /// The built-in defaults.
     pub fn default_config() -> Result<Self, TimingError> {
-        Self::from_json(DEFAULT_TIMING_JSON)
+        // Parsed once per process; each caller gets its own copy.
+        static DEFAULT: std::sync::OnceLock<Result<TimingConfig, TimingError>> =
+            std::sync::OnceLock::new();
+        DEFAULT
+            .get_or_init(|| Self::from_json(DEFAULT_TIMING_JSON))
+            .clone()
     }
 
     /// Parses a timing file; every parameter must be present and sane.

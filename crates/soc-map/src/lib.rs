@@ -25,5 +25,8 @@ pub const TRN2_MAP_JSON: &str = include_str!("../../../csr-maps/soc-map.json");
 
 /// Loads the built-in Trn2 map.
 pub fn trn2() -> Result<SocMap, MapError> {
-    SocMap::from_json(TRN2_MAP_JSON, "csr-maps/soc-map.json")
+    // Parsed once per process; each caller gets its own copy.
+    static MAP: std::sync::OnceLock<Result<SocMap, MapError>> = std::sync::OnceLock::new();
+    MAP.get_or_init(|| SocMap::from_json(TRN2_MAP_JSON, "csr-maps/soc-map.json"))
+        .clone()
 }

@@ -189,6 +189,27 @@ impl std::fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
+/// The engines' register offsets for a catalog, built once per catalog
+/// (catalogs are `'static`; a sweep builds many devices over the same one).
+fn unit_maps_for(catalog: &'static Catalog) -> Result<&'static UnitMaps, DeviceError> {
+    type Cache = std::sync::Mutex<Vec<(usize, &'static UnitMaps)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let key = std::ptr::from_ref(catalog) as usize;
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Ok(c) = cache.lock()
+        && let Some(&(_, m)) = c.iter().find(|(k, _)| *k == key)
+    {
+        return Ok(m);
+    }
+    let m: &'static UnitMaps = Box::leak(Box::new(
+        UnitMaps::from_catalog(catalog).map_err(|e| DeviceError(e.to_string()))?,
+    ));
+    if let Ok(mut c) = cache.lock() {
+        c.push((key, m));
+    }
+    Ok(m)
+}
+
 /// How a [`Device::run`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunStop {
@@ -206,6 +227,8 @@ pub struct Device {
     timing: TimingConfig,
     /// Engines by id (created on first touch).
     engines: Vec<Option<Engine>>,
+    /// Firmware runs so far (each a scheduler event, for speed reports).
+    fw_runs: u64,
     /// The cycle each engine is queued for in `wake` (stale heap entries
     /// are skipped).
     wake_at: Vec<Option<Cycle>>,
@@ -251,9 +274,7 @@ impl Device {
                 )));
             }
         }
-        let unit_maps = UnitMaps::from_catalog(catalog)
-            .map(|m| &*Box::leak(Box::new(m)))
-            .map_err(|e| DeviceError(e.to_string()))?;
+        let unit_maps = unit_maps_for(catalog)?;
         let engine_blocks = engine_blocks(&map);
         // The HBM stacks: the top-level memory regions `hbm0`, `hbm1`, ….
         let hbm_ranges = map
@@ -290,6 +311,7 @@ impl Device {
             posted: Vec::new(),
             cores: Vec::new(),
             fw_next: Vec::new(),
+            fw_runs: 0,
         })
     }
 
@@ -695,6 +717,18 @@ impl Device {
         }
     }
 
+    /// Simulator events processed so far: every engine-internal event and
+    /// every firmware run (the "events" of `run`'s speed line).
+    pub fn events_processed(&self) -> u64 {
+        self.fw_runs
+            + self
+                .engines
+                .iter()
+                .flatten()
+                .map(Engine::events_done)
+                .sum::<u64>()
+    }
+
     /// Runs until nothing is pending, or until cycle `limit`.
     pub fn run(&mut self, limit: Option<Cycle>) -> RunStop {
         self.run_while(limit, |_| false).0
@@ -731,6 +765,7 @@ impl Device {
                     return (RunStop::Limit, false);
                 }
                 self.now = self.now.max(fw_at);
+                self.fw_runs += 1;
                 self.run_core(core);
                 if stop(self) {
                     return (RunStop::Idle, true);

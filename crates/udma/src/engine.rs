@@ -250,6 +250,8 @@ pub struct Engine {
     pub stats: Vec<QueueStats>,
     trace: bool,
     log: Vec<EngineEvent>,
+    /// Internal events processed so far (simulator speed reporting).
+    events_done: u64,
     now: Cycle,
     crc_cache: crate::datapath::CrcCache,
     doorbell_latency: u64,
@@ -300,6 +302,7 @@ impl Engine {
             stats: vec![QueueStats::default(); QUEUES],
             trace: false,
             log: Vec::new(),
+            events_done: 0,
             now: Cycle(0),
             crc_cache: crate::datapath::CrcCache::default(),
             doorbell_latency: timing.doorbell_latency_cycles,
@@ -382,6 +385,12 @@ impl Engine {
     /// The register file of a block.
     pub fn regs(&self, b: UnitBlock) -> Option<&RegFile<'static>> {
         self.regs.file(b)
+    }
+
+    /// Internal events this engine has processed (doorbells, prefetches,
+    /// scheduling kicks, packet completions).
+    pub fn events_done(&self) -> u64 {
+        self.events_done
     }
 
     /// The cycle of the next internal event, if any.
@@ -808,6 +817,7 @@ impl Engine {
     pub fn step(&mut self, now: Cycle, bus: &mut dyn Bus, timing: &TimingConfig) {
         while let Some((at, ev)) = self.events.pop_due(now) {
             self.now = at;
+            self.events_done += 1;
             match ev {
                 Ev::Doorbell { dir, q, n } => self.doorbell(dir, q, n, bus, timing),
                 Ev::FetchDone { dir, q, epoch, n } => {
