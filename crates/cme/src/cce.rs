@@ -130,6 +130,19 @@ pub enum ReduceOp {
         /// The descriptor's FP32 scale (W3).
         scale: f32,
     },
+    /// CCE FMA with explicit operand selectors (wiki-facts §F.2–F.3: the
+    /// FMA meta descriptor's W2 selects a, b, c among the stored buffer,
+    /// the input and the W3 scale): `acc' = a × b + c`, fused.
+    FmaSelect {
+        /// First factor.
+        a: FmaOperand,
+        /// Second factor.
+        b: FmaOperand,
+        /// Addend.
+        c: FmaOperand,
+        /// The FP32 scale (W3).
+        scale: f32,
+    },
     /// `dst' = max(dst, src)` (IEEE 754-2008 maxNum: a NaN operand loses
     /// to a number).
     Max,
@@ -166,6 +179,14 @@ impl ReduceOp {
             ReduceOp::Add => dst + src,
             ReduceOp::Multiply => dst * src,
             ReduceOp::Fma { scale } => src.mul_add(scale, dst),
+            ReduceOp::FmaSelect { a, b, c, scale } => {
+                let v = |o: FmaOperand| match o {
+                    FmaOperand::Stored => dst,
+                    FmaOperand::Input => src,
+                    FmaOperand::Scale => scale,
+                };
+                v(a).mul_add(v(b), v(c))
+            }
             ReduceOp::Max => dst.max(src),
             ReduceOp::Min => dst.min(src),
             ReduceOp::Ext | ReduceOp::Gce => dst,
@@ -178,6 +199,41 @@ impl ReduceOp {
             ReduceOp::Ext => Err(CceError::Unsupported(CceType::Ext)),
             ReduceOp::Gce => Err(CceError::Unsupported(CceType::Gce)),
             _ => Ok(()),
+        }
+    }
+}
+
+/// An FMA operand selector (wiki-facts §F.3: 0 stored buffer, 1 input
+/// buffer, 2 scale).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum FmaOperand {
+    /// 0: the accumulator ("stored buffer").
+    Stored,
+    /// 1: the source element ("input buffer").
+    Input,
+    /// 2: the descriptor's FP32 scale (W3).
+    Scale,
+}
+
+impl FmaOperand {
+    /// The selector of a 2-bit field; `None` for the unassigned 3.
+    #[must_use]
+    pub const fn from_bits(bits: u32) -> Option<FmaOperand> {
+        match bits & 3 {
+            0 => Some(FmaOperand::Stored),
+            1 => Some(FmaOperand::Input),
+            2 => Some(FmaOperand::Scale),
+            _ => None,
+        }
+    }
+
+    /// The 2-bit field value.
+    #[must_use]
+    pub const fn bits(self) -> u32 {
+        match self {
+            FmaOperand::Stored => 0,
+            FmaOperand::Input => 1,
+            FmaOperand::Scale => 2,
         }
     }
 }
@@ -381,8 +437,11 @@ impl Accumulator {
                 let Some(a) = dtype::load(src_dtype, src, i) else {
                     break;
                 };
+                // The first source loads the accumulator: FMA forms see an
+                // empty (zero) stored buffer.
                 let v = match op {
                     ReduceOp::Fma { scale } => a * scale,
+                    ReduceOp::FmaSelect { .. } => op.apply(0.0, a),
                     _ => a,
                 };
                 self.values.push(dtype::quantize(acc_dtype, v));

@@ -339,3 +339,41 @@ proptest! {
         }
     }
 }
+
+/// FMA operand selectors (wiki-facts §F.2–F.3): the meta descriptor picks
+/// a, b, c among stored (acc), input (src) and scale. `stored × input + 0`
+/// multiplies element by element (the firmware's MULTIPLY); the default
+/// selectors (input × scale + stored) are the plain FMA.
+#[test]
+fn fma_operand_selectors() {
+    use cme::{Accumulator, Dtype, FmaOperand, ReduceOp};
+    let f = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let run = |second: ReduceOp| {
+        let mut acc = Accumulator::new(Dtype::Fp32);
+        acc.combine(ReduceOp::Add, Dtype::Fp32, &f(&[3.0, -2.0, 0.5]))
+            .unwrap();
+        acc.combine(second, Dtype::Fp32, &f(&[4.0, 5.0, 8.0]))
+            .unwrap();
+        acc.values().to_vec()
+    };
+    let mul = ReduceOp::FmaSelect {
+        a: FmaOperand::Stored,
+        b: FmaOperand::Input,
+        c: FmaOperand::Scale,
+        scale: 0.0,
+    };
+    assert_eq!(run(mul), [12.0, -10.0, 4.0]);
+    let fma = ReduceOp::FmaSelect {
+        a: FmaOperand::Input,
+        b: FmaOperand::Scale,
+        c: FmaOperand::Stored,
+        scale: 2.0,
+    };
+    assert_eq!(run(fma), run(ReduceOp::Fma { scale: 2.0 }));
+    assert_eq!(run(fma), [11.0, 8.0, 16.5]);
+    assert_eq!(FmaOperand::from_bits(3), None);
+    assert_eq!(
+        FmaOperand::from_bits(FmaOperand::Scale.bits()),
+        Some(FmaOperand::Scale)
+    );
+}

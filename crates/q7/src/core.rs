@@ -1093,7 +1093,7 @@ impl Q7Core {
             let (s2m_first, _) = r.slot(r.s2m_pos);
             // Packets in ring order: data pairs, transpose gathers (several
             // TX descriptors, one RX), then the semaphore writes.
-            type Packet = (Vec<(u64, u32, u32)>, (u64, u32));
+            type Packet = (Vec<crate::plan::TxSource>, (u64, u32));
             let mut packets: Vec<Packet> = ep
                 .pairs
                 .iter()
@@ -1102,14 +1102,20 @@ impl Q7Core {
             packets.extend(ep.gathers.iter().map(|g| {
                 (
                     g.tx.iter()
-                        .map(|&(a, l)| (a, l, dma_abi::DEFAULT_COPY_WORD1))
+                        .map(|&(a, l)| {
+                            crate::plan::TxSource::data(a, l, dma_abi::DEFAULT_COPY_WORD1)
+                        })
                         .collect(),
                     (g.dst, g.dst_len_bytes),
                 )
             }));
             packets.extend(ep.sem_writes.iter().map(|&(at, v)| {
                 (
-                    vec![(payload_cfg.payload(dge, v), 4, dma_abi::DEFAULT_COPY_WORD1)],
+                    vec![crate::plan::TxSource::data(
+                        payload_cfg.payload(dge, v),
+                        4,
+                        dma_abi::DEFAULT_COPY_WORD1,
+                    )],
                     (at, 4),
                 )
             }));
@@ -1117,17 +1123,28 @@ impl Q7Core {
             let mut fault = None;
             'packets: for (txs, (dst, dst_len)) in packets {
                 let n = txs.len();
-                for (k, (src, len, word1)) in txs.into_iter().enumerate() {
+                for (k, s) in txs.into_iter().enumerate() {
+                    let (src, len, word1) = (s.addr, s.len_bytes, s.word1);
                     let (mi, mid) = r.slot(r.m2s_pos);
                     let flags = Flags {
                         first: k == 0,
                         last: k + 1 == n,
                         ring_id: mid,
+                        meta: s.meta,
                         ..Flags::default()
                     };
-                    let Ok(m) = tx(len, src, flags)
-                        .map(|d| d.with_word1(dma_abi::CmeWord::from_raw(word1)))
-                    else {
+                    // A meta descriptor: LEN 0, word1 = meta_ctrl, bytes
+                    // 8-15 = meta1/meta2 (wiki-facts §F.2).
+                    let built = if s.meta {
+                        Ok(dma_abi::Descriptor::new(
+                            dma_abi::LenCtrl::from_raw(0).with_flags(flags),
+                            word1,
+                            src,
+                        ))
+                    } else {
+                        tx(len, src, flags).map(|d| d.with_word1(dma_abi::CmeWord::from_raw(word1)))
+                    };
+                    let Ok(m) = built else {
                         fault = Some(format!("descriptor length {len} out of range"));
                         break 'packets;
                     };

@@ -22,4 +22,4 @@ pub mod plan;
 
 pub use crate::core::{FwBus, FwCall, FwEvent, FwEventKind, InstTag, KindStats, Q7Core};
 pub use layout::{CoreLayout, DgeConfig, EngineLayout, PeerLayout, QueueRegs};
-pub use plan::{DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError, expand};
+pub use plan::{DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError, TxSource, expand};

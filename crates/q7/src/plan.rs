@@ -141,6 +141,35 @@ pub struct DescPair {
     /// source is the destination's current contents (address, bytes,
     /// word1 reading them in the output dtype); `src` is the second.
     pub acc_src: Option<(u64, u32, u32)>,
+    /// A CCE FMA meta descriptor placed right before `src` (wiki-facts
+    /// §F.2): (meta1 | meta2 << 32, meta_ctrl). MULTIPLY uses it to make A's
+    /// combine `acc × input + 0`.
+    pub meta: Option<(u64, u32)>,
+}
+
+/// One M2S descriptor of a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxSource {
+    /// Source address, or meta1 | meta2 << 32 for a meta descriptor.
+    pub addr: u64,
+    /// Bytes read (0 for a meta descriptor).
+    pub len_bytes: u32,
+    /// word1 (CME command / meta_ctrl).
+    pub word1: u32,
+    /// A META descriptor (word0 bit 23).
+    pub meta: bool,
+}
+
+impl TxSource {
+    /// A data source.
+    pub const fn data(addr: u64, len_bytes: u32, word1: u32) -> Self {
+        Self {
+            addr,
+            len_bytes,
+            word1,
+            meta: false,
+        }
+    }
 }
 
 impl DescPair {
@@ -153,17 +182,25 @@ impl DescPair {
             dst_len_bytes: len,
             word1: dma_abi::DEFAULT_COPY_WORD1,
             acc_src: None,
+            meta: None,
         }
     }
 
-    /// The M2S descriptors of this pair's packet, in order: (address,
-    /// bytes, word1).
-    pub fn sources(&self) -> Vec<(u64, u32, u32)> {
-        let mut v = Vec::with_capacity(2);
-        if let Some(a) = self.acc_src {
-            v.push(a);
+    /// The M2S descriptors of this pair's packet, in order.
+    pub fn sources(&self) -> Vec<TxSource> {
+        let mut v = Vec::with_capacity(3);
+        if let Some((a, l, w)) = self.acc_src {
+            v.push(TxSource::data(a, l, w));
         }
-        v.push((self.src, self.len_bytes, self.word1));
+        if let Some((m, w)) = self.meta {
+            v.push(TxSource {
+                addr: m,
+                len_bytes: 0,
+                word1: w,
+                meta: true,
+            });
+        }
+        v.push(TxSource::data(self.src, self.len_bytes, self.word1));
         v
     }
 }
@@ -179,6 +216,8 @@ struct Transfer {
     /// The CCE word1 that reads B (in the output dtype) as the first
     /// source of `B op= A`; `None` for a pure conversion.
     acc: Option<u32>,
+    /// The FMA meta descriptor before A (MULTIPLY).
+    meta: Option<(u64, u32)>,
 }
 
 impl Transfer {
@@ -201,6 +240,7 @@ impl Transfer {
             dst_len_bytes: dst_len,
             word1: self.cce.unwrap_or(dma_abi::DEFAULT_COPY_WORD1),
             acc_src: self.acc.map(|w| (dst, dst_len, w)),
+            meta: self.meta,
         }
     }
 }
@@ -229,12 +269,11 @@ fn transfer(
         ComputeOp::Add => Some(dma_abi::CceType::Add),
         ComputeOp::Max => Some(dma_abi::CceType::Max),
         ComputeOp::Min => Some(dma_abi::CceType::Min),
-        other => {
-            return Err(PlanError::Unsupported(format!(
-                "{word}.compute_op = {}: no CCE operation encodes it (docs/cme.md §3.1)",
-                other.name()
-            )));
-        }
+        // No CCE multiply: an FMA whose meta descriptor selects
+        // a = stored, b = input, c = scale with scale 0 (wiki-facts §F.2,
+        // §F.3 operand selectors; the ISA→CCE mapping itself is not
+        // published — docs/firmware.md).
+        ComputeOp::Multiply => Some(dma_abi::CceType::Fma),
     };
     let converts = src_elem != dst_elem || in_dtype != out_dtype;
     let (t, two_sources) = match cce_type {
@@ -246,6 +285,7 @@ fn transfer(
                 dst_elem: u64::from(dst_elem),
                 cce: None,
                 acc: None,
+                meta: None,
             });
         }
     };
@@ -285,7 +325,23 @@ fn transfer(
         } else {
             None
         },
+        meta: (compute_op == ComputeOp::Multiply).then(|| multiply_meta(in_dtype)),
     })
+}
+
+/// The FMA meta descriptor of MULTIPLY: meta1 (W2) selects a = stored
+/// buffer (0), b = input (1), c = scale (2) in bits 25:24 / 27:26 / 29:28;
+/// meta2 (W3) is the scale 0.0; meta_ctrl is the FMA packer of wiki-facts
+/// §F.2 (`in_dt << 8 | scale_dt << 12 | accum_dt << 16 | 0x2100000`, FP32
+/// scale and accumulator).
+fn multiply_meta(in_dtype: Dtype) -> (u64, u32) {
+    let w2 = (cme::FmaOperand::Stored.bits() << 24)
+        | (cme::FmaOperand::Input.bits() << 26)
+        | (cme::FmaOperand::Scale.bits() << 28);
+    let w3 = 0.0f32.to_bits();
+    let fp32 = u32::from(Dtype::Fp32.code());
+    let ctrl = (u32::from(in_dtype.code() & 0xF) << 8) | (fp32 << 12) | (fp32 << 16) | 0x210_0000;
+    (u64::from(w2) | (u64::from(w3) << 32), ctrl)
 }
 
 /// One engine's share.
@@ -1783,15 +1839,14 @@ mod tests {
         let InstWord::Direct2d(mut w) = word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) else {
             unreachable!()
         };
-        // A dtype conversion is a one-source CCE packet now (wiki-facts
-        // §F.3); MULTIPLY has no CCE encoding and is still refused.
+        // CCE element sizes must be the dtype sizes (bf16 is 2 bytes).
         w.in_dtype = Dtype::Bfloat16;
         w.out_dtype = Dtype::Fp32;
+        w.src_elem_size = 4;
         w.dst_elem_size = 4;
         w.compute_op = ComputeOp::Multiply;
         let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
-        assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
-        assert!(e.to_string().contains("compute_op = MULTIPLY"), "{e}");
+        assert!(e.to_string().contains("in_dtype"), "{e}");
 
         w = match word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) {
             InstWord::Direct2d(w) => w,
@@ -2043,9 +2098,9 @@ mod tests {
         );
 
         let mut w = indirect(IndirectMode::DstIndirection, 2);
-        w.compute_op = ComputeOp::Multiply;
+        w.compute_op = ComputeOp::Multiply; // a CCE FMA now; dtypes left at 0
         let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
-        assert!(matches!(e, PlanError::Unsupported(_)), "{e}");
+        assert!(e.to_string().contains("in_dtype = 0x0"), "{e}");
         w.compute_op = ComputeOp::Add; // dtypes left at 0
         let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
         assert!(e.to_string().contains("in_dtype = 0x0"), "{e}");
@@ -2087,8 +2142,29 @@ mod tests {
         assert_eq!((b_addr, b_len), (p.dst, p.dst_len_bytes));
         let b = dma_abi::CmeWord::from_raw(b_word1);
         assert_eq!(b.cce_type(), Some(dma_abi::CceType::Add));
-        assert_eq!(p.sources()[0].0, p.dst);
-        assert_eq!(p.sources()[1].0, p.src);
+        assert_eq!(p.sources()[0].addr, p.dst);
+        assert_eq!(p.sources()[1].addr, p.src);
+        assert_eq!(p.meta, None);
+        // MULTIPLY: B, then the FMA meta descriptor (a = stored, b = input,
+        // c = scale, scale 0.0: acc × A + 0), then A.
+        w.compute_op = ComputeOp::Multiply;
+        let plan = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
+        let p = *plan.engines.iter().flat_map(|e| &e.pairs).next().unwrap();
+        let src = p.sources();
+        assert_eq!(src.len(), 3);
+        assert_eq!((src[0].addr, src[0].meta), (p.dst, false));
+        assert!(src[1].meta);
+        assert_eq!(src[1].len_bytes, 0);
+        assert_eq!(
+            src[1].addr & 0xFFFF_FFFF,
+            (1 << 26) | (2 << 28),
+            "selectors"
+        );
+        assert_eq!(src[1].addr >> 32, u64::from(0.0f32.to_bits()), "scale 0.0");
+        assert_eq!(src[1].word1 & 0x0FF0_0000, 0x0210_0000, "FMA meta_ctrl");
+        assert_eq!((src[2].addr, src[2].meta), (p.src, false));
+        let a = dma_abi::CmeWord::from_raw(src[2].word1);
+        assert_eq!(a.cce_type(), Some(dma_abi::CceType::Fma));
     }
 
     #[test]
@@ -2132,12 +2208,10 @@ mod tests {
                 .contains("out_dtype = Bfloat16 is 2 bytes but the element size is 4"),
             "{e}"
         );
-        // MULTIPLY has no CCE encoding.
+        // MULTIPLY goes through the CCE too (an FMA): the same size rule.
         w.compute_op = ComputeOp::Multiply;
-        assert!(matches!(
-            expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()),
-            Err(PlanError::Unsupported(_))
-        ));
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+        assert!(e.to_string().contains("element size is 4"), "{e}");
     }
 
     #[test]

@@ -213,8 +213,14 @@ pub fn cce_out_len(first_word1: Cme, first_len: u64) -> u64 {
 /// the packet's operation; the first source loads it. The last source's
 /// output dtype (bits 15:12) converts the result, which streams into the RX
 /// buffers. The destination is not read: `B op= A` is the two-source packet
-/// (B, A), and a single source converts the dtype. The FMA scale is 1.0
-/// (scale meta-descriptors are not modelled yet).
+/// (B, A), and a single source converts the dtype. An FMA source without a
+/// meta descriptor uses scale 1.0.
+///
+/// A CCE meta descriptor (word0 bit 23; wiki-facts §F.2) configures the next
+/// source as an FMA with its own operand selectors and scale: meta1 (W2)
+/// bits 25:24 / 27:26 / 29:28 select a, b and c among the stored buffer (0),
+/// the input (1) and the scale (2); meta2 (W3) is the FP32 scale; the
+/// source then combines as `acc = a × b + c`. It moves no data.
 fn cce_packet(
     bus: &mut dyn Bus,
     tx: &[Piece],
@@ -226,7 +232,25 @@ fn cce_packet(
     let mut acc = cme::Accumulator::new(cme::Dtype::Fp32);
     let mut out_dt = None;
     let mut src = Vec::new();
+    let mut next_op: Option<cme::ReduceOp> = None;
     for t in tx {
+        if t.desc.meta() {
+            let w2 = t.desc.buf_ptr as u32;
+            let w3 = (t.desc.buf_ptr >> 32) as u32;
+            let sel = |shift: u32| cme::FmaOperand::from_bits(w2 >> shift);
+            let (Some(a), Some(b), Some(c)) = (sel(24), sel(26), sel(28)) else {
+                return Err(MoveError::Length(format!(
+                    "CCE meta descriptor W2 {w2:#010x}: operand selector 3 is not assigned"
+                )));
+            };
+            next_op = Some(cme::ReduceOp::FmaSelect {
+                a,
+                b,
+                c,
+                scale: f32::from_bits(w3),
+            });
+            continue;
+        }
         let word = Cme(t.desc.word1);
         let Some((in_dt, o)) = word.cce_dtypes() else {
             return Err(MoveError::Length(format!(
@@ -239,7 +263,7 @@ fn cce_packet(
         src.resize(len, 0);
         bus.read(t.desc.buf_ptr, &mut src)
             .map_err(MoveError::Read)?;
-        acc.combine(op, in_dt, &src)
+        acc.combine(next_op.take().unwrap_or(op), in_dt, &src)
             .map_err(|e| MoveError::Length(format!("CCE: {e}")))?;
     }
     let Some(out_dt) = out_dt else {

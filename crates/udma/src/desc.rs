@@ -34,6 +34,25 @@ impl RawDesc {
         self.w0().len_bytes(encode_64k)
     }
 
+    /// A CCE meta descriptor: META (word0 bit 23) with a meta_ctrl word1
+    /// whose op field reads CCE (the encoders set bit 25, "CCE meta valid";
+    /// wiki-facts §F.2). Word 1 is then meta_ctrl, bytes 8–15 hold
+    /// meta1/meta2, and it carries no data. META on any other descriptor
+    /// is ignored (the inline path's 0xB8 fill sets it; seed 004 §5).
+    pub fn meta(self) -> bool {
+        self.w0().meta() && Cme(self.word1).op() == SdmaOp::Cce
+    }
+
+    /// Data bytes an M2S descriptor reads: [`RawDesc::len_bytes`], or 0 for
+    /// a META descriptor.
+    pub fn data_len(self, encode_64k: bool) -> u32 {
+        if self.meta() {
+            0
+        } else {
+            self.len_bytes(encode_64k)
+        }
+    }
+
     /// Ring id, bits 25:24.
     pub fn ring_id(self) -> u8 {
         self.w0().ring_id()

@@ -1077,7 +1077,7 @@ impl Engine {
         let encode_64k = self.cfg.encode_64k;
         let max_pkt = self.cfg.max_pkt;
         let max_descs = self.cfg.max_descs;
-        let len = u64::from(desc.len_bytes(encode_64k));
+        let len = u64::from(desc.data_len(encode_64k));
         let qd = &self.q[qi][0];
         let mut errors: Vec<(u32, &str, String)> = Vec::new();
         if desc.first() && qd.in_packet {
@@ -1371,11 +1371,13 @@ impl Engine {
         let mut bytes = 0u64;
         let mut first = None;
         let mut first_len = 0u64;
+        let mut first_data = true;
         for f in &tx.fetched {
             n_tx += 1;
-            bytes += u64::from(f.desc.len_bytes(encode_64k));
-            if first.is_none() {
+            bytes += u64::from(f.desc.data_len(encode_64k));
+            if first_data && !f.desc.meta() {
                 first_len = u64::from(f.desc.len_bytes(encode_64k));
+                first_data = false;
             }
             first.get_or_insert(f.desc);
             if f.desc.last() {
@@ -1433,7 +1435,7 @@ impl Engine {
         let mut rx = self.pool.pop().unwrap_or_default();
         rx.extend(self.q[qi][1].fetched.drain(..n_rx));
         let mut data_cycles = 0u64;
-        for f in &tx {
+        for f in tx.iter().filter(|f| !f.desc.meta()) {
             data_cycles +=
                 timing.transfer_cycles(f.desc.buf_ptr, u64::from(f.desc.len_bytes(encode_64k)));
         }
@@ -1442,7 +1444,7 @@ impl Engine {
         // least until the stacks it reads and writes have delivered its
         // bytes; below the stacks' rate this is `data_cycles` unchanged.
         let mut data_end = start.after(data_cycles);
-        for f in &tx {
+        for f in tx.iter().filter(|f| !f.desc.meta()) {
             let len = u64::from(f.desc.len_bytes(encode_64k));
             data_end = data_end.max(bus.reserve_bandwidth(f.desc.buf_ptr, len, start));
         }
@@ -1456,6 +1458,7 @@ impl Engine {
         self.data_free_at = data_end;
         let read_latency = tx
             .iter()
+            .filter(|f| !f.desc.meta())
             .map(|f| timing.read_latency(f.desc.buf_ptr))
             .max()
             .unwrap_or(timing.read_latency_cycles);
