@@ -1154,16 +1154,19 @@ impl KernelDriver {
     }
 
     fn sem_block(&self, nc: u32) -> Option<u64> {
-        let map = self.dev.map();
-        map.by_name(&format!("tpb{nc}.evt_sem"))
-            .map(|id| map.region(id).base)
+        self.sem.blocks.get(nc as usize).copied().flatten()
     }
 
     fn sem_reg(&self, reg: &str, i: u32) -> Option<u64> {
-        self.dev
-            .catalog()
-            .block("evt_sem")
-            .and_then(|m| m.find(reg, Some(i)))
+        let (base, stride) = match reg {
+            "SEM_READ" => self.sem.read,
+            "SEM_SET" => self.sem.set,
+            "SEM_INC" => self.sem.inc,
+            "SEM_DEC" => self.sem.dec,
+            "EVENT" => self.sem.event,
+            _ => None,
+        }?;
+        Some(base + stride * u64::from(i))
     }
 
     /// SEMAPHORE_*: nc < 8 (else E2BIG), index < 256 (else EINVAL); READ

@@ -189,6 +189,46 @@ pub struct KernelDriver {
     stats: DriverStats,
     batches_started: u64,
     cycles_per_us: f64,
+    sem: SemLayout,
+}
+
+/// The semaphore/event block of every NC and its register arrays (first
+/// element, stride), looked up once from the maps: SEMAPHORE_* and EVENT_*
+/// are the cheapest, most frequent ioctls.
+#[derive(Clone, Debug, Default)]
+struct SemLayout {
+    blocks: Vec<Option<u64>>,
+    read: Option<(u64, u64)>,
+    set: Option<(u64, u64)>,
+    inc: Option<(u64, u64)>,
+    dec: Option<(u64, u64)>,
+    event: Option<(u64, u64)>,
+}
+
+impl SemLayout {
+    fn new(dev: &Device) -> Self {
+        let map = dev.map();
+        let blocks = (0..mem::NCS)
+            .map(|nc| {
+                map.by_name(&format!("tpb{nc}.evt_sem"))
+                    .map(|id| map.region(id).base)
+            })
+            .collect();
+        let arr = |reg: &str| {
+            let m = dev.catalog().block("evt_sem")?;
+            let e0 = m.find(reg, Some(0))?;
+            let e1 = m.find(reg, Some(1))?;
+            Some((e0, e1.checked_sub(e0)?))
+        };
+        Self {
+            blocks,
+            read: arr("SEM_READ"),
+            set: arr("SEM_SET"),
+            inc: arr("SEM_INC"),
+            dec: arr("SEM_DEC"),
+            event: arr("EVENT"),
+        }
+    }
 }
 
 /// Engines per device (`eng_id` < 132, §1.6).
@@ -227,7 +267,9 @@ impl KernelDriver {
             s2m_sw_ctrl: find("udma_s2m_q", "Q_SW_CTRL")?,
         };
         let cycles_per_us = dev.timing().clock_ghz * 1000.0;
+        let sem = SemLayout::new(&dev);
         Ok(Self {
+            sem,
             dev,
             mem: MemManager::new(&hbm),
             regs,
