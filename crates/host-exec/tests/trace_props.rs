@@ -56,7 +56,7 @@ proptest! {
         let dev = soc::Device::trn2().unwrap();
         let (report, session) =
             host_exec::run_source(dev, &source, "t.trace", &mut NoFiles).unwrap();
-        prop_assert_eq!(report.statements as usize, stmts.len());
+        prop_assert_eq!(report.statements, stmts.len());
         // DML per-channel counters = the live device tensors (as the
         // runtime sees them).
         let d = session.dmem();
