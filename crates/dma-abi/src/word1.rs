@@ -185,6 +185,34 @@ impl CmeWord {
         ))
     }
 
+    /// Returns a copy set up for the cross-bar transpose: op = DRE (the
+    /// strided/transpose engine, seed 004 §3) with the element's dtype code
+    /// in bits 11:8, where the CCE keeps its input dtype. The field is this
+    /// simulator's choice (the DRE word's layout is not published): the
+    /// data path needs the element size to land a tile transposed.
+    #[must_use]
+    pub const fn with_xbar(self, elem_dtype: u8) -> Option<Self> {
+        if elem_dtype > 0xF {
+            return None;
+        }
+        let w = self.with_op(SdmaOp::Dre);
+        Some(Self((w.0 & !0x0F00) | ((elem_dtype as u32) << 8)))
+    }
+
+    /// The element dtype of a cross-bar transpose word made by
+    /// [`CmeWord::with_xbar`] from the default copy word: `None` for any
+    /// other word, DRE ones included (the inline path's 0xB8 fill reads as
+    /// DRE and must stay a plain copy, seed 004 §5).
+    #[must_use]
+    pub const fn xbar_dtype(self) -> Option<u8> {
+        let base = Self::DEFAULT_COPY.with_op(SdmaOp::Dre).0 & !0x0F00;
+        if self.0 & !0x0F00 == base {
+            Some(((self.0 >> 8) & 0xF) as u8)
+        } else {
+            None
+        }
+    }
+
     /// optype (bits 22:20) read as a [`CmeType`], whatever op says.
     #[must_use]
     pub const fn cme_type(self) -> CmeType {
@@ -468,5 +496,21 @@ mod tests {
         assert_eq!(CceType::from_bits(6), None);
         assert_eq!(CceType::from_bits(7), None);
         assert_eq!(SdmaOp::from_bits(3), SdmaOp::Unknown(3));
+    }
+
+    #[test]
+    fn cross_bar_word_round_trips_its_dtype_and_nothing_else_reads_as_one() {
+        for code in 0..=0xFu8 {
+            let w = CmeWord::DEFAULT_COPY.with_xbar(code).map(CmeWord::raw);
+            let w = w.map(CmeWord::from_raw);
+            assert_eq!(w.map(|w| w.op()), Some(SdmaOp::Dre));
+            assert_eq!(w.and_then(CmeWord::xbar_dtype), Some(code));
+        }
+        assert_eq!(CmeWord::DEFAULT_COPY.with_xbar(0x10), None);
+        assert_eq!(CmeWord::DEFAULT_COPY.xbar_dtype(), None);
+        // The inline path's never-written word1 is DRE, but not a cross-bar word.
+        let b8 = CmeWord::from_raw(0xB8B8_B8B8);
+        assert_eq!(b8.op(), SdmaOp::Dre);
+        assert_eq!(b8.xbar_dtype(), None);
     }
 }

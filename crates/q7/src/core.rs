@@ -35,6 +35,12 @@ pub trait FwBus {
     fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String>;
     /// The SBUF/PSUM partition `addr` is in, if any.
     fn partition_of(&self, addr: u64) -> Option<u16>;
+    /// The partition stride of the partitioned memory at `addr`, if any
+    /// (the cross-bar transpose path needs it; default none).
+    fn partition_stride(&self, addr: u64) -> Option<u64> {
+        let _ = addr;
+        None
+    }
 }
 
 /// A wait-mode comparison: (semaphore value, threshold) → pass.
@@ -467,6 +473,9 @@ impl Operands for Snapshot<'_> {
     }
     fn partition_of(&self, addr: u64) -> Option<u16> {
         self.bus.partition_of(addr)
+    }
+    fn partition_stride(&self, addr: u64) -> Option<u64> {
+        self.bus.partition_stride(addr)
     }
     fn partition_addr(&self, target: soc_map::PartitionTarget) -> u64 {
         self.layout.partition_addr(target)
@@ -1102,9 +1111,7 @@ impl Q7Core {
             packets.extend(ep.gathers.iter().map(|g| {
                 (
                     g.tx.iter()
-                        .map(|&(a, l)| {
-                            crate::plan::TxSource::data(a, l, dma_abi::DEFAULT_COPY_WORD1)
-                        })
+                        .map(|&(a, l)| crate::plan::TxSource::data(a, l, g.word1))
                         .collect(),
                     (g.dst, g.dst_len_bytes),
                 )

@@ -37,6 +37,12 @@ pub trait Operands {
     fn table_entry(&self, e: u8) -> u64;
     /// The SBUF/PSUM partition `addr` is in, if any.
     fn partition_of(&self, addr: u64) -> Option<u16>;
+    /// The partition stride of the partitioned memory at `addr`, if any
+    /// (default none: the cross-bar transpose path is then not taken).
+    fn partition_stride(&self, addr: u64) -> Option<u64> {
+        let _ = addr;
+        None
+    }
     /// The SoC address of a partition byte of this core.
     fn partition_addr(&self, target: PartitionTarget) -> u64;
     /// `n` little-endian 32-bit words from memory (index vectors).
@@ -373,6 +379,8 @@ pub struct GatherPacket {
     pub dst: u64,
     /// Bytes written (the sum of the pieces).
     pub dst_len_bytes: u32,
+    /// The M2S word1: the plain copy, or the cross-bar transpose (DRE).
+    pub word1: u32,
 }
 
 impl EnginePlan {
@@ -692,6 +700,64 @@ impl Spread {
             tx: pieces.iter().map(|&s| (s, piece)).collect(),
             dst,
             dst_len_bytes: total,
+            word1: dma_abi::DEFAULT_COPY_WORD1,
+        });
+        ep.bytes += u64::from(total);
+        self.rows[e] += 1;
+        Ok(())
+    }
+
+    /// Adds one cross-bar tile, on the next engine in round robin: `rows`
+    /// source rows of `row_bytes` each (one M2S descriptor per row, op DRE
+    /// with the element dtype) and one S2M descriptor at the first
+    /// destination column; the axi2sram
+    /// cross-bar lands element (i, c) at `dst + c × partition stride + i ×
+    /// size` (wiki-facts §A.7, §G.4). `last_col` is the last column's
+    /// address, for the bound check.
+    #[allow(clippy::too_many_arguments)]
+    fn push_xbar(
+        &mut self,
+        ops: &dyn Operands,
+        rows: &[u64],
+        row_bytes: u32,
+        dst: u64,
+        last_col: u64,
+        col_bytes: u32,
+        word1: u32,
+        gates: [BoundCheckReg; 2],
+    ) -> Result<(), PlanError> {
+        // A tile spans up to 128 partitions, not one engine's 8: tiles are
+        // dealt round robin over the allowed engines, like runs outside
+        // the partitions.
+        let n_engines = self.engines.len().max(1);
+        let e = self.run_index % n_engines;
+        self.run_index += 1;
+        let total = row_bytes * rows.len() as u32;
+        let oob = rows
+            .iter()
+            .find_map(|&s| bound_check("src", gates[0], s, row_bytes, ops))
+            .or_else(|| bound_check("dst", gates[1], dst, col_bytes, ops))
+            .or_else(|| bound_check("dst", gates[1], last_col, col_bytes, ops));
+        if let Some(oob) = oob {
+            self.out_of_bounds.push(oob);
+            return Ok(());
+        }
+        let cap = self.cap;
+        let ep = &mut self.engines[e];
+        if (ep.m2s_descs() as usize) + rows.len() + 1 > cap {
+            return Err(PlanError::Invalid(format!(
+                "{}: engine slot {} needs more than {} descriptors per ring \
+                 (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
+                self.word,
+                ep.slot,
+                cap.saturating_sub(1)
+            )));
+        }
+        ep.gathers.push(GatherPacket {
+            tx: rows.iter().map(|&s| (s, row_bytes)).collect(),
+            dst,
+            dst_len_bytes: total,
+            word1,
         });
         ep.bytes += u64::from(total);
         self.rows[e] += 1;
@@ -1347,24 +1413,77 @@ fn expand_direct2d_xpose(
     let mut spread = Spread::new(W, cfg, 1);
     let gates = [w.src_bound_reg, w.dst_bound_reg];
     let tiles = rows / u64::from(XPOSE_TILE_ROWS);
-    for t in 0..tiles {
-        for c in 0..cols {
+    // The cross-bar path: source rows contiguous (step 0 = 1), each
+    // destination column 16 contiguous elements (dst step 0 = 1) one
+    // partition apart (dst step 1 × size = the partition stride) — then a
+    // whole 16 × N tile is one packet of 16 row descriptors.
+    let xbar_word1 = dma_abi::CmeWord::DEFAULT_COPY
+        .with_xbar(w.in_dtype.code())
+        .map(dma_abi::CmeWord::raw);
+    let stride_ok = d1 > 0
+        && ops
+            .partition_stride(dst_addr.addr)
+            .is_some_and(|p| i128::from(p) == d1 * i128::from(esz));
+    if let (true, true, true, Some(word1)) = (s0 == 1, d0 == 1, stride_ok, xbar_word1) {
+        let chunk = u64::from(w.tile_src_cols);
+        for t in 0..tiles {
             let r0 = t * u64::from(XPOSE_TILE_ROWS);
-            let dst = at(dst_addr.addr, i128::from(r0) * d0 + i128::from(c) * d1)?;
-            let mut pieces = Vec::with_capacity(usize::from(XPOSE_TILE_ROWS));
-            for i in 0..u64::from(XPOSE_TILE_ROWS) {
-                let src = at(
-                    src_addr.addr,
-                    i128::from(t) * tile_step + i128::from(i) * s1 + i128::from(c) * s0,
-                )?;
-                pieces.push(src);
+            let mut c0 = 0;
+            while c0 < cols {
+                let n = chunk.min(cols - c0);
+                let dst = at(dst_addr.addr, i128::from(r0) + i128::from(c0) * d1)?;
+                let last = at(dst, i128::from(n - 1) * d1)?;
+                let fits = (0..n).all(|c| ops.partition_of(dst + c * (d1 as u64) * esz).is_some());
+                let mut row_addrs = Vec::with_capacity(usize::from(XPOSE_TILE_ROWS));
+                for i in 0..u64::from(XPOSE_TILE_ROWS) {
+                    row_addrs.push(at(
+                        src_addr.addr,
+                        i128::from(t) * tile_step + i128::from(i) * s1 + i128::from(c0),
+                    )?);
+                }
+                if fits {
+                    let col = u32::from(XPOSE_TILE_ROWS) * esz as u32;
+                    spread.push_xbar(
+                        ops,
+                        &row_addrs,
+                        (n * esz) as u32,
+                        dst,
+                        last,
+                        col,
+                        word1,
+                        gates,
+                    )?;
+                } else {
+                    // A tile running off the partitions: element pieces.
+                    for c in 0..n {
+                        let d = at(dst, i128::from(c) * d1)?;
+                        let pieces: Vec<u64> = row_addrs.iter().map(|&r| r + c * esz).collect();
+                        spread.push_gather(ops, &pieces, d, esz as u32, gates)?;
+                    }
+                }
+                c0 += n;
             }
-            if d0 == 1 {
-                spread.push_gather(ops, &pieces, dst, esz as u32, gates)?;
-            } else {
-                for (i, &src) in pieces.iter().enumerate() {
-                    let d = at(dst, i as i128 * d0)?;
-                    spread.push(ops, DescPair::copy(src, d, esz as u32), gates)?;
+        }
+    } else {
+        for t in 0..tiles {
+            for c in 0..cols {
+                let r0 = t * u64::from(XPOSE_TILE_ROWS);
+                let dst = at(dst_addr.addr, i128::from(r0) * d0 + i128::from(c) * d1)?;
+                let mut pieces = Vec::with_capacity(usize::from(XPOSE_TILE_ROWS));
+                for i in 0..u64::from(XPOSE_TILE_ROWS) {
+                    let src = at(
+                        src_addr.addr,
+                        i128::from(t) * tile_step + i128::from(i) * s1 + i128::from(c) * s0,
+                    )?;
+                    pieces.push(src);
+                }
+                if d0 == 1 {
+                    spread.push_gather(ops, &pieces, dst, esz as u32, gates)?;
+                } else {
+                    for (i, &src) in pieces.iter().enumerate() {
+                        let d = at(dst, i as i128 * d0)?;
+                        spread.push(ops, DescPair::copy(src, d, esz as u32), gates)?;
+                    }
                 }
             }
         }
@@ -1524,9 +1643,43 @@ fn expand_gather_xpose(
         .collect();
     let mut spread = Spread::new(W, cfg, 1);
     let gates = [BoundCheckReg::INERT, w.dst_bound_reg];
+    // The cross-bar path (as DIRECT2D_XPOSE): gathered rows contiguous
+    // (step 0 = 1) and destination columns one partition apart — each
+    // whole 16-index tile is one packet of 16 row descriptors.
+    let xbar_word1 = dma_abi::CmeWord::DEFAULT_COPY
+        .with_xbar(w.dtype.dtype_hi.code())
+        .map(dma_abi::CmeWord::raw);
+    let stride_ok = d1 > 0
+        && ops
+            .partition_stride(dst_addr.addr)
+            .is_some_and(|p| i128::from(p) == d1 * 2);
+    let xbar = (s0 == 1 && stride_ok).then_some(xbar_word1).flatten();
     for t in 0..usize::from(k_count / 16) {
         let rows = t * 16..t * 16 + 16;
         let whole = valid[rows.clone()].iter().all(|&v| v);
+        if let (true, Some(word1)) = (whole, xbar) {
+            let dst = at(dst_addr.addr, (t as i128) * 16)?;
+            let last = at(dst, i128::from(j_count - 1) * d1)?;
+            let fits = (0..u64::from(j_count))
+                .all(|j| ops.partition_of(dst + j * (d1 as u64) * 2).is_some());
+            if fits {
+                let mut row_addrs = Vec::with_capacity(16);
+                for k in rows.clone() {
+                    row_addrs.push(at(src_addr.addr, i128::from(idx[k]) * s1)?);
+                }
+                spread.push_xbar(
+                    ops,
+                    &row_addrs,
+                    u32::from(j_count) * 2,
+                    dst,
+                    last,
+                    32,
+                    word1,
+                    gates,
+                )?;
+                continue;
+            }
+        }
         for j in 0..i128::from(j_count) {
             let dst = at(dst_addr.addr, (t as i128) * 16 + j * d1)?;
             let mut pieces = Vec::with_capacity(16);
@@ -1589,6 +1742,9 @@ mod tests {
         table: Vec<(u8, u64)>,
         /// Index vectors: (address, words).
         mem: Vec<(u64, Vec<u32>)>,
+        /// Whether the SBUF reports its partition stride (the cross-bar
+        /// transpose path).
+        xbar: bool,
     }
 
     const SBUF: u64 = 0x20_0000_0000;
@@ -1605,6 +1761,9 @@ mod tests {
             (SBUF..SBUF + 128 * STRIDE)
                 .contains(&addr)
                 .then(|| ((addr - SBUF) / STRIDE) as u16)
+        }
+        fn partition_stride(&self, addr: u64) -> Option<u64> {
+            (self.xbar && self.partition_of(addr).is_some()).then_some(STRIDE)
         }
         fn partition_addr(&self, t: PartitionTarget) -> u64 {
             match t {
@@ -1642,6 +1801,7 @@ mod tests {
             regs: Vec::new(),
             table: Vec::new(),
             mem: Vec::new(),
+            xbar: false,
         }
     }
 
@@ -1796,6 +1956,7 @@ mod tests {
             regs: vec![(10, 0x2345_6000), (11, 0x1)],
             table: vec![(3, SBUF + STRIDE)],
             mem: Vec::new(),
+            xbar: false,
         };
         let p = expand(&InstWord::Direct2d(w), &cfg(0xffff), &mut o).unwrap();
         let e = p.engines.iter().find(|e| !e.pairs.is_empty()).unwrap();
@@ -1894,6 +2055,7 @@ mod tests {
             regs: vec![(5, 0x10ff), (7, 0x10_00ff)],
             table: Vec::new(),
             mem: Vec::new(),
+            xbar: false,
         };
         let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut at_limit).unwrap();
         assert_eq!(p.data_pairs(), 1);
@@ -1903,6 +2065,7 @@ mod tests {
             regs: vec![(5, 0x10fe), (7, 0x10_00fe)],
             table: Vec::new(),
             mem: Vec::new(),
+            xbar: false,
         };
         let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
         assert_eq!(p.data_pairs(), 0);
@@ -1959,6 +2122,7 @@ mod tests {
             regs: vec![(9, 10)],
             table: Vec::new(),
             mem: vec![(SBUF + 0x100, src_idx), (SBUF + 0x200, dst_idx)],
+            xbar: false,
         }
     }
 
@@ -2374,6 +2538,52 @@ mod tests {
     }
 
     #[test]
+    fn xpose_takes_the_cross_bar_when_columns_are_a_partition_apart() {
+        // Two 16 x 4 tiles (rows 0..15 and 16..31), SBUF to SBUF.
+        let mut w = xpose();
+        w.src_num_elem = [4, 32];
+        w.dst_num_elem = [32, 4];
+        let mut o = ops();
+        o.xbar = true;
+        let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        let word1 = dma_abi::CmeWord::DEFAULT_COPY
+            .with_xbar(Dtype::Bfloat16.code())
+            .map(dma_abi::CmeWord::raw);
+        // One packet per tile, dealt round robin: engine 0 then engine 1.
+        for (e, tile) in [(0usize, 0u64), (1, 1)] {
+            let g = &p.engines[e].gathers;
+            assert_eq!(g.len(), 1, "engine {e}");
+            assert_eq!(Some(g[0].word1), word1);
+            // 16 source rows of 4 bf16, one partition apart.
+            assert_eq!(g[0].tx.len(), 16);
+            assert_eq!(g[0].tx[0], (SBUF + 16 * tile * STRIDE, 8));
+            assert_eq!(g[0].tx[15], (SBUF + (16 * tile + 15) * STRIDE, 8));
+            // The tile's first column: partition 0, rows 16t.. at +2 × 16t.
+            assert_eq!(g[0].dst, SBUF + 0x1000 + 32 * tile);
+            assert_eq!(g[0].dst_len_bytes, 128);
+            assert_eq!(p.engines[e].m2s_descs(), 16 + 1);
+            assert_eq!(p.engines[e].s2m_descs(), 1 + 1);
+        }
+        assert_eq!(p.bytes(), 32 * 4 * 2);
+        // Destination rows not adjacent (step 0 = 2): element pieces again.
+        let mut w = xpose();
+        w.dst_step_elem = [2, (STRIDE / 2) as i32];
+        let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        assert!(p.engines.iter().all(|e| e.gathers.is_empty()));
+        assert_eq!(p.data_pairs(), 16 * 4);
+        // Columns two partitions apart are no cross-bar tile either.
+        let mut w = xpose();
+        w.dst_step_elem = [1, STRIDE as i32];
+        let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        assert!(
+            p.engines
+                .iter()
+                .flat_map(|e| &e.gathers)
+                .all(|g| g.word1 == dma_abi::DEFAULT_COPY_WORD1)
+        );
+    }
+
+    #[test]
     fn xpose_refusals_name_the_field() {
         type Change = fn(&mut Direct2dXpose);
         let cases: [(Change, &str); 6] = [
@@ -2457,6 +2667,28 @@ mod tests {
         assert_eq!(p.index_faults.len(), 6);
         assert!(p.engines[0].gathers.is_empty());
         assert_eq!(p.engines[0].pairs.len(), 4 * 10);
+    }
+
+    #[test]
+    fn gather_xpose_takes_the_cross_bar_for_whole_tiles() {
+        let idx: Vec<u32> = (0..16).map(|k| 15 - k).collect();
+        let mut o = index_ops(idx, Vec::new());
+        o.xbar = true;
+        let p = expand(&InstWord::GatherXpose(gxpose(16)), &cfg(0xffff), &mut o).unwrap();
+        let g = &p.engines[0].gathers;
+        assert_eq!(g.len(), 1);
+        assert_eq!(
+            Some(g[0].word1),
+            dma_abi::CmeWord::DEFAULT_COPY
+                .with_xbar(Dtype::Bfloat16.code())
+                .map(dma_abi::CmeWord::raw)
+        );
+        // Row k = table row idx[k] = 15 - k, whole (8 bytes = 4 bf16).
+        assert_eq!(g[0].tx[0], (0x1000_0000 + 15 * 8, 8));
+        assert_eq!(g[0].tx[15], (0x1000_0000, 8));
+        assert_eq!(g[0].dst, SBUF + 0x2000);
+        assert_eq!(g[0].dst_len_bytes, 16 * 8);
+        assert_eq!(p.data_pairs(), 0);
     }
 
     #[test]

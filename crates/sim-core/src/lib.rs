@@ -147,6 +147,14 @@ pub trait Bus {
         let _ = (addr, len);
         start
     }
+
+    /// The partition stride of the partitioned memory (SBUF, PSUM) at
+    /// `addr`, for the axi2sram cross-bar that lands transposed tiles
+    /// across partitions; `None` elsewhere (the default).
+    fn partition_stride(&self, addr: u64) -> Option<u64> {
+        let _ = addr;
+        None
+    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,11 @@ pub struct TimingConfig {
     /// Bandwidth of one HBM stack shared by every engine, GB/s (bytes per
     /// ns); 0 = no limit ([`crate::HbmBandwidth`]).
     pub hbm_stack_gbps: f64,
+    /// The axi2sram cross-bar: cycles per transposed column it lands
+    /// (a cross-bar packet's data phase is at least columns × this; with
+    /// an SBUF source the read and the transposed write share the SBUF
+    /// port and add up).
+    pub xbar_column_cycles: f64,
     /// Every parameter with unit and source, as loaded.
     pub params: BTreeMap<String, TimingParam>,
 }
@@ -138,6 +143,12 @@ impl TimingConfig {
                 "parameter `hbm_stack_gbps` = {hbm_stack_gbps} must be in [0, 1e6) (0: no limit)"
             )));
         }
+        let xbar_column_cycles = get("xbar_column_cycles")?;
+        if !(xbar_column_cycles.is_finite() && (0.0..1e3).contains(&xbar_column_cycles)) {
+            return Err(TimingError(format!(
+                "parameter `xbar_column_cycles` = {xbar_column_cycles} must be in [0, 1000)"
+            )));
+        }
         Ok(Self {
             clock_ghz,
             beat_bytes: int("beat_bytes", 1)?,
@@ -157,6 +168,7 @@ impl TimingConfig {
             q7_scalar_copy_bytes_per_cycle: int("q7_scalar_copy_bytes_per_cycle", 1)?,
             q7_vector_copy_bytes_per_cycle: int("q7_vector_copy_bytes_per_cycle", 1)?,
             hbm_stack_gbps,
+            xbar_column_cycles,
             params: file.parameters,
         })
     }
@@ -226,6 +238,7 @@ const KNOWN: &[&str] = &[
     "q7_scalar_copy_bytes_per_cycle",
     "q7_vector_copy_bytes_per_cycle",
     "hbm_stack_gbps",
+    "xbar_column_cycles",
 ];
 
 #[cfg(test)]

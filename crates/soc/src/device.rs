@@ -1418,4 +1418,10 @@ impl Bus for DmaBus<'_> {
     fn reserve_bandwidth(&mut self, addr: u64, len: u64, start: Cycle) -> Cycle {
         self.fabric.hbm.reserve(addr, len, start)
     }
+
+    fn partition_stride(&self, addr: u64) -> Option<u64> {
+        let map = &self.fabric.map;
+        let id = map.decode(addr).region?;
+        map.region(id).partitions.as_ref().map(|p| p.stride_bytes)
+    }
 }

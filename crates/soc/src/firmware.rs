@@ -218,4 +218,10 @@ impl FwBus for DeviceFwBus<'_> {
             .partition
             .and_then(|p| u16::try_from(p).ok())
     }
+
+    fn partition_stride(&self, addr: u64) -> Option<u64> {
+        let map = self.device.map();
+        let id = map.decode(addr).region?;
+        map.region(id).partitions.as_ref().map(|p| p.stride_bytes)
+    }
 }

@@ -120,6 +120,9 @@ pub fn move_packet(
     if let Some(op) = cmd.cce() {
         return cce_packet(bus, tx, &mut sink, encode_64k, cmd, op);
     }
+    if let Some(dtype) = dma_abi::CmeWord::from_raw(cmd.0).xbar_dtype() {
+        return xbar_packet(bus, tx, rx, encode_64k, cmd, dtype);
+    }
     let Some(kind) = cmd.checksum() else {
         // Plain copy: page-to-page through the bus, no bounce buffer.
         for t in tx {
@@ -288,4 +291,215 @@ fn cce_packet(
         written: sink.written,
         checksum: None,
     })
+}
+
+/// The axi2sram cross-bar transpose (wiki-facts §A.7, §G.4; docs/cme.md
+/// §4): a cross-bar packet's (word1 = the default copy word with op DRE and
+/// the element dtype, [`dma_abi::CmeWord::xbar_dtype`]; other DRE words
+/// are plain copies) R TX descriptors are R source rows of N elements
+/// (the element dtype in word1 bits 11:8, this simulator's field), and the
+/// tile lands transposed in the partitioned memory of the first RX buffer:
+/// element (i, c) at `dst + c × partition stride + i × size` — N columns of
+/// R elements, one per partition. The RX length covers R × N elements.
+fn xbar_packet(
+    bus: &mut dyn Bus,
+    tx: &[Piece],
+    rx: &[Piece],
+    encode_64k: bool,
+    cmd: Cme,
+    code: u8,
+) -> Result<Moved, MoveError> {
+    let Some(esz) = cme::Dtype::from_code(code)
+        .map(|d| d.size_bytes())
+        .filter(|&s| s == 2 || s == 4)
+    else {
+        return Err(MoveError::Length(format!(
+            "cross-bar word1 {:#010x}: element dtype {code:#x} is not a 2- or 4-byte type",
+            cmd.0
+        )));
+    };
+    let Some(dst) = rx.first().map(|r| r.desc.buf_ptr) else {
+        return Err(MoveError::Length(
+            "cross-bar packet without an S2M buffer".into(),
+        ));
+    };
+    let Some(stride) = bus.partition_stride(dst) else {
+        return Err(MoveError::Length(format!(
+            "cross-bar destination {dst:#x} is not in partitioned memory (SBUF/PSUM)"
+        )));
+    };
+    let row_len = tx
+        .first()
+        .map_or(0, |t| t.desc.len_bytes(encode_64k) as usize);
+    if row_len == 0
+        || !row_len.is_multiple_of(esz)
+        || tx
+            .iter()
+            .any(|t| t.desc.len_bytes(encode_64k) as usize != row_len)
+    {
+        return Err(MoveError::Length(format!(
+            "cross-bar rows must be equal whole numbers of {esz}-byte elements (first row {row_len} bytes)"
+        )));
+    }
+    let mut rows = vec![0u8; row_len * tx.len()];
+    for (t, chunk) in tx.iter().zip(rows.chunks_mut(row_len)) {
+        bus.read(t.desc.buf_ptr, chunk).map_err(MoveError::Read)?;
+    }
+    let (r, n) = (tx.len(), row_len / esz);
+    let mut col = vec![0u8; r * esz];
+    for c in 0..n {
+        for i in 0..r {
+            let from = i * row_len + c * esz;
+            col[i * esz..(i + 1) * esz].copy_from_slice(&rows[from..from + esz]);
+        }
+        bus.write(dst + c as u64 * stride, &col)
+            .map_err(MoveError::Write)?;
+    }
+    Ok(Moved {
+        written: (r * n * esz) as u64,
+        checksum: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dma_abi::CmeWord;
+
+    /// 4 partitions of 64 bytes, 0x100 apart, at 0x1000; flat memory below.
+    struct PartBus {
+        mem: Vec<u8>,
+    }
+
+    const PART0: u64 = 0x1000;
+    const STRIDE: u64 = 0x100;
+
+    impl Bus for PartBus {
+        fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), AccessError> {
+            let a = addr as usize;
+            let src = self.mem.get(a..a + buf.len()).ok_or(AccessError {
+                addr,
+                message: "unmapped".into(),
+            })?;
+            buf.copy_from_slice(src);
+            Ok(())
+        }
+        fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError> {
+            let a = addr as usize;
+            let dst = self.mem.get_mut(a..a + data.len()).ok_or(AccessError {
+                addr,
+                message: "unmapped".into(),
+            })?;
+            dst.copy_from_slice(data);
+            Ok(())
+        }
+        fn partition_stride(&self, addr: u64) -> Option<u64> {
+            (PART0..PART0 + 4 * STRIDE)
+                .contains(&addr)
+                .then_some(STRIDE)
+        }
+    }
+
+    fn piece(idx: u32, len: u32, word1: u32, buf_ptr: u64) -> Piece {
+        Piece {
+            idx,
+            desc: RawDesc {
+                word0: len,
+                word1,
+                buf_ptr,
+            },
+        }
+    }
+
+    fn bus() -> PartBus {
+        let mut mem = vec![0u8; 0x2000];
+        for (i, b) in mem[..0x100].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        PartBus { mem }
+    }
+
+    fn xbar_word(dtype: cme::Dtype) -> u32 {
+        CmeWord::DEFAULT_COPY
+            .with_xbar(dtype.code())
+            .map(CmeWord::raw)
+            .unwrap_or_default()
+    }
+
+    fn run(bus: &mut PartBus, tx: &[Piece], rx: &[Piece]) -> Result<Moved, MoveError> {
+        let mut cache = CrcCache::default();
+        move_packet(bus, tx, rx, false, 0xFFFF_FFFF, 0, &mut cache)
+    }
+
+    #[test]
+    fn cross_bar_packet_lands_each_column_in_its_partition() {
+        // Two source rows of four bf16 elements (8 bytes) at 0x00 and 0x40.
+        let w = xbar_word(cme::Dtype::Bf16);
+        let tx = [piece(0, 8, w, 0x00), piece(1, 8, w, 0x40)];
+        let rx = [piece(0, 16, 0, PART0 + 0x10)];
+        let mut b = bus();
+        let moved = run(&mut b, &tx, &rx).unwrap();
+        assert_eq!(moved.written, 16);
+        // Column c = [row0[c], row1[c]] at partition c, +0x10.
+        for c in 0..4u8 {
+            let at = (PART0 + u64::from(c) * STRIDE + 0x10) as usize;
+            assert_eq!(
+                &b.mem[at..at + 4],
+                &[2 * c, 2 * c + 1, 0x40 + 2 * c, 0x41 + 2 * c],
+                "column {c}"
+            );
+            // Nothing else in the partition was written.
+            assert_eq!(b.mem[at + 4], 0, "column {c}");
+        }
+    }
+
+    #[test]
+    fn cross_bar_with_four_byte_elements() {
+        let w = xbar_word(cme::Dtype::Fp32);
+        let tx = [piece(0, 8, w, 0x00), piece(1, 8, w, 0x80)];
+        let rx = [piece(0, 16, 0, PART0)];
+        let mut b = bus();
+        run(&mut b, &tx, &rx).unwrap();
+        let p1 = (PART0 + STRIDE) as usize;
+        assert_eq!(&b.mem[p1..p1 + 8], &[4, 5, 6, 7, 0x84, 0x85, 0x86, 0x87]);
+    }
+
+    #[test]
+    fn cross_bar_faults_are_errors_not_panics() {
+        let w = xbar_word(cme::Dtype::Bf16);
+        let mut b = bus();
+        // Destination outside partitioned memory.
+        let e = run(&mut b, &[piece(0, 8, w, 0)], &[piece(0, 8, 0, 0x800)]).unwrap_err();
+        assert!(matches!(e, MoveError::Length(ref m) if m.contains("not in partitioned memory")));
+        // Unequal rows.
+        let tx = [piece(0, 8, w, 0), piece(1, 6, w, 0x40)];
+        let e = run(&mut b, &tx, &[piece(0, 16, 0, PART0)]).unwrap_err();
+        assert!(matches!(e, MoveError::Length(ref m) if m.contains("equal whole numbers")));
+        // A one-byte dtype cannot be transposed by the cross-bar.
+        let w8 = xbar_word(cme::Dtype::Uint8);
+        let e = run(&mut b, &[piece(0, 8, w8, 0)], &[piece(0, 8, 0, PART0)]).unwrap_err();
+        assert!(matches!(e, MoveError::Length(ref m) if m.contains("2- or 4-byte")));
+        // A source read that fails is an M2S data error.
+        let e = run(
+            &mut b,
+            &[piece(0, 8, w, 0x10_0000)],
+            &[piece(0, 8, 0, PART0)],
+        )
+        .unwrap_err();
+        assert!(matches!(e, MoveError::Read(_)));
+    }
+
+    #[test]
+    fn other_dre_words_stay_plain_copies() {
+        // The inline path's never-written word1 reads as DRE (seed 004 §5).
+        let tx = [piece(0, 8, 0xB8B8_B8B8, 0x00)];
+        let rx = [piece(0, 8, 0, PART0)];
+        let mut b = bus();
+        run(&mut b, &tx, &rx).unwrap();
+        assert_eq!(
+            &b.mem[PART0 as usize..PART0 as usize + 8],
+            &[0, 1, 2, 3, 4, 5, 6, 7]
+        );
+        assert_eq!(b.mem[(PART0 + STRIDE) as usize], 0);
+    }
 }

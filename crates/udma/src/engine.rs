@@ -1439,6 +1439,24 @@ impl Engine {
             data_cycles +=
                 timing.transfer_cycles(f.desc.buf_ptr, u64::from(f.desc.len_bytes(encode_64k)));
         }
+        // The axi2sram cross-bar lands one transposed column per
+        // `xbar_column_cycles` (docs/timing.md).
+        if let Some(first) = tx.first()
+            && let Some(code) = dma_abi::CmeWord::from_raw(first.desc.word1).xbar_dtype()
+            && let Some(esz) = cme::Dtype::from_code(code).map(|d| d.size_bytes() as u64)
+            && esz > 0
+        {
+            let cols = u64::from(first.desc.len_bytes(encode_64k)) / esz;
+            let col_cycles = (cols as f64 * timing.xbar_column_cycles).ceil() as u64;
+            // An SBUF source is read through the same axi2sram bridge:
+            // its columns cross it twice.
+            let passes = if bus.partition_stride(first.desc.buf_ptr).is_some() {
+                2
+            } else {
+                1
+            };
+            data_cycles = data_cycles.max(passes * col_cycles);
+        }
         let start = self.now;
         // Shared HBM bandwidth (docs/timing.md): the data phase lasts at
         // least until the stacks it reads and writes have delivered its
