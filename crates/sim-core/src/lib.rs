@@ -7,8 +7,6 @@ mod timing;
 pub use bandwidth::HbmBandwidth;
 pub use timing::{TimingConfig, TimingError, TimingParam};
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fmt;
 
 /// A point in simulated time, in DMA clock cycles since reset.
@@ -30,63 +28,101 @@ impl fmt::Display for Cycle {
 
 /// Events ordered by (cycle, insertion order): same-cycle events run in the
 /// order they were scheduled, so runs are deterministic.
+///
+/// A binary min-heap on the unique key (cycle, sequence number). Payloads are
+/// small `Copy` values: sifting keeps the moving entry in registers and
+/// writes it once, at its final place (the hot path of every engine).
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Reverse<(Cycle, u64, Slot<E>)>>,
+    heap: Vec<Entry<E>>,
     seq: u64,
 }
 
-/// Wrapper so payloads need no ordering of their own.
-#[derive(Debug)]
-struct Slot<E>(E);
+#[derive(Clone, Copy, Debug)]
+struct Entry<E> {
+    at: Cycle,
+    seq: u64,
+    event: E,
+}
 
-impl<E> PartialEq for Slot<E> {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl<E> Eq for Slot<E> {}
-impl<E> PartialOrd for Slot<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Slot<E> {
-    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
+impl<E> Entry<E> {
+    fn key(&self) -> (Cycle, u64) {
+        (self.at, self.seq)
     }
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         Self {
-            heap: BinaryHeap::new(),
+            heap: Vec::new(),
             seq: 0,
         }
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     /// Schedules `event` at `at`.
     pub fn push(&mut self, at: Cycle, event: E) {
         self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, Slot(event))));
+        let e = Entry {
+            at,
+            seq: self.seq,
+            event,
+        };
+        let key = e.key();
+        let mut i = self.heap.len();
+        self.heap.push(e);
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let p = self.heap[parent];
+            if p.key() <= key {
+                break;
+            }
+            self.heap[i] = p;
+            i = parent;
+        }
+        self.heap[i] = e;
     }
 
     /// The cycle of the earliest event.
     pub fn peek_cycle(&self) -> Option<Cycle> {
-        self.heap.peek().map(|Reverse((c, _, _))| *c)
+        self.heap.first().map(|e| e.at)
     }
 
     /// Removes the earliest event if it is due at or before `now`.
     pub fn pop_due(&mut self, now: Cycle) -> Option<(Cycle, E)> {
-        if self.peek_cycle()? <= now {
-            self.heap.pop().map(|Reverse((c, _, Slot(e)))| (c, e))
-        } else {
-            None
+        let top = *self.heap.first()?;
+        if top.at > now {
+            return None;
         }
+        let last = self.heap.pop()?;
+        let n = self.heap.len();
+        if n > 0 {
+            // Sift `last` down from the root.
+            let key = last.key();
+            let mut i = 0;
+            loop {
+                let mut c = 2 * i + 1;
+                if c >= n {
+                    break;
+                }
+                if c + 1 < n && self.heap[c + 1].key() < self.heap[c].key() {
+                    c += 1;
+                }
+                let child = self.heap[c];
+                if key <= child.key() {
+                    break;
+                }
+                self.heap[i] = child;
+                i = c;
+            }
+            self.heap[i] = last;
+        }
+        Some((top.at, top.event))
     }
+}
 
+impl<E> EventQueue<E> {
     /// Number of pending events.
     pub fn len(&self) -> usize {
         self.heap.len()
@@ -173,5 +209,36 @@ mod tests {
         assert_eq!(q.pop_due(Cycle(10)), Some((Cycle(5), "b")));
         assert_eq!(q.pop_due(Cycle(10)), Some((Cycle(5), "c")));
         assert!(q.is_empty());
+    }
+
+    proptest::proptest! {
+        /// Any interleaving of pushes and pops yields events in (cycle,
+        /// insertion) order: the same sequence a stable sort gives.
+        #[test]
+        fn events_pop_like_a_stable_sort(
+            ops in proptest::collection::vec((0u64..40, proptest::bool::ANY, 0u64..60), 1..300)
+        ) {
+            let mut q = EventQueue::default();
+            let mut reference: Vec<(u64, u64)> = Vec::new(); // (cycle, order)
+            let mut order = 0u64;
+            for (at, pop, now) in ops {
+                if pop {
+                    let got = q.pop_due(Cycle(now));
+                    reference.sort();
+                    let want = reference.first().copied().filter(|&(c, _)| c <= now);
+                    if want.is_some() {
+                        reference.remove(0);
+                    }
+                    proptest::prop_assert_eq!(got.map(|(c, o)| (c.0, o)), want);
+                } else {
+                    order += 1;
+                    q.push(Cycle(at), order);
+                    reference.push((at, order));
+                }
+                reference.sort();
+                proptest::prop_assert_eq!(q.peek_cycle().map(|c| c.0), reference.first().map(|r| r.0));
+                proptest::prop_assert_eq!(q.len(), reference.len());
+            }
+        }
     }
 }

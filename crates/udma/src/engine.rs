@@ -215,18 +215,22 @@ struct InFlight {
     bytes: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Ev {
     /// A doorbell write reaches the queue.
     Doorbell { dir: Dir, q: u8, n: u32 },
     /// A prefetch burst completes.
-    FetchDone { dir: Dir, q: u8, epoch: u32, n: u32 },
+    FetchDone { dir: Dir, q: u8, epoch: u32, n: u8 },
     /// The data path is free: pick the next packet.
     Kick,
     /// A packet's last byte lands.
     /// Index into the in-flight slab.
-    PacketDone(usize),
+    PacketDone(u32),
 }
+
+// Small events keep the event heap's entries at 24 bytes (host speed).
+const _: () = assert!(size_of::<Ev>() == 8);
+const _: () = assert!(FETCH_BURST <= u8::MAX as u32);
 
 /// One UDMA unit with its SDMA data path.
 #[derive(Debug)]
@@ -266,12 +270,28 @@ pub struct Engine {
     free_slots: Vec<usize>,
     /// Reusable descriptor vectors.
     pool: Vec<Vec<Fetched>>,
-    /// Hot hardware-owned queue registers: (Q_STATUS, packet counter) slots
-    /// per direction (same map for every queue of a direction).
-    hot: [(csr::HwSlot, csr::HwSlot); 2],
+    /// Hot hardware-owned queue registers, per direction (the same map for
+    /// every queue of a direction): updated through slots, no map lookup.
+    hot: [HotSlots; 2],
+    /// Queues whose M2S prefetch buffer may hold descriptors (a superset:
+    /// set on every prefetch, cleared when the scheduler finds it empty),
+    /// so the scheduler skips idle queues without touching them.
+    m2s_maybe_ready: u16,
     /// Values right after reset and the driver-default masks, per block
     /// that differs from the map's reset values (M2S, S2M, GEN).
     init: Vec<(UnitBlock, RegFile<'static>)>,
+}
+
+/// Slots of the queue registers the hot paths write.
+#[derive(Clone, Copy, Debug, Default)]
+struct HotSlots {
+    status: csr::HwSlot,
+    pkt_count: csr::HwSlot,
+    head: csr::HwSlot,
+    tail: csr::HwSlot,
+    comp_head: csr::HwSlot,
+    /// Current-descriptor pointer.
+    dcp: csr::HwSlot,
 }
 
 fn dir_idx(d: Dir) -> usize {
@@ -315,12 +335,15 @@ impl Engine {
             free_slots: Vec::new(),
             pool: Vec::new(),
             hot: Default::default(),
+            m2s_maybe_ready: 0,
         };
-        let slots = |f: &RegFile<'static>, qo: crate::regs::QueueOffsets| {
-            (
-                f.slot_of(qo.status).unwrap_or_default(),
-                f.slot_of(qo.pkt_count).unwrap_or_default(),
-            )
+        let slots = |f: &RegFile<'static>, qo: crate::regs::QueueOffsets| HotSlots {
+            status: f.slot_of(qo.status).unwrap_or_default(),
+            pkt_count: f.slot_of(qo.pkt_count).unwrap_or_default(),
+            head: f.slot_of(qo.drhp).unwrap_or_default(),
+            tail: f.slot_of(qo.drtp).unwrap_or_default(),
+            comp_head: f.slot_of(qo.crhp).unwrap_or_default(),
+            dcp: f.slot_of(qo.dcp).unwrap_or_default(),
         };
         e.hot = [
             slots(&e.regs.m2s_q[0], maps.offsets.m2s_q),
@@ -710,7 +733,7 @@ impl Engine {
             status |= 1 << 31;
         }
         let _ = qo;
-        let slot = self.hot[d].0;
+        let slot = self.hot[d].status;
         self.qfile(dir, q)
             .hw_update_slot(slot, |s| (s & (1 << 29 | 1 << 30)) | status);
     }
@@ -735,11 +758,13 @@ impl Engine {
         if full {
             status |= 1 << 31;
         }
+        let _ = qo;
+        let hot = self.hot[dir_idx(dir)];
         let f = self.qfile(dir, q);
-        let _ = f.hw_set(qo.drhp, head);
-        let _ = f.hw_set(qo.drtp, tail);
-        let _ = f.hw_set(qo.crhp, comp);
-        let _ = f.hw_update(qo.status, |s| (s & (1 << 29 | 1 << 30)) | status);
+        f.hw_update_slot(hot.head, |_| head);
+        f.hw_update_slot(hot.tail, |_| tail);
+        f.hw_update_slot(hot.comp_head, |_| comp);
+        f.hw_update_slot(hot.status, |s| (s & (1 << 29 | 1 << 30)) | status);
     }
 
     // ---------------------------------------------------------- errors
@@ -821,13 +846,14 @@ impl Engine {
             match ev {
                 Ev::Doorbell { dir, q, n } => self.doorbell(dir, q, n, bus, timing),
                 Ev::FetchDone { dir, q, epoch, n } => {
-                    self.fetch_done(dir, q, epoch, n, bus, timing)
+                    self.fetch_done(dir, q, epoch, u32::from(n), bus, timing)
                 }
                 Ev::Kick => {
                     self.kick_at = None;
                     self.schedule(bus, timing);
                 }
                 Ev::PacketDone(slot) => {
+                    let slot = slot as usize;
                     if let Some(p) = self.inflight.get_mut(slot).and_then(Option::take) {
                         self.free_slots.push(slot);
                         self.packet_done(&p, bus, timing);
@@ -942,6 +968,8 @@ impl Engine {
         let at = self.now.after(
             timing.desc_fetch_latency_cycles + timing.desc_fetch_per_desc_cycles * u64::from(n),
         );
+        // n <= FETCH_BURST, which fits a u8 (asserted at the Ev type).
+        let n = n as u8;
         self.events.push(at, Ev::FetchDone { dir, q, epoch, n });
         self.sync_status(dir, q);
     }
@@ -1043,6 +1071,9 @@ impl Engine {
                 self.sync_queue_regs(dir, q);
                 return;
             }
+            if dir == Dir::M2s {
+                self.m2s_maybe_ready |= 1 << qi;
+            }
             let qd = &mut self.q[qi][d];
             qd.fetched.push_back(Fetched { idx, desc });
             qd.fetched_total += 1;
@@ -1139,8 +1170,18 @@ impl Engine {
         // their rate limit (docs/timing.md "Arbitration and rate limits").
         let mut ready = [(0u8, 0usize, 0usize, 0u64); QUEUES];
         let mut n_ready = 0;
-        for i in 0..QUEUES {
-            let q = ((self.rr_next + i) % QUEUES) as u8;
+        // Round robin from `rr_next` over the queues that may have a
+        // packet (rotate the mask so bit 0 is `rr_next`).
+        let rr = self.rr_next % QUEUES;
+        let mut pending = self.m2s_maybe_ready.rotate_right(rr as u32);
+        while pending != 0 {
+            let i = pending.trailing_zeros() as usize;
+            pending &= pending - 1;
+            let q = ((rr + i) % QUEUES) as u8;
+            if self.q[usize::from(q)][0].fetched.is_empty() {
+                self.m2s_maybe_ready &= !(1 << q);
+                continue;
+            }
             let Some(p) = self.ready_packet(q, timing) else {
                 continue;
             };
@@ -1431,9 +1472,10 @@ impl Engine {
         let qi = usize::from(q);
         let encode_64k = self.cfg.encode_64k;
         let mut tx = self.pool.pop().unwrap_or_default();
-        tx.extend(self.q[qi][0].fetched.drain(..n_tx));
         let mut rx = self.pool.pop().unwrap_or_default();
-        rx.extend(self.q[qi][1].fetched.drain(..n_rx));
+        let [m2s, s2m] = &mut self.q[qi];
+        tx.extend((0..n_tx).map_while(|_| m2s.fetched.pop_front()));
+        rx.extend((0..n_rx).map_while(|_| s2m.fetched.pop_front()));
         let mut data_cycles = 0u64;
         for f in tx.iter().filter(|f| !f.desc.meta()) {
             data_cycles +=
@@ -1496,12 +1538,10 @@ impl Engine {
         self.last_write_end = self.last_write_end.max(end);
         // Current-descriptor pointers and the DMB status bit.
         let (tdcp, rdcp) = (tx[0].idx, rx[0].idx);
-        let m2s_dcp = self.maps.offsets.m2s_q.dcp;
-        let s2m_dcp = self.maps.offsets.s2m_q.dcp;
-        let status = self.maps.offsets.m2s_q.status;
-        let _ = self.regs.m2s_q[qi].hw_set(m2s_dcp, tdcp);
-        let _ = self.regs.s2m_q[qi].hw_set(s2m_dcp, rdcp);
-        let _ = self.regs.m2s_q[qi].hw_update(status, |s| (s & !(1 << 30)) | (1 << 29));
+        let [m2s_hot, s2m_hot] = self.hot;
+        self.regs.m2s_q[qi].hw_update_slot(m2s_hot.dcp, |_| tdcp);
+        self.regs.s2m_q[qi].hw_update_slot(s2m_hot.dcp, |_| rdcp);
+        self.regs.m2s_q[qi].hw_update_slot(m2s_hot.status, |s| (s & !(1 << 30)) | (1 << 29));
         let st = &mut self.stats[qi];
         st.busy_cycles += data_cycles;
         st.first_start.get_or_insert(start.0);
@@ -1522,7 +1562,9 @@ impl Engine {
             rx,
             bytes,
         });
-        self.events.push(end, Ev::PacketDone(slot));
+        // The slab holds at most one slot per in-flight packet (bounded by
+        // the rings), far below u32::MAX.
+        self.events.push(end, Ev::PacketDone(slot as u32));
         // More prefetch room now.
         self.try_fetch(Dir::M2s, q, timing);
         self.try_fetch(Dir::S2m, q, timing);
@@ -1560,8 +1602,8 @@ impl Engine {
             return;
         }
         // The data path is done with this packet, whatever happens next.
-        let status = self.maps.offsets.m2s_q.status;
-        let _ = self.regs.m2s_q[qi].hw_update(status, |s| s & !(1 << 29));
+        let status = self.hot[0].status;
+        self.regs.m2s_q[qi].hw_update_slot(status, |s| s & !(1 << 29));
         let encode_64k = self.cfg.encode_64k;
         let crc_init = self.cfg.crc_init[qi];
         let hdr_split = self.cfg.hdr_split[qi];
@@ -1673,7 +1715,7 @@ impl Engine {
                 }
             }
         }
-        let pkt = self.hot[d].1;
+        let pkt = self.hot[d].pkt_count;
         self.qfile(dir, q)
             .hw_update_slot(pkt, |v| v.wrapping_add(1));
         if self.cfg.comp_en[qi][d] {
