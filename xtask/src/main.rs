@@ -7,7 +7,9 @@
 //! - `bench [ARGS..]`: the speed benchmarks, one after the other, each given
 //!   `-- ARGS..`: `cargo bench -p soc --bench dma` (the DMA model,
 //!   `crates/soc/benches/dma.rs`), then `cargo bench -p host-exec --bench
-//!   host` (ioctl bus and runtime copy-in, `crates/host-exec/benches/host.rs`).
+//!   host` (ioctl bus and runtime copy-in, `crates/host-exec/benches/host.rs`),
+//!   then `cargo bench -p timeline --bench export` (the Perfetto export of a
+//!   1 M-descriptor run, `crates/timeline/benches/export.rs`).
 //! - `calibrate [ARGS..]`: run the calibration traces (`traces/calib/`) and
 //!   rewrite the calibration table of `docs/timing.md`
 //!   (`cargo run --release -p neuron-sim -- calibrate --write docs/timing.md ARGS..`).
@@ -37,7 +39,8 @@ enum Cmd {
     /// Run the CI checks: fmt, clippy (deny warnings), tests.
     Ci,
     /// Run the speed benchmarks: `cargo bench -p soc --bench dma -- ARGS`,
-    /// then `cargo bench -p host-exec --bench host -- ARGS`.
+    /// `cargo bench -p host-exec --bench host -- ARGS`, then `cargo bench
+    /// -p timeline --bench export -- ARGS`.
     Bench {
         /// Passed to each benchmark binary (divan: a name filter, `--list`,
         /// `--sample-count N`, ...).
@@ -141,7 +144,11 @@ fn calibrate(root: &Path, args: &[String]) -> Result<(), String> {
 }
 
 /// The benchmark targets `bench` runs, in order: (package, bench target).
-const BENCH_TARGETS: &[(&str, &str)] = &[("soc", "dma"), ("host-exec", "host")];
+const BENCH_TARGETS: &[(&str, &str)] = &[
+    ("soc", "dma"),
+    ("host-exec", "host"),
+    ("timeline", "export"),
+];
 
 /// Runs every target of [`BENCH_TARGETS`] with `args`; stops at the first
 /// that fails.

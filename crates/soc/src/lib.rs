@@ -9,6 +9,7 @@ pub mod firmware;
 pub mod memory;
 pub mod record;
 pub mod resolve;
+pub mod workload;
 
 pub use describe::{AddressInfo, describe};
 pub use device::{BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, RegWrite};
