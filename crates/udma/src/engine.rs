@@ -277,6 +277,8 @@ pub struct Engine {
     /// set on every prefetch, cleared when the scheduler finds it empty),
     /// so the scheduler skips idle queues without touching them.
     m2s_maybe_ready: u16,
+    /// The DWRR scheduler's candidate buffer, reused across kicks.
+    dwrr_ready: Vec<(u8, usize, usize, u64)>,
     /// Values right after reset and the driver-default masks, per block
     /// that differs from the map's reset values (M2S, S2M, GEN).
     init: Vec<(UnitBlock, RegFile<'static>)>,
@@ -336,6 +338,7 @@ impl Engine {
             pool: Vec::new(),
             hot: Default::default(),
             m2s_maybe_ready: 0,
+            dwrr_ready: Vec::with_capacity(QUEUES),
         };
         let slots = |f: &RegFile<'static>, qo: crate::regs::QueueOffsets| HotSlots {
             status: f.slot_of(qo.status).unwrap_or_default(),
@@ -1168,8 +1171,15 @@ impl Engine {
         let arb = self.cfg.arb;
         // Candidates: queues with a runnable packet, not paused, within
         // their rate limit (docs/timing.md "Arbitration and rate limits").
-        let mut ready = [(0u8, 0usize, 0usize, 0u64); QUEUES];
-        let mut n_ready = 0;
+        // Plain round robin takes the first ready queue; DWRR collects the
+        // candidates in a reused buffer (no per-kick array to clear).
+        let mut first_ready = None;
+        let mut ready = if arb.dwrr {
+            std::mem::take(&mut self.dwrr_ready)
+        } else {
+            Vec::new()
+        };
+        ready.clear();
         // Round robin from `rr_next` over the queues that may have a
         // packet (rotate the mask so bit 0 is `rr_next`).
         let rr = self.rr_next % QUEUES;
@@ -1192,20 +1202,22 @@ impl Engine {
                 self.schedule_kick(wait);
                 continue;
             }
-            ready[n_ready] = p;
-            n_ready += 1;
             if !arb.dwrr {
+                first_ready = Some(p);
                 break; // plain round-robin: the first ready queue wins
             }
-        }
-        let ready = &ready[..n_ready];
-        if ready.is_empty() {
-            return;
+            ready.push(p);
         }
         let pick = if arb.dwrr {
-            self.dwrr_pick(ready, &arb)
+            let pick = if ready.is_empty() {
+                None
+            } else {
+                self.dwrr_pick(&ready, &arb)
+            };
+            self.dwrr_ready = ready;
+            pick
         } else {
-            Some(ready[0])
+            first_ready
         };
         let Some(p) = pick else { return };
         if let Some(wait) = self.stream_bucket_wait(p.3) {
