@@ -22,6 +22,15 @@ pub struct HbmBandwidth {
     booked_until: Vec<f64>,
     /// Cycles per byte of one stack; 0 = no limit.
     cycles_per_byte: f64,
+    /// The stack of the last booking (runs of packets hit the same one).
+    last_hit: usize,
+}
+
+/// `x.ceil() as u64` for the non-negative cycle counts booked here, without
+/// a libm call on every packet.
+fn ceil_cycles(x: f64) -> u64 {
+    let t = x as u64;
+    if (t as f64) < x { t + 1 } else { t }
 }
 
 impl HbmBandwidth {
@@ -37,11 +46,19 @@ impl HbmBandwidth {
             booked_until: vec![0.0; ranges.len()],
             stacks: ranges,
             cycles_per_byte,
+            last_hit: 0,
         }
     }
 
     /// The stack `addr` is in.
     pub fn stack_of(&self, addr: u64) -> Option<usize> {
+        let last = self.last_hit;
+        if let Some(&(base, end)) = self.stacks.get(last)
+            && addr >= base
+            && addr < end
+        {
+            return Some(last);
+        }
         self.stacks
             .iter()
             .position(|&(base, end)| addr >= base && addr < end)
@@ -57,12 +74,13 @@ impl HbmBandwidth {
         let Some(s) = self.stack_of(addr) else {
             return start;
         };
+        self.last_hit = s;
         let Some(booked) = self.booked_until.get_mut(s) else {
             return start;
         };
         let from = booked.max(start.0 as f64);
         *booked = from + len as f64 * self.cycles_per_byte;
-        Cycle(booked.ceil() as u64)
+        Cycle(ceil_cycles(*booked))
     }
 }
 
@@ -88,6 +106,22 @@ mod tests {
         assert_eq!(b.reserve(0x2000_0000, 1 << 30, Cycle(5)), Cycle(5));
         // After an idle gap the booking starts at the request.
         assert_eq!(b.reserve(0x100, 50, Cycle(100)), Cycle(101));
+    }
+
+    #[test]
+    fn ceil_cycles_is_ceil() {
+        for x in [
+            0.0,
+            0.25,
+            1.0,
+            1.5,
+            2.999_999,
+            3.0,
+            1e12 + 0.5,
+            4_503_599_627_370_495.5,
+        ] {
+            assert_eq!(ceil_cycles(x), x.ceil() as u64, "{x}");
+        }
     }
 
     #[test]
