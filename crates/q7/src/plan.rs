@@ -713,7 +713,9 @@ impl Spread {
     /// destination column; the axi2sram
     /// cross-bar lands element (i, c) at `dst + c × partition stride + i ×
     /// size` (wiki-facts §A.7, §G.4). `last_col` is the last column's
-    /// address, for the bound check.
+    /// address, for the bound check. Returns false, adding nothing, when a
+    /// bound check would drop part of the tile: the caller then moves it
+    /// as element pieces, which drop exactly the failing columns.
     #[allow(clippy::too_many_arguments)]
     fn push_xbar(
         &mut self,
@@ -725,23 +727,24 @@ impl Spread {
         col_bytes: u32,
         word1: u32,
         gates: [BoundCheckReg; 2],
-    ) -> Result<(), PlanError> {
+    ) -> Result<bool, PlanError> {
+        let total = row_bytes * rows.len() as u32;
+        // Columns ascend from `dst` to `last_col`: the first and the last
+        // bound every column's bytes.
+        let oob = rows
+            .iter()
+            .any(|&s| bound_check("src", gates[0], s, row_bytes, ops).is_some())
+            || bound_check("dst", gates[1], dst, col_bytes, ops).is_some()
+            || bound_check("dst", gates[1], last_col, col_bytes, ops).is_some();
+        if oob {
+            return Ok(false);
+        }
         // A tile spans up to 128 partitions, not one engine's 8: tiles are
         // dealt round robin over the allowed engines, like runs outside
         // the partitions.
         let n_engines = self.engines.len().max(1);
         let e = self.run_index % n_engines;
         self.run_index += 1;
-        let total = row_bytes * rows.len() as u32;
-        let oob = rows
-            .iter()
-            .find_map(|&s| bound_check("src", gates[0], s, row_bytes, ops))
-            .or_else(|| bound_check("dst", gates[1], dst, col_bytes, ops))
-            .or_else(|| bound_check("dst", gates[1], last_col, col_bytes, ops));
-        if let Some(oob) = oob {
-            self.out_of_bounds.push(oob);
-            return Ok(());
-        }
         let cap = self.cap;
         let ep = &mut self.engines[e];
         if (ep.m2s_descs() as usize) + rows.len() + 1 > cap {
@@ -761,7 +764,7 @@ impl Spread {
         });
         ep.bytes += u64::from(total);
         self.rows[e] += 1;
-        Ok(())
+        Ok(true)
     }
 
     /// Adds one pair without address gates; with `pin`, on the engine
@@ -1339,11 +1342,16 @@ pub const XPOSE_TILE_ROWS: u8 = 16;
 /// (r, c) at `src + (t·tile_src_row_step + i·src_step[1] + c·src_step[0])
 /// × size` for r = 16t + i; it lands transposed, element (r, c) at
 /// `dst + (r·dst_step[0] + c·dst_step[1]) × size`, so `dst_num_elem` is
-/// [R, C]. The axi2sram cross-bar does the transpose in hardware; the model
-/// moves each 16-row tile column as one packet — 16 source pieces gathered
-/// into one destination write of 16 elements (or 16 single pairs when the
+/// [R, C]. The axi2sram cross-bar does the transpose in hardware: when
+/// source rows are contiguous, destination rows adjacent and destination
+/// columns one partition apart, each 16 × N tile chunk (N ≤
+/// `tile_src_cols`) whose columns are all in partitions of one memory and
+/// within the bound checks is one cross-bar packet (16 row descriptors,
+/// engines in round robin). Otherwise — and for chunks that are not — each
+/// 16-row tile column is one packet: 16 source pieces gathered into one
+/// destination write of 16 elements (or 16 single pairs when the
 /// destination column is not contiguous), on the engine of the destination
-/// partition.
+/// partition. Both land the same bytes (a proptest checks it).
 fn expand_direct2d_xpose(
     w: &Direct2dXpose,
     cfg: &DgeConfig,
@@ -1433,17 +1441,24 @@ fn expand_direct2d_xpose(
                 let n = chunk.min(cols - c0);
                 let dst = at(dst_addr.addr, i128::from(r0) + i128::from(c0) * d1)?;
                 let last = at(dst, i128::from(n - 1) * d1)?;
-                let fits = (0..n).all(|c| ops.partition_of(dst + c * (d1 as u64) * esz).is_some());
+                // Every column in a partition of the same memory (`last`
+                // is checked, so these sums do not overflow).
+                let fits = ops.partition_stride(dst) == Some(d1 as u64 * esz)
+                    && (0..n).all(|c| ops.partition_of(dst + c * (d1 as u64) * esz).is_some());
                 let mut row_addrs = Vec::with_capacity(usize::from(XPOSE_TILE_ROWS));
                 for i in 0..u64::from(XPOSE_TILE_ROWS) {
-                    row_addrs.push(at(
+                    let row = at(
                         src_addr.addr,
                         i128::from(t) * tile_step + i128::from(i) * s1 + i128::from(c0),
-                    )?);
+                    )?;
+                    // The row's last element is addressable, as on the
+                    // element path.
+                    at(row, i128::from(n - 1))?;
+                    row_addrs.push(row);
                 }
-                if fits {
-                    let col = u32::from(XPOSE_TILE_ROWS) * esz as u32;
-                    spread.push_xbar(
+                let col = u32::from(XPOSE_TILE_ROWS) * esz as u32;
+                let taken = fits
+                    && spread.push_xbar(
                         ops,
                         &row_addrs,
                         (n * esz) as u32,
@@ -1453,11 +1468,16 @@ fn expand_direct2d_xpose(
                         word1,
                         gates,
                     )?;
-                } else {
-                    // A tile running off the partitions: element pieces.
+                if !taken {
+                    // Off the partitions, or partly out of bounds: element
+                    // pieces, column by column (the same bytes and drops as
+                    // the element path below).
                     for c in 0..n {
                         let d = at(dst, i128::from(c) * d1)?;
-                        let pieces: Vec<u64> = row_addrs.iter().map(|&r| r + c * esz).collect();
+                        let pieces = row_addrs
+                            .iter()
+                            .map(|&r| at(r, i128::from(c)))
+                            .collect::<Result<Vec<u64>, _>>()?;
                         spread.push_gather(ops, &pieces, d, esz as u32, gates)?;
                     }
                 }
@@ -1520,8 +1540,11 @@ fn expand_direct2d_xpose(
 /// `src + idx[k] × src_step[1] × 2`, element j of it at `+ j × src_step[0]
 /// × 2`. They land transposed: element (k, j) at `dst + k × 2 +
 /// j × dst_step_elem_1 × 2` (dst step 0 = sizeof(dtype_hi)), so
-/// `dst_num_elem` = [K, J]. Like DIRECT2D_XPOSE, each 16-index tile column
-/// is one gather packet (16 pieces → one 32-byte write). Indices at or past
+/// `dst_num_elem` = [K, J]. Like DIRECT2D_XPOSE, a 16-index tile with all
+/// indices valid, contiguous rows (`src_step[0]` = 1) and destination
+/// columns one partition apart is one cross-bar packet when it fits the
+/// partitions and the bound checks; otherwise each tile column is one
+/// gather packet (16 pieces → one 32-byte write). Indices at or past
 /// `REG[src_idx_bound_reg]` are dropped (that tile column falls back to
 /// single pairs for the rows that remain).
 fn expand_gather_xpose(
@@ -1660,14 +1683,18 @@ fn expand_gather_xpose(
         if let (true, Some(word1)) = (whole, xbar) {
             let dst = at(dst_addr.addr, (t as i128) * 16)?;
             let last = at(dst, i128::from(j_count - 1) * d1)?;
-            let fits = (0..u64::from(j_count))
-                .all(|j| ops.partition_of(dst + j * (d1 as u64) * 2).is_some());
+            let fits = ops.partition_stride(dst) == Some(d1 as u64 * 2)
+                && (0..u64::from(j_count))
+                    .all(|j| ops.partition_of(dst + j * (d1 as u64) * 2).is_some());
             if fits {
                 let mut row_addrs = Vec::with_capacity(16);
                 for k in rows.clone() {
-                    row_addrs.push(at(src_addr.addr, i128::from(idx[k]) * s1)?);
+                    let row = at(src_addr.addr, i128::from(idx[k]) * s1)?;
+                    at(row, i128::from(j_count) - 1)?;
+                    row_addrs.push(row);
                 }
-                spread.push_xbar(
+                // Partly out of bounds: element pieces below.
+                if spread.push_xbar(
                     ops,
                     &row_addrs,
                     u32::from(j_count) * 2,
@@ -1676,8 +1703,9 @@ fn expand_gather_xpose(
                     32,
                     word1,
                     gates,
-                )?;
-                continue;
+                )? {
+                    continue;
+                }
             }
         }
         for j in 0..i128::from(j_count) {
@@ -1735,6 +1763,7 @@ fn expand_gather_xpose(
 mod tests {
     use super::*;
     use dma_abi::inst::{Dtype, InstKind};
+    use std::collections::BTreeMap;
 
     /// SBUF of TPB 0 (partition stride 256 KiB) and registers from a list.
     struct Ops {
@@ -2581,6 +2610,129 @@ mod tests {
                 .flat_map(|e| &e.gathers)
                 .all(|g| g.word1 == dma_abi::DEFAULT_COPY_WORD1)
         );
+    }
+
+    /// Where each destination byte comes from: pairs byte for byte,
+    /// element gathers in order, cross-bar tiles transposed across
+    /// partitions (as the data path lands them).
+    fn landing(p: &Plan) -> BTreeMap<u64, u64> {
+        let mut m = BTreeMap::new();
+        for e in &p.engines {
+            for d in &e.pairs {
+                for k in 0..u64::from(d.len_bytes) {
+                    m.insert(d.dst + k, d.src + k);
+                }
+            }
+            for g in &e.gathers {
+                let xbar = dma_abi::CmeWord::from_raw(g.word1).xbar_dtype();
+                match xbar.and_then(cme::Dtype::from_code) {
+                    Some(dt) => {
+                        let esz = dt.size_bytes() as u64;
+                        for (i, &(row, len)) in g.tx.iter().enumerate() {
+                            for c in 0..u64::from(len) / esz {
+                                for b in 0..esz {
+                                    let to = g.dst + c * STRIDE + i as u64 * esz + b;
+                                    m.insert(to, row + c * esz + b);
+                                }
+                            }
+                        }
+                    }
+                    None => {
+                        let mut at = g.dst;
+                        for &(src, len) in &g.tx {
+                            for k in 0..u64::from(len) {
+                                m.insert(at, src + k);
+                                at += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        m
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+        /// The cross-bar path lands every byte where the element path
+        /// does, for any shape: chunks narrower than the tile, 2- and
+        /// 4-byte types, tiles running off the last partition, destination
+        /// bound checks that drop some columns.
+        #[test]
+        fn xpose_cross_bar_lands_what_the_element_path_lands(
+            four_bytes in proptest::bool::ANY,
+            cols in 1u16..=40,
+            chunk_div in 1u16..=4,
+            tiles in 1u16..=2,
+            src_row_gap in 0i32..3,
+            dst_part in 0u64..128,
+            dst_limit_cols in proptest::option::of(0u64..40),
+        ) {
+            let mut w = xpose();
+            let (dt, esz) = if four_bytes { (Dtype::Fp32, 4u64) } else { (Dtype::Bfloat16, 2) };
+            w.in_dtype = dt;
+            w.out_dtype = dt;
+            let cols = if four_bytes { cols.min(64) } else { cols };
+            let pstride = (STRIDE / esz) as i32;
+            // Source rows: contiguous columns, rows (cols + gap) apart in
+            // partition 0, tiles one row block apart.
+            w.src_step_elem = [1, i32::from(cols) + src_row_gap];
+            w.src_num_elem = [cols, 16 * tiles];
+            w.tile_src_row_step = 16 * (i32::from(cols) + src_row_gap);
+            w.tile_src_cols = u8::try_from(cols.div_ceil(chunk_div).max(1)).unwrap_or(u8::MAX);
+            w.dst_start_addr = Addr8::Immediate {
+                addr: SBUF + dst_part * STRIDE + 0x1000,
+                shape_reg: false,
+            };
+            w.dst_step_elem = [1, pstride];
+            w.dst_num_elem = [16 * tiles, cols];
+            // Optional destination bound: REG[9] = a limit inside the
+            // partitions, so some columns are dropped.
+            let mut o = ops();
+            if let Some(lim) = dst_limit_cols {
+                w.dst_bound_reg = BoundCheckReg::enabled(9);
+                o.regs = vec![(9, ((dst_part + lim) * STRIDE + 0x1000) as u32)];
+            }
+            let element = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o);
+            o.xbar = true;
+            let xbar = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o);
+            match (element, xbar) {
+                (Ok(e), Ok(x)) => {
+                    proptest::prop_assert_eq!(landing(&e), landing(&x));
+                    proptest::prop_assert_eq!(e.out_of_bounds.len(), x.out_of_bounds.len());
+                }
+                (e, x) => proptest::prop_assert_eq!(e.map(|_| ()), x.map(|_| ())),
+            }
+        }
+    }
+
+    #[test]
+    fn xpose_cross_bar_is_taken_for_whole_tiles_only() {
+        // Tile at partition 120 with 16 columns: runs off partition 127.
+        let mut w = xpose();
+        w.src_num_elem = [16, 16];
+        w.dst_num_elem = [16, 16];
+        w.tile_src_cols = 16;
+        w.dst_start_addr = Addr8::Immediate {
+            addr: SBUF + 120 * STRIDE + 0x1000,
+            shape_reg: false,
+        };
+        let mut o = ops();
+        o.xbar = true;
+        let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        let xbar_packets = p
+            .engines
+            .iter()
+            .flat_map(|e| &e.gathers)
+            .filter(|g| g.word1 != dma_abi::DEFAULT_COPY_WORD1)
+            .count();
+        assert_eq!(xbar_packets, 0);
+        // Element pieces for all 16 columns, as without the cross-bar (the
+        // ones past partition 127 fault when the engine writes them).
+        assert_eq!(landing(&p).len(), 16 * 16 * 2);
+        o.xbar = false;
+        let element = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        assert_eq!(landing(&p), landing(&element));
     }
 
     #[test]

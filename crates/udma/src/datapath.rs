@@ -120,8 +120,8 @@ pub fn move_packet(
     if let Some(op) = cmd.cce() {
         return cce_packet(bus, tx, &mut sink, encode_64k, cmd, op);
     }
-    if let Some(dtype) = dma_abi::CmeWord::from_raw(cmd.0).xbar_dtype() {
-        return xbar_packet(bus, tx, rx, encode_64k, cmd, dtype);
+    if let Some(esz) = xbar_elem_bytes(cmd.0) {
+        return xbar_packet(bus, tx, rx, encode_64k, cmd, esz);
     }
     let Some(kind) = cmd.checksum() else {
         // Plain copy: page-to-page through the bus, no bounce buffer.
@@ -293,6 +293,17 @@ fn cce_packet(
     })
 }
 
+/// The element size of a cross-bar transpose word1 (the default copy word
+/// with op DRE and a 2- or 4-byte dtype in bits 11:8,
+/// [`dma_abi::CmeWord::xbar_dtype`]); `None` for every other word, which
+/// moves as a plain copy (an old DRE word with dtype code 0 included).
+pub(crate) fn xbar_elem_bytes(word1: u32) -> Option<usize> {
+    let code = dma_abi::CmeWord::from_raw(word1).xbar_dtype()?;
+    cme::Dtype::from_code(code)
+        .map(|d| d.size_bytes())
+        .filter(|&s| s == 2 || s == 4)
+}
+
 /// The axi2sram cross-bar transpose (wiki-facts §A.7, §G.4; docs/cme.md
 /// §4): a cross-bar packet's (word1 = the default copy word with op DRE and
 /// the element dtype, [`dma_abi::CmeWord::xbar_dtype`]; other DRE words
@@ -307,21 +318,23 @@ fn xbar_packet(
     rx: &[Piece],
     encode_64k: bool,
     cmd: Cme,
-    code: u8,
+    esz: usize,
 ) -> Result<Moved, MoveError> {
-    let Some(esz) = cme::Dtype::from_code(code)
-        .map(|d| d.size_bytes())
-        .filter(|&s| s == 2 || s == 4)
-    else {
-        return Err(MoveError::Length(format!(
-            "cross-bar word1 {:#010x}: element dtype {code:#x} is not a 2- or 4-byte type",
-            cmd.0
-        )));
-    };
-    let Some(dst) = rx.first().map(|r| r.desc.buf_ptr) else {
-        return Err(MoveError::Length(
-            "cross-bar packet without an S2M buffer".into(),
-        ));
+    // One S2M buffer holding the whole tile (the firmware's shape).
+    let tile_bytes: u64 = tx
+        .iter()
+        .map(|t| u64::from(t.desc.len_bytes(encode_64k)))
+        .sum();
+    let dst = match rx {
+        [r] if u64::from(r.desc.len_bytes(encode_64k)) >= tile_bytes => r.desc.buf_ptr,
+        _ => {
+            return Err(MoveError::Length(format!(
+                "cross-bar word1 {:#010x}: {} S2M buffers for a {tile_bytes}-byte tile \
+                 (one buffer of at least the tile's size lands it)",
+                cmd.0,
+                rx.len()
+            )));
+        }
     };
     let Some(stride) = bus.partition_stride(dst) else {
         return Err(MoveError::Length(format!(
@@ -475,10 +488,12 @@ mod tests {
         let tx = [piece(0, 8, w, 0), piece(1, 6, w, 0x40)];
         let e = run(&mut b, &tx, &[piece(0, 16, 0, PART0)]).unwrap_err();
         assert!(matches!(e, MoveError::Length(ref m) if m.contains("equal whole numbers")));
-        // A one-byte dtype cannot be transposed by the cross-bar.
-        let w8 = xbar_word(cme::Dtype::Uint8);
-        let e = run(&mut b, &[piece(0, 8, w8, 0)], &[piece(0, 8, 0, PART0)]).unwrap_err();
-        assert!(matches!(e, MoveError::Length(ref m) if m.contains("2- or 4-byte")));
+        // An S2M buffer shorter than the tile, or the tile split over two.
+        let e = run(&mut b, &[piece(0, 8, w, 0)], &[piece(0, 4, 0, PART0)]).unwrap_err();
+        assert!(matches!(e, MoveError::Length(ref m) if m.contains("1 S2M buffers")));
+        let rx2 = [piece(0, 4, 0, PART0), piece(1, 4, 0, PART0 + 4)];
+        let e = run(&mut b, &[piece(0, 8, w, 0)], &rx2).unwrap_err();
+        assert!(matches!(e, MoveError::Length(ref m) if m.contains("2 S2M buffers")));
         // A source read that fails is an M2S data error.
         let e = run(
             &mut b,
@@ -491,15 +506,21 @@ mod tests {
 
     #[test]
     fn other_dre_words_stay_plain_copies() {
-        // The inline path's never-written word1 reads as DRE (seed 004 §5).
-        let tx = [piece(0, 8, 0xB8B8_B8B8, 0x00)];
-        let rx = [piece(0, 8, 0, PART0)];
-        let mut b = bus();
-        run(&mut b, &tx, &rx).unwrap();
-        assert_eq!(
-            &b.mem[PART0 as usize..PART0 as usize + 8],
-            &[0, 1, 2, 3, 4, 5, 6, 7]
-        );
-        assert_eq!(b.mem[(PART0 + STRIDE) as usize], 0);
+        // The inline path's never-written word1 reads as DRE (seed 004 §5);
+        // so does the default copy word with op DRE and no (code 0) or a
+        // 1-byte dtype.
+        for w in [
+            0xB8B8_B8B8,
+            xbar_word(cme::Dtype::Uint8),
+            CmeWord::DEFAULT_COPY.with_xbar(0).map_or(0, CmeWord::raw),
+        ] {
+            let tx = [piece(0, 8, w, 0x00)];
+            let rx = [piece(0, 8, 0, PART0)];
+            let mut b = bus();
+            run(&mut b, &tx, &rx).unwrap();
+            let p0 = PART0 as usize;
+            assert_eq!(&b.mem[p0..p0 + 8], &[0, 1, 2, 3, 4, 5, 6, 7], "{w:#x}");
+            assert_eq!(b.mem[(PART0 + STRIDE) as usize], 0, "{w:#x}");
+        }
     }
 }

@@ -1521,14 +1521,13 @@ impl Engine {
         // The axi2sram cross-bar lands one transposed column per
         // `xbar_column_cycles` (docs/timing.md).
         if let Some(first) = tx.first()
-            && let Some(code) = dma_abi::CmeWord::from_raw(first.desc.word1).xbar_dtype()
-            && let Some(esz) = cme::Dtype::from_code(code).map(|d| d.size_bytes() as u64)
-            && esz > 0
+            && let Some(esz) = crate::datapath::xbar_elem_bytes(first.desc.word1)
         {
+            let esz = esz as u64;
             let cols = u64::from(first.desc.len_bytes(encode_64k)) / esz;
             let col_cycles = (cols as f64 * timing.xbar_column_cycles).ceil() as u64;
-            // An SBUF source is read through the same axi2sram bridge:
-            // its columns cross it twice.
+            // A partitioned (SBUF or PSUM) source is read through the same
+            // axi2sram bridge: its columns cross it twice.
             let passes = if bus.partition_stride(first.desc.buf_ptr).is_some() {
                 2
             } else {
