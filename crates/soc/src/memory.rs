@@ -284,6 +284,20 @@ impl DeviceMemory {
     ) -> Result<(), (BusFault, u64)> {
         let s = self.target(map, src, len).map_err(|e| (e, src))?;
         let d = self.target(map, dst, len).map_err(|e| (e, dst))?;
+        if self.skip_payload && len > TIMING_ONLY_MIN_SKIP_BYTES {
+            // Timing-only: checked, not moved (DESIGN §4). Plain stores
+            // (not SBUF/PSUM) have no pads or write rules: the range check
+            // of `target` is the whole check.
+            let flat = |t: MemTarget| {
+                matches!(
+                    map.region(t.storage).kind,
+                    RegionKind::Memory | RegionKind::Host
+                )
+            };
+            if flat(s) && flat(d) {
+                return Ok(());
+            }
+        }
         let d_off = self
             .store_offset(map, d, len, true)
             .map_err(|f| (Self::fault(map, d, dst, f), dst))?;
