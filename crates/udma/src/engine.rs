@@ -1703,8 +1703,9 @@ impl Engine {
             bytes: written,
             checksum: checksum.map(|c| format!("{c:#010x}")),
         });
-        self.try_fetch(Dir::M2s, q, timing);
-        self.try_fetch(Dir::S2m, q, timing);
+        // No prefetch retry here: completing descriptors frees no prefetch
+        // room (start_packet did, and retried then).
+        let _ = timing;
         self.schedule_kick(self.now);
     }
 
