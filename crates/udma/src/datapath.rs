@@ -125,21 +125,36 @@ pub fn move_packet(
     }
     let Some(kind) = cmd.checksum() else {
         // Plain copy: page-to-page through the bus, no bounce buffer.
+        let copy_error = |e: AccessError, src: u64, dst: u64, n: u64| {
+            if e.addr >= dst && e.addr < dst + n.max(1) && (e.addr < src || e.addr >= src + n) {
+                MoveError::Write(e)
+            } else {
+                MoveError::Read(e)
+            }
+        };
+        // The common packet, one descriptor into one buffer that holds it
+        // (no header split): one copy, as the loop below would do it.
+        if let ([t], [r]) = (tx, rx)
+            && hdr_left == 0
+        {
+            let n = u64::from(t.desc.len_bytes(encode_64k));
+            if n > 0 && n <= u64::from(r.desc.len_bytes(encode_64k)) {
+                let (src, dst) = (t.desc.buf_ptr, r.desc.buf_ptr);
+                bus.copy(src, dst, n)
+                    .map_err(|e| copy_error(e, src, dst, n))?;
+                return Ok(Moved {
+                    written: n,
+                    checksum: None,
+                });
+            }
+        }
         for t in tx {
             let mut src = t.desc.buf_ptr;
             let mut left = u64::from(t.desc.len_bytes(encode_64k));
             while left > 0 {
                 let (dst, n) = sink.next(left)?;
-                bus.copy(src, dst, n).map_err(|e| {
-                    if e.addr >= dst
-                        && e.addr < dst + n.max(1)
-                        && (e.addr < src || e.addr >= src + n)
-                    {
-                        MoveError::Write(e)
-                    } else {
-                        MoveError::Read(e)
-                    }
-                })?;
+                bus.copy(src, dst, n)
+                    .map_err(|e| copy_error(e, src, dst, n))?;
                 sink.written += n;
                 src += n;
                 left -= n;

@@ -452,6 +452,16 @@ impl Engine {
         }
     }
 
+    /// [`Engine::log`] for the per-packet events: the event is only built
+    /// (and dropped) when tracing is on.
+    #[inline]
+    fn log_with(&mut self, kind: impl FnOnce() -> EventKind) {
+        if self.trace {
+            let kind = kind();
+            self.log(kind);
+        }
+    }
+
     // ---------------------------------------------------------------- MMIO
 
     /// A software read of a register (read side effects apply).
@@ -944,7 +954,7 @@ impl Engine {
         qd.tail_id = ((u64::from(qd.tail_id) + wraps) & 3) as u8;
         let (tail, tail_id) = (qd.tail, qd.tail_id);
         self.sync_queue_regs(dir, q);
-        self.log(EventKind::Doorbell {
+        self.log_with(|| EventKind::Doorbell {
             dir,
             queue: q,
             increment: n,
@@ -1115,7 +1125,7 @@ impl Engine {
         let (head, head_id) = (self.q[qi][d].head, self.q[qi][d].head_id);
         self.sync_queue_regs(dir, q);
         if fetched > 0 {
-            self.log(EventKind::Prefetch {
+            self.log_with(|| EventKind::Prefetch {
                 dir,
                 queue: q,
                 first_index,
@@ -1581,7 +1591,7 @@ impl Engine {
         let st = &mut self.stats[qi];
         st.busy_cycles += data_cycles;
         st.first_start.get_or_insert(start.0);
-        self.log(EventKind::PacketStart {
+        self.log_with(|| EventKind::PacketStart {
             queue: q,
             tx_descs: n_tx as u32,
             rx_descs: n_rx as u32,
@@ -1698,7 +1708,7 @@ impl Engine {
         st.last_done = Some(self.now.0);
         st.packets += 1;
         let _ = p.bytes;
-        self.log(EventKind::PacketDone {
+        self.log_with(|| EventKind::PacketDone {
             queue: q,
             bytes: written,
             checksum: checksum.map(|c| format!("{c:#010x}")),
