@@ -29,8 +29,10 @@ pub struct HbmBandwidth {
 /// `x.ceil() as u64` for the non-negative cycle counts booked here, without
 /// a libm call on every packet.
 fn ceil_cycles(x: f64) -> u64 {
-    let t = x as u64;
-    if (t as f64) < x { t + 1 } else { t }
+    // Booked cycles stay far below 2^63: the signed conversion is one
+    // instruction where the unsigned one needs a range fix-up.
+    let t = x as i64;
+    (if (t as f64) < x { t + 1 } else { t }) as u64
 }
 
 impl HbmBandwidth {

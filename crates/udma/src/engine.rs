@@ -738,9 +738,9 @@ impl Engine {
         });
     }
 
-    /// Mirrors the queue's occupancy into Q_STATUS (q_used, prefetch, full).
-    fn sync_status(&mut self, dir: Dir, q: u8) {
-        let qo = self.qoff(dir);
+    /// The model-owned Q_STATUS bits: q_used (24:0), prefetch busy (28),
+    /// full (31); bits 29/30 (scheduler, DMB) are kept by their writers.
+    fn status_bits(&self, dir: Dir, q: u8) -> u32 {
         let qi = usize::from(q) % QUEUES;
         let d = dir_idx(dir);
         let qd = &self.q[qi][d];
@@ -753,8 +753,13 @@ impl Engine {
         if len != 0 && u64::from(len) <= outstanding {
             status |= 1 << 31;
         }
-        let _ = qo;
-        let slot = self.hot[d].status;
+        status
+    }
+
+    /// Mirrors the queue's occupancy into Q_STATUS (q_used, prefetch, full).
+    fn sync_status(&mut self, dir: Dir, q: u8) {
+        let status = self.status_bits(dir, q);
+        let slot = self.hot[dir_idx(dir)].status;
         self.qfile(dir, q)
             .hw_update_slot(slot, |s| (s & (1 << 29 | 1 << 30)) | status);
     }
@@ -1523,11 +1528,21 @@ impl Engine {
         let [m2s, s2m] = &mut self.q[qi];
         tx.extend((0..n_tx).map_while(|_| m2s.fetched.pop_front()));
         rx.extend((0..n_rx).map_while(|_| s2m.fetched.pop_front()));
+        let start = self.now;
+        // One pass over the data descriptors (META ones move nothing):
+        // data-path cycles, the HBM bookings (docs/timing.md: the data
+        // phase lasts at least until the stacks it reads and writes have
+        // delivered its bytes), and the slowest source's read latency.
         let mut data_cycles = 0u64;
+        let mut booked_end = start;
+        let mut read_latency = None;
         for f in tx.iter().filter(|f| !f.desc.meta()) {
-            data_cycles +=
-                timing.transfer_cycles(f.desc.buf_ptr, u64::from(f.desc.len_bytes(encode_64k)));
+            let len = u64::from(f.desc.len_bytes(encode_64k));
+            data_cycles += timing.transfer_cycles(f.desc.buf_ptr, len);
+            booked_end = booked_end.max(bus.reserve_bandwidth(f.desc.buf_ptr, len, start));
+            read_latency = read_latency.max(Some(timing.read_latency(f.desc.buf_ptr)));
         }
+        let read_latency = read_latency.unwrap_or(timing.read_latency_cycles);
         // The axi2sram cross-bar lands one transposed column per
         // `xbar_column_cycles` (docs/timing.md).
         if let Some(first) = tx.first()
@@ -1545,15 +1560,7 @@ impl Engine {
             };
             data_cycles = data_cycles.max(passes * col_cycles);
         }
-        let start = self.now;
-        // Shared HBM bandwidth (docs/timing.md): the data phase lasts at
-        // least until the stacks it reads and writes have delivered its
-        // bytes; below the stacks' rate this is `data_cycles` unchanged.
-        let mut data_end = start.after(data_cycles);
-        for f in tx.iter().filter(|f| !f.desc.meta()) {
-            let len = u64::from(f.desc.len_bytes(encode_64k));
-            data_end = data_end.max(bus.reserve_bandwidth(f.desc.buf_ptr, len, start));
-        }
+        let mut data_end = start.after(data_cycles).max(booked_end);
         let mut left = bytes;
         for f in &rx {
             let len = u64::from(f.desc.len_bytes(encode_64k)).min(left);
@@ -1562,12 +1569,6 @@ impl Engine {
         }
         let data_cycles = data_end.0 - start.0;
         self.data_free_at = data_end;
-        let read_latency = tx
-            .iter()
-            .filter(|f| !f.desc.meta())
-            .map(|f| timing.read_latency(f.desc.buf_ptr))
-            .max()
-            .unwrap_or(timing.read_latency_cycles);
         let write_latency = rx
             .iter()
             .map(|f| timing.write_latency(f.desc.buf_ptr))
@@ -1728,9 +1729,20 @@ impl Engine {
     fn complete(&mut self, dir: Dir, q: u8, descs: &[Fetched], bus: &mut dyn Bus) {
         let qi = usize::from(q);
         let d = dir_idx(dir);
-        let _qo = ();
         self.q[qi][d].done += descs.len() as u64;
-        if self.cfg.comp_en[qi][d] {
+        if !self.cfg.comp_en[qi][d] {
+            // No completion ring (the common case): the packet counter and
+            // Q_STATUS, through one register-file borrow.
+            let status = self.status_bits(dir, q);
+            let hot = self.hot[d];
+            let f = self.qfile(dir, q);
+            f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
+            f.hw_update_slot(hot.status, |s| (s & (1 << 29 | 1 << 30)) | status);
+            return;
+        }
+        // With a completion ring: an entry per descriptor, then the
+        // pointers and Q_STATUS.
+        {
             let base = self.cfg.comp_base[qi][d];
             let len = self.cfg.ring_len[qi][d].max(1);
             for f in descs {
@@ -1765,10 +1777,6 @@ impl Engine {
         let pkt = self.hot[d].pkt_count;
         self.qfile(dir, q)
             .hw_update_slot(pkt, |v| v.wrapping_add(1));
-        if self.cfg.comp_en[qi][d] {
-            self.sync_queue_regs(dir, q);
-        } else {
-            self.sync_status(dir, q);
-        }
+        self.sync_queue_regs(dir, q);
     }
 }
