@@ -978,6 +978,7 @@ impl Engine {
         self.cfg.en[usize::from(q) % QUEUES][dir_idx(dir)]
     }
 
+    #[inline(always)]
     fn try_fetch(&mut self, dir: Dir, q: u8, timing: &TimingConfig) {
         let qi = usize::from(q) % QUEUES;
         let d = dir_idx(dir);
