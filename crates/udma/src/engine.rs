@@ -1460,28 +1460,40 @@ impl Engine {
             return None;
         }
         let encode_64k = self.cfg.encode_64k;
-        // A whole packet (FIRST..LAST) must be prefetched.
-        let mut n_tx = 0;
-        let mut bytes = 0u64;
-        let mut first = None;
-        let mut first_len = 0u64;
-        let mut first_data = true;
-        for f in &tx.fetched {
-            n_tx += 1;
-            bytes += u64::from(f.desc.data_len(encode_64k));
-            if first_data && !f.desc.meta() {
-                first_len = u64::from(f.desc.len_bytes(encode_64k));
-                first_data = false;
+        // A whole packet (FIRST..LAST) must be prefetched. The common
+        // packet is one data descriptor: no walk.
+        let (n_tx, bytes, first, first_len) = match tx.fetched.front() {
+            Some(f) if f.desc.last() && !f.desc.meta() => (
+                1,
+                u64::from(f.desc.data_len(encode_64k)),
+                f.desc,
+                u64::from(f.desc.len_bytes(encode_64k)),
+            ),
+            _ => {
+                let mut n_tx = 0;
+                let mut bytes = 0u64;
+                let mut first = None;
+                let mut first_len = 0u64;
+                let mut first_data = true;
+                for f in &tx.fetched {
+                    n_tx += 1;
+                    bytes += u64::from(f.desc.data_len(encode_64k));
+                    if first_data && !f.desc.meta() {
+                        first_len = u64::from(f.desc.len_bytes(encode_64k));
+                        first_data = false;
+                    }
+                    first.get_or_insert(f.desc);
+                    if f.desc.last() {
+                        break;
+                    }
+                }
+                let first = first?;
+                if !tx.fetched.get(n_tx - 1)?.desc.last() {
+                    return None;
+                }
+                (n_tx, bytes, first, first_len)
             }
-            first.get_or_insert(f.desc);
-            if f.desc.last() {
-                break;
-            }
-        }
-        let first = first?;
-        if !tx.fetched.get(n_tx - 1)?.desc.last() {
-            return None;
-        }
+        };
         let word1 = desc::Cme(first.word1);
         let stream_bytes = if word1.cce().is_some() {
             crate::datapath::cce_out_len(word1, first_len)
@@ -1490,19 +1502,30 @@ impl Engine {
         } else {
             bytes
         };
-        // Enough RX buffers for the stream.
-        let mut n_rx = 0;
-        let mut room = 0u64;
-        for f in &rx.fetched {
-            if room >= stream_bytes && n_rx > 0 {
-                break;
+        // Enough RX buffers for the stream (usually the first holds it).
+        let first_rx = rx
+            .fetched
+            .front()
+            .map(|f| u64::from(f.desc.len_bytes(encode_64k)));
+        let n_rx = match first_rx {
+            None => return None,
+            Some(room) if room >= stream_bytes => 1,
+            Some(_) => {
+                let mut n_rx = 0;
+                let mut room = 0u64;
+                for f in &rx.fetched {
+                    if room >= stream_bytes && n_rx > 0 {
+                        break;
+                    }
+                    n_rx += 1;
+                    room += u64::from(f.desc.len_bytes(encode_64k));
+                }
+                if room < stream_bytes {
+                    return None;
+                }
+                n_rx
             }
-            n_rx += 1;
-            room += u64::from(f.desc.len_bytes(encode_64k));
-        }
-        if room < stream_bytes || n_rx == 0 {
-            return None;
-        }
+        };
         // DMB: wait for every earlier transfer of the queue when the rate
         // limiter mask lets DMB pause the queue (bit 2 clear; driver-facts §2.4).
         if first.dmb() && self.cfg.dmb_pause[qi] && self.last_end[qi] > self.now {
