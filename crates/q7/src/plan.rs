@@ -685,9 +685,34 @@ impl Spread {
             self.out_of_bounds.push(oob);
             return Ok(());
         }
-        let cap = self.cap;
+        self.place_gather(
+            e,
+            GatherPacket {
+                tx: pieces.iter().map(|&s| (s, piece)).collect(),
+                dst,
+                dst_len_bytes: total,
+                word1: dma_abi::DEFAULT_COPY_WORD1,
+            },
+        )
+    }
+
+    /// Adds a gather packet on engine `e` (its bound checks done), within
+    /// the ring cap.
+    fn place_gather(&mut self, e: usize, packet: GatherPacket) -> Result<(), PlanError> {
+        self.check_room(e, packet.tx.len())?;
         let ep = &mut self.engines[e];
-        if (ep.m2s_descs() as usize) + pieces.len() + 1 > cap {
+        ep.bytes += u64::from(packet.dst_len_bytes);
+        ep.gathers.push(packet);
+        self.rows[e] += 1;
+        Ok(())
+    }
+
+    /// The ring cap (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS): engine `e`
+    /// can take `n` more M2S descriptors and still the semaphore write.
+    fn check_room(&self, e: usize, n: usize) -> Result<(), PlanError> {
+        let cap = self.cap;
+        let ep = &self.engines[e];
+        if ep.m2s_descs() as usize + n + 1 > cap {
             return Err(PlanError::Invalid(format!(
                 "{}: engine slot {} needs more than {} descriptors per ring \
                  (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
@@ -696,14 +721,6 @@ impl Spread {
                 cap.saturating_sub(1)
             )));
         }
-        ep.gathers.push(GatherPacket {
-            tx: pieces.iter().map(|&s| (s, piece)).collect(),
-            dst,
-            dst_len_bytes: total,
-            word1: dma_abi::DEFAULT_COPY_WORD1,
-        });
-        ep.bytes += u64::from(total);
-        self.rows[e] += 1;
         Ok(())
     }
 
@@ -745,25 +762,15 @@ impl Spread {
         let n_engines = self.engines.len().max(1);
         let e = self.run_index % n_engines;
         self.run_index += 1;
-        let cap = self.cap;
-        let ep = &mut self.engines[e];
-        if (ep.m2s_descs() as usize) + rows.len() + 1 > cap {
-            return Err(PlanError::Invalid(format!(
-                "{}: engine slot {} needs more than {} descriptors per ring \
-                 (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
-                self.word,
-                ep.slot,
-                cap.saturating_sub(1)
-            )));
-        }
-        ep.gathers.push(GatherPacket {
-            tx: rows.iter().map(|&s| (s, row_bytes)).collect(),
-            dst,
-            dst_len_bytes: total,
-            word1,
-        });
-        ep.bytes += u64::from(total);
-        self.rows[e] += 1;
+        self.place_gather(
+            e,
+            GatherPacket {
+                tx: rows.iter().map(|&s| (s, row_bytes)).collect(),
+                dst,
+                dst_len_bytes: total,
+                word1,
+            },
+        )?;
         Ok(true)
     }
 
@@ -783,17 +790,8 @@ impl Spread {
     }
 
     fn place(&mut self, e: usize, pair: DescPair) -> Result<usize, PlanError> {
-        let cap = self.cap;
+        self.check_room(e, 1)?;
         let ep = &mut self.engines[e];
-        if ep.m2s_descs() as usize + 2 > cap {
-            return Err(PlanError::Invalid(format!(
-                "{}: engine slot {} needs more than {} descriptors per ring \
-                 (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
-                self.word,
-                ep.slot,
-                cap.saturating_sub(1)
-            )));
-        }
         ep.pairs.push(pair);
         ep.bytes += u64::from(pair.dst_len_bytes);
         Ok(e)
