@@ -3,9 +3,11 @@
 
 mod bandwidth;
 mod timing;
+mod wake;
 
 pub use bandwidth::HbmBandwidth;
 pub use timing::{TimingConfig, TimingError, TimingParam};
+pub use wake::WakeTree;
 
 use std::fmt;
 

@@ -9,14 +9,13 @@
 //! semaphore set/increment/decrement here; other side effects are recorded as
 //! [`DeviceEvent`]s. Simulated time advances only in [`Device::run`].
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use csr::{Catalog, CsrAccessError, CsrMap, Delta, RegFile};
 use dma_abi::inst::InstWord;
 use q7::{InstTag, Q7Core};
 use serde::Serialize;
-use sim_core::{AccessError, Bus, Cycle, HbmBandwidth, TimingConfig};
+use sim_core::{AccessError, Bus, Cycle, HbmBandwidth, TimingConfig, WakeTree};
 use soc_map::{Hex, Hex32, RegionId, RegionKind, SocMap};
 use udma::{Engine, EngineEvent, QueueStats, UnitBlock, UnitMaps};
 
@@ -229,10 +228,8 @@ pub struct Device {
     engines: Vec<Option<Engine>>,
     /// Firmware runs so far (each a scheduler event, for speed reports).
     fw_runs: u64,
-    /// The cycle each engine is queued for in `wake` (stale heap entries
-    /// are skipped).
-    wake_at: Vec<Option<Cycle>>,
-    wake: BinaryHeap<Reverse<(Cycle, u16)>>,
+    /// Each engine's next event, earliest first (the run loop's order).
+    wake: WakeTree,
     now: Cycle,
     trace: bool,
     /// DMA writes into engine register blocks: (address, value, writing engine).
@@ -304,8 +301,7 @@ impl Device {
             unit_maps,
             timing,
             engines: Vec::new(),
-            wake_at: Vec::new(),
-            wake: BinaryHeap::new(),
+            wake: WakeTree::default(),
             now: Cycle(0),
             trace: true,
             posted: Vec::new(),
@@ -473,7 +469,6 @@ impl Device {
         let i = usize::from(id);
         if self.engines.len() <= i {
             self.engines.resize_with(i + 1, || None);
-            self.wake_at.resize(i + 1, None);
         }
         self.engines[i].get_or_insert_with(|| {
             let mut e = Engine::new(id, maps, timing);
@@ -703,18 +698,8 @@ impl Device {
     }
 
     fn reschedule(&mut self, id: u16) {
-        let i = usize::from(id);
         let next = self.engine(id).and_then(Engine::next_event);
-        let Some(slot) = self.wake_at.get_mut(i) else {
-            return;
-        };
-        if next != *slot {
-            if let Some(c) = next {
-                // An earlier entry for a later cycle becomes stale.
-                self.wake.push(Reverse((c, id)));
-            }
-            *slot = next;
-        }
+        self.wake.set(id, next);
     }
 
     /// Simulator events processed so far: every engine-internal event and
@@ -754,7 +739,7 @@ impl Device {
         loop {
             self.wake_touched_cores();
             let fw = self.next_fw();
-            let engine_at = self.wake.peek().map(|&Reverse((c, _))| c);
+            let engine_at = self.wake.peek().map(|(c, _)| c);
             if let Some((fw_at, core)) = fw
                 && engine_at.is_none_or(|e| fw_at <= e)
             {
@@ -773,7 +758,7 @@ impl Device {
                 continue;
             }
             let fw_at = fw.map(|(c, _)| c);
-            let Some(&Reverse((at, id))) = self.wake.peek() else {
+            let Some((at, mut id)) = self.wake.peek() else {
                 return (RunStop::Idle, false);
             };
             if limit.is_some_and(|l| at > l) {
@@ -782,23 +767,19 @@ impl Device {
                 }
                 return (RunStop::Limit, false);
             }
-            self.wake.pop();
-            let i = usize::from(id);
-            if self.wake_at.get(i).copied().flatten() != Some(at) {
-                continue; // stale
-            }
+            let mut i = usize::from(id);
             let Some(Some(engine)) = self.engines.get_mut(i) else {
+                self.wake.set(id, None);
                 continue;
             };
             if engine.next_event() != Some(at) {
-                self.wake_at[i] = None;
                 self.reschedule(id);
                 continue;
             }
-            self.wake_at[i] = None;
             let mut at = at;
-            // Keep stepping this engine while its next event comes before
-            // every other engine's (the common case): no heap round trip.
+            // Keep stepping the earliest engine (the wake tree's root),
+            // switching engines here, while no firmware run, semaphore
+            // change, posted write or limit needs the checks above.
             loop {
                 self.now = self.now.max(at);
                 let Some(Some(engine)) = self.engines.get_mut(i) else {
@@ -812,11 +793,11 @@ impl Device {
                 };
                 engine.step(at, &mut bus, &self.timing);
                 let next = engine.next_event();
+                self.wake.set(id, next);
                 if self.fabric.rec.is_some() {
                     self.wave_sample(id);
                 }
                 if !self.posted.is_empty() {
-                    self.reschedule(id);
                     self.apply_posted();
                     if stop(self) {
                         return (RunStop::Idle, true);
@@ -824,26 +805,28 @@ impl Device {
                     break;
                 }
                 if stop(self) {
-                    self.reschedule(id);
                     return (RunStop::Idle, true);
                 }
                 if self.fabric.sem_touched != 0 {
-                    self.reschedule(id);
                     break;
                 }
-                let other = self.wake.peek().map(|&Reverse((c, _))| c);
-                match next {
-                    Some(n)
-                        if other.is_none_or(|o| n < o)
-                            && fw_at.is_none_or(|f| n < f)
-                            && limit.is_none_or(|l| n <= l) =>
+                match self.wake.peek() {
+                    Some((n, first))
+                        if fw_at.is_none_or(|f| n < f) && limit.is_none_or(|l| n <= l) =>
                     {
                         at = n;
+                        if first != id {
+                            id = first;
+                            i = usize::from(id);
+                            // As above: a wake-up the engine no longer has
+                            // goes back through the full checks.
+                            let due = self.engines.get(i).and_then(Option::as_ref);
+                            if due.and_then(Engine::next_event) != Some(at) {
+                                break;
+                            }
+                        }
                     }
-                    _ => {
-                        self.reschedule(id);
-                        break;
-                    }
+                    _ => break,
                 }
             }
         }
