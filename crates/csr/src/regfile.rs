@@ -37,7 +37,9 @@ pub struct ReadOutcome<'m> {
 /// [`RegFile::hw_update_slot`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HwSlot {
-    slot: usize,
+    /// 32 bits keep a unit's hot slots small (host speed); a map has far
+    /// fewer elements.
+    slot: u32,
     reserved: u32,
 }
 
@@ -45,7 +47,7 @@ impl Default for HwSlot {
     /// A slot that matches no register: updates through it do nothing.
     fn default() -> Self {
         Self {
-            slot: usize::MAX,
+            slot: u32::MAX,
             reserved: u32::MAX,
         }
     }
@@ -328,7 +330,7 @@ impl<'m> RegFile<'m> {
     pub fn slot_of(&self, offset: u64) -> Option<HwSlot> {
         let reg = self.map.element_at(offset).ok()?;
         Some(HwSlot {
-            slot: reg.slot(),
+            slot: u32::try_from(reg.slot()).ok()?,
             reserved: reg.spec().masks().reserved,
         })
     }
@@ -336,7 +338,7 @@ impl<'m> RegFile<'m> {
     /// [`RegFile::hw_update`] through a slot from [`RegFile::slot_of`] (same
     /// map): no lookup. Returns the new value.
     pub fn hw_update_slot(&mut self, s: HwSlot, f: impl FnOnce(u32) -> u32) -> u32 {
-        match self.values.get_mut(s.slot) {
+        match self.values.get_mut(s.slot as usize) {
             Some(v) => {
                 *v = f(*v) & !s.reserved;
                 *v

@@ -156,28 +156,75 @@ impl QDir {
 /// (except doorbells) so the hot paths read plain fields.
 #[derive(Clone, Debug, Default)]
 struct Cfg {
-    /// Per queue, per direction: (EN_PREF, EN_SCHEDULING / EN_STREAM).
-    en: [[(bool, bool); 2]; QUEUES],
-    ring_base: [[u64; 2]; QUEUES],
-    ring_len: [[u32; 2]; QUEUES],
-    comp_en: [[bool; 2]; QUEUES],
-    comp_base: [[u64; 2]; QUEUES],
     encode_64k: bool,
     max_pkt: u64,
     max_descs: u32,
-    /// DMB pauses the queue (RLIMIT_MASK.INTERNAL_PAUSE_DMB clear).
-    dmb_pause: [bool; QUEUES],
-    hdr_split: [u64; QUEUES],
-    crc_init: [u32; QUEUES],
     arb: Arbitration,
-    /// (strict, q_qos, weight, deficit cap, paused) per queue.
-    dwrr: [(bool, u32, u32, u32, bool); QUEUES],
-    q_bucket: [Option<BucketCfg>; QUEUES],
     stream_bucket: Option<BucketCfg>,
     /// Prefetch refill policy per direction, DESC_PREF_CFG_3 (driver-facts
     /// §2.7, wiki-facts §D.4): (min burst below threshold, min burst above
     /// threshold, threshold).
-    pref: [(usize, usize, usize); 2],
+    pref: [(u8, u8, u8); 2],
+}
+
+/// Register-derived settings of one queue (per direction where the
+/// hardware has two), refreshed with [`Cfg`].
+#[derive(Clone, Copy, Debug, Default)]
+struct QueueCfg {
+    /// Per direction: (EN_PREF, EN_SCHEDULING / EN_STREAM).
+    en: [(bool, bool); 2],
+    comp_en: [bool; 2],
+    /// DMB pauses the queue (RLIMIT_MASK.INTERNAL_PAUSE_DMB clear).
+    dmb_pause: bool,
+    ring_len: [u32; 2],
+    crc_init: u32,
+    ring_base: [u64; 2],
+    hdr_split: u64,
+    bucket: Option<BucketCfg>,
+    comp_base: [u64; 2],
+    /// (strict, q_qos, weight, deficit cap, paused).
+    dwrr: (bool, u32, u32, u32, bool),
+}
+
+/// One queue: both directions' state, its settings and its scheduler
+/// state, side by side (a packet touches one queue's few cache lines; with
+/// 16 engines interleaved, scattered per-queue arrays cost host time).
+#[derive(Debug)]
+struct Queue {
+    dir: [QDir; 2],
+    cfg: QueueCfg,
+    /// Completion order within a queue: a packet's bytes never land before
+    /// the previous packet's.
+    last_end: Cycle,
+    /// Rate limiter.
+    bucket: Bucket,
+    /// DWRR deficit counter (bytes, or packets in packet mode).
+    deficit: i64,
+}
+
+impl Queue {
+    fn new() -> Self {
+        Self {
+            dir: [QDir::new(), QDir::new()],
+            cfg: QueueCfg::default(),
+            last_end: Cycle(0),
+            bucket: Bucket::default(),
+            deficit: 0,
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Queue {
+    type Output = QDir;
+    fn index(&self, d: usize) -> &QDir {
+        &self.dir[d]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Queue {
+    fn index_mut(&mut self, d: usize) -> &mut QDir {
+        &mut self.dir[d]
+    }
 }
 
 /// The M2S packet scheduler's mode.
@@ -231,55 +278,55 @@ const _: () = assert!(size_of::<Ev>() == 8);
 const _: () = assert!(FETCH_BURST <= u8::MAX as u32);
 
 /// One UDMA unit with its SDMA data path.
+///
+/// `repr(C)`, in this order: the fields every event or packet touches
+/// come first, next to each other, the rest after (with 16 engines
+/// interleaved, each event finds few of its engine's cache lines still in
+/// L1; fewer lines, fewer misses).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Engine {
-    id: u16,
-    maps: &'static UnitMaps,
-    regs: UnitRegs,
-    state: [DirState; 2],
-    q: Vec<[QDir; 2]>,
-    /// Completion order within a queue: a packet's bytes never land before
-    /// the previous packet's.
-    last_end: [Cycle; QUEUES],
-    /// Last write completion in the unit (write barrier / SOW ordering).
-    last_write_end: Cycle,
+    now: Cycle,
     /// The data path is busy until this cycle.
     data_free_at: Cycle,
     kick_at: Option<Cycle>,
+    events: EventQueue<Ev>,
     /// Pending kicks (data path free: pick the next packet), kept beside
     /// the event queue as (cycle, insertion number), latest first: they
     /// run in the same global order as queued events, without a heap
     /// round trip per packet.
     kicks: Vec<(Cycle, u64)>,
-    rr_next: usize,
-    events: EventQueue<Ev>,
-    /// Queue statistics.
-    pub stats: Vec<QueueStats>,
-    trace: bool,
-    log: Vec<EngineEvent>,
     /// Internal events processed so far (simulator speed reporting).
     events_done: u64,
-    now: Cycle,
-    crc_cache: crate::datapath::CrcCache,
-    doorbell_latency: u64,
-    /// DWRR deficit counters per queue (bytes, or packets in packet mode).
-    deficit: [i64; QUEUES],
-    /// Per-queue rate limiters and the engine's stream rate limiter.
-    q_bucket: [Bucket; QUEUES],
-    stream_bucket: Bucket,
-    cfg: Cfg,
+    /// Last write completion in the unit (write barrier / SOW ordering).
+    last_write_end: Cycle,
     /// Packets in flight (slab) and free slots.
     inflight: Vec<Option<InFlight>>,
     free_slots: Vec<usize>,
     /// Reusable descriptor vectors.
     pool: Vec<Vec<Fetched>>,
+    q: Vec<Queue>,
+    /// Queue statistics.
+    pub stats: Vec<QueueStats>,
     /// Hot hardware-owned queue registers, per direction (the same map for
     /// every queue of a direction): updated through slots, no map lookup.
     hot: [HotSlots; 2],
+    cfg: Cfg,
+    /// The engine's stream rate limiter.
+    stream_bucket: Bucket,
+    rr_next: usize,
+    state: [DirState; 2],
     /// Queues whose M2S prefetch buffer may hold descriptors (a superset:
     /// set on every prefetch, cleared when the scheduler finds it empty),
     /// so the scheduler skips idle queues without touching them.
     m2s_maybe_ready: u16,
+    trace: bool,
+    id: u16,
+    regs: UnitRegs,
+    maps: &'static UnitMaps,
+    log: Vec<EngineEvent>,
+    crc_cache: crate::datapath::CrcCache,
+    doorbell_latency: u64,
     /// The DWRR scheduler's candidate buffer, reused across kicks.
     dwrr_ready: Vec<(u8, usize, usize, u64)>,
     /// Values right after reset and the driver-default masks, per block
@@ -317,8 +364,7 @@ impl Engine {
             maps,
             regs: UnitRegs::new(maps),
             state: [DirState::Disabled; 2],
-            q: (0..QUEUES).map(|_| [QDir::new(), QDir::new()]).collect(),
-            last_end: [Cycle(0); QUEUES],
+            q: (0..QUEUES).map(|_| Queue::new()).collect(),
             last_write_end: Cycle(0),
             data_free_at: Cycle(0),
             kick_at: None,
@@ -333,8 +379,6 @@ impl Engine {
             crc_cache: crate::datapath::CrcCache::default(),
             doorbell_latency: timing.doorbell_latency_cycles,
             init: Vec::new(),
-            deficit: [0; QUEUES],
-            q_bucket: [Bucket::default(); QUEUES],
             stream_bucket: Bucket::default(),
             cfg: Cfg::default(),
             inflight: Vec::new(),
@@ -541,43 +585,47 @@ impl Engine {
         let mut c = Cfg::default();
         for q in 0..QUEUES as u8 {
             let qi = usize::from(q);
+            let mut qc = QueueCfg::default();
             for dir in [Dir::M2s, Dir::S2m] {
                 let d = dir_idx(dir);
                 let qo = self.qoff(dir);
                 let cfg = self.qval(dir, q, qo.cfg);
-                c.en[qi][d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
+                qc.en[d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
                 let lo = u64::from(self.qval(dir, q, qo.drbp_low) & 0xFFFF_FFC0);
                 let hi = u64::from(self.qval(dir, q, qo.drbp_high));
-                c.ring_base[qi][d] = (hi << 32) | lo;
-                c.ring_len[qi][d] = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
-                c.comp_en[qi][d] = self.qval(dir, q, qo.comp_cfg) & 1 != 0;
+                qc.ring_base[d] = (hi << 32) | lo;
+                qc.ring_len[d] = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+                qc.comp_en[d] = self.qval(dir, q, qo.comp_cfg) & 1 != 0;
                 let lo = u64::from(self.qval(dir, q, qo.crbp_low) & 0xFFFF_FFC0);
                 let hi = u64::from(self.qval(dir, q, qo.crbp_high));
-                c.comp_base[qi][d] = (hi << 32) | lo;
+                qc.comp_base[d] = (hi << 32) | lo;
             }
             let mask_off = self.maps.offsets.m2s_q.rlimit_mask.unwrap_or(0x74);
-            c.dmb_pause[qi] = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7) & 0x4 == 0;
+            qc.dmb_pause = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7) & 0x4 == 0;
             let pkt_off = self.maps.offsets.s2m_q.pkt_cfg.unwrap_or(0x5C);
             let pkt = self.regs.s2m_q[qi].value(pkt_off).unwrap_or(0);
-            c.hdr_split[qi] = if pkt & (3 << 16) != 0 {
+            qc.hdr_split = if pkt & (3 << 16) != 0 {
                 u64::from(pkt & 0xFFFF)
             } else {
                 0
             };
-            c.crc_init[qi] = self
+            qc.crc_init = self
                 .regs
                 .sdma_app
                 .value(self.maps.offsets.m2s_crc_init[qi])
                 .unwrap_or(0xFFFF_FFFF);
             let d1 = self.q_reg(q, "DWRR_CFG_1");
-            c.dwrr[qi] = (
+            qc.dwrr = (
                 d1 & (1 << 24) != 0,
                 self.q_reg(q, "DWRR_CFG_2") & 0xFF,
                 self.q_reg(q, "DWRR_CFG_3") & 0xFF,
                 d1 & 0xFF_FFFF,
                 d1 & (1 << 25) != 0,
             );
-            c.q_bucket[qi] = self.bucket_cfg("RLIMIT_", &self.regs.m2s_q[qi], "RLIMIT_MASK");
+            qc.bucket = self.bucket_cfg("RLIMIT_", &self.regs.m2s_q[qi], "RLIMIT_MASK");
+            if let Some(queue) = self.q.get_mut(qi) {
+                queue.cfg = qc;
+            }
         }
         let cfg_len = self
             .regs
@@ -600,9 +648,9 @@ impl Engine {
                 .and_then(|o| file.value(o).ok())
                 .unwrap_or(0);
             c.pref[d] = (
-                (v & 0xF) as usize,
-                ((v >> 4) & 0xF) as usize,
-                ((v >> 8) & 0xFF) as usize,
+                (v & 0xF) as u8,
+                ((v >> 4) & 0xF) as u8,
+                ((v >> 8) & 0xFF) as u8,
             );
         }
         c.stream_bucket = self.bucket_cfg("STREAM_RLIMIT_", &self.regs.m2s, "STREAM_RLIMIT_MASK");
@@ -710,7 +758,7 @@ impl Engine {
         if bits & 0x100 != 0 {
             self.q[qi][d].reset();
             if dir == Dir::M2s {
-                self.last_end[qi] = self.now;
+                self.q[qi].last_end = self.now;
             }
         } else {
             let qd = &mut self.q[qi][d];
@@ -749,7 +797,7 @@ impl Engine {
         if qd.fetch_busy {
             status |= 1 << 28;
         }
-        let len = self.cfg.ring_len[qi][d];
+        let len = self.q[qi].cfg.ring_len[d];
         if len != 0 && u64::from(len) <= outstanding {
             status |= 1 << 31;
         }
@@ -778,7 +826,7 @@ impl Engine {
             status |= 1 << 28;
         }
         let full = {
-            let len = self.cfg.ring_len[usize::from(q) % QUEUES][dir_idx(dir)];
+            let len = self.q[usize::from(q) % QUEUES].cfg.ring_len[dir_idx(dir)];
             len != 0 && u64::from(len) <= qd.outstanding()
         };
         if full {
@@ -917,7 +965,7 @@ impl Engine {
     }
 
     fn doorbell(&mut self, dir: Dir, q: u8, n: u32, bus: &mut dyn Bus, timing: &TimingConfig) {
-        let len = self.cfg.ring_len[usize::from(q) % QUEUES][dir_idx(dir)];
+        let len = self.q[usize::from(q) % QUEUES].cfg.ring_len[dir_idx(dir)];
         let qi = usize::from(q) % QUEUES;
         let outstanding = self.q[qi][dir_idx(dir)].outstanding();
         if len == 0 || outstanding + u64::from(n) > u64::from(len) {
@@ -971,11 +1019,11 @@ impl Engine {
     }
 
     fn ring_base(&self, dir: Dir, q: u8) -> u64 {
-        self.cfg.ring_base[usize::from(q) % QUEUES][dir_idx(dir)]
+        self.q[usize::from(q) % QUEUES].cfg.ring_base[dir_idx(dir)]
     }
 
     fn enabled(&self, dir: Dir, q: u8) -> (bool, bool) {
-        self.cfg.en[usize::from(q) % QUEUES][dir_idx(dir)]
+        self.q[usize::from(q) % QUEUES].cfg.en[dir_idx(dir)]
     }
 
     #[inline(always)]
@@ -999,12 +1047,12 @@ impl Engine {
         }
         // Refill policy: above the threshold, wait until a minimum burst fits.
         let (below, above, thr) = self.cfg.pref[d];
-        let min_burst = if thr != 0 && fill >= thr {
+        let min_burst = if thr != 0 && fill >= usize::from(thr) {
             above
         } else {
             below
         };
-        if (room as usize) < min_burst {
+        if (room as usize) < usize::from(min_burst) {
             return;
         }
         let epoch = qd.epoch;
@@ -1018,6 +1066,7 @@ impl Engine {
         self.sync_status(dir, q);
     }
 
+    #[inline(never)]
     fn fetch_done(
         &mut self,
         dir: Dir,
@@ -1039,7 +1088,7 @@ impl Engine {
             return;
         }
         self.q[qi][d].fetch_busy = false;
-        let len = self.cfg.ring_len[qi][d];
+        let len = self.q[qi].cfg.ring_len[d];
         let base = self.ring_base(dir, q);
         let first_index = self.q[qi][d].head;
         let mut fetched = 0;
@@ -1201,6 +1250,7 @@ impl Engine {
     }
 
     /// Picks the next packet round-robin across queues and starts it.
+    #[inline(never)]
     fn schedule(&mut self, bus: &mut dyn Bus, timing: &TimingConfig) {
         if self.now < self.data_free_at {
             self.schedule_kick(self.data_free_at);
@@ -1236,7 +1286,7 @@ impl Engine {
             let Some(p) = self.ready_packet(q, timing) else {
                 continue;
             };
-            if arb.dwrr && self.cfg.dwrr[usize::from(q)].4 {
+            if arb.dwrr && self.q[usize::from(q)].cfg.dwrr.4 {
                 continue; // DWRR pause
             }
             if let Some(wait) = self.queue_bucket_wait(q, p.3) {
@@ -1307,7 +1357,7 @@ impl Engine {
         arb: &Arbitration,
     ) -> Option<(u8, usize, usize, u64)> {
         let key = |e: &Engine, q: u8| {
-            let c = e.cfg.dwrr[usize::from(q) % QUEUES];
+            let c = e.q[usize::from(q) % QUEUES].cfg.dwrr;
             (c.0, c.1)
         };
         let best = ready.iter().map(|p| key(self, p.0)).max()?;
@@ -1322,23 +1372,23 @@ impl Engine {
             for &p in &group {
                 let qi = usize::from(p.0);
                 let cost = if arb.packet_mode { 1 } else { p.3 as i64 };
-                if self.deficit[qi] >= cost {
-                    self.deficit[qi] -= cost;
+                if self.q[qi].deficit >= cost {
+                    self.q[qi].deficit -= cost;
                     return Some(p);
                 }
             }
             for &p in &group {
                 let qi = usize::from(p.0);
-                let weight = i64::from(self.cfg.dwrr[qi].2.max(1));
+                let weight = i64::from(self.q[qi].cfg.dwrr.2.max(1));
                 let quantum = if arb.packet_mode {
                     weight
                 } else {
                     weight << arb.inc_factor
                 };
-                let cap = i64::from(self.cfg.dwrr[qi].3);
-                self.deficit[qi] += quantum;
+                let cap = i64::from(self.q[qi].cfg.dwrr.3);
+                self.q[qi].deficit += quantum;
                 if cap > 0 {
-                    self.deficit[qi] = self.deficit[qi].min(cap.max(quantum));
+                    self.q[qi].deficit = self.q[qi].deficit.min(cap.max(quantum));
                 }
             }
         }
@@ -1399,12 +1449,12 @@ impl Engine {
     /// When queue `q`'s rate limiter lets a packet of `bytes` go, if not now.
     fn queue_bucket_wait(&mut self, q: u8, bytes: u64) -> Option<Cycle> {
         let qi = usize::from(q) % QUEUES;
-        let Some(cfg) = self.cfg.q_bucket[qi] else {
-            self.q_bucket[qi].active = false;
+        let Some(cfg) = self.q[qi].cfg.bucket else {
+            self.q[qi].bucket.active = false;
             return None;
         };
         let now = self.now;
-        Self::bucket_wait(&mut self.q_bucket[qi], now, cfg, bytes)
+        Self::bucket_wait(&mut self.q[qi].bucket, now, cfg, bytes)
     }
 
     fn stream_bucket_wait(&mut self, bytes: u64) -> Option<Cycle> {
@@ -1436,8 +1486,8 @@ impl Engine {
 
     fn consume_tokens(&mut self, q: u8, bytes: u64) {
         let qi = usize::from(q) % QUEUES;
-        if self.q_bucket[qi].active {
-            self.q_bucket[qi].tokens -= bytes as i64;
+        if self.q[qi].bucket.active {
+            self.q[qi].bucket.tokens -= bytes as i64;
         }
         if self.stream_bucket.active {
             self.stream_bucket.tokens -= bytes as i64;
@@ -1455,7 +1505,7 @@ impl Engine {
         if !sched || !stream {
             return None;
         }
-        let [tx, rx] = &self.q[qi];
+        let [tx, rx] = &self.q[qi].dir;
         if tx.non_active || rx.non_active || tx.fetched.is_empty() {
             return None;
         }
@@ -1528,10 +1578,10 @@ impl Engine {
         };
         // DMB: wait for every earlier transfer of the queue when the rate
         // limiter mask lets DMB pause the queue (bit 2 clear; driver-facts §2.4).
-        if first.dmb() && self.cfg.dmb_pause[qi] && self.last_end[qi] > self.now {
+        if first.dmb() && self.q[qi].cfg.dmb_pause && self.q[qi].last_end > self.now {
             let status_off = self.maps.offsets.m2s_q.status;
             let _ = self.regs.m2s_q[qi].hw_update(status_off, |s| s | (1 << 30));
-            let at = self.last_end[qi];
+            let at = self.q[qi].last_end;
             self.schedule_kick(at);
             return None;
         }
@@ -1549,7 +1599,7 @@ impl Engine {
         let encode_64k = self.cfg.encode_64k;
         let mut tx = self.pool.pop().unwrap_or_default();
         let mut rx = self.pool.pop().unwrap_or_default();
-        let [m2s, s2m] = &mut self.q[qi];
+        let [m2s, s2m] = &mut self.q[qi].dir;
         tx.extend((0..n_tx).map_while(|_| m2s.fetched.pop_front()));
         rx.extend((0..n_rx).map_while(|_| s2m.fetched.pop_front()));
         let start = self.now;
@@ -1599,13 +1649,13 @@ impl Engine {
             .max()
             .unwrap_or(timing.write_latency_cycles);
         let mut end = start.after(read_latency + data_cycles + write_latency);
-        end = end.max(self.last_end[qi]);
+        end = end.max(self.q[qi].last_end);
         let barrier =
             desc::Cme(tx[0].desc.word1).write_barrier() || rx.iter().any(|f| f.desc.sow());
         if barrier {
             end = end.max(self.last_write_end.after(write_latency));
         }
-        self.last_end[qi] = end;
+        self.q[qi].last_end = end;
         self.last_write_end = self.last_write_end.max(end);
         // Current-descriptor pointers and the DMB status bit.
         let (tdcp, rdcp) = (tx[0].idx, rx[0].idx);
@@ -1664,6 +1714,7 @@ impl Engine {
         self.pool.push(rx);
     }
 
+    #[inline(never)]
     fn packet_done(&mut self, p: &InFlight, bus: &mut dyn Bus, timing: &TimingConfig) {
         let qi = usize::from(p.queue);
         let q = p.queue;
@@ -1676,8 +1727,8 @@ impl Engine {
         let status = self.hot[0].status;
         self.regs.m2s_q[qi].hw_update_slot(status, |s| s & !(1 << 29));
         let encode_64k = self.cfg.encode_64k;
-        let crc_init = self.cfg.crc_init[qi];
-        let hdr_split = self.cfg.hdr_split[qi];
+        let crc_init = self.q[qi].cfg.crc_init;
+        let hdr_split = self.q[qi].cfg.hdr_split;
         let result = crate::datapath::move_packet(
             bus,
             &p.tx,
@@ -1754,7 +1805,7 @@ impl Engine {
         let qi = usize::from(q);
         let d = dir_idx(dir);
         self.q[qi][d].done += descs.len() as u64;
-        if !self.cfg.comp_en[qi][d] {
+        if !self.q[qi].cfg.comp_en[d] {
             // No completion ring (the common case): the packet counter and
             // Q_STATUS, through one register-file borrow.
             let status = self.status_bits(dir, q);
@@ -1767,8 +1818,8 @@ impl Engine {
         // With a completion ring: an entry per descriptor, then the
         // pointers and Q_STATUS.
         {
-            let base = self.cfg.comp_base[qi][d];
-            let len = self.cfg.ring_len[qi][d].max(1);
+            let base = self.q[qi].cfg.comp_base[d];
+            let len = self.q[qi].cfg.ring_len[d].max(1);
             for f in descs {
                 let qd = &self.q[qi][d];
                 let addr = base + 16 * u64::from(qd.comp_head);

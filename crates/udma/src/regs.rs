@@ -231,11 +231,13 @@ impl UnitMaps {
 
 /// The register files of one unit.
 #[derive(Debug)]
+#[repr(C)]
 pub struct UnitRegs {
-    pub m2s: RegFile<'static>,
+    // The queue files first: the engine's hot paths reach them per packet.
     pub m2s_q: Vec<RegFile<'static>>,
-    pub s2m: RegFile<'static>,
     pub s2m_q: Vec<RegFile<'static>>,
+    pub m2s: RegFile<'static>,
+    pub s2m: RegFile<'static>,
     pub udma_gen: RegFile<'static>,
     pub gen_ex: RegFile<'static>,
     pub sdma_app: RegFile<'static>,
