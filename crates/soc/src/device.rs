@@ -1402,6 +1402,10 @@ impl Bus for DmaBus<'_> {
         self.fabric.hbm.reserve(addr, len, start)
     }
 
+    fn touch(&mut self, addr: u64, len: u64) {
+        self.fabric.memory.touch(&self.fabric.map, addr, len);
+    }
+
     fn partition_stride(&self, addr: u64) -> Option<u64> {
         let map = &self.fabric.map;
         let id = map.decode(addr).region?;

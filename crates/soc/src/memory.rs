@@ -238,6 +238,16 @@ impl DeviceMemory {
         }
     }
 
+    /// Brings `len` bytes at `addr` of a plain memory into the host's
+    /// caches ([`SparseMemory::touch`]); nothing elsewhere, never a fault.
+    pub fn touch(&self, map: &SocMap, addr: u64, len: u64) {
+        if let Ok(t) = self.target(map, addr, len)
+            && let Some(Some(Backing::Linear(m))) = self.stores.get(t.storage)
+        {
+            m.touch(t.offset, len);
+        }
+    }
+
     /// Reads `buf.len()` bytes at `addr`.
     pub fn read(&self, map: &SocMap, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
         let t = self.target(map, addr, buf.len() as u64)?;
