@@ -1208,6 +1208,15 @@ impl Engine {
         let max_descs = self.cfg.max_descs;
         let len = u64::from(desc.data_len(encode_64k));
         let qd = &self.q[qi][0];
+        // The common descriptor, a whole packet (FIRST|LAST) after a
+        // finished one, within the limits: nothing to raise (one
+        // descriptor never exceeds MAX_DESC; 0 is no limit).
+        if desc.first() && desc.last() && !qd.in_packet && (max_pkt == 0 || len <= max_pkt) {
+            let qd = &mut self.q[qi][0];
+            qd.pkt_descs = 0;
+            qd.pkt_bytes = 0;
+            return true;
+        }
         let mut errors: Vec<(u32, &str, String)> = Vec::new();
         if desc.first() && qd.in_packet {
             errors.push((
@@ -1605,8 +1614,19 @@ impl Engine {
         let mut tx = self.pool.pop().unwrap_or_default();
         let mut rx = self.pool.pop().unwrap_or_default();
         let [m2s, s2m] = &mut self.q[qi].dir;
-        tx.extend((0..n_tx).map_while(|_| m2s.fetched.pop_front()));
-        rx.extend((0..n_rx).map_while(|_| s2m.fetched.pop_front()));
+        for (v, fetched, n) in [
+            (&mut tx, &mut m2s.fetched, n_tx),
+            (&mut rx, &mut s2m.fetched, n_rx),
+        ] {
+            if n == 1 {
+                // The common packet: one descriptor a side.
+                if let Some(f) = fetched.pop_front() {
+                    v.push(f);
+                }
+            } else {
+                v.extend((0..n).map_while(|_| fetched.pop_front()));
+            }
+        }
         let start = self.now;
         // One pass over the data descriptors (META ones move nothing):
         // data-path cycles, the HBM bookings (docs/timing.md: the data
