@@ -305,9 +305,6 @@ pub struct Engine {
     free_slots: Vec<usize>,
     /// Reusable descriptor vectors.
     pool: Vec<Vec<Fetched>>,
-    q: Vec<Queue>,
-    /// Queue statistics.
-    pub stats: Vec<QueueStats>,
     /// Hot hardware-owned queue registers, per direction (the same map for
     /// every queue of a direction): updated through slots, no map lookup.
     hot: [HotSlots; 2],
@@ -322,6 +319,11 @@ pub struct Engine {
     m2s_maybe_ready: u16,
     trace: bool,
     id: u16,
+    /// The queues, inline: a queue's lines sit at a fixed offset from the
+    /// engine (no pointer to load first, no bounds check on `q % 16`).
+    q: [Queue; QUEUES],
+    /// Queue statistics.
+    pub stats: [QueueStats; QUEUES],
     regs: UnitRegs,
     maps: &'static UnitMaps,
     log: Vec<EngineEvent>,
@@ -364,14 +366,14 @@ impl Engine {
             maps,
             regs: UnitRegs::new(maps),
             state: [DirState::Disabled; 2],
-            q: (0..QUEUES).map(|_| Queue::new()).collect(),
+            q: std::array::from_fn(|_| Queue::new()),
             last_write_end: Cycle(0),
             data_free_at: Cycle(0),
             kick_at: None,
             kicks: Vec::new(),
             rr_next: 0,
             events: EventQueue::default(),
-            stats: vec![QueueStats::default(); QUEUES],
+            stats: std::array::from_fn(|_| QueueStats::default()),
             trace: false,
             log: Vec::new(),
             events_done: 0,
