@@ -41,15 +41,17 @@ impl SparseMemory {
         }
     }
 
-    /// Loads one byte of every 64-byte line of `len` bytes at `offset`
-    /// into the host's caches and drops it: a host-side hint with no
-    /// effect on the memory (safe Rust has no prefetch instruction; the
-    /// load runs ahead while the simulator goes on). Pages not allocated
-    /// are skipped.
+    /// Loads a byte of every 64-byte host cache line that `len` bytes at
+    /// `offset` overlap into the host's caches and drops it: a host-side
+    /// hint with no effect on the memory (safe Rust has no prefetch
+    /// instruction; the loads run ahead while the simulator goes on). One
+    /// byte every 64 from `offset`, and the last byte, meet every such
+    /// line whatever the host alignment. Pages not allocated are skipped.
     pub fn touch(&self, offset: u64, len: u64) {
-        let end = offset.saturating_add(len);
-        let mut at = offset;
-        while at < end {
+        let Some(last) = len.checked_sub(1).map(|l| offset.saturating_add(l)) else {
+            return;
+        };
+        let load = |at: u64| {
             if let Some(&b) = self
                 .pages
                 .get(&(at >> PAGE_SHIFT))
@@ -57,11 +59,16 @@ impl SparseMemory {
             {
                 std::hint::black_box(b);
             }
+        };
+        let mut at = offset;
+        while at < last {
+            load(at);
             let Some(next) = at.checked_add(64) else {
                 break;
             };
             at = next;
         }
+        load(last);
     }
 
     /// Size of the memory in bytes.

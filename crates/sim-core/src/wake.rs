@@ -13,16 +13,16 @@
 use crate::Cycle;
 
 /// (cycle, unit id) packed as `cycle << 16 | id`, one `u64` compare.
-/// Cycles from 2^48 on (3.8 simulated days at 0.85 GHz: only a far-off
-/// rate-limiter retry gets there) all pack as `FAR`; the exact cycle stays
-/// in `exact` and [`WakeTree::peek`] orders such keys by it.
+/// Cycles from `FAR` (2^48 − 2) on (3.8 simulated days at 0.85 GHz: only a
+/// far-off rate-limiter retry gets there) all pack as `FAR`; the exact
+/// cycle stays in `exact` and [`WakeTree::peek`] orders such keys by it.
 type Key = u64;
 
-/// The packed cycle of every wake-up at or after 2^48.
-const FAR: u64 = (1 << 48) - 1;
+/// The packed cycle of every wake-up at or after it.
+const FAR: u64 = (1 << 48) - 2;
 
-/// Nothing pending: sorts after every wake-up, `FAR` ones included (ids
-/// stay below `u16::MAX`).
+/// Nothing pending: its cycle field (2^48 − 1) is above `FAR`, so it sorts
+/// after every wake-up, of any unit id.
 const EMPTY: Key = u64::MAX;
 
 fn key(at: Cycle, id: u16) -> Key {
@@ -103,7 +103,7 @@ impl WakeTree {
         Some((Cycle(root >> 16), (root & 0xFFFF) as u16))
     }
 
-    /// The earliest wake-up when every pending one is 2^48 or later: the
+    /// The earliest wake-up when every pending one is at `FAR` or later: the
     /// packed keys no longer order them, the exact cycles do.
     #[cold]
     fn peek_far(&self) -> Option<(Cycle, u16)> {
@@ -168,6 +168,15 @@ mod tests {
         t.set(3, None);
         t.set(7, None);
         assert_eq!(t.peek(), Some((Cycle(u64::MAX), 0)));
+        // The last unit id at the last cycle is still a wake-up (its key
+        // is not the empty one), and loses the tie to unit 0.
+        t.set(u16::MAX, Some(Cycle(u64::MAX)));
+        assert_eq!(t.peek(), Some((Cycle(u64::MAX), 0)));
+        t.set(0, None);
+        assert_eq!(t.peek(), Some((Cycle(u64::MAX), u16::MAX)));
+        assert_eq!(t.get(u16::MAX), Some(Cycle(u64::MAX)));
+        t.set(u16::MAX, None);
+        t.set(0, Some(Cycle(u64::MAX)));
         // Far-off wake-ups keep their exact order.
         t.set(5, Some(Cycle((1 << 48) + 1)));
         t.set(9, Some(Cycle(1 << 48)));
@@ -184,7 +193,7 @@ mod tests {
         /// of the pending wake-ups and `get` each unit's own.
         #[test]
         fn agrees_with_a_sorted_map(
-            ops in proptest::collection::vec((0u16..140, proptest::option::of(proptest::prop_oneof![0u64..50, (1u64 << 48) - 2..(1u64 << 48) + 2, proptest::strategy::Just(u64::MAX)])), 1..300)
+            ops in proptest::collection::vec((proptest::prop_oneof![0u16..140, u16::MAX - 2..=u16::MAX], proptest::option::of(proptest::prop_oneof![0u64..50, (1u64 << 48) - 2..(1u64 << 48) + 2, proptest::strategy::Just(u64::MAX)])), 1..300)
         ) {
             let mut t = WakeTree::default();
             let mut model: BTreeMap<u16, u64> = BTreeMap::new();

@@ -1403,7 +1403,7 @@ impl Bus for DmaBus<'_> {
     }
 
     fn touch(&mut self, addr: u64, len: u64) {
-        self.fabric.memory.touch(&self.fabric.map, addr, len);
+        self.fabric.memory.touch(addr, len);
     }
 
     fn partition_stride(&self, addr: u64) -> Option<u64> {

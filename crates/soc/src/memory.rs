@@ -239,12 +239,20 @@ impl DeviceMemory {
     }
 
     /// Brings `len` bytes at `addr` of a plain memory into the host's
-    /// caches ([`SparseMemory::touch`]); nothing elsewhere, never a fault.
-    pub fn touch(&self, map: &SocMap, addr: u64, len: u64) {
-        if let Ok(t) = self.target(map, addr, len)
-            && let Some(Some(Backing::Linear(m))) = self.stores.get(t.storage)
+    /// caches ([`SparseMemory::touch`]). Only within the region of the last
+    /// plain-memory access (the ring just read): no map search, no fault
+    /// built, nothing allocated; anything else is left alone.
+    pub fn touch(&self, addr: u64, len: u64) {
+        let Some(l) = self.last.get() else {
+            return;
+        };
+        let off = addr.wrapping_sub(l.base);
+        if addr >= l.base
+            && off < l.size_bytes
+            && len <= l.size_bytes - off
+            && let Some(Some(Backing::Linear(m))) = self.stores.get(l.storage)
         {
-            m.touch(t.offset, len);
+            m.touch(off, len);
         }
     }
 
@@ -385,5 +393,38 @@ impl DeviceMemory {
             .flatten()
             .map(Backing::allocated_bytes)
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// `touch` is a host-side hint: whatever the address (in the last
+    /// region, beyond it, unmapped, at the top of the address space), it
+    /// changes no byte, allocates no page and reports nothing.
+    #[test]
+    fn touch_has_no_simulated_effect() {
+        let map = soc_map::trn2().unwrap();
+        let mut mem = DeviceMemory::default();
+        mem.touch(0x1000, 64); // before any access: no region cached
+        mem.write(&map, 0x1000, &[1, 2, 3]).unwrap();
+        let mut buf = [0u8; 3];
+        mem.read(&map, 0x1000, &mut buf).unwrap();
+        let pages = mem.allocated_bytes();
+        for (addr, len) in [
+            (0x1000, 256),
+            (0x3_0000, 1 << 20),
+            (0, u64::MAX),
+            (u64::MAX - 10, 100),
+            (0x7fff_ffff_0000, 4096),
+        ] {
+            mem.touch(addr, len);
+        }
+        assert_eq!(mem.allocated_bytes(), pages);
+        let mut after = [0u8; 5];
+        mem.read(&map, 0xfff, &mut after).unwrap();
+        assert_eq!(after, [0, 1, 2, 3, 0]);
     }
 }
