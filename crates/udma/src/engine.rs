@@ -279,10 +279,10 @@ const _: () = assert!(FETCH_BURST <= u8::MAX as u32);
 
 /// One UDMA unit with its SDMA data path.
 ///
-/// `repr(C)`, in this order: the fields every event or packet touches
-/// come first, next to each other, the rest after (with 16 engines
-/// interleaved, each event finds few of its engine's cache lines still in
-/// L1; fewer lines, fewer misses).
+/// `repr(C)`, in this order: the scalars and vector headers every event
+/// touches first, next to each other, then the 16 queues inline, then the
+/// rest (with 16 engines interleaved, each event finds few of its engine's
+/// cache lines still in L1; fewer lines, fewer misses).
 #[derive(Debug)]
 #[repr(C)]
 pub struct Engine {
