@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use soc_map::Hex;
 use trace_format::{ExpectCheck, FillContent, ParseError, Span, Statement, StatementKind, Trace};
 
-use crate::device::{Device, DeviceEvent, RunStop};
+use crate::device::{Device, DeviceEvent, OnStall, RunStop};
 use crate::fault::BusFault;
 use crate::resolve::{ResolveError, Resolved, resolve};
 use sim_core::Cycle;
@@ -161,6 +161,13 @@ pub trait ExecHooks {
     fn during_run(&mut self, _device: &mut Device) -> Control {
         Control::Continue
     }
+
+    /// A statement finished. When the device has an event sink
+    /// ([`Device::set_event_sink`]) its events went there first, and the
+    /// record (without events) comes only here: the run report keeps no
+    /// statement records, so a consumer that streams keeps memory flat
+    /// (docs/user-guide.md §Output).
+    fn statement(&mut self, _record: &StepRecord) {}
 }
 
 /// No hooks.
@@ -340,15 +347,23 @@ pub fn run_linked_host(
         };
         report.statements += 1;
         let quit = text == QUIT_MARK;
-        report.steps.push(StepRecord {
+        let mut record = StepRecord {
             line: s.span.line,
             directive: s.kind.directive(),
             address: Hex(r.addr()),
             cycle: device.now().0,
             text,
             status,
-            events: device.take_events(),
-        });
+            events: Vec::new(),
+        };
+        if device.has_event_sink() {
+            device.flush_events();
+            hooks.statement(&record);
+        } else {
+            record.events = device.take_events();
+            hooks.statement(&record);
+            report.steps.push(record);
+        }
         if quit {
             break;
         }

@@ -85,6 +85,10 @@ pub struct Summary {
     /// Per core with Q7 firmware, keyed `tpbN`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub firmware: BTreeMap<String, CoreSummary>,
+    /// Set when the device ended stalled: the firmware polls for
+    /// completions no engine will make (docs/firmware.md §Stalls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall: Option<crate::device::StallReport>,
 }
 
 /// What one core's firmware did.
@@ -113,6 +117,7 @@ impl Summary {
             packets: 0,
             queues: BTreeMap::new(),
             firmware: BTreeMap::new(),
+            stall: device.stall_report(),
         };
         for c in device
             .cores()
@@ -214,8 +219,15 @@ impl RunReport {
                 out.push_str(&format!("    {}\n", event_text(e)));
             }
         }
+        // As for errors, the step line showed a multi-line message in full.
         for f in &self.failures {
-            out.push_str(&format!("expectation failed: {f}\n"));
+            let text = f.to_string();
+            let mut lines = text.lines();
+            out.push_str(&format!(
+                "expectation failed: {}{}\n",
+                lines.next().unwrap_or(""),
+                if lines.next().is_some() { " (…)" } else { "" }
+            ));
         }
         // The step line already showed a multi-line message in full.
         for e in &self.errors {
@@ -252,6 +264,27 @@ impl RunReport {
                 out.push_str(&format!(
                     "  {core} firmware: {} words still queued, {} in flight\n",
                     c.queued, c.in_flight
+                ));
+            }
+        }
+        if let Some(st) = &sm.stall {
+            out.push_str(&format!(
+                "  stalled since cycle {}: the firmware polls for completions no engine will make\n",
+                st.cycle
+            ));
+            for w in &st.waits {
+                out.push_str(&format!(
+                    "  stall: {} {} ({}) waits on {}; {}{}\n",
+                    w.inst,
+                    w.kind,
+                    w.source,
+                    w.queue,
+                    w.engine_state,
+                    if w.faults.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", w.faults.join(", "))
+                    }
                 ));
             }
         }

@@ -6,11 +6,12 @@ use super::*;
 pub(super) fn run_device(
     device: &mut Device,
     limit: Option<Cycle>,
+    on_stall: OnStall,
     hooks: &mut dyn ExecHooks,
     mut cond: impl FnMut(&mut Device) -> bool,
 ) -> (RunStop, bool, bool) {
     let mut quit = false;
-    let (stop, met) = device.run_while(limit, |d| {
+    let (stop, met) = device.run_while(limit, on_stall, |d| {
         if hooks.during_run(d) == Control::Quit {
             quit = true;
             return true;
@@ -163,19 +164,32 @@ pub(super) fn step(
                 RunMode::Cycles(n) => Some(Cycle(start.saturating_add(*n))),
                 RunMode::Until(c) => Some(Cycle(*c)),
             };
-            let (stop, _, quit) = run_device(device, limit, hooks, |_| false);
+            let (stop, _, quit) = run_device(device, limit, OnStall::SkipToLimit, hooks, |_| false);
             if quit {
                 return Ok(Outcome::Done(QUIT_MARK.to_string()));
             }
+            // `cycles=N` / `until=N` let the time pass even when nothing is
+            // pending (docs/trace-format.md §4.4).
+            if let (RunStop::Idle, Some(l)) = (stop, limit) {
+                device.advance_to(l);
+            }
             let now = device.now().0;
-            Ok(Outcome::Done(format!(
-                "run: cycle {start} -> {now} ({:.1} ns){}",
-                device.timing().ns(now),
-                match stop {
-                    RunStop::Idle => ", idle",
-                    RunStop::Limit => "",
-                }
-            )))
+            let head = format!(
+                "run: cycle {start} -> {now} ({:.1} ns)",
+                device.timing().ns(now)
+            );
+            match stop {
+                RunStop::Idle => Ok(Outcome::Done(format!("{head}, idle"))),
+                RunStop::Limit => Ok(Outcome::Done(head)),
+                // A bounded run got its cycles; the summary says who waits.
+                RunStop::Stalled if limit.is_some() => Ok(Outcome::Done(format!(
+                    "{head}, stalled (the firmware polls for completions that cannot come)"
+                ))),
+                RunStop::Stalled => Ok(Outcome::Expectation {
+                    text: format!("{head}: {}", stall_text(device)),
+                    held: false,
+                }),
+            }
         }
         StatementKind::Wait {
             compare,
@@ -213,8 +227,9 @@ pub(super) fn step(
                 });
             }
             let limit = Cycle(start.saturating_add(timeout.unwrap_or(DEFAULT_WAIT_TIMEOUT_CYCLES)));
-            let (stop, met, quit) =
-                run_device(device, Some(limit), hooks, |d| check(d).is_some_and(holds));
+            let (stop, met, quit) = run_device(device, Some(limit), OnStall::Stop, hooks, |d| {
+                check(d).is_some_and(holds)
+            });
             if quit {
                 return Ok(Outcome::Done(QUIT_MARK.to_string()));
             }
@@ -229,6 +244,11 @@ pub(super) fn step(
                 } else if stop == RunStop::Idle {
                     format!(
                         "wait {at} {compare} {value:#x}: the device went idle at cycle {now} with the value at {last:#010x}"
+                    )
+                } else if stop == RunStop::Stalled {
+                    format!(
+                        "wait {at} {compare} {value:#x}: the value is at {last:#010x} and cannot change: {}",
+                        stall_text(device)
                     )
                 } else {
                     format!(
@@ -503,4 +523,11 @@ pub fn hexdump(base: u64, data: &[u8]) -> String {
         ));
     }
     out.trim_end_matches('\n').to_string()
+}
+
+/// The stall report of a stalled device, as text.
+fn stall_text(device: &Device) -> String {
+    device
+        .stall_report()
+        .map_or_else(|| "the device stalled".to_string(), |r| r.to_text())
 }
