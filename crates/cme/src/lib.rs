@@ -23,7 +23,7 @@ pub mod dtype;
 
 pub use cce::{
     Accumulator, CCE_MAX_ELEMENTS_V2, CCE_MAX_ELEMENTS_V3, CCE_MAX_SOURCES, CceError, CceType,
-    DgeComputeOp, FmaOperand, ReduceOp, reduce, reduce_codes,
+    DgeComputeOp, FmaOperand, MULTIPLY_FMA_SCALE, ReduceOp, reduce, reduce_codes,
 };
 pub use checksum::{
     CRC_IV_CACHE_SLOTS, Checksum, ChecksumKind, ChecksumState, CmeType, HW_CRC_INIT, checksum,

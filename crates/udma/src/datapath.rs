@@ -538,4 +538,40 @@ mod tests {
             assert_eq!(b.mem[(PART0 + STRIDE) as usize], 0, "{w:#x}");
         }
     }
+
+    /// DGE MULTIPLY as the firmware lays it out (B, an FMA meta descriptor
+    /// selecting stored × input + scale, then A): with the scale
+    /// `cme::MULTIPLY_FMA_SCALE` every product keeps its IEEE sign, exact
+    /// zeros included (docs/cme.md §3.1).
+    #[test]
+    fn cce_multiply_packet_keeps_signed_zero_products() {
+        let fma = CmeWord::DEFAULT_COPY
+            .with_cce(dma_abi::CceType::Fma, 0xA, 0xA)
+            .map_or(0, CmeWord::raw);
+        let w2 = (cme::FmaOperand::Stored.bits() << 24)
+            | (cme::FmaOperand::Input.bits() << 26)
+            | (cme::FmaOperand::Scale.bits() << 28);
+        let w3 = cme::MULTIPLY_FMA_SCALE.to_bits();
+        let meta = Piece {
+            idx: 1,
+            desc: RawDesc {
+                word0: 1 << 23,
+                word1: 0x0210_0000 | (0xA << 8) | (0xA << 12) | (0xA << 16),
+                buf_ptr: u64::from(w2) | (u64::from(w3) << 32),
+            },
+        };
+        let b_vals = [-1.0f32, 0.0, -0.0, 3.0, 2.5];
+        let a_vals = [0.0f32, -5.0, 7.0, -0.0, 4.0];
+        let mut bus = bus();
+        let f = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        bus.mem[0x400..0x414].copy_from_slice(&f(&b_vals));
+        bus.mem[0x500..0x514].copy_from_slice(&f(&a_vals));
+        let tx = [piece(0, 20, fma, 0x400), meta, piece(2, 20, fma, 0x500)];
+        let rx = [piece(0, 20, 0, 0x600)];
+        assert_eq!(run(&mut bus, &tx, &rx).unwrap().written, 20);
+        for (i, (b, a)) in b_vals.iter().zip(a_vals).enumerate() {
+            let got = u32::from_le_bytes(bus.mem[0x600 + 4 * i..0x604 + 4 * i].try_into().unwrap());
+            assert_eq!(got, (b * a).to_bits(), "{b} x {a}");
+        }
+    }
 }
