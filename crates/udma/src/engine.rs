@@ -106,6 +106,9 @@ struct QDir {
     non_active: bool,
     /// Bumped by queue reset; events of an older generation are stale.
     epoch: u32,
+    /// Bumped when prefetch restarts (queue reset, abort, the Q_SW_CTRL
+    /// pointer resets): a descriptor burst issued before is dropped.
+    fetch_epoch: u32,
 }
 
 impl QDir {
@@ -127,13 +130,33 @@ impl QDir {
             pkt_bytes: 0,
             non_active: false,
             epoch: 0,
+            fetch_epoch: 0,
         }
     }
 
     fn reset(&mut self) {
         let epoch = self.epoch.wrapping_add(1);
+        let fetch_epoch = self.fetch_epoch;
         *self = QDir::new();
         self.epoch = epoch;
+        self.fetch_epoch = fetch_epoch;
+        self.cancel_fetch();
+    }
+
+    /// Drops the descriptor burst in flight, if any (its completion event
+    /// becomes stale). `u32::MAX` is the wake-up marker, never an epoch.
+    fn cancel_fetch(&mut self) {
+        self.fetch_epoch = match self.fetch_epoch.wrapping_add(1) {
+            u32::MAX => 0,
+            e => e,
+        };
+        self.fetch_busy = false;
+    }
+
+    /// Descriptors taken from the prefetch buffer into packets that have
+    /// not completed yet.
+    fn in_flight(&self) -> u64 {
+        self.fetched_total - self.done - self.fetched.len() as u64
     }
 
     fn outstanding(&self) -> u64 {
@@ -154,6 +177,9 @@ struct Cfg {
     /// §2.7, wiki-facts §D.4): (min burst below threshold, min burst above
     /// threshold, threshold).
     pref: [(u8, u8, u8); 2],
+    /// M2S PREF_QUEUE_EN: bit q enables queue q's prefetch (wiki-facts
+    /// §B.2).
+    pref_queue_en: u16,
 }
 
 /// Register-derived settings of one queue (per direction where the
@@ -189,6 +215,9 @@ struct Queue {
     bucket: Bucket,
     /// DWRR deficit counter (bytes, or packets in packet mode).
     deficit: i64,
+    /// Q_SW_CTRL.RST_DMB released the packet its DMB holds: it starts
+    /// without waiting for the earlier transfers.
+    dmb_release: bool,
 }
 
 impl Queue {
@@ -199,6 +228,7 @@ impl Queue {
             last_end: Cycle(0),
             bucket: Bucket::default(),
             deficit: 0,
+            dmb_release: false,
         }
     }
 }

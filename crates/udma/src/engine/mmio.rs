@@ -75,7 +75,18 @@ impl Engine {
             UnitBlock::S2m if offset == o.s2m_change_state && out.pulses != 0 => {
                 self.change_state(Dir::S2m, out.pulses);
             }
-            UnitBlock::M2s => self.schedule_kick(now),
+            UnitBlock::M2s => {
+                if offset == o.m2s_pref_queue_en {
+                    // Queues whose prefetch enable rose: resume prefetch.
+                    let mut rose = out.rose_bits() & 0xFFFF;
+                    while rose != 0 {
+                        let q = rose.trailing_zeros() as u8;
+                        rose &= rose - 1;
+                        self.wake_prefetch(Dir::M2s, q, now);
+                    }
+                }
+                self.schedule_kick(now);
+            }
             UnitBlock::Gen => self.iofic_write(offset, &out),
             _ => {}
         }
@@ -142,6 +153,11 @@ impl Engine {
             .value(self.maps.offsets.m2s_desc_pref_cfg_2)
             .unwrap_or(0)
             & 0xFFF;
+        c.pref_queue_en = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_pref_queue_en)
+            .unwrap_or(0xFFFF) as u16;
         c.arb = self.arbitration();
         for (d, file) in [(0, &self.regs.m2s), (1, &self.regs.s2m)] {
             let v = file
@@ -219,7 +235,7 @@ impl Engine {
                 let qd = &mut self.q[q][dir_idx(dir)];
                 qd.fetched.clear();
                 qd.epoch = qd.epoch.wrapping_add(1);
-                qd.fetch_busy = false;
+                qd.cancel_fetch();
             }
         }
         self.log(EventKind::State {

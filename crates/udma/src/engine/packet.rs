@@ -98,8 +98,13 @@ impl Engine {
             }
         };
         // DMB: wait for every earlier transfer of the queue when the rate
-        // limiter mask lets DMB pause the queue (bit 2 clear; driver-facts §2.4).
-        if first.dmb() && self.q[qi].cfg.dmb_pause && self.q[qi].last_end > self.now {
+        // limiter mask lets DMB pause the queue (bit 2 clear; driver-facts
+        // §2.4), unless Q_SW_CTRL.RST_DMB released the wait.
+        if first.dmb()
+            && self.q[qi].cfg.dmb_pause
+            && self.q[qi].last_end > self.now
+            && !self.q[qi].dmb_release
+        {
             let status_off = self.maps.offsets.m2s_q.status;
             let _ = self.regs.m2s_q[qi].hw_update(status_off, |s| s | (1 << 30));
             let at = self.q[qi].last_end;
@@ -118,6 +123,8 @@ impl Engine {
     ) {
         let qi = usize::from(q);
         let encode_64k = self.cfg.encode_64k;
+        // A RST_DMB release applies to the packet it let go.
+        self.q[qi].dmb_release = false;
         let mut tx = self.pool.pop().unwrap_or_default();
         let mut rx = self.pool.pop().unwrap_or_default();
         let [m2s, s2m] = &mut self.q[qi].dir;

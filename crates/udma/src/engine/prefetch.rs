@@ -23,6 +23,10 @@ impl Engine {
         if !en_pref || qd.fetch_busy || qd.non_active {
             return;
         }
+        // The M2S engine-level per-queue prefetch enable (wiki-facts §B.2).
+        if dir == Dir::M2s && self.cfg.pref_queue_en & (1 << qi) == 0 {
+            return;
+        }
         let pending = qd.posted - qd.fetched_total;
         let fill = qd.fetched.len();
         let room = PREFETCH_DEPTH.saturating_sub(fill) as u64;
@@ -40,7 +44,7 @@ impl Engine {
         if (room as usize) < usize::from(min_burst) {
             return;
         }
-        let epoch = qd.epoch;
+        let epoch = qd.fetch_epoch;
         self.q[qi][d].fetch_busy = true;
         let at = self.now.after(
             timing.desc_fetch_latency_cycles + timing.desc_fetch_per_desc_cycles * u64::from(n),
@@ -69,7 +73,7 @@ impl Engine {
             self.schedule_kick(self.now);
             return;
         }
-        if self.q[qi][d].epoch != epoch || self.state[d] != DirState::Normal {
+        if self.q[qi][d].fetch_epoch != epoch || self.state[d] != DirState::Normal {
             return;
         }
         self.q[qi][d].fetch_busy = false;

@@ -1,49 +1,161 @@
 //! Queue pointers: doorbells, Q_SW_CTRL resets and the pointer and status
 //! registers the model mirrors (seed 004 §4.1, driver-facts §2.4–2.5, §3.6).
 
-use sim_core::{Bus, TimingConfig};
+use sim_core::{Bus, Cycle, TimingConfig};
 
 use super::faults::sec_d;
-use super::{Engine, INITIAL_RING_ID, MAX_RING_DESCS, MIN_RING_DESCS, dir_idx};
+use super::{Engine, Ev, INITIAL_RING_ID, MAX_RING_DESCS, MIN_RING_DESCS, dir_idx};
 use crate::block::{Dir, QUEUES};
 use crate::event::EventKind;
 use crate::regs::Group;
 
+/// Q_SW_CTRL command bits (seed 004 §4.1; the M2S and S2M maps name them).
+mod sw_ctrl {
+    /// M2S only (S2M bit 0 is reserved).
+    pub const RST_DMB: u32 = 1 << 0;
+    pub const RST_TAIL_PTR: u32 = 1 << 1;
+    pub const RST_HEAD_PTR: u32 = 1 << 2;
+    pub const RST_CURRENT_PTR: u32 = 1 << 3;
+    /// M2S RST_DATA_TAIL_PTR, S2M RST_PREFETCH.
+    pub const RST_PREFETCH: u32 = 1 << 4;
+    pub const RST_Q: u32 = 1 << 8;
+}
+
+/// Q_STATUS.Q_DMB: the queue is suspended on a DMB barrier.
+const Q_DMB: u32 = 1 << 30;
+
 impl Engine {
-    /// Q_SW_CTRL (seed 004 §4.1; RST_Q confirmed, other bits inferred,
-    /// DESIGN §8).
+    /// Q_SW_CTRL (seed 004 §4.1; docs/descriptors.md "Queue control").
+    /// RST_Q is confirmed by the driver; what the other bits clear is
+    /// inferred from their names (DESIGN §8):
+    ///
+    /// * RST_Q (bit 8): the whole queue direction — pointers to 0 with ring
+    ///   id 1, counters, prefetch buffer; packets in flight are dropped;
+    /// * RST_DMB (bit 0, M2S): releases a packet held by its DMB;
+    /// * bit 4 (M2S RST_DATA_TAIL_PTR, S2M RST_PREFETCH): rewinds the
+    ///   prefetch to the first descriptor not yet started;
+    /// * RST_TAIL_PTR (bit 1): the tail to 0 / ring id 1, withdrawing the
+    ///   posted descriptors not yet prefetched;
+    /// * RST_HEAD_PTR (bit 2): the head to 0 / ring id 1, the prefetch
+    ///   buffer dropped, prefetch restarting at index 0 up to the tail;
+    /// * RST_CURRENT_PTR (bit 3): TDCP / RDCP to 0.
+    ///
+    /// Bits written together apply in that order; packets already in the
+    /// data path complete unless RST_Q is among them.
     pub(super) fn queue_sw_ctrl(&mut self, dir: Dir, q: u8, bits: u32) {
         let qi = usize::from(q) % QUEUES;
         let d = dir_idx(dir);
-        if bits & 0x100 != 0 {
+        let mut wake = false;
+        if bits & sw_ctrl::RST_Q != 0 {
             self.q[qi][d].reset();
             if dir == Dir::M2s {
                 self.q[qi].last_end = self.now;
+                self.q[qi].dmb_release = false;
             }
         } else {
-            let qd = &mut self.q[qi][d];
-            if bits & 0x2 != 0 {
+            if dir == Dir::M2s && bits & sw_ctrl::RST_DMB != 0 {
+                self.release_dmb(q);
+            }
+            if bits & sw_ctrl::RST_PREFETCH != 0 {
+                wake |= self.rewind_prefetch(dir, q);
+            }
+            if bits & sw_ctrl::RST_TAIL_PTR != 0 {
+                let qd = &mut self.q[qi][d];
                 qd.tail = 0;
                 qd.tail_id = INITIAL_RING_ID;
+                // head == tail now (for a ring reset together with the head):
+                // what was posted but not fetched is no longer posted. A
+                // burst in flight is dropped with it.
+                qd.cancel_fetch();
+                qd.posted = qd.fetched_total;
             }
-            if bits & 0x4 != 0 {
+            if bits & sw_ctrl::RST_HEAD_PTR != 0 {
+                let len = u64::from(self.q[qi].cfg.ring_len[d]);
+                let qd = &mut self.q[qi][d];
+                let in_flight = qd.in_flight();
                 qd.head = 0;
                 qd.head_id = INITIAL_RING_ID;
                 qd.fetched.clear();
-                qd.epoch = qd.epoch.wrapping_add(1);
-                qd.fetch_busy = false;
+                qd.cancel_fetch();
+                qd.in_packet = false;
+                qd.pkt_descs = 0;
+                qd.pkt_bytes = 0;
+                // Prefetch restarts at index 0 and runs up to the tail.
+                let pending = u64::from(qd.tail).min(len);
+                qd.fetched_total = qd.done + in_flight;
+                qd.posted = qd.fetched_total + pending;
+                wake = true;
             }
         }
         self.sync_queue_regs(dir, q);
-        if bits & 0x8 != 0 || bits & 0x100 != 0 {
+        if bits & (sw_ctrl::RST_CURRENT_PTR | sw_ctrl::RST_Q) != 0 {
             let off = self.qoff(dir).dcp;
             let _ = self.qfile(dir, q).hw_set(off, 0);
+        }
+        if wake {
+            self.wake_prefetch(dir, q, self.now);
         }
         self.log(EventKind::QueueReset {
             dir,
             queue: q,
             bits,
         });
+    }
+
+    /// RST_DMB: a packet waiting on its DMB (Q_STATUS.Q_DMB) may start at
+    /// once; with none waiting the bit does nothing.
+    fn release_dmb(&mut self, q: u8) {
+        let qi = usize::from(q) % QUEUES;
+        let status = self.maps.offsets.m2s_q.status;
+        let held = self.regs.m2s_q[qi].value(status).unwrap_or(0) & Q_DMB != 0;
+        if held {
+            self.q[qi].dmb_release = true;
+            let _ = self.regs.m2s_q[qi].hw_update(status, |s| s & !Q_DMB);
+            self.schedule_kick(self.now);
+        }
+    }
+
+    /// Bit 4: the prefetched descriptors not yet taken by a packet are
+    /// dropped and the head steps back over them (ring id included), so
+    /// they are fetched again from memory; a burst in flight is dropped
+    /// too. Returns true when prefetch has something to do again.
+    fn rewind_prefetch(&mut self, dir: Dir, q: u8) -> bool {
+        let qi = usize::from(q) % QUEUES;
+        let d = dir_idx(dir);
+        let len = u64::from(self.q[qi].cfg.ring_len[d]);
+        let qd = &mut self.q[qi][d];
+        let was_busy = qd.fetch_busy;
+        qd.cancel_fetch();
+        let back = qd.fetched.len() as u64;
+        if len != 0 && back != 0 {
+            // Positions over the four ring passes the 2-bit ring id counts.
+            let span = 4 * len;
+            let pos = u64::from(qd.head_id & 3) * len + u64::from(qd.head);
+            let pos = (pos + span - back % span) % span;
+            qd.head = (pos % len) as u32;
+            qd.head_id = (pos / len) as u8;
+            qd.fetched_total -= back;
+            qd.fetched.clear();
+        }
+        // The buffer starts at a packet boundary (packets leave it whole).
+        qd.in_packet = false;
+        qd.pkt_descs = 0;
+        qd.pkt_bytes = 0;
+        back != 0 || was_busy
+    }
+
+    /// Retries queue `q`'s prefetch at cycle `at` (after an enable rose or
+    /// a pointer reset).
+    pub(super) fn wake_prefetch(&mut self, dir: Dir, q: u8, at: Cycle) {
+        self.events.push(
+            at,
+            Ev::FetchDone {
+                dir,
+                q,
+                epoch: u32::MAX,
+                n: 0,
+            },
+        );
     }
 
     /// The model-owned Q_STATUS bits: q_used (24:0), prefetch busy (28),
