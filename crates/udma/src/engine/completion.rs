@@ -3,6 +3,7 @@
 
 use sim_core::{Bus, TimingConfig};
 
+use super::faults::sec_d;
 use super::{DirState, Engine, Fetched, InFlight, dir_idx, sec_a, sec_b};
 use crate::block::Dir;
 use crate::event::EventKind;
@@ -65,6 +66,30 @@ impl Engine {
                     Some(q),
                     "PKT_LEN_MISMATCH",
                     detail,
+                );
+                return;
+            }
+            Err(crate::datapath::MoveError::Unsupported(detail)) => {
+                let idx = p.tx.first().map_or(0, |f| f.idx);
+                self.raise(
+                    Group::D,
+                    sec_d::M2S_UNSUPPORTED_OP,
+                    Dir::M2s,
+                    Some(q),
+                    "M2S_UNSUPPORTED_OP",
+                    format!("m2s.q{q}[{idx}]: {detail}"),
+                );
+                return;
+            }
+            Err(crate::datapath::MoveError::CrcMismatch(detail)) => {
+                let idx = p.tx.first().map_or(0, |f| f.idx);
+                self.raise(
+                    Group::D,
+                    sec_d::M2S_CRC_MISMATCH,
+                    Dir::M2s,
+                    Some(q),
+                    "M2S_CRC_MISMATCH",
+                    format!("m2s.q{q}[{idx}]: {detail}"),
                 );
                 return;
             }

@@ -26,10 +26,15 @@ pub(super) mod sec_b {
     pub const PKT_LEN_MISMATCH: u32 = 1 << 24;
 }
 
-/// SEC_D (simulator-defined) cause bits.
+/// SEC_D (simulator-defined) cause bits (csr-maps/udma_gen.json).
 pub(super) mod sec_d {
     pub const M2S_DOORBELL_OVERRUN: u32 = 1 << 0;
     pub const S2M_DOORBELL_OVERRUN: u32 = 1 << 1;
+    /// A packet's TX word 1 the simulator has no description of
+    /// (docs/cme.md §4).
+    pub const M2S_UNSUPPORTED_OP: u32 = 1 << 2;
+    /// validate_crc failed (docs/cme.md §4).
+    pub const M2S_CRC_MISMATCH: u32 = 1 << 3;
 }
 
 impl Engine {
