@@ -909,18 +909,29 @@ pub fn run_source_with(
     files: &mut dyn TraceFiles,
     opts: SessionOptions,
 ) -> Result<(soc::exec::RunReport, HostSession), Vec<String>> {
+    run_source_observed(dev, source, file, files, opts, &mut soc::exec::NoHooks)
+}
+
+/// [`run_source_with`] with executor hooks: a consumer that streams
+/// statement records and events as they happen, an interrupt check
+/// (`soc::exec::ExecHooks`).
+///
+/// # Errors
+///
+/// As [`run_source`].
+pub fn run_source_observed(
+    dev: Device,
+    source: &str,
+    file: &str,
+    files: &mut dyn TraceFiles,
+    opts: SessionOptions,
+    hooks: &mut dyn soc::exec::ExecHooks,
+) -> Result<(soc::exec::RunReport, HostSession), Vec<String>> {
     let trace = trace_format::parse(source, file)
         .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
     let linked = soc::exec::link(&dev, &trace, file)
         .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
     let mut session = HostSession::with_options(dev, opts).map_err(|e| vec![e])?;
-    let report = soc::exec::run_linked_host(
-        &mut session,
-        &trace,
-        &linked,
-        file,
-        files,
-        &mut soc::exec::NoHooks,
-    );
+    let report = soc::exec::run_linked_host(&mut session, &trace, &linked, file, files, hooks);
     Ok((report, session))
 }

@@ -31,6 +31,7 @@ mod calibrate;
 mod ioctl_cmd;
 mod perfetto_cmd;
 mod record_cmd;
+mod run_output;
 mod step;
 mod sweep;
 
@@ -674,9 +675,29 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     let mut files = DirFiles {
         base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
+    // Statements and events go to the output as they happen
+    // (docs/user-guide.md §Output); SIGINT/SIGTERM stop the run, which
+    // still reports what it did.
+    let interrupt = run_output::install_interrupt();
+    let format = if json {
+        run_output::Format::Json
+    } else {
+        run_output::Format::Text
+    };
+    let out = std::sync::Arc::new(std::sync::Mutex::new(run_output::RunOutput::new(
+        format,
+        name.clone(),
+        timeline.is_some(),
+        std::sync::Arc::clone(&interrupt),
+    )));
+    dev.set_event_sink(Some(run_output::event_sink(&out)));
+    let mut hooks = run_output::RunHooks {
+        out: std::sync::Arc::clone(&out),
+        interrupt: std::sync::Arc::clone(&interrupt),
+    };
     let started = std::time::Instant::now();
     let (report, mut session) =
-        match host_exec::run_source_with(dev, &source, &name, &mut files, opts) {
+        match host_exec::run_source_observed(dev, &source, &name, &mut files, opts, &mut hooks) {
             Ok(r) => r,
             Err(errors) => {
                 let mut msg = String::new();
@@ -690,10 +711,22 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     let host = session.used().then(|| session.report());
     let events = session.device_mut().events_processed();
     let speed = HostSpeed::measure(started.elapsed(), &report, events);
+    let signal = interrupt.load(std::sync::atomic::Ordering::Relaxed);
+    let mut out = out
+        .lock()
+        .map_err(|_| bad_input("the run output is unusable (a thread panicked)"))?;
     record_cmd::finish(session.device_mut(), reg_log, vcd)?;
     if let Some(plan) = &timeline {
-        perfetto_cmd::write(plan, &report, session.driver_events())?;
+        let events = out.take_timeline();
+        perfetto_cmd::write(plan, &report, &events, session.driver_events())?;
     }
+    let interrupted = (signal != 0).then(|| {
+        format!(
+            "interrupted by {} at cycle {}: the statements after the last one shown did not run",
+            run_output::signal_name(signal),
+            report.summary.cycles
+        )
+    });
     if json {
         let mut v = serde_json::to_value(&report).map_err(|e| bad_input(e.to_string()))?;
         if let Some(obj) = v.as_object_mut() {
@@ -707,23 +740,32 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
                     serde_json::to_value(h).unwrap_or_default(),
                 );
             }
+            if let Some(i) = &interrupted {
+                obj.insert("interrupted".into(), serde_json::Value::from(i.as_str()));
+            }
         }
-        outln!("{}", to_json(&v)?);
+        out.finish_json(&v);
     } else {
-        out!("{}", report.to_text());
+        let mut tail = report.tail_text();
         if let Some(h) = &host {
-            out!("{}", h.to_text());
+            tail.push_str(&h.to_text());
         }
-        outln!(
-            "host time {:.3} s: {:.0} simulated cycles per host second, {:.0} descriptors per host second, {} events ({:.0} per host second), slowdown {:.1}x vs real time",
+        tail.push_str(&format!(
+            "host time {:.3} s: {:.0} simulated cycles per host second, {:.0} descriptors per host second, {} events ({:.0} per host second), slowdown {:.1}x vs real time\n",
             speed.host_seconds,
             speed.cycles_per_host_second,
             speed.descriptors_per_host_second,
             speed.events,
             speed.events_per_host_second,
             speed.slowdown
-        );
+        ));
+        if let Some(i) = &interrupted {
+            tail.push_str(i);
+            tail.push('\n');
+        }
+        out.finish_text(&tail);
     }
+    drop(out);
     if let Some(path) = snapshot {
         let snap = session.device_mut().csr_snapshot();
         let text = if path.extension().is_some_and(|e| e == "json") {
@@ -733,6 +775,9 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         };
         std::fs::write(path, text)
             .map_err(|e| bad_input(format!("cannot write CSR snapshot {}: {e}", path.display())))?;
+    }
+    if signal != 0 {
+        return Ok(u8::try_from(128 + signal).unwrap_or(130));
     }
     Ok(report.exit_code())
 }

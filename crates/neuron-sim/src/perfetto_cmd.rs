@@ -75,6 +75,7 @@ impl PerfettoArgs {
 pub(crate) fn write(
     plan: &Plan,
     report: &RunReport,
+    events: &[soc::DeviceEvent],
     driver: &[(u64, kdriver::DriverEvent)],
 ) -> Result<(), Failure> {
     let meta = timeline::Meta {
@@ -82,7 +83,6 @@ pub(crate) fn write(
         clock_ghz: report.summary.clock_ghz,
         end_cycle: report.summary.cycles,
     };
-    let events = report.steps.iter().flat_map(|s| s.events.iter());
     let out = timeline::export(events, driver, &meta, &plan.filter);
     std::fs::write(&plan.path, &out.json).map_err(|e| {
         bad_input(format!(

@@ -374,7 +374,7 @@ pub fn run_linked_host(
 }
 
 /// The text of a statement the debugger quit during.
-const QUIT_MARK: &str = "(quit)";
+pub const QUIT_MARK: &str = "(quit)";
 
 enum Outcome {
     Done(String),

@@ -537,3 +537,68 @@ fn dge_mailboxes_narrow_the_engines_of_higher_priority_words() {
     );
     assert_eq!(text.matches("DGE mailbox gate").count(), 2, "{text}");
 }
+
+/// Issue 11 item 5: with an event sink the run keeps no events — they go
+/// to the sink in chunks of a few thousand engine steps while the run goes,
+/// and the report keeps no statement records.
+#[test]
+fn an_event_sink_gets_the_events_while_the_run_goes() {
+    use std::sync::{Arc, Mutex};
+    let n: u32 = 20_000;
+    let desc = |h: &str| -> Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let (m2s, s2m) = (
+        desc("4000000d030008010001000000000000"),
+        desc("40000001000000000001000040000000"),
+    );
+    let mut d = device();
+    for i in 0..u64::from(n) {
+        d.write_bytes(0x1000_0000 + 16 * i, &m2s).unwrap();
+        d.write_bytes(0x40_1000_0000 + 16 * i, &s2m).unwrap();
+    }
+    let chunks = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&chunks);
+    d.set_event_sink(Some(Box::new(move |ev| {
+        seen.lock().unwrap().push(ev.len());
+    })));
+    let r = run_source(
+        &mut d,
+        &format!(
+            "write32 eng0.m2s.q0.tdrbp_low 0x10000000
+write32 eng0.m2s.q0.tdrl {n}
+write32 eng0.s2m.q0.rdrbp_low 0x10000000
+write32 eng0.s2m.q0.rdrbp_high 0x40
+write32 eng0.s2m.q0.rdrl {n}
+write32 eng0.s2m.q0.comp_cfg 0x0
+write32 eng0.m2s.q0.q_cfg 0x03030000
+write32 eng0.s2m.q0.q_cfg 0x03030000
+write32 eng0.m2s.change_state 1
+write32 eng0.s2m.change_state 1
+doorbell eng0.s2m.q0 {n}
+doorbell eng0.m2s.q0 {n}
+run
+read32 eng0.m2s.q0.q_tx_pkt == {n}
+"
+        ),
+        "t.trace",
+        &mut MemFiles::default(),
+    )
+    .unwrap();
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert!(r.steps.is_empty(), "the report keeps no records");
+    let chunks = chunks.lock().unwrap();
+    let total: usize = chunks.iter().sum();
+    // At least a packet start and a packet done per packet.
+    assert!(total > 2 * n as usize, "{total} events");
+    assert!(chunks.len() > 10, "{} chunks", chunks.len());
+    // A chunk holds what 4096 engine steps record (a few events each).
+    assert!(
+        chunks.iter().all(|&c| c <= 4 * 4096),
+        "largest chunk {:?}",
+        chunks.iter().max()
+    );
+}

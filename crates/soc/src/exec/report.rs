@@ -209,16 +209,18 @@ impl RunReport {
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         for s in &self.steps {
-            let mark = match s.status {
-                Status::Ok => "",
-                Status::Failed => "FAILED ",
-                Status::Error => "ERROR ",
-            };
-            out.push_str(&format!("{}:{}: {mark}{}\n", self.trace, s.line, s.text));
+            out.push_str(&step_line(&self.trace, s));
             for e in &s.events {
-                out.push_str(&format!("    {}\n", event_text(e)));
+                out.push_str(&event_line(e));
             }
         }
+        out.push_str(&self.tail_text());
+        out
+    }
+
+    /// The text after the statement lines: failures, errors, the summary.
+    pub fn tail_text(&self) -> String {
+        let mut out = String::new();
         // As for errors, the step line showed a multi-line message in full.
         for f in &self.failures {
             let text = f.to_string();
@@ -297,6 +299,22 @@ impl RunReport {
         ));
         out
     }
+}
+
+/// A statement's line of the run output (`t.trace:12: FAILED …`), with
+/// its newline.
+pub fn step_line(trace: &str, s: &StepRecord) -> String {
+    let mark = match s.status {
+        Status::Ok => "",
+        Status::Failed => "FAILED ",
+        Status::Error => "ERROR ",
+    };
+    format!("{trace}:{}: {mark}{}\n", s.line, s.text)
+}
+
+/// An event's line of the run output (indented by four), with its newline.
+pub fn event_line(e: &DeviceEvent) -> String {
+    format!("    {}\n", event_text(e))
 }
 
 /// One device event as a line of text.

@@ -1,0 +1,449 @@
+//! The output of `neuron-sim run` as the run goes (docs/user-guide.md
+//! §Output): statement lines are written as each statement ends, device
+//! events reach their consumers as the device produces them, and nothing
+//! grows with the number of packets in memory. A statement's event lines
+//! (or JSON objects) wait for its line in a spill buffer that moves to an
+//! anonymous temporary file past a few MiB; the timeline (`--perfetto`) is
+//! the only consumer that keeps events, because it sorts them.
+//!
+//! SIGINT and SIGTERM set a flag the run polls after every event: the run
+//! stops at the next event, the report of what ran is written, and the
+//! process exits with 128 + the signal number. A second signal ends the
+//! process at once.
+
+use std::io::{self, Read, Seek, Write};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use soc::exec::{Control, ExecHooks, Executor, Linked, QUIT_MARK, StepRecord};
+use soc::{Device, DeviceEvent};
+use trace_format::Statement;
+
+/// Bytes kept in memory before a spill buffer moves to a temporary file.
+const SPILL_MEMORY_BYTES: usize = 8 << 20;
+
+/// Bytes that wait for their statement's line: in memory, then on disk.
+struct Spill {
+    mem: Vec<u8>,
+    file: Option<std::fs::File>,
+    /// Bytes kept in memory before moving to a file.
+    limit_bytes: usize,
+}
+
+impl Default for Spill {
+    fn default() -> Self {
+        Spill {
+            mem: Vec::new(),
+            file: None,
+            limit_bytes: SPILL_MEMORY_BYTES,
+        }
+    }
+}
+
+impl Spill {
+    fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if let Some(f) = self.file.as_mut() {
+            return f.write_all(bytes);
+        }
+        self.mem.extend_from_slice(bytes);
+        if self.mem.len() > self.limit_bytes {
+            let mut f = tempfile::tempfile()?;
+            f.write_all(&self.mem)?;
+            self.mem = Vec::new();
+            self.file = Some(f);
+        }
+        Ok(())
+    }
+
+    /// Writes everything held to `out` and empties the buffer.
+    fn drain_to(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if let Some(mut f) = self.file.take() {
+            f.flush()?;
+            f.seek(io::SeekFrom::Start(0))?;
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                out.write_all(&buf[..n])?;
+            }
+        }
+        out.write_all(&self.mem)?;
+        self.mem.clear();
+        Ok(())
+    }
+}
+
+/// How the run is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// Statement lines, their event lines, then the summary.
+    Text,
+    /// One JSON document at the end (`--json`), its `steps` streamed from
+    /// disk.
+    Json,
+}
+
+/// The consumer of a run's statements and events.
+pub(crate) struct RunOutput {
+    format: Format,
+    trace: String,
+    out: Box<dyn Write + Send>,
+    /// The current statement's event lines (text) or objects (JSON).
+    events: Spill,
+    n_events: usize,
+    /// JSON: the finished step objects.
+    steps: Spill,
+    n_steps: usize,
+    /// `--perfetto`: every event, for the timeline.
+    timeline: Option<Vec<DeviceEvent>>,
+    /// The signal that interrupted the run, if one did.
+    interrupt: Arc<AtomicUsize>,
+}
+
+impl RunOutput {
+    pub(crate) fn new(
+        format: Format,
+        trace: String,
+        keep_timeline: bool,
+        interrupt: Arc<AtomicUsize>,
+    ) -> Self {
+        RunOutput {
+            format,
+            trace,
+            out: Box::new(io::BufWriter::new(io::stdout())),
+            events: Spill::default(),
+            n_events: 0,
+            steps: Spill::default(),
+            n_steps: 0,
+            timeline: keep_timeline.then(Vec::new),
+            interrupt,
+        }
+    }
+
+    /// Events of the running statement, in the device's order.
+    fn events(&mut self, events: Vec<DeviceEvent>) {
+        let mut text = String::new();
+        for e in &events {
+            match self.format {
+                Format::Text => text.push_str(&soc::exec::event_line(e)),
+                Format::Json => {
+                    text.push_str(if self.n_events == 0 { "\n" } else { ",\n" });
+                    text.push_str(&" ".repeat(8));
+                    // Through a Value, as the report's JSON goes: its
+                    // objects' keys come out in the map's order.
+                    let v = serde_json::to_value(e).unwrap_or_default();
+                    text.push_str(&indent(&pretty(&v), 4));
+                }
+            }
+            self.n_events += 1;
+        }
+        let r = self.events.push(text.as_bytes());
+        check(r);
+        if let Some(t) = self.timeline.as_mut() {
+            t.extend(events);
+        }
+    }
+
+    /// A statement finished.
+    fn statement(&mut self, record: &StepRecord) {
+        let r = match self.format {
+            Format::Text => {
+                let line = if record.text == QUIT_MARK {
+                    format!(
+                        "{}:{}: interrupted by {} at cycle {}\n",
+                        self.trace,
+                        record.line,
+                        signal_name(self.interrupt.load(Ordering::Relaxed)),
+                        record.cycle
+                    )
+                } else {
+                    soc::exec::step_line(&self.trace, record)
+                };
+                self.out
+                    .write_all(line.as_bytes())
+                    .and_then(|()| self.events.drain_to(&mut self.out))
+                    .and_then(|()| self.out.flush())
+            }
+            Format::Json => self.json_step(record),
+        };
+        self.n_events = 0;
+        check(r);
+    }
+
+    /// The statement at `line` did not run: the run was interrupted first.
+    fn not_run(&mut self, line: u32, cycle: u64) {
+        if self.format != Format::Text {
+            return;
+        }
+        let text = format!(
+            "{}:{line}: not run: interrupted by {} at cycle {cycle}\n",
+            self.trace,
+            signal_name(self.interrupt.load(Ordering::Relaxed)),
+        );
+        let r = self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush());
+        check(r);
+    }
+
+    /// The step object, as `serde_json::to_string_pretty` would write it
+    /// inside the report (level 2), its `events` from the spill buffer.
+    fn json_step(&mut self, record: &StepRecord) -> io::Result<()> {
+        let mut v = serde_json::to_value(record).map_err(io::Error::other)?;
+        // `events` is left out when empty (as the report serializes it);
+        // otherwise it goes where the map puts the key.
+        if self.n_events > 0
+            && let serde_json::Value::Object(map) = &mut v
+        {
+            map.insert("events".into(), serde_json::Value::Null);
+        }
+        let mut head = String::from(if self.n_steps == 0 { "\n" } else { ",\n" });
+        head.push_str("    {");
+        let mut tail = String::new();
+        let mut before = true;
+        if let serde_json::Value::Object(map) = &v {
+            for (i, (k, val)) in map.iter().enumerate() {
+                let part = if before { &mut head } else { &mut tail };
+                part.push_str(if i == 0 { "\n      " } else { ",\n      " });
+                part.push_str(&pretty(k));
+                part.push_str(": ");
+                if k == "events" {
+                    before = false;
+                } else {
+                    part.push_str(&indent(&pretty(val), 3));
+                }
+            }
+        }
+        tail.push_str("\n    }");
+        self.steps.push(head.as_bytes())?;
+        if !before {
+            self.steps.push(b"[")?;
+            let mut events = std::mem::take(&mut self.events);
+            events.drain_to(&mut SpillWriter(&mut self.steps))?;
+            self.events.limit_bytes = events.limit_bytes;
+            self.steps.push(b"\n      ]")?;
+        }
+        self.steps.push(tail.as_bytes())?;
+        self.n_steps += 1;
+        Ok(())
+    }
+
+    /// The events a timeline needs (empty without `--perfetto`).
+    pub(crate) fn take_timeline(&mut self) -> Vec<DeviceEvent> {
+        self.timeline.take().unwrap_or_default()
+    }
+
+    /// Text: everything after the statement lines.
+    pub(crate) fn finish_text(&mut self, tail: &str) {
+        let r = self
+            .out
+            .write_all(tail.as_bytes())
+            .and_then(|()| self.out.flush());
+        check(r);
+    }
+
+    /// JSON: the whole report, `report` being its value without steps; its
+    /// `steps` come from the spill buffer. The bytes are those of
+    /// `serde_json::to_string_pretty` on the report with its steps.
+    pub(crate) fn finish_json(&mut self, report: &serde_json::Value) {
+        let r = self.write_json(report);
+        check(r);
+    }
+
+    fn write_json(&mut self, report: &serde_json::Value) -> io::Result<()> {
+        let serde_json::Value::Object(map) = report else {
+            return writeln!(self.out, "{}", pretty(report));
+        };
+        self.out.write_all(b"{")?;
+        for (i, (k, v)) in map.iter().enumerate() {
+            let sep = if i == 0 { "\n  " } else { ",\n  " };
+            write!(self.out, "{sep}{}: ", pretty(k))?;
+            if k == "steps" {
+                if self.n_steps == 0 {
+                    self.out.write_all(b"[]")?;
+                } else {
+                    self.out.write_all(b"[")?;
+                    self.steps.drain_to(&mut self.out)?;
+                    self.out.write_all(b"\n  ]")?;
+                }
+            } else {
+                self.out.write_all(indent(&pretty(v), 1).as_bytes())?;
+            }
+        }
+        self.out
+            .write_all(if map.is_empty() { b"}\n" } else { b"\n}\n" })?;
+        self.out.flush()
+    }
+}
+
+/// Writes into a spill buffer.
+struct SpillWriter<'a>(&'a mut Spill);
+
+impl Write for SpillWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.push(buf)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("\"(cannot render: {e})\""))
+}
+
+/// `text` as it reads `level` levels deep in a pretty-printed document.
+fn indent(text: &str, level: usize) -> String {
+    text.replace('\n', &format!("\n{}", "  ".repeat(level)))
+}
+
+/// An output error ends the process: a closed pipe with status 0 (as
+/// `emit` does), anything else with 2.
+fn check(r: io::Result<()>) {
+    if let Err(e) = r {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("neuron-sim: cannot write output: {e}");
+        std::process::exit(2);
+    }
+}
+
+/// The run output shared by the device's event sink and the executor's
+/// hooks (the device may run on another thread: a mutex, not a cell).
+pub(crate) type Shared = Arc<Mutex<RunOutput>>;
+
+/// The event sink to give the device.
+pub(crate) fn event_sink(out: &Shared) -> soc::device::EventSink {
+    let out = Arc::clone(out);
+    Box::new(move |events| {
+        if let Ok(mut o) = out.lock() {
+            o.events(events);
+        }
+    })
+}
+
+/// The executor hooks of a streamed run: statement records to the output,
+/// and the interrupt flag.
+pub(crate) struct RunHooks {
+    pub(crate) out: Shared,
+    pub(crate) interrupt: Arc<AtomicUsize>,
+}
+
+impl RunHooks {
+    fn control(&self) -> Control {
+        if self.interrupt.load(Ordering::Relaxed) == 0 {
+            Control::Continue
+        } else {
+            Control::Quit
+        }
+    }
+}
+
+impl ExecHooks for RunHooks {
+    fn before(
+        &mut self,
+        _index: usize,
+        stmt: &Statement,
+        _linked: &Linked,
+        device: &mut Device,
+        _executor: &Executor,
+    ) -> Control {
+        let c = self.control();
+        if c == Control::Quit
+            && let Ok(mut o) = self.out.lock()
+        {
+            o.not_run(stmt.span.line, device.now().0);
+        }
+        c
+    }
+
+    fn during_run(&mut self, _device: &mut Device) -> Control {
+        self.control()
+    }
+
+    fn statement(&mut self, record: &StepRecord) {
+        if let Ok(mut o) = self.out.lock() {
+            o.statement(record);
+        }
+    }
+}
+
+/// Installs SIGINT and SIGTERM handlers: the first sets the returned flag
+/// to the signal number, a second ends the process at once with 128 + it.
+pub(crate) fn install_interrupt() -> Arc<AtomicUsize> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let which = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        // Registration order is the order the handlers run in: the
+        // conditional exit sees the flag of an earlier signal only.
+        let code = 128 + u32::try_from(sig).unwrap_or(0);
+        let _ = signal_hook::flag::register_conditional_shutdown(
+            sig,
+            i32::try_from(code).unwrap_or(130),
+            Arc::clone(&seen),
+        );
+        let _ = signal_hook::flag::register(sig, Arc::clone(&seen));
+        let _ = signal_hook::flag::register_usize(
+            sig,
+            Arc::clone(&which),
+            usize::try_from(sig).unwrap_or(0),
+        );
+    }
+    which
+}
+
+/// `SIGINT`, `SIGTERM`.
+pub(crate) fn signal_name(sig: usize) -> &'static str {
+    match i32::try_from(sig) {
+        Ok(signal_hook::consts::SIGINT) => "SIGINT",
+        Ok(signal_hook::consts::SIGTERM) => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spill_keeps_order_across_memory_and_file() {
+        let mut s = Spill {
+            limit_bytes: 10,
+            ..Spill::default()
+        };
+        let mut want = Vec::new();
+        for i in 0..100u8 {
+            let chunk = [i; 3];
+            s.push(&chunk).unwrap();
+            want.extend_from_slice(&chunk);
+        }
+        assert!(s.file.is_some(), "past 10 bytes it moved to a file");
+        assert!(s.mem.is_empty());
+        let mut out = Vec::new();
+        s.drain_to(&mut out).unwrap();
+        assert_eq!(out, want);
+        // Drained: empty, and usable again (in memory).
+        let mut out = Vec::new();
+        s.drain_to(&mut out).unwrap();
+        assert!(out.is_empty());
+        s.push(b"ab").unwrap();
+        assert!(s.file.is_none());
+        s.drain_to(&mut out).unwrap();
+        assert_eq!(out, b"ab");
+    }
+
+    #[test]
+    fn indent_matches_nested_pretty_printing() {
+        let inner = serde_json::json!({"a": [1, 2], "b": {}});
+        let outer = serde_json::json!({"k": inner});
+        let want = serde_json::to_string_pretty(&outer).unwrap();
+        let got = format!("{{\n  \"k\": {}\n}}", indent(&pretty(&inner), 1));
+        assert_eq!(got, want);
+    }
+}

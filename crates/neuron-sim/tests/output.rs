@@ -1,0 +1,213 @@
+//! `neuron-sim run` output as the run goes (docs/user-guide.md §Output):
+//! statement lines and events are streamed, yet the text and the JSON are
+//! those of the whole report; SIGINT stops a run, which still reports what
+//! it did.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use soc::Device;
+use soc::exec::TraceFiles;
+
+struct DirFiles(PathBuf);
+
+impl TraceFiles for DirFiles {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.0.join(path))
+    }
+    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("no writes"))
+    }
+}
+
+fn traces() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces")
+}
+
+/// Traces with firmware, host operations, faults and CRC results.
+const SAMPLES: [&str; 7] = [
+    "fw-tile-load-bf16.trace",
+    "fw-custom-op-inline.trace",
+    "fw-semaphore-chain.trace",
+    "host-dmem-batch.trace",
+    "fault-doorbell-overrun.trace",
+    "cme-crc.trace",
+    "semaphore-on-completion.trace",
+];
+
+/// The report built in memory, as the golden tests see it: (text, JSON
+/// value without the `host` speed figures).
+fn in_memory(name: &str) -> (String, serde_json::Value) {
+    let path = traces().join(name);
+    let source = std::fs::read_to_string(&path).unwrap();
+    let mut files = DirFiles(traces());
+    let (report, mut session) = host_exec::run_source(
+        Device::trn2().unwrap(),
+        &source,
+        &path.display().to_string(),
+        &mut files,
+    )
+    .unwrap();
+    let mut text = report.to_text();
+    let mut v = serde_json::to_value(&report).unwrap();
+    if session.used() {
+        let h = session.report();
+        text.push_str(&h.to_text());
+        v.as_object_mut()
+            .unwrap()
+            .insert("host_runtime".into(), serde_json::to_value(&h).unwrap());
+    }
+    (text, v)
+}
+
+fn cli(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn streamed_text_is_the_report_text() {
+    for name in SAMPLES {
+        let path = traces().join(name);
+        let o = cli(&["run", path.to_str().unwrap()]);
+        let out = String::from_utf8(o.stdout).unwrap();
+        let (want, _) = in_memory(name);
+        let (body, last) = out.trim_end_matches('\n').rsplit_once('\n').unwrap();
+        assert!(last.starts_with("host time "), "{name}: {last}");
+        assert_eq!(format!("{body}\n"), want, "{name}");
+    }
+}
+
+#[test]
+fn streamed_json_is_the_report_json() {
+    for name in SAMPLES {
+        let path = traces().join(name);
+        let o = cli(&["run", path.to_str().unwrap(), "--json"]);
+        let out = String::from_utf8(o.stdout).unwrap();
+        let mut v: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{name}: not JSON ({e}):\n{out}"));
+        // Byte for byte what serde_json's pretty printer writes.
+        let want = serde_json::to_string_pretty(&v).unwrap() + "\n";
+        let first_diff = out
+            .lines()
+            .zip(want.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b);
+        assert!(
+            out == want,
+            "{name}: not laid out as serde_json's pretty printer does; first difference: {first_diff:?}"
+        );
+        assert!(v["host"]["host_seconds"].is_number(), "{name}");
+        v.as_object_mut().unwrap().remove("host");
+        let (_, want) = in_memory(name);
+        assert!(
+            v == want,
+            "{name}: the streamed JSON differs from the report"
+        );
+        assert!(!v["steps"].as_array().unwrap().is_empty());
+    }
+}
+
+/// A ring of `n` one-descriptor 64-byte packets on eng0 queue 0.
+fn ring_trace(dir: &Path, n: u32) -> PathBuf {
+    let m2s: Vec<u8> = (0..n)
+        .flat_map(|_| hex("4000000d030008010001000000000000"))
+        .collect();
+    let s2m: Vec<u8> = (0..n)
+        .flat_map(|_| hex("40000001000000000001000040000000"))
+        .collect();
+    std::fs::write(dir.join("m2s.bin"), m2s).unwrap();
+    std::fs::write(dir.join("s2m.bin"), s2m).unwrap();
+    let bytes = 16 * n;
+    let t = format!(
+        "write32 eng0.m2s.q0.tdrbp_low 0x10000000
+write32 eng0.m2s.q0.tdrl {n}
+write32 eng0.s2m.q0.rdrbp_low 0x10000000
+write32 eng0.s2m.q0.rdrbp_high 0x40
+write32 eng0.s2m.q0.rdrl {n}
+write32 eng0.s2m.q0.comp_cfg 0x0
+write32 eng0.m2s.q0.q_cfg 0x03030000
+write32 eng0.s2m.q0.q_cfg 0x03030000
+write32 eng0.m2s.change_state 1
+write32 eng0.s2m.change_state 1
+load hbm0+0x10000000 file=m2s.bin len={bytes}
+load hbm1+0x10000000 file=s2m.bin len={bytes}
+doorbell eng0.s2m.q0 {n}
+doorbell eng0.m2s.q0 {n}
+run
+read32 eng0.m2s.q0.q_tx_pkt == {n}
+"
+    );
+    let p = dir.join("ring.trace");
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn tmp_dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("neuron-sim-output-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn sigint_stops_a_run_which_reports_what_it_did() {
+    let dir = tmp_dir("sigint");
+    let trace = ring_trace(&dir, 1 << 20);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .args(["run", trace.to_str().unwrap(), "--timing-only"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    // Statement lines arrive as the run goes: wait for the doorbells.
+    loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "ended early: {seen}"
+        );
+        seen.push_str(&line);
+        if line.contains("doorbell eng0.m2s.q0") {
+            break;
+        }
+    }
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}{rest}");
+    // Interrupted during the `run`, or just before it.
+    assert!(
+        rest.contains(":15: interrupted by SIGINT at cycle ")
+            || rest.contains(":15: not run: interrupted by SIGINT at cycle "),
+        "{rest}"
+    );
+    assert!(rest.contains("\ninterrupted by SIGINT at cycle"), "{rest}");
+    assert!(
+        rest.contains(" statements, "),
+        "the summary is printed: {rest}"
+    );
+    // The statement after the interrupted `run` did not run.
+    assert!(!rest.contains(":16: "), "{rest}");
+    let _ = std::fs::remove_dir_all(dir);
+}
