@@ -10,7 +10,9 @@
 //!   previous slot's copy is run before the ioctl returns, as the driver
 //!   waits for the previous transfer (driver-facts §4.6). A queued copy
 //!   reads its source only when it runs, so a runtime that reuses a
-//!   bounce half too early reads the wrong bytes.
+//!   bounce half too early reads the wrong bytes. A slot still queued when
+//!   it is reused (nobody waited for it) runs first, as the driver drains
+//!   a context before reuse.
 //! * Faults: ENOMEM above the capacity, EINVAL for `align != 0` when
 //!   `reject_align` (an old driver), and the Nth MEM_COPY_ASYNC64 failing
 //!   with a chosen errno.
@@ -271,6 +273,11 @@ impl FakeState {
             _ => return Err(Errno::EINVAL),
         };
         if new != 0 {
+            // A slot still in flight (its owner never waited) is drained
+            // before reuse, as the driver does: it reads its source now.
+            if let Some(stale) = self.pending[new as usize].take() {
+                self.run(stale)?;
+            }
             self.pending[new as usize] = Some(p);
             if call.pwait > 0
                 && let Some(prev) = self.pending[call.pwait as usize].take()

@@ -1085,6 +1085,79 @@ fn staged_copy_in_failure_is_reported() {
     );
 }
 
+/// Issue 11 item 12 (`audit-host/hazard.trace`): a copy-in whose second
+/// launch fails must not leave the first chunk in flight, or the next copy
+/// on the core refills the bounce half that chunk still reads.
+#[test]
+fn staged_copy_in_failure_drains_the_in_flight_chunk() {
+    let (mut dm, st) = open();
+    let a = model(&mut dm, 0);
+    let d = dev_alloc(&mut dm, a, 2 * MIB);
+    let e = dev_alloc(&mut dm, a, 2 * MIB);
+    let d_bytes = pattern(2 * MIB, 0x22);
+    let e_bytes = pattern(2 * MIB, 0x33);
+    let d_src = dm.user_mut().alloc_with(&d_bytes);
+    let e_src = dm.user_mut().alloc_with(&e_bytes);
+    // The second 1 MiB chunk of d's copy-in fails to launch; the first
+    // (ASYNC1, bounce half 0) was started and is owed a wait.
+    let n = st.borrow().copies.len();
+    st.borrow_mut().cfg.fail_copy_async = Some((n + 2, Errno::EINVAL));
+    let w0 = st.borrow().waits.len();
+    assert_eq!(
+        dm.dmem_buf_copyin(d, d_src, 0, 2 * MIB),
+        Err(NrtStatus::Failure)
+    );
+    assert_eq!(
+        st.borrow().waits[w0..],
+        [1],
+        "the failed copy-in waits for its in-flight chunk (drain_fail)"
+    );
+    // The next copy on the core reuses bounce half 0 at once.
+    dm.dmem_buf_copyin(e, e_src, 0, 2 * MIB).unwrap();
+    let m = MIB as usize;
+    assert_eq!(
+        device_bytes(&dm, &st, d, 0, MIB),
+        &d_bytes[..m],
+        "d's first chunk holds d's bytes, not e's"
+    );
+    assert_eq!(device_bytes(&dm, &st, e, 0, 2 * MIB), e_bytes);
+}
+
+/// A host fault while staging chunk k + 1 also drains chunk k.
+#[test]
+fn staged_copy_in_host_fault_drains_the_in_flight_chunk() {
+    let (mut dm, st) = open();
+    let a = model(&mut dm, 0);
+    let d = dev_alloc(&mut dm, a, 2 * MIB);
+    // A user buffer one chunk long: staging the second chunk faults.
+    let src = dm.user_mut().alloc_with(&pattern(MIB, 5));
+    let w0 = st.borrow().waits.len();
+    assert_eq!(
+        dm.dmem_buf_copyin(d, src, 0, 2 * MIB),
+        Err(NrtStatus::Failure)
+    );
+    assert_eq!(st.borrow().waits[w0..], [1]);
+    assert_eq!(device_bytes(&dm, &st, d, 0, MIB), pattern(MIB, 5));
+}
+
+/// A host fault while draining chunk k − 1 of a copy-out leaves chunk k in
+/// flight; it is waited for before the copy fails.
+#[test]
+fn staged_copy_out_host_fault_drains_the_in_flight_chunk() {
+    let (mut dm, st) = open();
+    let a = model(&mut dm, 0);
+    let d = dev_alloc(&mut dm, a, 3 * MIB);
+    // Room for one chunk only: draining chunk 0 works, chunk 1 faults.
+    let dst = dm.user_mut().alloc(MIB as usize + 1);
+    let w0 = st.borrow().waits.len();
+    assert_eq!(
+        dm.dmem_buf_copyout(d, dst, 0, 3 * MIB),
+        Err(NrtStatus::Failure)
+    );
+    // Chunk 2 (ASYNC1) was launched before chunk 1's drain faulted.
+    assert_eq!(st.borrow().waits[w0..], [1]);
+}
+
 #[test]
 fn copy_dispatch_is_asymmetric_under_test_zerocopy() {
     let cfg = DmemConfig {
