@@ -388,7 +388,7 @@ impl Dmem {
         }
     }
 
-    /// The `drain_fail` exit of `dmem_device_copy` (seed 000 §3): before
+    /// The `drain_fail` exit of `dmem_device_copy`: before
     /// failing, wait for the chunk still in flight — the driver waits for
     /// transfer k − 1 when k is launched, so only the last launched handle
     /// can be outstanding. Otherwise the next copy on the core refills the

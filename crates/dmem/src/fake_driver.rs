@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use ioctl_abi::args::{
-    MemAllocV2MemType64, MemBufCopy64, MemBufCopy64Zc, MemBufCopy64ZcBatches, MemCopyAsync64,
-    MemCopyAsyncWait, MemFree, MemGetPa, MemcpyBatch, TensorBatchOp,
+    MemAllocV2MemType, MemAllocV2MemType64, MemBufCopy64, MemBufCopy64Zc, MemBufCopy64ZcBatches,
+    MemCopyAsync64, MemCopyAsyncWait, MemFree, MemGetPa, MemcpyBatch, TensorBatchOp,
 };
 use ioctl_abi::{Errno, IoctlArg, cmd, parse_cmd};
 use ioctl_bus::{Driver, UserMemory};
@@ -45,6 +45,9 @@ pub struct FakeConfig {
     pub fail_copy_async: Option<(usize, Errno)>,
     /// Fail every MEM_ALLOC with this errno.
     pub fail_alloc: Option<Errno>,
+    /// Fail MEM_ALLOC_V2MT64 with this errno before anything else (a
+    /// driver without the 64-bit request); MEM_ALLOC_V2MT still works.
+    pub reject_alloc64: Option<Errno>,
 }
 
 impl Default for FakeConfig {
@@ -55,6 +58,7 @@ impl Default for FakeConfig {
             reject_align: false,
             fail_copy_async: None,
             fail_alloc: None,
+            reject_alloc64: None,
         }
     }
 }
@@ -302,8 +306,24 @@ impl FakeState {
         self.requests.push(request);
         match request {
             cmd::MEM_ALLOC_V2MT64 => {
+                if let Some(e) = self.cfg.reject_alloc64 {
+                    return Err(e);
+                }
                 let (_, a) = parse_cmd::<MemAllocV2MemType64>(request, arg)?;
                 self.alloc(&a, user)
+            }
+            cmd::MEM_ALLOC_V2MT => {
+                let (_, a) = parse_cmd::<MemAllocV2MemType>(request, arg)?;
+                let mut wide = MemAllocV2MemType64::default();
+                wide.size.set(a.size.get());
+                wide.align.set(a.align.get());
+                wide.host_memory.set(a.host_memory.get());
+                wide.dram_channel.set(a.dram_channel.get());
+                wide.dram_region.set(a.dram_region.get());
+                wide.nc_id.set(a.nc_id.get());
+                wide.mem_type.set(a.mem_type.get());
+                wide.mem_handle.set(a.mem_handle.get());
+                self.alloc(&wide, user)
             }
             cmd::MEM_GET_PA => {
                 let (_, a) = parse_cmd::<MemGetPa>(request, arg)?;

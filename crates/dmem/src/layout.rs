@@ -1,5 +1,6 @@
 //! The C layouts of `dmem_t` and `dmem_allocator_t` (seed 000 §1,
-//! wiki-facts §H.3), as documentation and data.
+//! wiki-facts §H.3), and of the NDL handle record, `ndl_device_t` and its
+//! bounce buffers (`docs/host-runtime.md` §4.1), as documentation and data.
 //!
 //! The Rust runtime does not store these bytes; [`crate::DmemT`] keeps the
 //! same fields as a struct and the allocator list is index-linked. The
@@ -70,6 +71,56 @@ pub const DMEM_ALLOCATOR_T_LAYOUT: [FieldLayout; 6] = [
     f("largest_oversized_scratchpad_var", 448, 8),
 ];
 
+/// `sizeof` of the NDL handle record (`calloc(0x40, 1)`,
+/// `docs/host-runtime.md` §4.1).
+pub const NDL_RECORD_BYTES: usize = 64;
+
+/// The NDL handle record that a `dmem_t.mem_handle` points at
+/// (`docs/host-runtime.md` §4.1). Word 0 is the device back-pointer: the other leaves reach the fd
+/// as `*(int*)(*(uint64_t*)mem_handle + 632)`. The seed names the other
+/// fields (`nc_id`, `size`, `align`, `host_memory`, the handle word the
+/// driver writes through MEM_ALLOC's out-pointer) but not their offsets;
+/// these are the simulator's (`docs/host-runtime.md` §6).
+pub const NDL_RECORD_LAYOUT: [FieldLayout; 6] = [
+    f("device", 0, 8),
+    f("nc_id", 8, 4),
+    f("host_memory", 12, 4),
+    f("size", 16, 8),
+    f("align", 24, 8),
+    f("kernel_handle", 32, 8),
+];
+
+/// Where `ndl_device_t` keeps the fd the leaves issue ioctls on (`+632`,
+/// `docs/host-runtime.md` §4.1).
+pub const NDL_DEVICE_FD_OFFSET: usize = 632;
+
+/// `sizeof(ndl_copy_buf_t)` as laid out here: two 8-byte words and the
+/// 40-byte glibc mutex at +16 (the lock's offset is the runtime's; the
+/// placement of `mem_handle` and `mmap_va` before it is ours,
+/// `docs/host-runtime.md` §4.1).
+pub const NDL_COPY_BUF_T_BYTES: usize = 56;
+
+/// `ndl_copy_buf_t`, one NC's bounce buffer: the fields
+/// `dmem_device_copy` reads (`cpy_buf->mem_handle`, `cpy_buf->mmap_va`,
+/// `cpy_buf->lock`, `docs/host-runtime.md` §4.6). Only `lock@16` is known.
+pub const NDL_COPY_BUF_T_LAYOUT: [FieldLayout; 3] =
+    [f("mem_handle", 0, 8), f("mmap_va", 8, 8), f("lock", 16, 40)];
+
+/// NeuronCores per `ndl_device_t` (`cpy_bufs[8]`).
+pub const NDL_COPY_BUFS: usize = 8;
+
+/// `sizeof` of the part of `ndl_device_t` the simulation lays out: up to
+/// and including the fd at +632 (the real struct is larger; unknown).
+pub const NDL_DEVICE_T_BYTES: usize = 640;
+
+/// `ndl_device_t` as far as the runtime pins it (`docs/host-runtime.md`
+/// §4.1): the inline
+/// `ndl_copy_buf_t[8]` at +104 and the fd at +632.
+pub const NDL_DEVICE_T_LAYOUT: [FieldLayout; 2] = [
+    f("cpy_bufs", 104, NDL_COPY_BUFS * NDL_COPY_BUF_T_BYTES),
+    f("fd", NDL_DEVICE_FD_OFFSET, 4),
+];
+
 /// The offset of `name` in `layout`.
 #[must_use]
 pub fn offset_of(layout: &[FieldLayout], name: &str) -> Option<usize> {
@@ -126,6 +177,21 @@ mod tests {
         let u = offset_of(&DMEM_T_LAYOUT, "mem_usage_type").unwrap();
         assert_eq!(u, t + 4);
         assert_eq!(t % 8, 0);
+    }
+
+    #[test]
+    fn ndl_layouts_match_seed() {
+        check_sorted_and_disjoint(&NDL_RECORD_LAYOUT, NDL_RECORD_BYTES);
+        // Word 0 of the record is the device back-pointer.
+        assert_eq!(offset_of(&NDL_RECORD_LAYOUT, "device"), Some(0));
+        assert_ne!(offset_of(&NDL_RECORD_LAYOUT, "kernel_handle"), Some(0));
+        check_sorted_and_disjoint(&NDL_COPY_BUF_T_LAYOUT, NDL_COPY_BUF_T_BYTES);
+        assert_eq!(offset_of(&NDL_COPY_BUF_T_LAYOUT, "lock"), Some(16));
+        check_sorted_and_disjoint(&NDL_DEVICE_T_LAYOUT, NDL_DEVICE_T_BYTES);
+        assert_eq!(offset_of(&NDL_DEVICE_T_LAYOUT, "cpy_bufs"), Some(104));
+        assert_eq!(offset_of(&NDL_DEVICE_T_LAYOUT, "fd"), Some(632));
+        // The eight copy buffers end before the fd.
+        assert!(104 + NDL_COPY_BUFS * NDL_COPY_BUF_T_BYTES <= NDL_DEVICE_FD_OFFSET);
     }
 
     #[test]

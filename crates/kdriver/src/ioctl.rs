@@ -101,6 +101,9 @@ impl KernelDriver {
                 };
                 self.alloc(req, a.mem_handle.get(), user).map(|_| 0)
             }
+            Ioctl::MemAllocV2Mt64 | Ioctl::MemAllocV2Mt64Pa if !self.cfg.mem_alloc64 => {
+                Err(Errno::EINVAL)
+            }
             Ioctl::MemAllocV2Mt64 => {
                 let a: MemAllocV2MemType64 = parse_arg(def, arg)?;
                 let req = AllocRequest {
