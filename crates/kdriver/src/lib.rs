@@ -12,6 +12,8 @@ mod ioctl;
 pub mod mem;
 pub mod pool;
 
+pub use ioctl::CPU_COPY_PIECE_BYTES;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use ioctl_abi::Errno;
