@@ -123,6 +123,14 @@ pub struct FakeState {
     pub requests: Vec<u32>,
     pub allocs: Vec<AllocCall>,
     pub copies: Vec<CopyAsyncCall>,
+    /// Every MEM_BUF_ZEROCOPY64 argument, in order.
+    pub zerocopy_args: Vec<MemBufCopy64Zc>,
+    /// Every MEM_BUF_ZEROCOPY64_BATCHES argument with the batch records
+    /// and their ops read from user memory, in order.
+    pub batch_args: Vec<(
+        MemBufCopy64ZcBatches,
+        Vec<(MemcpyBatch, Vec<TensorBatchOp>)>,
+    )>,
     /// MEM_COPY_ASYNC_WAIT handles, in order.
     pub waits: Vec<i32>,
     pending: [Option<Pending>; 3],
@@ -377,6 +385,7 @@ impl FakeState {
             }
             cmd::MEM_BUF_ZEROCOPY64 => {
                 let (_, a) = parse_cmd::<MemBufCopy64Zc>(request, arg)?;
+                self.zerocopy_args.push(a);
                 self.buf_copy(
                     a.mem_handle.get(),
                     a.buffer.get(),
@@ -392,11 +401,19 @@ impl FakeState {
                 let mut raw = vec![0u8; n * MemcpyBatch::SIZE];
                 user.copy_from_user(a.batches_ptr.get(), &mut raw)?;
                 let to_dev = a.is_copy_to_device.get() != 0;
+                self.batch_args.push((a, Vec::new()));
                 for rec in raw.chunks_exact(MemcpyBatch::SIZE) {
                     let b = MemcpyBatch::read_from_bytes(rec).map_err(|_| Errno::EINVAL)?;
                     let m = b.num_ops.get() as usize;
                     let mut ops = vec![0u8; m * TensorBatchOp::SIZE];
                     user.copy_from_user(b.ops_ptr.get(), &mut ops)?;
+                    let parsed: Vec<TensorBatchOp> = ops
+                        .chunks_exact(TensorBatchOp::SIZE)
+                        .filter_map(|op| TensorBatchOp::read_from_bytes(op).ok())
+                        .collect();
+                    if let Some(last) = self.batch_args.last_mut() {
+                        last.1.push((b, parsed));
+                    }
                     for op in ops.chunks_exact(TensorBatchOp::SIZE) {
                         let op = TensorBatchOp::read_from_bytes(op).map_err(|_| Errno::EINVAL)?;
                         self.buf_copy(

@@ -89,6 +89,31 @@ fn device_bytes(
 
 // ---- NDL ------------------------------------------------------------------
 
+/// `dmem_allocator_type_t` and the sys-trace event types
+/// (`docs/host-runtime.md` §4.2, §4.10).
+#[test]
+fn allocator_kinds_and_trace_types_have_their_c_values() {
+    assert_eq!(
+        (AllocatorKind::Global as u32, AllocatorKind::Model as u32),
+        (0, 1)
+    );
+    assert_eq!(
+        [
+            SysTraceType::CopyIn.code(),
+            SysTraceType::CopyOut.code(),
+            SysTraceType::Alloc.code(),
+            SysTraceType::Free.code()
+        ],
+        [30, 31, 34, 35]
+    );
+    // The TPB allocators open() creates are GLOBAL, one per NC.
+    let (dm, _) = open();
+    for nc in 0..8 {
+        let a = dm.tpb_allocator(nc).unwrap();
+        assert_eq!(dm.allocator_info(a), Some((AllocatorKind::Global, nc)));
+    }
+}
+
 #[test]
 fn open_allocates_one_2mib_ncdev_host_bounce_buffer_per_nc() {
     let (dm, st) = open();
@@ -1495,6 +1520,131 @@ fn copy_dispatch_without_zerocopy() {
     );
 }
 
+/// Every field NDL marshals into MEM_BUF_ZEROCOPY64 and the batch ioctl
+/// (`docs/host-runtime.md` §4.5, §4.7): the kernel handle (not the NDL
+/// record's address), the buffer, size and offset with `align_offset`, the
+/// direction, the BAR4 threshold (32 bits here, truncated to the batch
+/// record's 16), the default H2T queue −1, synchronous (sequence 0), flags
+/// and context 0.
+#[test]
+fn zerocopy_and_batch_ioctls_marshal_the_runtime_values() {
+    let cfg = DmemConfig {
+        test_zerocopy: true,
+        direct_bar4_write_size: 0x1_2345,
+        ..DmemConfig::default()
+    };
+    let (mut dm, st) = open_with(
+        cfg,
+        FakeConfig {
+            reject_align: true,
+            ..FakeConfig::default()
+        },
+    );
+    let a = model(&mut dm, 2);
+    let _pad = dev_alloc(&mut dm, a, 4096);
+    let t = dm
+        .dmem_alloc_aligned(
+            a,
+            0x3000,
+            MemLocation::TongaDram,
+            0,
+            None,
+            UsageType::Tensor,
+            None,
+            0x4000,
+        )
+        .unwrap();
+    let m = dm.get(t).unwrap().clone();
+    assert_ne!(m.align_offset_bytes, 0);
+    let kh = dm.ndl().record(m.mem_handle).unwrap().kernel_handle;
+    assert_ne!(kh, m.mem_handle.user_addr());
+    let buf = dm.user_mut().alloc_with(&pattern(0x100, 1));
+    dm.dmem_buf_copyin(t, buf, 0x10, 0x100).unwrap();
+    dm.dmem_buf_copyout(t, buf, 0x20, 0x80).unwrap();
+    let zc: Vec<_> = st
+        .borrow()
+        .zerocopy_args
+        .iter()
+        .map(|z| {
+            (
+                z.mem_handle.get(),
+                z.buffer.get(),
+                z.size.get(),
+                z.offset.get(),
+                z.is_copy_to_device.get(),
+                z.bar4_wr_threshold.get(),
+                z.h2t_qid.get(),
+                z.dummy.get(),
+                z.sequence_num.get(),
+                z.context.get(),
+            )
+        })
+        .collect();
+    let off = m.align_offset_bytes;
+    assert_eq!(
+        zc,
+        [
+            (kh, buf, 0x100, 0x10 + off, 1, 0x1_2345, -1, 0, 0, 0),
+            // Copy-out passes no BAR4 threshold (device → host never uses it).
+            (kh, buf, 0x80, 0x20 + off, 0, 0, -1, 0, 0, 0),
+        ]
+    );
+
+    let ops = [
+        BatchOp {
+            offset_bytes: 8,
+            size_bytes: 0x40,
+            buffer: buf,
+        },
+        BatchOp {
+            offset_bytes: 0x80,
+            size_bytes: 0x10,
+            buffer: buf + 0x40,
+        },
+    ];
+    let batches = [TensorBatch {
+        mem: t,
+        tensor_offset_bytes: 0x100,
+        ops: ops.to_vec(),
+    }];
+    dm.dmem_buf_batch_copyin(&batches).unwrap();
+    dm.dmem_buf_batch_copyout(&batches).unwrap();
+    let s = st.borrow();
+    assert_eq!(s.batch_args.len(), 2);
+    for (k, (arg, records)) in s.batch_args.iter().enumerate() {
+        assert_eq!(
+            (
+                arg.sequence_num.get(),
+                arg.num_batches.get(),
+                arg.is_copy_to_device.get(),
+                arg.h2t_qid.get(),
+                arg.flags.get()
+            ),
+            (0, 1, u16::from(k == 0), -1, 0),
+            "batch ioctl {k}"
+        );
+        assert_ne!(arg.batches_ptr.get(), 0);
+        let (rec, got_ops) = &records[0];
+        assert_eq!(
+            (
+                rec.mem_handle.get(),
+                rec.mem_handle_offset.get(),
+                rec.num_ops.get(),
+                rec.bar4_wr_threshold.get(),
+                rec.flags.get(),
+                rec.context.get()
+            ),
+            (kh, off + 0x100, 2, 0x2345, 0, 0),
+            "record of batch ioctl {k}"
+        );
+        let got: Vec<(u64, u64, u64)> = got_ops
+            .iter()
+            .map(|o| (o.offset.get(), o.size.get(), o.buffer.get()))
+            .collect();
+        assert_eq!(got, [(8, 0x40, buf), (0x80, 0x10, buf + 0x40)]);
+    }
+}
+
 #[test]
 fn batch_copy_is_one_ioctl_per_call() {
     let cfg = DmemConfig {
@@ -1851,10 +2001,18 @@ mod props {
                         } else {
                             dm.dmem_alloc_aligned(a, size, loc, channel, None, u, None, align)
                         };
+                        // The oracle: the published table, typed in
+                        // (not the function under test).
+                        let (_, host_cat, (dev_byte, _)) = types::tests::SPEC_TABLE[usage];
+                        let spec_byte = if host { host_cat.map(|(b, _)| b) } else { Some(dev_byte) };
                         match r {
-                            Ok(id) => live.push(Live { id, refs: 1, align }),
+                            Ok(id) => {
+                                let sent = st.borrow().allocs.last().map(|c| c.category);
+                                prop_assert_eq!(sent, spec_byte.map(u32::from), "category byte sent for {:?}", u);
+                                live.push(Live { id, refs: 1, align });
+                            }
                             Err(e) => {
-                                let expected_invalid = category_for(loc, u).is_none();
+                                let expected_invalid = spec_byte.is_none();
                                 prop_assert_eq!(e == NrtStatus::Invalid, expected_invalid, "{:?}", e);
                                 prop_assert!(matches!(
                                     e,

@@ -809,6 +809,26 @@ fn runtime_event_line(e: &RuntimeEvent) -> Option<String> {
         RuntimeEvent::DoubleFree { id } => Some(format!(
             "diagnostic: double free of {id} (not a live allocation)"
         )),
+        // The NDS metric record (only with `runtime metrics=on`).
+        RuntimeEvent::Nds {
+            kind,
+            device,
+            nc,
+            usage,
+            mem_type,
+            allocated_size_bytes,
+        } => Some(format!(
+            "nds: register_mem_{} device {device} nc {nc} usage {} location {} {allocated_size_bytes} bytes",
+            match kind {
+                dmem::MemEventKind::Alloc => "alloc",
+                dmem::MemEventKind::Free => "free",
+            },
+            usage.name(),
+            match mem_type {
+                MemLocation::HostDram => "HOST_DRAM",
+                MemLocation::TongaDram => "TONGA_DRAM",
+            }
+        )),
         _ => None,
     }
 }
