@@ -108,6 +108,13 @@ struct Pending {
     size: u64,
 }
 
+/// One MEM_BUF_ZEROCOPY64_BATCHES call: the argument, and each batch
+/// record with its ops.
+pub type BatchCall = (
+    MemBufCopy64ZcBatches,
+    Vec<(MemcpyBatch, Vec<TensorBatchOp>)>,
+);
+
 #[derive(Debug, Default)]
 pub struct FakeState {
     pub cfg: FakeConfig,
@@ -127,10 +134,7 @@ pub struct FakeState {
     pub zerocopy_args: Vec<MemBufCopy64Zc>,
     /// Every MEM_BUF_ZEROCOPY64_BATCHES argument with the batch records
     /// and their ops read from user memory, in order.
-    pub batch_args: Vec<(
-        MemBufCopy64ZcBatches,
-        Vec<(MemcpyBatch, Vec<TensorBatchOp>)>,
-    )>,
+    pub batch_args: Vec<BatchCall>,
     /// MEM_COPY_ASYNC_WAIT handles, in order.
     pub waits: Vec<i32>,
     pending: [Option<Pending>; 3],

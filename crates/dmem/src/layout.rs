@@ -332,7 +332,7 @@ mod tests {
         assert_eq!(offset_of(&NDL_DEVICE_T_LAYOUT, "cpy_bufs"), Some(104));
         assert_eq!(offset_of(&NDL_DEVICE_T_LAYOUT, "fd"), Some(632));
         // The eight copy buffers end before the fd.
-        assert!(104 + NDL_COPY_BUFS * NDL_COPY_BUF_T_BYTES <= NDL_DEVICE_FD_OFFSET);
+        const { assert!(104 + NDL_COPY_BUFS * NDL_COPY_BUF_T_BYTES <= NDL_DEVICE_FD_OFFSET) };
     }
 
     #[test]

@@ -241,11 +241,14 @@ pub(crate) mod tests {
         );
     }
 
+    /// A category byte and its name.
+    pub(crate) type Category = (u8, &'static str);
+
     /// The usage → category table as published (`docs/host-runtime.md`
     /// §4.3, the bytes of `@0x9b9640` and `@0x9b9660`), typed in row by row
     /// with the category names: an oracle independent of the arrays above.
     /// `None` is the host sentinel 0x14 (invalid for host).
-    pub(crate) const SPEC_TABLE: [(&str, Option<(u8, &str)>, (u8, &str)); USAGE_TYPES] = [
+    pub(crate) const SPEC_TABLE: [(&str, Option<Category>, Category); USAGE_TYPES] = [
         ("GENERIC", Some((0x04, "MISC_HOST")), (0x0c, "MISC_DEVICE")),
         ("INSTR_PE", Some((0x01, "CODE_HOST")), (0x08, "CODE_DEVICE")),
         (
