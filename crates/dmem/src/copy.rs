@@ -215,7 +215,10 @@ impl Dmem {
     /// half to the host while this DMA is in flight; after the last chunk,
     /// wait and drain it. If a copy-out launch fails, wait for the previous
     /// transfer and drain the previous chunk's staged bytes before failing
-    /// (seed 000 §3 GOTCHA), so no completed chunk is lost.
+    /// (seed 000 §3 GOTCHA), so no completed chunk is lost. Any other
+    /// failure after a launch (a copy-in launch, a host memcpy fault) waits
+    /// for the chunk in flight before returning (`drain_fail`), so no DMA
+    /// outlives the copy and the next transfer may reuse the bounce buffer.
     ///
     /// The bounce buffer is serialised per core (`cpy_buf->lock`): here a
     /// busy flag, held for the whole transfer.
@@ -294,7 +297,10 @@ impl Dmem {
                 let r = self
                     .ndl
                     .memcpy_user_to_mmap(host, cpy.pa.wrapping_add(buf_off), n);
-                self.host_memcpy(r)?;
+                if let Err(status) = self.host_memcpy(r) {
+                    self.drain_fail(t.handle, wait_handle);
+                    return Err(status);
+                }
                 if self
                     .ndl
                     .ndl_memory_copy_as(
@@ -309,6 +315,7 @@ impl Dmem {
                     .is_err()
                 {
                     self.log(LogLevel::Error, "Failed to copy in buffer to dmem");
+                    self.drain_fail(t.handle, wait_handle);
                     return Err(NrtStatus::Failure);
                 }
             } else {
@@ -348,7 +355,10 @@ impl Dmem {
                         buffer.wrapping_add(prev_bytes_copied),
                         prev_cpy_size,
                     );
-                    self.host_memcpy(r)?;
+                    if let Err(status) = self.host_memcpy(r) {
+                        self.drain_fail(t.handle, wait_handle);
+                        return Err(status);
+                    }
                 }
                 prev_cpy_size = n;
                 prev_cpy_buf_offset = buf_off;
@@ -376,6 +386,17 @@ impl Dmem {
             cpy_off += n;
             buf_off = if buf_off == 0 { COPY_BUF_HALF_BYTES } else { 0 };
         }
+    }
+
+    /// The `drain_fail` exit of `dmem_device_copy`: before
+    /// failing, wait for the chunk still in flight — the driver waits for
+    /// transfer k − 1 when k is launched, so only the last launched handle
+    /// can be outstanding. Otherwise the next copy on the core refills the
+    /// bounce half that chunk is still reading (`docs/host-runtime.md`
+    /// §4.6). A SYNC or NONE handle has nothing in flight. The copy fails
+    /// either way, so the wait's own result is not reported.
+    fn drain_fail(&mut self, mem: NdlHandle, wait_handle: i32) {
+        let _ = self.ndl.ndl_memory_copy_as_wait(mem, wait_handle);
     }
 
     /// A host memcpy to/from the bounce buffer; in C a bad pointer would

@@ -10,7 +10,9 @@
 //!   previous slot's copy is run before the ioctl returns, as the driver
 //!   waits for the previous transfer (driver-facts §4.6). A queued copy
 //!   reads its source only when it runs, so a runtime that reuses a
-//!   bounce half too early reads the wrong bytes.
+//!   bounce half too early reads the wrong bytes. A slot still queued when
+//!   it is reused (nobody waited for it) runs first, as the driver drains
+//!   a context before reuse.
 //! * Faults: ENOMEM above the capacity, EINVAL for `align != 0` when
 //!   `reject_align` (an old driver), and the Nth MEM_COPY_ASYNC64 failing
 //!   with a chosen errno.
@@ -20,8 +22,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use ioctl_abi::args::{
-    MemAllocV2MemType64, MemBufCopy64, MemBufCopy64Zc, MemBufCopy64ZcBatches, MemCopyAsync64,
-    MemCopyAsyncWait, MemFree, MemGetPa, MemcpyBatch, TensorBatchOp,
+    MemAllocV2MemType, MemAllocV2MemType64, MemBufCopy64, MemBufCopy64Zc, MemBufCopy64ZcBatches,
+    MemCopyAsync64, MemCopyAsyncWait, MemFree, MemGetPa, MemcpyBatch, TensorBatchOp,
 };
 use ioctl_abi::{Errno, IoctlArg, cmd, parse_cmd};
 use ioctl_bus::{Driver, UserMemory};
@@ -43,6 +45,9 @@ pub struct FakeConfig {
     pub fail_copy_async: Option<(usize, Errno)>,
     /// Fail every MEM_ALLOC with this errno.
     pub fail_alloc: Option<Errno>,
+    /// Fail MEM_ALLOC_V2MT64 with this errno before anything else (a
+    /// driver without the 64-bit request); MEM_ALLOC_V2MT still works.
+    pub reject_alloc64: Option<Errno>,
 }
 
 impl Default for FakeConfig {
@@ -53,6 +58,7 @@ impl Default for FakeConfig {
             reject_align: false,
             fail_copy_async: None,
             fail_alloc: None,
+            reject_alloc64: None,
         }
     }
 }
@@ -102,6 +108,13 @@ struct Pending {
     size: u64,
 }
 
+/// One MEM_BUF_ZEROCOPY64_BATCHES call: the argument, and each batch
+/// record with its ops.
+pub type BatchCall = (
+    MemBufCopy64ZcBatches,
+    Vec<(MemcpyBatch, Vec<TensorBatchOp>)>,
+);
+
 #[derive(Debug, Default)]
 pub struct FakeState {
     pub cfg: FakeConfig,
@@ -117,6 +130,11 @@ pub struct FakeState {
     pub requests: Vec<u32>,
     pub allocs: Vec<AllocCall>,
     pub copies: Vec<CopyAsyncCall>,
+    /// Every MEM_BUF_ZEROCOPY64 argument, in order.
+    pub zerocopy_args: Vec<MemBufCopy64Zc>,
+    /// Every MEM_BUF_ZEROCOPY64_BATCHES argument with the batch records
+    /// and their ops read from user memory, in order.
+    pub batch_args: Vec<BatchCall>,
     /// MEM_COPY_ASYNC_WAIT handles, in order.
     pub waits: Vec<i32>,
     pending: [Option<Pending>; 3],
@@ -271,6 +289,11 @@ impl FakeState {
             _ => return Err(Errno::EINVAL),
         };
         if new != 0 {
+            // A slot still in flight (its owner never waited) is drained
+            // before reuse, as the driver does: it reads its source now.
+            if let Some(stale) = self.pending[new as usize].take() {
+                self.run(stale)?;
+            }
             self.pending[new as usize] = Some(p);
             if call.pwait > 0
                 && let Some(prev) = self.pending[call.pwait as usize].take()
@@ -295,8 +318,24 @@ impl FakeState {
         self.requests.push(request);
         match request {
             cmd::MEM_ALLOC_V2MT64 => {
+                if let Some(e) = self.cfg.reject_alloc64 {
+                    return Err(e);
+                }
                 let (_, a) = parse_cmd::<MemAllocV2MemType64>(request, arg)?;
                 self.alloc(&a, user)
+            }
+            cmd::MEM_ALLOC_V2MT => {
+                let (_, a) = parse_cmd::<MemAllocV2MemType>(request, arg)?;
+                let mut wide = MemAllocV2MemType64::default();
+                wide.size.set(a.size.get());
+                wide.align.set(a.align.get());
+                wide.host_memory.set(a.host_memory.get());
+                wide.dram_channel.set(a.dram_channel.get());
+                wide.dram_region.set(a.dram_region.get());
+                wide.nc_id.set(a.nc_id.get());
+                wide.mem_type.set(a.mem_type.get());
+                wide.mem_handle.set(a.mem_handle.get());
+                self.alloc(&wide, user)
             }
             cmd::MEM_GET_PA => {
                 let (_, a) = parse_cmd::<MemGetPa>(request, arg)?;
@@ -350,6 +389,7 @@ impl FakeState {
             }
             cmd::MEM_BUF_ZEROCOPY64 => {
                 let (_, a) = parse_cmd::<MemBufCopy64Zc>(request, arg)?;
+                self.zerocopy_args.push(a);
                 self.buf_copy(
                     a.mem_handle.get(),
                     a.buffer.get(),
@@ -365,11 +405,19 @@ impl FakeState {
                 let mut raw = vec![0u8; n * MemcpyBatch::SIZE];
                 user.copy_from_user(a.batches_ptr.get(), &mut raw)?;
                 let to_dev = a.is_copy_to_device.get() != 0;
+                self.batch_args.push((a, Vec::new()));
                 for rec in raw.chunks_exact(MemcpyBatch::SIZE) {
                     let b = MemcpyBatch::read_from_bytes(rec).map_err(|_| Errno::EINVAL)?;
                     let m = b.num_ops.get() as usize;
                     let mut ops = vec![0u8; m * TensorBatchOp::SIZE];
                     user.copy_from_user(b.ops_ptr.get(), &mut ops)?;
+                    let parsed: Vec<TensorBatchOp> = ops
+                        .chunks_exact(TensorBatchOp::SIZE)
+                        .filter_map(|op| TensorBatchOp::read_from_bytes(op).ok())
+                        .collect();
+                    if let Some(last) = self.batch_args.last_mut() {
+                        last.1.push((b, parsed));
+                    }
                     for op in ops.chunks_exact(TensorBatchOp::SIZE) {
                         let op = TensorBatchOp::read_from_bytes(op).map_err(|_| Errno::EINVAL)?;
                         self.buf_copy(

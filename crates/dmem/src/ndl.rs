@@ -8,19 +8,19 @@
 //! transport gave, so the errno (ENOMEM above all) survives to the caller.
 //!
 //! The NDL handle ([`NdlHandle`]) is the user address of a 64-byte NDL
-//! record, as in the seed: `ndl_memory_alloc` callocs the record and hands
-//! the driver a pointer *into it* as `mem_handle`, so the kernel handle is
-//! written into the record by the driver (8 bytes at [`NDL_RECORD_HANDLE_OFFSET`]).
-//! The record's other words (nc, size, align, host flag) are also written
-//! to user memory; their placement is this simulator's (the seed gives the
-//! fields, not the offsets, apart from the device back-pointer).
+//! record (`docs/host-runtime.md` §4.1): `ndl_memory_alloc` callocs the
+//! record and hands the driver a pointer *into it* as `mem_handle`, so the
+//! kernel handle is written into the record by the driver (8 bytes at
+//! [`NDL_RECORD_HANDLE_OFFSET`]). Word 0 is the back-pointer to the
+//! `ndl_device_t` block, which holds the fd at +632 and the per-NC bounce
+//! buffers at +104; the layouts are data in [`crate::layout`].
 
 use std::collections::BTreeMap;
 
 use ioctl_abi::Errno;
 use ioctl_abi::args::{
-    MemAllocV2MemType64, MemBufCopy64, MemBufCopy64Zc, MemBufCopy64ZcBatches, MemCopyAsync64,
-    MemCopyAsyncWait, MemFree, MemGetPa, MemcpyBatch, TensorBatchOp,
+    MemAllocV2MemType, MemAllocV2MemType64, MemBufCopy64, MemBufCopy64Zc, MemBufCopy64ZcBatches,
+    MemCopyAsync64, MemCopyAsyncWait, MemFree, MemGetPa, MemcpyBatch, TensorBatchOp,
 };
 use ioctl_abi::cmd;
 use ioctl_abi::enums::{H2tCtxHandleType, MemAllocCategory};
@@ -29,19 +29,63 @@ use ioctl_bus::{IoctlError, Transport, UserSpace};
 use serde::Serialize;
 use zerocopy::IntoBytes;
 
-/// Size of one NDL handle record (seed 000 §2: `calloc(0x40, 1)`).
-pub const NDL_RECORD_BYTES: usize = 64;
+pub use crate::layout::NDL_RECORD_BYTES;
+use crate::layout::{
+    NDL_COPY_BUF_T_BYTES, NDL_COPY_BUF_T_LAYOUT, NDL_DEVICE_FD_OFFSET, NDL_DEVICE_T_BYTES,
+    NDL_DEVICE_T_LAYOUT, NDL_RECORD_LAYOUT,
+};
+
+/// The byte offset of `name` in a layout table that has it (the tables
+/// and their tests are in [`crate::layout`]).
+const fn field(layout: &[crate::layout::FieldLayout], name: &str) -> usize {
+    let mut i = 0;
+    while i < layout.len() {
+        if str_eq(layout[i].name, name) {
+            return layout[i].offset;
+        }
+        i += 1;
+    }
+    panic!("no such field");
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Record word 0: the device back-pointer (u64).
+const REC_DEVICE: usize = field(&NDL_RECORD_LAYOUT, "device");
+/// Record word: `nc_id` (u32).
+const REC_NC: usize = field(&NDL_RECORD_LAYOUT, "nc_id");
+/// Record word: `host_memory` (u32).
+const REC_HOST: usize = field(&NDL_RECORD_LAYOUT, "host_memory");
+/// Record word: `size` (u64).
+const REC_SIZE: usize = field(&NDL_RECORD_LAYOUT, "size");
+/// Record word: `align` (u64).
+const REC_ALIGN: usize = field(&NDL_RECORD_LAYOUT, "align");
 /// Where the driver writes the kernel handle inside the record (the
 /// `mem_handle` out-pointer of MEM_ALLOC points here).
-pub const NDL_RECORD_HANDLE_OFFSET: u64 = 0;
-/// Record word: `nc_id` (u32).
-const REC_NC: usize = 8;
-/// Record word: `host_memory` (u32).
-const REC_HOST: usize = 12;
-/// Record word: `size` (u64).
-const REC_SIZE: usize = 16;
-/// Record word: `align` (u64).
-const REC_ALIGN: usize = 24;
+pub const NDL_RECORD_HANDLE_OFFSET: u64 = field(&NDL_RECORD_LAYOUT, "kernel_handle") as u64;
+/// `ndl_device_t.cpy_bufs`.
+const DEV_CPY_BUFS: usize = field(&NDL_DEVICE_T_LAYOUT, "cpy_bufs");
+/// `ndl_copy_buf_t.mem_handle`.
+const CPY_BUF_HANDLE: usize = field(&NDL_COPY_BUF_T_LAYOUT, "mem_handle");
+/// `ndl_copy_buf_t.mmap_va`.
+const CPY_BUF_MMAP_VA: usize = field(&NDL_COPY_BUF_T_LAYOUT, "mmap_va");
+
+/// The descriptor number of the open `/dev/neuron` file, as the device
+/// block stores it at +632 (a simulated number: the first after stdio).
+pub const NDL_DEVICE_FD: i32 = 3;
 
 /// Per-NC bounce buffer size (simulator decision, see [`Ndl::open`]).
 pub const COPY_BUF_BYTES: u64 = 2 << 20;
@@ -117,6 +161,9 @@ pub struct NdlBatch {
 pub struct Ndl {
     transport: Box<dyn Transport>,
     user: UserSpace,
+    /// The user address of the `ndl_device_t` block every record points
+    /// back to.
+    device: u64,
     records: BTreeMap<u64, NdlRecord>,
     copy_bufs: Vec<CopyBuf>,
     /// An 8-byte user slot for scalar out-pointers (MEM_GET_PA).
@@ -130,6 +177,15 @@ impl std::fmt::Debug for Ndl {
             .field("copy_bufs", &self.copy_bufs)
             .finish_non_exhaustive()
     }
+}
+
+/// Whether a failed MEM_ALLOC_V2MT64 is retried as MEM_ALLOC_V2MT (the
+/// compat path of `docs/host-runtime.md` §4.1): when the driver did not
+/// take the request (EINVAL, ENOTTY: an older driver without the 64-bit
+/// form) and the size fits the older request's 32-bit reach. ENOMEM, a
+/// fault or a bus failure is final.
+fn falls_back_to_v2mt(e: &IoctlError, size_bytes: u64) -> bool {
+    matches!(errno_of(e), Some(Errno::EINVAL | Errno::ENOTTY)) && size_bytes <= u64::from(u32::MAX)
 }
 
 /// The errno of an NDL failure, if the driver gave one (bus failures have
@@ -161,16 +217,25 @@ impl Ndl {
         nc_count: u32,
     ) -> Result<Self, IoctlError> {
         let out_slot = user.alloc(8);
+        let device = user.alloc(NDL_DEVICE_T_BYTES);
+        user.write(
+            device + NDL_DEVICE_FD_OFFSET as u64,
+            &NDL_DEVICE_FD.to_le_bytes(),
+        )?;
         let mut ndl = Self {
             transport,
             user,
+            device,
             records: BTreeMap::new(),
             copy_bufs: Vec::new(),
             out_slot,
         };
         for nc in 0..nc_count {
             match ndl.alloc_copy_buf(nc) {
-                Ok(buf) => ndl.copy_bufs.push(buf),
+                Ok(buf) => {
+                    ndl.publish_copy_buf(&buf)?;
+                    ndl.copy_bufs.push(buf);
+                }
                 Err(e) => {
                     // Best effort: the open failed either way.
                     let _ = ndl.close();
@@ -203,6 +268,25 @@ impl Ndl {
                 Err(e)
             }
         }
+    }
+
+    /// Writes a bounce buffer's entry into `device->cpy_bufs[nc]`.
+    fn publish_copy_buf(&mut self, buf: &CopyBuf) -> Result<(), IoctlError> {
+        let entry = self.device + (DEV_CPY_BUFS + buf.nc as usize * NDL_COPY_BUF_T_BYTES) as u64;
+        self.user.write(
+            entry + CPY_BUF_HANDLE as u64,
+            &buf.handle.user_addr().to_le_bytes(),
+        )?;
+        self.user
+            .write(entry + CPY_BUF_MMAP_VA as u64, &buf.pa.to_le_bytes())?;
+        Ok(())
+    }
+
+    /// The user address of the `ndl_device_t` block: word 0 of every
+    /// record.
+    #[must_use]
+    pub fn device_addr(&self) -> u64 {
+        self.device
     }
 
     /// Frees the bounce buffers (NDL close). Records the caller still holds
@@ -270,11 +354,14 @@ impl Ndl {
     /// `ndl_memory_alloc` (@0xc2820): MEM_ALLOC_V2 mem_type64 (0x80384E66).
     /// `mem_alloc_type` is the category byte, never the usage type (seed
     /// 000 §1 GOTCHA). The record is allocated first and the driver writes
-    /// the kernel handle into it; on failure the record is released.
+    /// the kernel handle into it; on failure the record is released. When
+    /// the driver does not take the 64-bit request, the same fields go out
+    /// once more as MEM_ALLOC_V2MT (0x80304E66), for sizes below 4 GiB
+    /// (`docs/host-runtime.md` §4.1).
     ///
     /// # Errors
     ///
-    /// The ioctl's error (ENOMEM when the driver is out of memory).
+    /// The last ioctl's error (ENOMEM when the driver is out of memory).
     #[allow(clippy::too_many_arguments)]
     pub fn ndl_memory_alloc(
         &mut self,
@@ -291,6 +378,7 @@ impl Ndl {
         let put = |b: &mut [u8; NDL_RECORD_BYTES], at: usize, v: &[u8]| {
             b[at..at + v.len()].copy_from_slice(v);
         };
+        put(&mut bytes, REC_DEVICE, &self.device.to_le_bytes());
         put(&mut bytes, REC_NC, &nc_id.to_le_bytes());
         put(&mut bytes, REC_HOST, &u32::from(host_memory).to_le_bytes());
         put(&mut bytes, REC_SIZE, &size_bytes.to_le_bytes());
@@ -306,9 +394,22 @@ impl Ndl {
         arg.nc_id.set(nc_id);
         arg.mem_type.set(mem_alloc_type.raw());
         arg.mem_handle.set(rec + NDL_RECORD_HANDLE_OFFSET);
-        let result = self
-            .ioctl(cmd::MEM_ALLOC_V2MT64, &mut arg)
-            .and_then(|_| self.read_user_u64(rec + NDL_RECORD_HANDLE_OFFSET));
+        let mut result = self.ioctl(cmd::MEM_ALLOC_V2MT64, &mut arg);
+        if let Err(e) = &result
+            && falls_back_to_v2mt(e, size_bytes)
+        {
+            let mut old = MemAllocV2MemType::default();
+            old.size.set(size_bytes);
+            old.align.set(align_bytes);
+            old.host_memory.set(u32::from(host_memory));
+            old.dram_channel.set(dram_channel);
+            old.dram_region.set(dram_region);
+            old.nc_id.set(nc_id);
+            old.mem_type.set(mem_alloc_type.raw());
+            old.mem_handle.set(rec + NDL_RECORD_HANDLE_OFFSET);
+            result = self.ioctl(cmd::MEM_ALLOC_V2MT, &mut old);
+        }
+        let result = result.and_then(|_| self.read_user_u64(rec + NDL_RECORD_HANDLE_OFFSET));
         match result {
             Ok(kernel_handle) => {
                 self.records.insert(

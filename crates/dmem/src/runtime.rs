@@ -223,6 +223,14 @@ pub struct DmemMemoryStats {
     pub hbm_capacity_bytes: u64,
 }
 
+/// The manual alignment of `dmem_alloc_aligned`'s fallback: the logical
+/// size and the alignment asked for.
+#[derive(Clone, Copy, Debug)]
+struct ManualAlign {
+    size_bytes: u64,
+    alignment: u64,
+}
+
 /// "No link".
 const NIL: u32 = u32::MAX;
 
@@ -741,11 +749,10 @@ impl Dmem {
     /// allocation; if that fails with NRT_FAILURE (an old driver rejects the
     /// aligned API), log [`MSG_ALIGN_UNSUPPORTED`] once, clear the latch and
     /// fall back. The fallback over-allocates `size + alignment` unaligned,
-    /// restores `size` and sets `align_offset` by
-    /// [`fallback_align_offset`]. `allocated_size` stays what was
-    /// allocated and counted (`size + alignment`), so DML's FREE undoes its
-    /// ALLOC exactly (this is `size + align_offset` when the driver aligns,
-    /// and an upper bound of it in the fallback).
+    /// keeps the logical `size`, sets `align_offset` by
+    /// [`fallback_align_offset`] and `allocated_size = size +
+    /// align_offset`, all before the allocation is accounted, so DML's FREE
+    /// undoes its ALLOC exactly (`docs/host-runtime.md` §4.4).
     ///
     /// # Errors
     ///
@@ -785,7 +792,11 @@ impl Dmem {
         let Some(total) = size_bytes.checked_add(alignment) else {
             return Err(NrtStatus::Invalid);
         };
-        let id = self.dmem_alloc_internal(
+        let manual = (alignment != 0).then_some(ManualAlign {
+            size_bytes,
+            alignment,
+        });
+        self.alloc_internal(
             allocator,
             total,
             0,
@@ -794,14 +805,8 @@ impl Dmem {
             ref_list,
             usage,
             hint,
-        )?;
-        if alignment != 0
-            && let Some(mem) = self.get_mut(id)
-        {
-            mem.size_bytes = size_bytes;
-            mem.align_offset_bytes = fallback_align_offset(mem.pa, alignment);
-        }
-        Ok(id)
+            manual,
+        )
     }
 
     /// `dmem_alloc_internal` (@0x228640), every step of seed 000 §2 in
@@ -833,6 +838,38 @@ impl Dmem {
         ref_list: Option<&mut DmemList>,
         usage: UsageType,
         hint: Option<&str>,
+    ) -> Result<DmemId, NrtStatus> {
+        self.alloc_internal(
+            allocator,
+            size_bytes,
+            align_bytes,
+            mem_type,
+            tdram_channel,
+            ref_list,
+            usage,
+            hint,
+            None,
+        )
+    }
+
+    /// [`Dmem::dmem_alloc_internal`], and for `dmem_alloc_aligned`'s
+    /// fallback the manual alignment applied once the PA is known and
+    /// before anything is accounted: logical `size`, `align_offset` by
+    /// [`fallback_align_offset`] and `allocated_size = size + align_offset`
+    /// (`docs/host-runtime.md` §4.4), so DML, ntrace, NDS and `MEM_USAGE`
+    /// count what the runtime can address from the aligned base.
+    #[allow(clippy::too_many_arguments)]
+    fn alloc_internal(
+        &mut self,
+        allocator: AllocatorId,
+        size_bytes: u64,
+        align_bytes: u64,
+        mem_type: MemLocation,
+        tdram_channel: u32,
+        ref_list: Option<&mut DmemList>,
+        usage: UsageType,
+        hint: Option<&str>,
+        manual: Option<ManualAlign>,
     ) -> Result<DmemId, NrtStatus> {
         let Some(nc) = self.allocator(allocator).map(|a| a.nc) else {
             self.log(LogLevel::Error, "Failed to get a valid Neuron Core");
@@ -905,15 +942,19 @@ impl Dmem {
             }
         };
 
-        // (5) populate.
+        // (5) populate; the fallback's manual alignment.
+        let (logical_size, align_offset) = match manual {
+            Some(m) => (m.size_bytes, fallback_align_offset(pa, m.alignment)),
+            None => (size_bytes, 0),
+        };
         let mem = DmemT {
             nc,
             mem_handle: handle,
-            size_bytes,
+            size_bytes: logical_size,
             pa,
             va: None,
-            align_offset_bytes: 0,
-            allocated_size_bytes: size_bytes,
+            align_offset_bytes: align_offset,
+            allocated_size_bytes: logical_size.saturating_add(align_offset),
             mem_type,
             usage,
             tdram_channel,
@@ -951,6 +992,22 @@ impl Dmem {
     /// Step (7) of alloc / the matching part of free: DML, NDS, ntrace and
     /// the `MEM_USAGE` line.
     fn account(&mut self, mem: &DmemT, action: DmemAction) {
+        let kind = match action {
+            DmemAction::Alloc => MemEventKind::Alloc,
+            DmemAction::Free => MemEventKind::Free,
+        };
+        let ntrace = RuntimeEvent::Ntrace {
+            kind,
+            allocated_size_bytes: mem.allocated_size_bytes,
+            idx: self.config.device_index,
+            hint: mem.hint.clone(),
+        };
+        // The free path records the trace event first, then DML and NDS;
+        // the alloc path DML, NDS, then the trace event
+        // (`docs/host-runtime.md` §4.4, §4.8).
+        if action == DmemAction::Free {
+            self.events.push(ntrace.clone());
+        }
         if self.logger.add_entry(&mem.dml_input(), action).is_err() {
             let msg = match action {
                 DmemAction::Alloc => "Failed to add entry to dmem log",
@@ -958,10 +1015,6 @@ impl Dmem {
             };
             self.log(LogLevel::Error, msg);
         }
-        let kind = match action {
-            DmemAction::Alloc => MemEventKind::Alloc,
-            DmemAction::Free => MemEventKind::Free,
-        };
         if self.config.enable_metrics {
             self.events.push(RuntimeEvent::Nds {
                 kind,
@@ -972,12 +1025,9 @@ impl Dmem {
                 allocated_size_bytes: mem.allocated_size_bytes,
             });
         }
-        self.events.push(RuntimeEvent::Ntrace {
-            kind,
-            allocated_size_bytes: mem.allocated_size_bytes,
-            idx: self.config.device_index,
-            hint: mem.hint.clone(),
-        });
+        if action == DmemAction::Alloc {
+            self.events.push(ntrace);
+        }
         // The alloc line carries the hint (NULL prints "(null)"), the free
         // line does not.
         let hint = match action {

@@ -89,6 +89,31 @@ fn device_bytes(
 
 // ---- NDL ------------------------------------------------------------------
 
+/// `dmem_allocator_type_t` and the sys-trace event types
+/// (`docs/host-runtime.md` §4.2, §4.10).
+#[test]
+fn allocator_kinds_and_trace_types_have_their_c_values() {
+    assert_eq!(
+        (AllocatorKind::Global as u32, AllocatorKind::Model as u32),
+        (0, 1)
+    );
+    assert_eq!(
+        [
+            SysTraceType::CopyIn.code(),
+            SysTraceType::CopyOut.code(),
+            SysTraceType::Alloc.code(),
+            SysTraceType::Free.code()
+        ],
+        [30, 31, 34, 35]
+    );
+    // The TPB allocators open() creates are GLOBAL, one per NC.
+    let (dm, _) = open();
+    for nc in 0..8 {
+        let a = dm.tpb_allocator(nc).unwrap();
+        assert_eq!(dm.allocator_info(a), Some((AllocatorKind::Global, nc)));
+    }
+}
+
 #[test]
 fn open_allocates_one_2mib_ncdev_host_bounce_buffer_per_nc() {
     let (dm, st) = open();
@@ -115,6 +140,18 @@ fn open_allocates_one_2mib_ncdev_host_bounce_buffer_per_nc() {
     assert_eq!(st.borrow().requests.len(), n);
 }
 
+fn read_u64(dm: &Dmem, addr: u64) -> u64 {
+    let mut word = [0u8; 8];
+    dm.user().read(addr, &mut word).unwrap();
+    u64::from_le_bytes(word)
+}
+
+/// The NDL record as the runtime lays it out: word 0 is the device
+/// back-pointer (`*(uint64_t*)mem_handle`), whose `+632` holds the fd the
+/// other leaves re-enter through; the kernel handle is written by the
+/// driver into its own word (`docs/host-runtime.md` §4.1). An earlier
+/// version put the kernel handle in word 0, which left the seed's
+/// `*(int*)(*(uint64_t*)mem_handle + 632)` nowhere to point.
 #[test]
 fn ndl_alloc_writes_the_kernel_handle_through_the_record() {
     let (mut dm, st) = open();
@@ -131,10 +168,25 @@ fn ndl_alloc_writes_the_kernel_handle_through_the_record() {
         )
         .unwrap();
     let rec = dm.ndl().record(h).unwrap().clone();
-    // The driver wrote the handle into the record's first word.
-    let mut word = [0u8; 8];
-    dm.user().read(h.user_addr(), &mut word).unwrap();
-    assert_eq!(u64::from_le_bytes(word), rec.kernel_handle);
+    // Word 0: the device back-pointer; the fd sits at device + 632.
+    let device = read_u64(&dm, h.user_addr());
+    assert_eq!(device, dm.ndl().device_addr());
+    let mut fd = [0u8; 4];
+    dm.user()
+        .read(device + layout::NDL_DEVICE_FD_OFFSET as u64, &mut fd)
+        .unwrap();
+    assert_eq!(i32::from_le_bytes(fd), ndl::NDL_DEVICE_FD);
+    // The driver wrote the kernel handle through the record's handle word.
+    assert_eq!(
+        read_u64(&dm, h.user_addr() + ndl::NDL_RECORD_HANDLE_OFFSET),
+        rec.kernel_handle
+    );
+    assert_ne!(device, rec.kernel_handle);
+    // The other words, at the offsets of layout::NDL_RECORD_LAYOUT.
+    let at = |n| layout::offset_of(&layout::NDL_RECORD_LAYOUT, n).unwrap() as u64;
+    assert_eq!(read_u64(&dm, h.user_addr() + at("size")), 5000);
+    assert_eq!(read_u64(&dm, h.user_addr() + at("align")), 0);
+    assert_eq!(read_u64(&dm, h.user_addr() + at("nc_id")) & 0xFFFF_FFFF, 4);
     assert_eq!(
         (rec.nc_id, rec.size_bytes, rec.host_memory),
         (4, 5000, false)
@@ -155,6 +207,93 @@ fn ndl_alloc_writes_the_kernel_handle_through_the_record() {
         dm.ndl_mut().ndl_memory_free(h),
         Err(IoctlError::Errno(Errno::EINVAL))
     );
+}
+
+/// The device block the records point at also holds the per-NC bounce
+/// buffers (`ndl_device_t.cpy_bufs[8]` at +104), at
+/// the offsets of `layout::NDL_COPY_BUF_T_LAYOUT`.
+#[test]
+fn ndl_device_block_holds_the_copy_buffers() {
+    let (dm, _) = open();
+    let device = dm.ndl().device_addr();
+    let base = layout::offset_of(&layout::NDL_DEVICE_T_LAYOUT, "cpy_bufs").unwrap() as u64;
+    assert_eq!(base, 104);
+    let handle_at = layout::offset_of(&layout::NDL_COPY_BUF_T_LAYOUT, "mem_handle").unwrap() as u64;
+    let va_at = layout::offset_of(&layout::NDL_COPY_BUF_T_LAYOUT, "mmap_va").unwrap() as u64;
+    for nc in 0..8u32 {
+        let b = dm.ndl().ndl_get_copy_buf(nc).unwrap();
+        let entry = device + base + u64::from(nc) * layout::NDL_COPY_BUF_T_BYTES as u64;
+        assert_eq!(read_u64(&dm, entry + handle_at), b.handle.user_addr());
+        assert_eq!(read_u64(&dm, entry + va_at), b.pa);
+    }
+}
+
+/// `docs/host-runtime.md` §4.1: when the 64-bit request (MEM_ALLOC_V2MT64) fails,
+/// `ndl_memory_alloc` falls back to the older MEM_ALLOC_V2MT (0x80304E66)
+/// with the same fields — for a size that fits in 32 bits, and not on
+/// ENOMEM (`docs/host-runtime.md` §4.1).
+#[test]
+fn ndl_alloc_falls_back_to_the_32_bit_request() {
+    let fake = FakeConfig {
+        reject_alloc64: Some(Errno::EINVAL),
+        ..FakeConfig::default()
+    };
+    let (mut dm, st) = open_with(DmemConfig::default(), fake);
+    // Open itself went through the fallback for every bounce buffer.
+    assert_eq!(st.borrow().count(cmd::MEM_ALLOC_V2MT), 8);
+    let a = model(&mut dm, 1);
+    let n = st.borrow().requests.len();
+    let id = dev_alloc(&mut dm, a, 8192);
+    assert_eq!(
+        st.borrow().requests[n..n + 2],
+        [cmd::MEM_ALLOC_V2MT64, cmd::MEM_ALLOC_V2MT]
+    );
+    let m = dm.get(id).unwrap().clone();
+    let kh = dm.ndl().record(m.mem_handle).unwrap().kernel_handle;
+    assert!(st.borrow().chunk_of_handle(kh).is_some());
+    assert_eq!(
+        read_u64(
+            &dm,
+            m.mem_handle.user_addr() + ndl::NDL_RECORD_HANDLE_OFFSET
+        ),
+        kh
+    );
+    // ENOTTY (a driver that does not know the number) falls back too.
+    st.borrow_mut().cfg.reject_alloc64 = Some(Errno::ENOTTY);
+    let n = st.borrow().requests.len();
+    dev_alloc(&mut dm, a, 4096);
+    assert_eq!(
+        st.borrow().requests[n..n + 2],
+        [cmd::MEM_ALLOC_V2MT64, cmd::MEM_ALLOC_V2MT]
+    );
+    // A size of 4 GiB or more has no 32-bit request: the error stands.
+    st.borrow_mut().cfg.reject_alloc64 = Some(Errno::EINVAL);
+    let n = st.borrow().requests.len();
+    let r = dm.dmem_alloc(
+        a,
+        1 << 32,
+        MemLocation::TongaDram,
+        0,
+        None,
+        UsageType::Tensor,
+        None,
+    );
+    assert_eq!(r, Err(NrtStatus::Failure));
+    assert_eq!(st.borrow().requests[n..], [cmd::MEM_ALLOC_V2MT64]);
+    // Out of memory is out of memory: no second request.
+    st.borrow_mut().cfg.reject_alloc64 = Some(Errno::ENOMEM);
+    let n = st.borrow().requests.len();
+    let r = dm.dmem_alloc(
+        a,
+        4096,
+        MemLocation::TongaDram,
+        0,
+        None,
+        UsageType::Tensor,
+        None,
+    );
+    assert_eq!(r, Err(NrtStatus::Resource));
+    assert_eq!(st.borrow().requests[n..], [cmd::MEM_ALLOC_V2MT64]);
 }
 
 #[test]
@@ -369,6 +508,50 @@ fn alloc_issues_category_byte_and_emits_events_in_order() {
     );
     assert_eq!(dm.allocator_members(a).unwrap(), []);
     assert_eq!(dm.logger().memory_usage(2), Some(0));
+}
+
+/// The alloc and free paths order the records differently
+/// (`docs/host-runtime.md` §4.8): alloc is DML, NDS,
+/// ntrace, `MEM_USAGE`; free is ntrace, DML, NDS, `MEM_USAGE` (the trace
+/// record before the metrics one).
+#[test]
+fn free_emits_the_trace_record_before_the_metrics_record() {
+    let cfg = DmemConfig {
+        enable_metrics: true,
+        ..DmemConfig::default()
+    };
+    let (mut dm, _) = open_with(cfg, FakeConfig::default());
+    let a = model(&mut dm, 1);
+    let kinds = |ev: &[RuntimeEvent]| -> Vec<String> {
+        ev.iter()
+            .map(|e| match e {
+                RuntimeEvent::SysTrace {
+                    phase, trace_type, ..
+                } => format!("{phase:?}{}", trace_type.code()),
+                RuntimeEvent::MemUsage { .. } => "MEM_USAGE".into(),
+                RuntimeEvent::Ntrace { kind, .. } => format!("ntrace {kind:?}"),
+                RuntimeEvent::Nds { kind, .. } => format!("nds {kind:?}"),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+    dm.drain_events();
+    let id = dev_alloc(&mut dm, a, 4096);
+    assert_eq!(
+        kinds(&dm.drain_events()),
+        [
+            "Begin34",
+            "nds Alloc",
+            "ntrace Alloc",
+            "MEM_USAGE",
+            "Stop34"
+        ]
+    );
+    dm.dmem_free(id).unwrap();
+    assert_eq!(
+        kinds(&dm.drain_events()),
+        ["Begin35", "ntrace Free", "nds Free", "MEM_USAGE", "Stop35"]
+    );
 }
 
 #[test]
@@ -614,13 +797,23 @@ fn aligned_alloc_falls_back_once_on_an_old_driver() {
         .iter()
         .map(|c| (c.size, c.align))
         .collect();
-    assert_eq!(calls, [(10_000, align), (10_000 + align, 0)]);
+    // The aligned request goes out as MEM_ALLOC_V2MT64 and, refused with
+    // EINVAL, once more as the older MEM_ALLOC_V2MT (NDL's compat path);
+    // then the unaligned over-allocation.
+    assert_eq!(
+        calls,
+        [(10_000, align), (10_000, align), (10_000 + align, 0)]
+    );
     assert_eq!(count_log(&dm, MSG_ALIGN_UNSUPPORTED), 1);
     assert!(!dm.ndl_supports_align());
     let m = dm.get(id).unwrap().clone();
     assert_eq!(m.size_bytes, 10_000, "logical size restored");
-    assert_eq!(m.allocated_size_bytes, 10_000 + align);
+    // allocated_size = size + align_offset (docs/host-runtime.md §4.4; not + the
+    // whole alignment, which overstated the counters by alignment −
+    // align_offset).
     assert_eq!(m.align_offset_bytes, fallback_align_offset(m.pa, align));
+    assert_eq!(m.allocated_size_bytes, 10_000 + m.align_offset_bytes);
+    assert!(m.align_offset_bytes < align);
     assert_eq!((m.pa + m.align_offset_bytes) % align, 0);
     assert!(m.size_bytes + m.align_offset_bytes <= m.allocated_size_bytes);
 
@@ -654,14 +847,117 @@ fn aligned_alloc_falls_back_once_on_an_old_driver() {
     dm.dmem_buf_copyout(id, out, 0, 10_000).unwrap();
     assert_eq!(dm.user().buffer(out).unwrap(), &data[..]);
 
-    // DML counted the over-allocation and gives it all back.
+    // DML counted size + align_offset of each and gives it all back.
+    let m2 = dm.get(id2).unwrap().clone();
+    assert_eq!(m2.allocated_size_bytes, 3000 + m2.align_offset_bytes);
     assert_eq!(
         dm.logger().memory_usage(0),
-        Some(4096 + 10_000 + align + 3000 + 0x4000)
+        Some(4096 + 10_000 + m.align_offset_bytes + 3000 + m2.align_offset_bytes)
     );
     dm.dmem_free(id).unwrap();
     dm.dmem_free(id2).unwrap();
     assert_eq!(dm.logger().memory_usage(0), Some(4096));
+}
+
+/// Issue 11 item 13(e): the fallback's DML ALLOC, `MEM_USAGE` line,
+/// ntrace record and OOM table count `size + align_offset`
+/// (`docs/host-runtime.md` §4.4), the bytes the runtime can address from the aligned base —
+/// not `size + alignment`.
+#[test]
+fn aligned_fallback_counts_size_plus_align_offset() {
+    let fake = FakeConfig {
+        reject_align: true,
+        ..FakeConfig::default()
+    };
+    let (mut dm, _) = open_with(DmemConfig::default(), fake);
+    let a = model(&mut dm, 0);
+    let _pad = dev_alloc(&mut dm, a, 4096); // the next PA is 0x1000
+    dm.drain_events();
+    let align = 0x10000;
+    let id = dm
+        .dmem_alloc_aligned(
+            a,
+            0x8000,
+            MemLocation::TongaDram,
+            0,
+            None,
+            UsageType::Weight,
+            Some("w"),
+            align,
+        )
+        .unwrap();
+    let m = dm.get(id).unwrap().clone();
+    assert_eq!(m.pa & 0xFFFF, 0x1000);
+    assert_eq!(m.align_offset_bytes, 0xF000);
+    let counted = 0x8000 + 0xF000;
+    assert_eq!(m.allocated_size_bytes, counted);
+    let ev = dm.drain_events();
+    assert!(ev.iter().any(|e| matches!(e,
+        RuntimeEvent::Ntrace { kind: MemEventKind::Alloc, allocated_size_bytes, .. }
+            if *allocated_size_bytes == counted)));
+    assert!(ev.iter().any(|e| matches!(e, RuntimeEvent::MemUsage { line }
+        if line.starts_with(&format!("MEM_USAGE: {counted} bytes, channel: 0, total usage: ({}/", 4096 + counted)))));
+    assert_eq!(
+        dm.logger()
+            .memory_usage_nc(0, UsageType::Weight.raw() as usize),
+        Some(counted)
+    );
+    let e = dm
+        .logger()
+        .entries()
+        .last()
+        .map(|e| (e.size, e.align_offset));
+    assert_eq!(e, Some((0x8000, 0xF000)));
+    dm.dmem_free(id).unwrap();
+    assert_eq!(dm.logger().memory_usage(0), Some(4096));
+}
+
+/// Issue 11 item 13(d), decided in `docs/host-runtime.md` §4.9: the OOM
+/// report prints its utilisation table in both modes — the 13 aggregate
+/// columns by default, the 22 usage columns with `dml_verbose`.
+#[test]
+fn oom_report_prints_the_table_in_both_modes() {
+    for verbose in [false, true] {
+        let cfg = DmemConfig {
+            dml_verbose: verbose,
+            ..DmemConfig::default()
+        };
+        let (mut dm, _) = open_with(cfg, FakeConfig::default());
+        let a = model(&mut dm, 0);
+        dev_alloc(&mut dm, a, MIB);
+        dm.drain_events();
+        let r = dm.dmem_alloc(
+            a,
+            128 * MIB,
+            MemLocation::TongaDram,
+            0,
+            None,
+            UsageType::Tensor,
+            None,
+        );
+        assert_eq!(r, Err(NrtStatus::Resource));
+        let text = dm
+            .drain_events()
+            .into_iter()
+            .find_map(|e| match e {
+                RuntimeEvent::OomReport { text } => Some(text),
+                _ => None,
+            })
+            .unwrap();
+        let header = text.lines().nth(4).unwrap();
+        let cells: Vec<&str> = header.trim_matches('|').split('|').map(str::trim).collect();
+        if verbose {
+            assert_eq!(cells.len(), 2 + USAGE_TYPES, "{text}");
+            assert_eq!(cells[2], "GENERIC");
+        } else {
+            assert_eq!(cells.len(), 1 + dml::REPORT_COLUMNS.len(), "{text}");
+            assert_eq!(cells[2], "Model Code");
+        }
+        assert!(
+            text.lines().nth(6).unwrap().starts_with("| _NC 0 "),
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -1085,6 +1381,79 @@ fn staged_copy_in_failure_is_reported() {
     );
 }
 
+/// Issue 11 item 12 (`audit-host/hazard.trace`): a copy-in whose second
+/// launch fails must not leave the first chunk in flight, or the next copy
+/// on the core refills the bounce half that chunk still reads.
+#[test]
+fn staged_copy_in_failure_drains_the_in_flight_chunk() {
+    let (mut dm, st) = open();
+    let a = model(&mut dm, 0);
+    let d = dev_alloc(&mut dm, a, 2 * MIB);
+    let e = dev_alloc(&mut dm, a, 2 * MIB);
+    let d_bytes = pattern(2 * MIB, 0x22);
+    let e_bytes = pattern(2 * MIB, 0x33);
+    let d_src = dm.user_mut().alloc_with(&d_bytes);
+    let e_src = dm.user_mut().alloc_with(&e_bytes);
+    // The second 1 MiB chunk of d's copy-in fails to launch; the first
+    // (ASYNC1, bounce half 0) was started and is owed a wait.
+    let n = st.borrow().copies.len();
+    st.borrow_mut().cfg.fail_copy_async = Some((n + 2, Errno::EINVAL));
+    let w0 = st.borrow().waits.len();
+    assert_eq!(
+        dm.dmem_buf_copyin(d, d_src, 0, 2 * MIB),
+        Err(NrtStatus::Failure)
+    );
+    assert_eq!(
+        st.borrow().waits[w0..],
+        [1],
+        "the failed copy-in waits for its in-flight chunk (drain_fail)"
+    );
+    // The next copy on the core reuses bounce half 0 at once.
+    dm.dmem_buf_copyin(e, e_src, 0, 2 * MIB).unwrap();
+    let m = MIB as usize;
+    assert_eq!(
+        device_bytes(&dm, &st, d, 0, MIB),
+        &d_bytes[..m],
+        "d's first chunk holds d's bytes, not e's"
+    );
+    assert_eq!(device_bytes(&dm, &st, e, 0, 2 * MIB), e_bytes);
+}
+
+/// A host fault while staging chunk k + 1 also drains chunk k.
+#[test]
+fn staged_copy_in_host_fault_drains_the_in_flight_chunk() {
+    let (mut dm, st) = open();
+    let a = model(&mut dm, 0);
+    let d = dev_alloc(&mut dm, a, 2 * MIB);
+    // A user buffer one chunk long: staging the second chunk faults.
+    let src = dm.user_mut().alloc_with(&pattern(MIB, 5));
+    let w0 = st.borrow().waits.len();
+    assert_eq!(
+        dm.dmem_buf_copyin(d, src, 0, 2 * MIB),
+        Err(NrtStatus::Failure)
+    );
+    assert_eq!(st.borrow().waits[w0..], [1]);
+    assert_eq!(device_bytes(&dm, &st, d, 0, MIB), pattern(MIB, 5));
+}
+
+/// A host fault while draining chunk k − 1 of a copy-out leaves chunk k in
+/// flight; it is waited for before the copy fails.
+#[test]
+fn staged_copy_out_host_fault_drains_the_in_flight_chunk() {
+    let (mut dm, st) = open();
+    let a = model(&mut dm, 0);
+    let d = dev_alloc(&mut dm, a, 3 * MIB);
+    // Room for one chunk only: draining chunk 0 works, chunk 1 faults.
+    let dst = dm.user_mut().alloc(MIB as usize + 1);
+    let w0 = st.borrow().waits.len();
+    assert_eq!(
+        dm.dmem_buf_copyout(d, dst, 0, 3 * MIB),
+        Err(NrtStatus::Failure)
+    );
+    // Chunk 2 (ASYNC1) was launched before chunk 1's drain faulted.
+    assert_eq!(st.borrow().waits[w0..], [1]);
+}
+
 #[test]
 fn copy_dispatch_is_asymmetric_under_test_zerocopy() {
     let cfg = DmemConfig {
@@ -1149,6 +1518,131 @@ fn copy_dispatch_without_zerocopy() {
             .iter()
             .any(|e| matches!(e, RuntimeEvent::SysTrace { .. }))
     );
+}
+
+/// Every field NDL marshals into MEM_BUF_ZEROCOPY64 and the batch ioctl
+/// (`docs/host-runtime.md` §4.5, §4.7): the kernel handle (not the NDL
+/// record's address), the buffer, size and offset with `align_offset`, the
+/// direction, the BAR4 threshold (32 bits here, truncated to the batch
+/// record's 16), the default H2T queue −1, synchronous (sequence 0), flags
+/// and context 0.
+#[test]
+fn zerocopy_and_batch_ioctls_marshal_the_runtime_values() {
+    let cfg = DmemConfig {
+        test_zerocopy: true,
+        direct_bar4_write_size: 0x1_2345,
+        ..DmemConfig::default()
+    };
+    let (mut dm, st) = open_with(
+        cfg,
+        FakeConfig {
+            reject_align: true,
+            ..FakeConfig::default()
+        },
+    );
+    let a = model(&mut dm, 2);
+    let _pad = dev_alloc(&mut dm, a, 4096);
+    let t = dm
+        .dmem_alloc_aligned(
+            a,
+            0x3000,
+            MemLocation::TongaDram,
+            0,
+            None,
+            UsageType::Tensor,
+            None,
+            0x4000,
+        )
+        .unwrap();
+    let m = dm.get(t).unwrap().clone();
+    assert_ne!(m.align_offset_bytes, 0);
+    let kh = dm.ndl().record(m.mem_handle).unwrap().kernel_handle;
+    assert_ne!(kh, m.mem_handle.user_addr());
+    let buf = dm.user_mut().alloc_with(&pattern(0x100, 1));
+    dm.dmem_buf_copyin(t, buf, 0x10, 0x100).unwrap();
+    dm.dmem_buf_copyout(t, buf, 0x20, 0x80).unwrap();
+    let zc: Vec<_> = st
+        .borrow()
+        .zerocopy_args
+        .iter()
+        .map(|z| {
+            (
+                z.mem_handle.get(),
+                z.buffer.get(),
+                z.size.get(),
+                z.offset.get(),
+                z.is_copy_to_device.get(),
+                z.bar4_wr_threshold.get(),
+                z.h2t_qid.get(),
+                z.dummy.get(),
+                z.sequence_num.get(),
+                z.context.get(),
+            )
+        })
+        .collect();
+    let off = m.align_offset_bytes;
+    assert_eq!(
+        zc,
+        [
+            (kh, buf, 0x100, 0x10 + off, 1, 0x1_2345, -1, 0, 0, 0),
+            // Copy-out passes no BAR4 threshold (device → host never uses it).
+            (kh, buf, 0x80, 0x20 + off, 0, 0, -1, 0, 0, 0),
+        ]
+    );
+
+    let ops = [
+        BatchOp {
+            offset_bytes: 8,
+            size_bytes: 0x40,
+            buffer: buf,
+        },
+        BatchOp {
+            offset_bytes: 0x80,
+            size_bytes: 0x10,
+            buffer: buf + 0x40,
+        },
+    ];
+    let batches = [TensorBatch {
+        mem: t,
+        tensor_offset_bytes: 0x100,
+        ops: ops.to_vec(),
+    }];
+    dm.dmem_buf_batch_copyin(&batches).unwrap();
+    dm.dmem_buf_batch_copyout(&batches).unwrap();
+    let s = st.borrow();
+    assert_eq!(s.batch_args.len(), 2);
+    for (k, (arg, records)) in s.batch_args.iter().enumerate() {
+        assert_eq!(
+            (
+                arg.sequence_num.get(),
+                arg.num_batches.get(),
+                arg.is_copy_to_device.get(),
+                arg.h2t_qid.get(),
+                arg.flags.get()
+            ),
+            (0, 1, u16::from(k == 0), -1, 0),
+            "batch ioctl {k}"
+        );
+        assert_ne!(arg.batches_ptr.get(), 0);
+        let (rec, got_ops) = &records[0];
+        assert_eq!(
+            (
+                rec.mem_handle.get(),
+                rec.mem_handle_offset.get(),
+                rec.num_ops.get(),
+                rec.bar4_wr_threshold.get(),
+                rec.flags.get(),
+                rec.context.get()
+            ),
+            (kh, off + 0x100, 2, 0x2345, 0, 0),
+            "record of batch ioctl {k}"
+        );
+        let got: Vec<(u64, u64, u64)> = got_ops
+            .iter()
+            .map(|o| (o.offset.get(), o.size.get(), o.buffer.get()))
+            .collect();
+        assert_eq!(got, [(8, 0x40, buf), (0x80, 0x10, buf + 0x40)]);
+    }
 }
 
 #[test]
@@ -1507,10 +2001,18 @@ mod props {
                         } else {
                             dm.dmem_alloc_aligned(a, size, loc, channel, None, u, None, align)
                         };
+                        // The oracle: the published table, typed in
+                        // (not the function under test).
+                        let (_, host_cat, (dev_byte, _)) = types::tests::SPEC_TABLE[usage];
+                        let spec_byte = if host { host_cat.map(|(b, _)| b) } else { Some(dev_byte) };
                         match r {
-                            Ok(id) => live.push(Live { id, refs: 1, align }),
+                            Ok(id) => {
+                                let sent = st.borrow().allocs.last().map(|c| c.category);
+                                prop_assert_eq!(sent, spec_byte.map(u32::from), "category byte sent for {:?}", u);
+                                live.push(Live { id, refs: 1, align });
+                            }
                             Err(e) => {
-                                let expected_invalid = category_for(loc, u).is_none();
+                                let expected_invalid = spec_byte.is_none();
                                 prop_assert_eq!(e == NrtStatus::Invalid, expected_invalid, "{:?}", e);
                                 prop_assert!(matches!(
                                     e,

@@ -166,6 +166,10 @@ pub enum NrtStatus {
     Failure = 1,
     /// `NRT_INVALID` = 2: invalid argument (e.g. usage invalid for location).
     Invalid = 2,
+    /// `NRT_INVALID_HANDLE` = 3 (public `nrt_status.h`): no dmem call
+    /// returns it (a dead handle is `NRT_INVALID`, `docs/host-runtime.md`
+    /// §4.10).
+    InvalidHandle = 3,
     /// `NRT_RESOURCE` = 4: out of a resource (device OOM, calloc failure).
     Resource = 4,
     /// `NRT_TIMEOUT` = 5: an operation timed out.
@@ -183,6 +187,7 @@ impl NrtStatus {
             Self::Success => "NRT_SUCCESS",
             Self::Failure => "NRT_FAILURE",
             Self::Invalid => "NRT_INVALID",
+            Self::InvalidHandle => "NRT_INVALID_HANDLE",
             Self::Resource => "NRT_RESOURCE",
             Self::Timeout => "NRT_TIMEOUT",
             Self::FailHostMemAlloc => "NRT_FAIL_HOST_MEM_ALLOC",
@@ -204,7 +209,7 @@ pub enum DmemAction {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -234,6 +239,156 @@ mod tests {
             category_for(MemLocation::TongaDram, UsageType::DmaRingIo).map(|c| c.name()),
             Some("DMA_RINGS_DEVICE")
         );
+    }
+
+    /// A category byte and its name.
+    pub(crate) type Category = (u8, &'static str);
+
+    /// The usage → category table as published (`docs/host-runtime.md`
+    /// §4.3, the bytes of `@0x9b9640` and `@0x9b9660`), typed in row by row
+    /// with the category names: an oracle independent of the arrays above.
+    /// `None` is the host sentinel 0x14 (invalid for host).
+    pub(crate) const SPEC_TABLE: [(&str, Option<Category>, Category); USAGE_TYPES] = [
+        ("GENERIC", Some((0x04, "MISC_HOST")), (0x0c, "MISC_DEVICE")),
+        ("INSTR_PE", Some((0x01, "CODE_HOST")), (0x08, "CODE_DEVICE")),
+        (
+            "INSTR_ACT",
+            Some((0x01, "CODE_HOST")),
+            (0x08, "CODE_DEVICE"),
+        ),
+        (
+            "INSTR_POOL",
+            Some((0x04, "MISC_HOST")),
+            (0x0c, "MISC_DEVICE"),
+        ),
+        ("IO", Some((0x01, "CODE_HOST")), (0x08, "CODE_DEVICE")),
+        (
+            "DRAM_SPILL",
+            Some((0x04, "MISC_HOST")),
+            (0x0c, "MISC_DEVICE"),
+        ),
+        (
+            "WEIGHT",
+            Some((0x03, "CONSTANTS_HOST")),
+            (0x0a, "CONSTANTS_DEVICE"),
+        ),
+        (
+            "NOTIFICATION",
+            Some((0x06, "NOTIFICATION_HOST")),
+            (0x10, "NOTIFICATION_DEVICE"),
+        ),
+        (
+            "ACT_TABLE",
+            Some((0x04, "MISC_HOST")),
+            (0x0c, "MISC_DEVICE"),
+        ),
+        (
+            "INSTR_DVE",
+            Some((0x01, "CODE_HOST")),
+            (0x08, "CODE_DEVICE"),
+        ),
+        ("INSTR_SP", Some((0x01, "CODE_HOST")), (0x08, "CODE_DEVICE")),
+        ("SCRATCHPAD", None, (0x0b, "SCRATCHPAD_DEVICE")),
+        (
+            "TENSOR",
+            Some((0x02, "TENSORS_HOST")),
+            (0x09, "TENSORS_DEVICE"),
+        ),
+        (
+            "UCODE_LIB",
+            Some((0x01, "CODE_HOST")),
+            (0x08, "CODE_DEVICE"),
+        ),
+        (
+            "POOL_STDIO",
+            Some((0x04, "MISC_HOST")),
+            (0x0c, "MISC_DEVICE"),
+        ),
+        ("CC", None, (0x0e, "COLLECTIVES_DEVICE")),
+        (
+            "SCRATCHPAD_NOT_SHARED",
+            None,
+            (0x0f, "SCRATCHPAD_NONSHARED_DEVICE"),
+        ),
+        ("XT_CC", Some((0x04, "MISC_HOST")), (0x0c, "MISC_DEVICE")),
+        (
+            "DMA_RING",
+            Some((0x11, "DMA_RINGS_HOST")),
+            (0x12, "DMA_RINGS_DEVICE"),
+        ),
+        (
+            "DMA_RING_SPILL",
+            Some((0x11, "DMA_RINGS_HOST")),
+            (0x12, "DMA_RINGS_DEVICE"),
+        ),
+        (
+            "DMA_RING_IO",
+            Some((0x11, "DMA_RINGS_HOST")),
+            (0x12, "DMA_RINGS_DEVICE"),
+        ),
+        (
+            "DMA_RING_COLLECTIVES",
+            Some((0x11, "DMA_RINGS_HOST")),
+            (0x12, "DMA_RINGS_DEVICE"),
+        ),
+    ];
+
+    /// All 44 bytes of the two tables, and what `category_for` makes of
+    /// each, against the published table.
+    #[test]
+    fn usage_category_tables_match_the_spec() {
+        for (i, (name, host, (dev_byte, dev_name))) in SPEC_TABLE.iter().enumerate() {
+            let u = UsageType::ALL[i];
+            assert_eq!(u.name(), *name, "usage {i}");
+            assert_eq!(u.raw() as usize, i);
+            assert_eq!(
+                USAGE_TO_DEVICE_CATEGORY[i], *dev_byte,
+                "device byte of {name}"
+            );
+            assert_eq!(
+                category_for(MemLocation::TongaDram, u).map(|c| (c.raw(), c.name())),
+                Some((u32::from(*dev_byte), *dev_name)),
+                "device category of {name}"
+            );
+            match host {
+                Some((byte, cat)) => {
+                    assert_eq!(USAGE_TO_HOST_CATEGORY[i], *byte, "host byte of {name}");
+                    assert_eq!(
+                        category_for(MemLocation::HostDram, u).map(|c| (c.raw(), c.name())),
+                        Some((u32::from(*byte), *cat)),
+                        "host category of {name}"
+                    );
+                }
+                None => {
+                    assert_eq!(USAGE_TO_HOST_CATEGORY[i], 0x14, "host sentinel of {name}");
+                    assert_eq!(category_for(MemLocation::HostDram, u), None);
+                }
+            }
+        }
+        assert_eq!(CATEGORY_INVALID, 0x14);
+    }
+
+    /// The enum values of the C enums (`docs/host-runtime.md` §4.2, §4.9,
+    /// §4.10).
+    #[test]
+    fn enum_values_match_the_c_enums() {
+        assert_eq!(
+            (MemLocation::HostDram as u32, MemLocation::TongaDram as u32),
+            (1, 2)
+        );
+        assert_eq!((DmemAction::Alloc as u32, DmemAction::Free as u32), (1, 2));
+        let status = [
+            (NrtStatus::Success, 0, "NRT_SUCCESS"),
+            (NrtStatus::Failure, 1, "NRT_FAILURE"),
+            (NrtStatus::Invalid, 2, "NRT_INVALID"),
+            (NrtStatus::InvalidHandle, 3, "NRT_INVALID_HANDLE"),
+            (NrtStatus::Resource, 4, "NRT_RESOURCE"),
+            (NrtStatus::Timeout, 5, "NRT_TIMEOUT"),
+            (NrtStatus::FailHostMemAlloc, 11, "NRT_FAIL_HOST_MEM_ALLOC"),
+        ];
+        for (s, v, n) in status {
+            assert_eq!((s as u32, s.name()), (v, n));
+        }
     }
 
     #[test]

@@ -6,6 +6,10 @@
 
 use std::collections::BTreeMap;
 
+mod stream;
+
+pub use stream::{CheckSink, MAX_PENDING_BYTES, Mismatch, SinkReport, Stream, StreamSource};
+
 use dmem::{
     AllocatorId, AllocatorKind, BatchOp, Dmem, DmemConfig, DmemId, MemLocation, NrtStatus,
     RuntimeEvent, TensorBatch, UsageType,
@@ -13,7 +17,6 @@ use dmem::{
 use ioctl_bus::InProcess;
 use kdriver::{DriverStats, KdriverConfig, KernelDriver};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use soc::Device;
 use soc::exec::{HostOutcome, HostRuntime, TraceFiles};
 use trace_format::{HostCheck, HostData, HostOp};
@@ -288,36 +291,6 @@ impl HostSession {
         }
     }
 
-    /// The bytes a data spec stands for, `index` bytes into its stream.
-    fn data_bytes(
-        data: &HostData,
-        index: u64,
-        len: u64,
-        files: &mut dyn TraceFiles,
-    ) -> Result<Vec<u8>, String> {
-        let n = usize::try_from(len).map_err(|_| format!("{len} bytes do not fit in memory"))?;
-        if let Some(v) = data.generate(index, n) {
-            return Ok(v);
-        }
-        let HostData::File { path, offset } = data else {
-            return Err("internal: no data".into());
-        };
-        let bytes = files
-            .read(&path.path)
-            .map_err(|e| format!("cannot read {}: {e}", path.path))?;
-        let start = usize::try_from(offset + index).map_err(|_| "file offset too large")?;
-        bytes
-            .get(start..start + n)
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| {
-                format!(
-                    "{} has {} bytes; {n} are needed from offset {start}",
-                    path.path,
-                    bytes.len()
-                )
-            })
-    }
-
     /// Runs one host operation; the text and, for checks, whether it held.
     /// A failed runtime call leaves its status in `self.last_status`.
     fn run_op(&mut self, op: &HostOp, files: &mut dyn TraceFiles) -> Result<HostOutcome, String> {
@@ -468,8 +441,13 @@ impl HostSession {
             } => {
                 let t = self.tensor(name)?;
                 let len = len.unwrap_or(t.size.saturating_sub(*offset));
-                let bytes = Self::data_bytes(data, 0, len, files)?;
-                let buf = self.dmem.user_mut().alloc_with(&bytes);
+                // The source computes its bytes as they are read: nothing
+                // of the copy's size is held on the host side.
+                let source = Stream::new(data, len, files)?;
+                let buf = self
+                    .dmem
+                    .user_mut()
+                    .alloc_source(len, Box::new(StreamSource(source)));
                 let r = self.dmem.dmem_buf_copyin(t.id, buf, *offset, len);
                 self.dmem.user_mut().free(buf);
                 r.map_err(|s| self.fail(s, format!("copyin {name}: {s}")))?;
@@ -485,18 +463,22 @@ impl HostSession {
             } => {
                 let t = self.tensor(name)?;
                 let len = len.unwrap_or(t.size.saturating_sub(*offset));
-                let n = usize::try_from(len).map_err(|_| "too large")?;
-                let buf = self.dmem.user_mut().alloc(n);
-                let r = self.dmem.dmem_buf_copyout(t.id, buf, *offset, len);
-                let got = self
+                // The destination hashes and checks the bytes as they
+                // arrive: nothing of the copy's size is held.
+                let expect = match check {
+                    Some(HostCheck::Data(d)) => Some(Stream::new(d, len, files)?),
+                    _ => None,
+                };
+                let hash = !matches!(check, Some(HostCheck::Data(_)));
+                let buf = self
                     .dmem
-                    .user()
-                    .buffer(buf)
-                    .map(|b| b[..n].to_vec())
-                    .unwrap_or_default();
-                self.dmem.user_mut().free(buf);
+                    .user_mut()
+                    .alloc_sink(len, Box::new(CheckSink::new(len, expect, hash)));
+                let r = self.dmem.dmem_buf_copyout(t.id, buf, *offset, len);
+                let seen = take_report(&mut self.dmem, buf);
                 r.map_err(|s| self.fail(s, format!("copyout {name}: {s}")))?;
-                let digest = hex(&Sha256::digest(&got));
+                let seen = seen?;
+                let digest = seen.sha256.map(|d| hex(&d)).unwrap_or_default();
                 match check {
                     None => Ok(HostOutcome::Done(format!(
                         "copyout {name}: {len} bytes at offset {offset:#x}, sha256 {digest}"
@@ -515,20 +497,16 @@ impl HostSession {
                             held,
                         })
                     }
-                    Some(HostCheck::Data(d)) => {
-                        let want = Self::data_bytes(d, 0, len, files)?;
-                        let first_bad = got.iter().zip(&want).position(|(a, b)| a != b);
-                        Ok(HostOutcome::Checked {
-                            text: match first_bad {
-                                None => format!("copyout {name}: {len} bytes as expected"),
-                                Some(i) => format!(
-                                    "copyout {name}: byte {i} is {:#04x}, expected {:#04x}",
-                                    got[i], want[i]
-                                ),
-                            },
-                            held: first_bad.is_none(),
-                        })
-                    }
+                    Some(HostCheck::Data(_)) => Ok(HostOutcome::Checked {
+                        text: match seen.first_mismatch {
+                            None => format!("copyout {name}: {len} bytes as expected"),
+                            Some(m) => format!(
+                                "copyout {name}: byte {} is {:#04x}, expected {:#04x}",
+                                m.index, m.got, m.want
+                            ),
+                        },
+                        held: seen.first_mismatch.is_none(),
+                    }),
                 }
             }
             HostOp::BatchCopy {
@@ -635,19 +613,32 @@ impl HostSession {
         data: &HostData,
         files: &mut dyn TraceFiles,
     ) -> Result<HostOutcome, String> {
-        let n = usize::try_from(len).map_err(|_| "too large")?;
+        let stream = Stream::new(data, len, files)?;
         let mut batches = Vec::new();
         let mut bufs = Vec::new();
         for (k, name) in names.iter().enumerate() {
-            let t = self.tensor(name)?;
-            // Pattern seeds advance by tensor so tensors differ.
-            let bytes = Self::data_bytes(&advance(data, k as u64), 0, len, files)?;
-            let buf = if to_device {
-                self.dmem.user_mut().alloc_with(&bytes)
-            } else {
-                self.dmem.user_mut().alloc(n)
+            let t = match self.tensor(name) {
+                Ok(t) => t,
+                Err(e) => {
+                    for buf in bufs {
+                        self.dmem.user_mut().free(buf);
+                    }
+                    return Err(e);
+                }
             };
-            bufs.push((buf, bytes));
+            // Pattern seeds advance by tensor so tensors differ; sources
+            // and sinks hold none of the bytes.
+            let s = stream.advanced(k as u64);
+            let buf = if to_device {
+                self.dmem
+                    .user_mut()
+                    .alloc_source(len, Box::new(StreamSource(s)))
+            } else {
+                self.dmem
+                    .user_mut()
+                    .alloc_sink(len, Box::new(CheckSink::new(len, Some(s), false)))
+            };
+            bufs.push(buf);
             batches.push(TensorBatch {
                 mem: t.id,
                 tensor_offset_bytes: 0,
@@ -664,16 +655,24 @@ impl HostSession {
             self.dmem.dmem_buf_batch_copyout(&batches)
         };
         let mut bad = Vec::new();
-        for (name, (buf, want)) in names.iter().zip(&bufs) {
-            if !to_device {
-                let got = self.dmem.user().buffer(*buf).map(|b| b[..n].to_vec());
-                if got.as_deref() != Some(want.as_slice()) {
-                    bad.push(name.clone());
+        let mut sink_error = None;
+        for (name, buf) in names.iter().zip(&bufs) {
+            if to_device {
+                self.dmem.user_mut().free(*buf);
+                continue;
+            }
+            match take_report(&mut self.dmem, *buf) {
+                Ok(seen) if seen.first_mismatch.is_none() => {}
+                Ok(_) => bad.push(name.clone()),
+                Err(e) => {
+                    sink_error.get_or_insert(e);
                 }
             }
-            self.dmem.user_mut().free(*buf);
         }
         r.map_err(|s| self.fail(s, format!("batch_copy: {s}")))?;
+        if let Some(e) = sink_error {
+            return Err(e);
+        }
         let dir = if to_device { "in" } else { "out" };
         if to_device {
             return Ok(HostOutcome::Done(format!(
@@ -764,15 +763,25 @@ fn status_name(s: NrtStatus) -> String {
     s.name().trim_start_matches("NRT_").to_ascii_lowercase()
 }
 
-/// `data` with its pattern seed advanced by `k`.
-fn advance(data: &HostData, k: u64) -> HostData {
-    match data {
-        HostData::Pattern { kind, seed } => HostData::Pattern {
-            kind: *kind,
-            seed: seed.wrapping_add(k),
-        },
-        other => other.clone(),
+/// Unmaps a copy-out destination and returns what it saw.
+///
+/// # Errors
+///
+/// When the buffer is gone or the copy wrote a byte twice (the check reads
+/// each byte once; no copy path does that).
+fn take_report(dmem: &mut Dmem, buf: u64) -> Result<SinkReport, String> {
+    let sink = dmem
+        .user_mut()
+        .take_sink(buf)
+        .and_then(|s| s.into_any().downcast::<CheckSink>().ok())
+        .ok_or("internal: the copy-out buffer is gone")?;
+    let report = sink.finish();
+    if let Some(at) = report.rewritten_at {
+        return Err(format!(
+            "internal: the copy wrote byte {at} of its destination twice; it cannot be checked"
+        ));
     }
+    Ok(report)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -799,6 +808,26 @@ fn runtime_event_line(e: &RuntimeEvent) -> Option<String> {
         )),
         RuntimeEvent::DoubleFree { id } => Some(format!(
             "diagnostic: double free of {id} (not a live allocation)"
+        )),
+        // The NDS metric record (only with `runtime metrics=on`).
+        RuntimeEvent::Nds {
+            kind,
+            device,
+            nc,
+            usage,
+            mem_type,
+            allocated_size_bytes,
+        } => Some(format!(
+            "nds: register_mem_{} device {device} nc {nc} usage {} location {} {allocated_size_bytes} bytes",
+            match kind {
+                dmem::MemEventKind::Alloc => "alloc",
+                dmem::MemEventKind::Free => "free",
+            },
+            usage.name(),
+            match mem_type {
+                MemLocation::HostDram => "HOST_DRAM",
+                MemLocation::TongaDram => "TONGA_DRAM",
+            }
         )),
         _ => None,
     }

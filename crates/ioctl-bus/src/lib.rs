@@ -266,7 +266,9 @@ mod thread;
 mod user;
 
 pub use inproc::InProcess;
-pub use record::{Call, Outcome, Record, Recorder, Recording, ReplayReport, UserAccess, replay};
+pub use record::{
+    Call, JsonlError, Outcome, Record, Recorder, Recording, ReplayReport, UserAccess, replay,
+};
 pub use stats::{Counting, IoctlStats, ioctl_name};
 pub use thread::{DEFAULT_WATCHDOG, DevicePort, Threaded};
-pub use user::{USER_BASE, USER_PAGE_BYTES, UserSpace};
+pub use user::{USER_BASE, USER_PAGE_BYTES, UserSink, UserSource, UserSpace};

@@ -58,6 +58,46 @@ pub enum Call {
     },
 }
 
+/// A line of a recording that is not a record (`docs/host-runtime.md`
+/// §2.3): where, and what is wrong — one line number, the recording's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonlError {
+    /// 1-based line of the recording.
+    pub line: usize,
+    /// 1-based column in that line (0 when the parser gave none).
+    pub column: usize,
+    /// What is wrong, without a position.
+    pub message: String,
+}
+
+impl JsonlError {
+    /// From a parse error of line `line` (a one-line JSON document, so
+    /// serde's own "at line 1 column N" suffix is dropped: the column is
+    /// kept, the line is the recording's).
+    fn new(line: usize, e: &serde_json::Error) -> Self {
+        let text = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let message = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
+        Self {
+            line,
+            column: e.column(),
+            message,
+        }
+    }
+}
+
+impl std::fmt::Display for JsonlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for JsonlError {}
+
 /// How a call ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -174,14 +214,15 @@ impl Recording {
     ///
     /// # Errors
     ///
-    /// `line N: …` (1-based) for the first line that is not a record.
-    pub fn from_jsonl(text: &str) -> Result<Self, String> {
+    /// A [`JsonlError`] naming the first line that is not a record, the
+    /// column in it and what is wrong.
+    pub fn from_jsonl(text: &str) -> Result<Self, JsonlError> {
         let mut records = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let r = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+            let r = serde_json::from_str(line).map_err(|e| JsonlError::new(i + 1, &e))?;
             records.push(r);
         }
         Ok(Self { records })
@@ -564,8 +605,19 @@ fn check_result(want: &Outcome, got: &Outcome) -> Result<(), String> {
     if want == got {
         Ok(())
     } else {
-        Err(format!("recorded {want:?}, replay {got:?}"))
+        Err(format!(
+            "recorded {}, replay {}",
+            outcome_json(want),
+            outcome_json(got)
+        ))
     }
+}
+
+/// An outcome as a recording spells it (`{"ret":0}`, `{"errno":"EINVAL"}`,
+/// `{"bus":{"device_panic":"…"}}`; `docs/host-runtime.md` §2.3), so a
+/// mismatch reads like the file it came from.
+fn outcome_json(o: &Outcome) -> String {
+    serde_json::to_string(o).unwrap_or_else(|_| format!("{o:?}"))
 }
 
 /// The caller's memory rebuilt from a record's accesses.
@@ -786,11 +838,24 @@ mod tests {
     #[test]
     fn from_jsonl_names_the_line() {
         let err = Recording::from_jsonl("\n{\"seq\":0}\n").unwrap_err();
-        assert!(err.starts_with("line 2: "), "{err}");
+        assert_eq!((err.line, err.column), (2, 9), "{err}");
+        assert!(err.to_string().starts_with("line 2, column 9: "), "{err}");
         let bad_hex =
             r#"{"seq":0,"kind":"mmap_write","offset":"0x10","bytes":"0g","result":{"ret":0}}"#;
         let err = Recording::from_jsonl(bad_hex).unwrap_err();
-        assert!(err.starts_with("line 1: "), "{err}");
+        assert_eq!(err.line, 1, "{err}");
+    }
+
+    /// One place per error: the recording's line and the column in it,
+    /// never serde's own "at line 1 column N" of the one-line document.
+    #[test]
+    fn from_jsonl_gives_one_line_number() {
+        let text = "{\"seq\":0,\"kind\":\"mmap_read\",\"offset\":\"0x10\",\"len\":4,\"result\":{\"ret\":0}}\n\
+                    {\"seq\":1,\"kind\":\"ioctl\",\"request\":5}\n";
+        let err = Recording::from_jsonl(text).unwrap_err();
+        assert_eq!(err.to_string(), "line 2, column 36: missing field `result`");
+        assert_eq!(err.message, "missing field `result`");
+        assert!(!err.to_string().contains(" at line "), "{err}");
     }
 
     #[test]

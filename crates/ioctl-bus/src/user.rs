@@ -1,6 +1,7 @@
 //! A simulated process address space: the user buffers a host program
 //! hands to ioctls (seed 000's `buffer` arguments, out-pointers).
 
+use std::any::Any;
 use std::collections::BTreeMap;
 
 use ioctl_abi::Errno;
@@ -13,12 +14,68 @@ pub const USER_BASE: u64 = 0x7f00_0000_0000;
 /// so an access that runs off a buffer faults instead of reaching the next.
 pub const USER_PAGE_BYTES: u64 = 4096;
 
+/// The bytes of a read-only user buffer, computed when they are read
+/// (`docs/host-runtime.md` §2): a copy source as large as a tensor need not
+/// be held in host memory.
+pub trait UserSource: Send {
+    /// Fills `buf` with the bytes at `offset` (the range lies inside the
+    /// buffer).
+    ///
+    /// # Errors
+    ///
+    /// An errno the access fails with (e.g. `EIO` when a backing file
+    /// cannot be read).
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), Errno>;
+}
+
+/// A write-only user buffer that consumes bytes as they are written
+/// (checks, hashes, forwards them), so a copy destination as large as a
+/// tensor need not be held in host memory (`docs/host-runtime.md` §2).
+pub trait UserSink: Send {
+    /// Takes `bytes` written at `offset` (the range lies inside the buffer).
+    ///
+    /// # Errors
+    ///
+    /// An errno the access fails with.
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno>;
+
+    /// The sink as `Any`, for its owner to take its result back with a
+    /// downcast ([`UserSpace::take_sink`]).
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+/// What backs a mapped buffer.
+enum Backing {
+    /// Ordinary memory.
+    Bytes(Vec<u8>),
+    /// Read-only, computed on read; writes fault.
+    Source(Box<dyn UserSource>),
+    /// Write-only, consumed on write; reads fault.
+    Sink(Box<dyn UserSink>),
+}
+
+struct Region {
+    len: u64,
+    backing: Backing,
+}
+
 /// The host process's memory: disjoint mapped buffers, everything else
-/// unmapped (`EFAULT`).
-#[derive(Debug, Default)]
+/// unmapped (`EFAULT`). A buffer is ordinary bytes, a read-only
+/// [`UserSource`] or a write-only [`UserSink`]; the driver and the runtime
+/// reach all three through the same [`UserSpace::read`] / [`UserSpace::write`].
+#[derive(Default)]
 pub struct UserSpace {
-    regions: BTreeMap<u64, Vec<u8>>,
+    regions: BTreeMap<u64, Region>,
     next: u64,
+}
+
+impl std::fmt::Debug for UserSpace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserSpace")
+            .field("buffers", &self.regions.len())
+            .field("mapped_bytes", &self.mapped_bytes())
+            .finish_non_exhaustive()
+    }
 }
 
 impl UserSpace {
@@ -31,24 +88,63 @@ impl UserSpace {
         }
     }
 
+    /// Reserves the address range of a buffer of `len` bytes (at least one
+    /// byte is mapped) and maps `backing` there.
+    fn map(&mut self, len: u64, backing: Backing) -> u64 {
+        let addr = self.next.max(USER_BASE);
+        let len = len.max(1);
+        let pages = len.div_ceil(USER_PAGE_BYTES) + 1; // + guard page
+        self.next = addr.saturating_add(pages.saturating_mul(USER_PAGE_BYTES));
+        self.regions.insert(addr, Region { len, backing });
+        addr
+    }
+
     /// Maps a zeroed buffer of `len_bytes` (at least one byte is mapped) and
     /// returns its address, page aligned.
+    ///
+    /// # Panics
+    ///
+    /// When host memory for the buffer cannot be allocated (as `vec!`);
+    /// [`UserSpace::try_alloc`] reports that as `ENOMEM` instead.
     pub fn alloc(&mut self, len_bytes: usize) -> u64 {
-        let addr = self.next.max(USER_BASE);
-        let len = len_bytes.max(1) as u64;
-        let pages = len.div_ceil(USER_PAGE_BYTES) + 1; // + guard page
-        self.next = addr + pages * USER_PAGE_BYTES;
-        self.regions.insert(addr, vec![0; len_bytes.max(1)]);
-        addr
+        let len = len_bytes.max(1);
+        self.map(len as u64, Backing::Bytes(vec![0; len]))
+    }
+
+    /// As [`UserSpace::alloc`], but a buffer that cannot be allocated is
+    /// `ENOMEM`, not an abort.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` when the host has no memory for it.
+    pub fn try_alloc(&mut self, len_bytes: u64) -> Result<u64, Errno> {
+        let len = usize::try_from(len_bytes.max(1)).map_err(|_| Errno::ENOMEM)?;
+        let mut v = Vec::new();
+        v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
+        v.resize(len, 0);
+        Ok(self.map(len as u64, Backing::Bytes(v)))
     }
 
     /// Maps a buffer holding `bytes` and returns its address.
     pub fn alloc_with(&mut self, bytes: &[u8]) -> u64 {
-        let addr = self.alloc(bytes.len());
-        if let Some(r) = self.regions.get_mut(&addr) {
-            r[..bytes.len()].copy_from_slice(bytes);
-        }
-        addr
+        let len = bytes.len().max(1);
+        let mut v = vec![0; len];
+        v[..bytes.len()].copy_from_slice(bytes);
+        self.map(len as u64, Backing::Bytes(v))
+    }
+
+    /// Maps a read-only buffer of `len_bytes` whose bytes `source` computes
+    /// when they are read; a write to it faults (`EFAULT`). Holds no host
+    /// memory for its contents.
+    pub fn alloc_source(&mut self, len_bytes: u64, source: Box<dyn UserSource>) -> u64 {
+        self.map(len_bytes, Backing::Source(source))
+    }
+
+    /// Maps a write-only buffer of `len_bytes` that hands every write to
+    /// `sink`; a read of it faults (`EFAULT`). Holds no host memory for its
+    /// contents. Take the sink back with [`UserSpace::take_sink`].
+    pub fn alloc_sink(&mut self, len_bytes: u64, sink: Box<dyn UserSink>) -> u64 {
+        self.map(len_bytes, Backing::Sink(sink))
     }
 
     /// Unmaps the buffer that starts at `addr`; false if none does.
@@ -56,22 +152,39 @@ impl UserSpace {
         self.regions.remove(&addr).is_some()
     }
 
-    /// Bytes mapped in all buffers.
+    /// Unmaps the sink buffer that starts at `addr` and returns its sink;
+    /// `None` (and nothing unmapped) when no sink starts there.
+    pub fn take_sink(&mut self, addr: u64) -> Option<Box<dyn UserSink>> {
+        if !matches!(
+            self.regions.get(&addr).map(|r| &r.backing),
+            Some(Backing::Sink(_))
+        ) {
+            return None;
+        }
+        match self.regions.remove(&addr)?.backing {
+            Backing::Sink(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Bytes mapped in all buffers (sources and sinks count their length,
+    /// though they hold none of it).
     #[must_use]
     pub fn mapped_bytes(&self) -> u64 {
-        self.regions.values().map(|r| r.len() as u64).sum()
+        self.regions.values().map(|r| r.len).sum()
     }
 
     /// The mapped buffer holding `[addr, addr + len)` and the offset of
     /// `addr` in it.
-    fn locate(&self, addr: u64, len: usize) -> Result<(u64, usize), Errno> {
+    fn locate(&self, addr: u64, len: usize) -> Result<(u64, u64), Errno> {
         let (&base, region) = self
             .regions
             .range(..=addr)
             .next_back()
             .ok_or(Errno::EFAULT)?;
-        let off = usize::try_from(addr - base).map_err(|_| Errno::EFAULT)?;
-        if off.checked_add(len).is_none_or(|end| end > region.len()) {
+        let off = addr - base;
+        let len = u64::try_from(len).map_err(|_| Errno::EFAULT)?;
+        if off.checked_add(len).is_none_or(|end| end > region.len) {
             return Err(Errno::EFAULT);
         }
         Ok((base, off))
@@ -81,36 +194,57 @@ impl UserSpace {
     ///
     /// # Errors
     ///
-    /// `EFAULT` unless the whole range lies in one mapped buffer.
+    /// `EFAULT` unless the whole range lies in one mapped buffer that can
+    /// be read (not a sink); a source's own error.
     pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
         let (base, off) = self.locate(addr, buf.len())?;
-        let region = &self.regions[&base];
-        buf.copy_from_slice(&region[off..off + buf.len()]);
-        Ok(())
+        let region = self.regions.get(&base).ok_or(Errno::EFAULT)?;
+        match &region.backing {
+            Backing::Bytes(v) => {
+                let at = usize::try_from(off).map_err(|_| Errno::EFAULT)?;
+                buf.copy_from_slice(&v[at..at + buf.len()]);
+                Ok(())
+            }
+            Backing::Source(s) => s.read_at(off, buf),
+            Backing::Sink(_) => Err(Errno::EFAULT),
+        }
     }
 
     /// Writes `bytes` at `addr`.
     ///
     /// # Errors
     ///
-    /// `EFAULT` unless the whole range lies in one mapped buffer.
+    /// `EFAULT` unless the whole range lies in one mapped buffer that can
+    /// be written (not a source); a sink's own error.
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
         let (base, off) = self.locate(addr, bytes.len())?;
-        if let Some(region) = self.regions.get_mut(&base) {
-            region[off..off + bytes.len()].copy_from_slice(bytes);
+        let region = self.regions.get_mut(&base).ok_or(Errno::EFAULT)?;
+        match &mut region.backing {
+            Backing::Bytes(v) => {
+                let at = usize::try_from(off).map_err(|_| Errno::EFAULT)?;
+                v[at..at + bytes.len()].copy_from_slice(bytes);
+                Ok(())
+            }
+            Backing::Sink(s) => s.write_at(off, bytes),
+            Backing::Source(_) => Err(Errno::EFAULT),
         }
-        Ok(())
     }
 
-    /// The whole buffer starting at `addr`, if one does.
+    /// The whole buffer starting at `addr`, if an ordinary one does.
     #[must_use]
     pub fn buffer(&self, addr: u64) -> Option<&[u8]> {
-        self.regions.get(&addr).map(Vec::as_slice)
+        match &self.regions.get(&addr)?.backing {
+            Backing::Bytes(v) => Some(v.as_slice()),
+            _ => None,
+        }
     }
 
     /// The whole buffer starting at `addr`, mutable.
     pub fn buffer_mut(&mut self, addr: u64) -> Option<&mut [u8]> {
-        self.regions.get_mut(&addr).map(Vec::as_mut_slice)
+        match &mut self.regions.get_mut(&addr)?.backing {
+            Backing::Bytes(v) => Some(v.as_mut_slice()),
+            _ => None,
+        }
     }
 }
 
@@ -145,5 +279,75 @@ mod tests {
         assert!(u.free(a));
         assert_eq!(u.read(a, &mut got), Err(Errno::EFAULT));
         assert!(!u.free(a));
+    }
+
+    /// Bytes `i` of the stream are `i mod 251`.
+    struct Ramp;
+    impl UserSource for Ramp {
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = ((offset + i as u64) % 251) as u8;
+            }
+            Ok(())
+        }
+    }
+
+    /// Records every write.
+    #[derive(Default)]
+    struct Log(Vec<(u64, Vec<u8>)>);
+    impl UserSink for Log {
+        fn write_at(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
+            self.0.push((offset, bytes.to_vec()));
+            Ok(())
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn Any> {
+            self
+        }
+    }
+
+    #[test]
+    fn sources_compute_on_read_and_refuse_writes() {
+        let mut u = UserSpace::new();
+        let len = 1u64 << 40; // a terabyte: nothing is held
+        let a = u.alloc_source(len, Box::new(Ramp));
+        let b = u.alloc(10);
+        assert!(b > a + len, "the next buffer is placed after it");
+        let mut got = [0u8; 4];
+        u.read(a + 500, &mut got).unwrap();
+        assert_eq!(got, [249, 250, 0, 1]);
+        u.read(a + len - 4, &mut got).unwrap();
+        assert_eq!(u.read(a + len - 3, &mut got), Err(Errno::EFAULT));
+        assert_eq!(u.write(a, &[1]), Err(Errno::EFAULT), "read-only");
+        assert_eq!(u.buffer(a), None);
+        assert_eq!(u.mapped_bytes(), len + 10);
+        assert!(u.take_sink(a).is_none(), "not a sink: stays mapped");
+        u.read(a, &mut got).unwrap();
+    }
+
+    #[test]
+    fn sinks_consume_writes_and_refuse_reads() {
+        let mut u = UserSpace::new();
+        let a = u.alloc_sink(8, Box::new(Log::default()));
+        u.write(a + 2, &[7, 8]).unwrap();
+        u.write(a, &[5]).unwrap();
+        assert_eq!(u.write(a + 7, &[0, 0]), Err(Errno::EFAULT));
+        let mut got = [0u8; 1];
+        assert_eq!(u.read(a, &mut got), Err(Errno::EFAULT), "write-only");
+        let log = u
+            .take_sink(a)
+            .unwrap()
+            .into_any()
+            .downcast::<Log>()
+            .unwrap();
+        assert_eq!(log.0, [(2, vec![7, 8]), (0, vec![5])]);
+        assert_eq!(u.write(a, &[1]), Err(Errno::EFAULT), "unmapped");
+    }
+
+    #[test]
+    fn try_alloc_reports_what_cannot_be_allocated() {
+        let mut u = UserSpace::new();
+        assert_eq!(u.try_alloc(u64::MAX), Err(Errno::ENOMEM));
+        let a = u.try_alloc(3).unwrap();
+        assert_eq!(u.buffer(a), Some(&[0u8, 0, 0][..]));
     }
 }

@@ -178,7 +178,8 @@ fn from_jsonl_names_the_bad_line() {
     let mut lines: Vec<&str> = text.lines().collect();
     lines[4] = "{\"seq\":4,\"kind\":\"ioctl\"}";
     let err = Recording::from_jsonl(&lines.join("\n")).unwrap_err();
-    assert!(err.starts_with("line 5: "), "{err}");
+    assert!(err.to_string().starts_with("line 5, column "), "{err}");
+    assert_eq!(err.line, 5);
 }
 
 fn mismatch(quirk: Quirk) -> String {
@@ -214,6 +215,11 @@ fn replay_checks_results_and_access_counts() {
         panic!()
     };
     assert!(m.starts_with("record 6 (SEMAPHORE_READ) result: "), "{m}");
+    // Outcomes are spelled as the recording spells them (its JSON).
+    assert!(
+        m.ends_with(r#"recorded {"errno":"E2BIG"}, replay {"errno":"EINVAL"}"#),
+        "{m}"
+    );
 
     // An access the driver no longer makes.
     let mut r = record_session();
@@ -261,6 +267,10 @@ fn replay_reissues_a_device_panic_and_stops_there() {
         panic!()
     };
     assert!(m.starts_with("record 1 (SEMAPHORE_WRITE) result: "), "{m}");
+    // As the recording and docs/host-runtime.md §2.3 spell it, not the
+    // Rust debug form `Bus(DevicePanic(..))`.
+    assert!(m.contains(r#"recorded {"bus":{"device_panic":"#), "{m}");
+    assert!(!m.contains("DevicePanic"), "{m}");
 }
 
 #[test]

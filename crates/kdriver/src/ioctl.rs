@@ -26,6 +26,10 @@ pub const HOST_PAGE_BYTES: u64 = 4096;
 /// Bounce buffer of MEM_BUF_COPY and MEMSET (`MEMSET_HOST_BUF_SIZE` =
 /// `MAX_DMA_DESC_SIZE`, §1.6).
 pub const BOUNCE_BYTES: u64 = 65_536;
+/// How much a CPU copy between user memory and a host chunk or BAR4 moves
+/// at a time (a simulator choice: host memory stays bounded whatever the
+/// size).
+pub const CPU_COPY_PIECE_BYTES: u64 = 1 << 20;
 /// Semaphores / events per NC (§1.6).
 pub const SEMAPHORES: u32 = 256;
 /// Ring base and end alignment (`UDMA_QUEUE_ADDR_BYTE_ALIGNMENT`, §2.9).
@@ -100,6 +104,9 @@ impl KernelDriver {
                     category: a.mem_type.get(),
                 };
                 self.alloc(req, a.mem_handle.get(), user).map(|_| 0)
+            }
+            Ioctl::MemAllocV2Mt64 | Ioctl::MemAllocV2Mt64Pa if !self.cfg.mem_alloc64 => {
+                Err(Errno::EINVAL)
             }
             Ioctl::MemAllocV2Mt64 => {
                 let a: MemAllocV2MemType64 = parse_arg(def, arg)?;
@@ -621,18 +628,7 @@ impl KernelDriver {
             return Err(Errno::EINVAL);
         }
         if c.host {
-            let mut buf = vec![0u8; usize::try_from(size).map_err(|_| Errno::EINVAL)?];
-            if to_mem {
-                user.copy_from_user(buffer, &mut buf)?;
-                self.dev
-                    .write_bytes(c.pa + offset, &buf)
-                    .map_err(|_| Errno::EIO)?;
-            } else {
-                self.dev
-                    .read_bytes(c.pa + offset, &mut buf)
-                    .map_err(|_| Errno::EIO)?;
-                user.copy_to_user(buffer, &buf)?;
-            }
+            self.cpu_copy(c.pa + offset, buffer, size, to_mem, user)?;
             return Ok(0);
         }
         let size = size & u64::from(u32::MAX);
@@ -643,6 +639,44 @@ impl KernelDriver {
         let r = self.buf_copy_device(&c, bounce, buffer, size, offset, to_mem, user);
         self.mem.release_chunk(bounce);
         r.map(|()| 0)
+    }
+
+    /// A CPU copy between a user buffer and device-visible memory at
+    /// `addr` (a host chunk's kernel mapping, or BAR4), `to_dev` from the
+    /// user. It moves [`CPU_COPY_PIECE_BYTES`] at a time, as
+    /// `copy_from_user`/`copy_to_user` walk pages, so host memory does not
+    /// grow with the size (`docs/host-runtime.md` §3.6).
+    fn cpu_copy(
+        &mut self,
+        addr: u64,
+        buffer: u64,
+        size: u64,
+        to_dev: bool,
+        user: &mut dyn UserMemory,
+    ) -> Result<(), Errno> {
+        let piece = size.min(CPU_COPY_PIECE_BYTES);
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(piece as usize)
+            .map_err(|_| Errno::ENOMEM)?;
+        buf.resize(piece as usize, 0);
+        let mut done = 0u64;
+        while done < size {
+            let n = (size - done).min(CPU_COPY_PIECE_BYTES);
+            let chunk = &mut buf[..n as usize];
+            if to_dev {
+                user.copy_from_user(buffer + done, chunk)?;
+                self.dev
+                    .write_bytes(addr + done, chunk)
+                    .map_err(|_| Errno::EIO)?;
+            } else {
+                self.dev
+                    .read_bytes(addr + done, chunk)
+                    .map_err(|_| Errno::EIO)?;
+                user.copy_to_user(buffer + done, chunk)?;
+            }
+            done += n;
+        }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -731,18 +765,7 @@ impl KernelDriver {
             let dev_addr = c.pa + off;
             if c.host || (to_dev && size <= bar4_threshold) {
                 // Host memory or a BAR4 direct write: CPU copies.
-                let mut buf = vec![0u8; usize::try_from(size).map_err(|_| Errno::EINVAL)?];
-                if to_dev {
-                    user.copy_from_user(buffer, &mut buf)?;
-                    self.dev
-                        .write_bytes(dev_addr, &buf)
-                        .map_err(|_| Errno::EIO)?;
-                } else {
-                    self.dev
-                        .read_bytes(dev_addr, &mut buf)
-                        .map_err(|_| Errno::EIO)?;
-                    user.copy_to_user(buffer, &buf)?;
-                }
+                self.cpu_copy(dev_addr, buffer, size, to_dev, user)?;
                 continue;
             }
             self.zerocopy_op(c.nc_id, dev_addr, size, buffer, to_dev, user)?;
@@ -1133,7 +1156,10 @@ impl KernelDriver {
             return Err(Errno::EINVAL);
         };
         let bytes = 16 * u64::from(count);
-        let mut buf = vec![0u8; bytes as usize];
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(bytes as usize)
+            .map_err(|_| Errno::ENOMEM)?;
+        buf.resize(bytes as usize, 0);
         if mc.host {
             let src = ring + 16 * u64::from(start);
             self.dev.read_bytes(src, &mut buf).map_err(|_| Errno::EIO)?;

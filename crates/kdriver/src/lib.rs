@@ -12,6 +12,8 @@ mod ioctl;
 pub mod mem;
 pub mod pool;
 
+pub use ioctl::CPU_COPY_PIECE_BYTES;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use ioctl_abi::Errno;
@@ -30,6 +32,12 @@ pub struct KdriverConfig {
     /// (false) refuses a non-zero `align` with EINVAL, which drives the
     /// runtime's over-allocate fallback (seed 000 §2).
     pub aligned_alloc: bool,
+    /// The driver knows the 64-bit allocation requests MEM_ALLOC_V2MT64 and
+    /// _PA (feature flag MEM_ALLOC64). An older driver
+    /// (false) answers them EINVAL — a known family with an unknown size
+    /// (`docs/host-runtime.md` §3.6) — which drives the runtime's fallback
+    /// to MEM_ALLOC_V2MT.
+    pub mem_alloc64: bool,
     /// Multiplies the completion-poll budget (QEMU ×1e4, emulator ×1e5).
     pub timeout_multiplier: u64,
     /// Fault injection: H2T batches with these sequence numbers (0-based,
@@ -45,6 +53,7 @@ impl Default for KdriverConfig {
         Self {
             attached: true,
             aligned_alloc: true,
+            mem_alloc64: true,
             timeout_multiplier: 1,
             drop_batches: BTreeSet::new(),
             pid: 1000,

@@ -95,6 +95,88 @@ fn buf_copy64_host_chunk_is_a_plain_copy_device_chunk_one_batch_per_64k() {
     assert_eq!(h.buf_copy(dc, src, 1, 200_704, true), errno(Errno::EINVAL));
 }
 
+/// A user buffer serving `pattern(len, seed)` and remembering the largest
+/// single access.
+struct Probe {
+    data: Vec<u8>,
+    largest: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ioctl_bus::UserSource for Probe {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        self.largest
+            .fetch_max(buf.len(), std::sync::atomic::Ordering::Relaxed);
+        let at = offset as usize;
+        buf.copy_from_slice(&self.data[at..at + buf.len()]);
+        Ok(())
+    }
+}
+
+/// Keeps what is written, remembering the largest single write.
+struct Catch {
+    data: Vec<u8>,
+    largest: usize,
+}
+
+impl ioctl_bus::UserSink for Catch {
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
+        self.largest = self.largest.max(bytes.len());
+        let at = offset as usize;
+        self.data[at..at + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+/// CPU copies (host chunks, BAR4 writes) walk the user buffer in pieces of
+/// at most `CPU_COPY_PIECE_BYTES`, so the driver's host memory does not
+/// grow with the transfer (issue 11 item 4).
+#[test]
+fn cpu_copies_move_bounded_pieces() {
+    let mut h = Host::new(KdriverConfig::default());
+    let size = 3 * (1 << 20) + 5;
+    let data = pattern(size as usize, 21);
+    let largest = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let src = h.user.alloc_source(
+        size,
+        Box::new(Probe {
+            data: data.clone(),
+            largest: largest.clone(),
+        }),
+    );
+    let piece = kdriver::CPU_COPY_PIECE_BYTES as usize;
+    // A host chunk: MEM_BUF_COPY64 in and out.
+    let hc = h.alloc(size, true, 0, 0, TENSORS_HOST).unwrap();
+    h.buf_copy(hc, src, size, 0, true).unwrap();
+    let hpa = h.pa(hc);
+    assert_eq!(h.dev_read(hpa, size as usize), data);
+    assert_eq!(largest.load(std::sync::atomic::Ordering::Relaxed), piece);
+    let sink = Catch {
+        data: vec![0; size as usize],
+        largest: 0,
+    };
+    let out = h.user.alloc_sink(size, Box::new(sink));
+    h.buf_copy(hc, out, size, 0, false).unwrap();
+    let got = h
+        .user
+        .take_sink(out)
+        .unwrap()
+        .into_any()
+        .downcast::<Catch>()
+        .unwrap();
+    assert_eq!((got.data == data, got.largest), (true, piece));
+    // A BAR4 direct write of a device chunk.
+    largest.store(0, std::sync::atomic::Ordering::Relaxed);
+    let dc = h.alloc(size, false, 0, 0, TENSORS_DEVICE).unwrap();
+    assert_eq!(zerocopy(&mut h, dc, src, size, 0, true, u32::MAX), Ok(0));
+    assert_eq!(h.batches(), 0, "BAR4: no DMA");
+    let dpa = h.pa(dc);
+    assert_eq!(h.dev_read(dpa, size as usize), data);
+    assert_eq!(largest.load(std::sync::atomic::Ordering::Relaxed), piece);
+}
+
 #[test]
 fn buf_copy64_sizes_of_4_gib_and_more_truncate_to_u32() {
     let mut h = Host::new(KdriverConfig::default());

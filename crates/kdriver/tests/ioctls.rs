@@ -3,9 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ioctl_abi::args::{
-    DmaEngGetState, DmaEngState, DmaQueueCopyStart, DmaQueueInit, Event, MemAllocV2MemType64,
-    MemBufCopy64, MemCopy64, MemCopyAsync64, MemCopyAsyncWait, MemFree, MemGetExtendedInfo,
-    MemGetPa, Memset64, Semaphore,
+    DmaEngGetState, DmaEngState, DmaQueueCopyStart, DmaQueueInit, Event, MemAllocV2MemType,
+    MemAllocV2MemType64, MemAllocV2MemType64Pa, MemBufCopy64, MemCopy64, MemCopyAsync64,
+    MemCopyAsyncWait, MemFree, MemGetExtendedInfo, MemGetPa, Memset64, Semaphore,
 };
 use ioctl_abi::{Errno, Ioctl};
 use ioctl_bus::{InProcess, IoctlError, Transport, UserSpace};
@@ -353,6 +353,35 @@ fn attach_gate_covers_only_the_exact_legacy_numbers() {
     );
     // MEM_ALLOC_V2MT64 is not gated.
     assert!(h.alloc(4096, false, 0, 0, 9).is_ok());
+}
+
+/// An older driver without MEM_ALLOC64 refuses the 64-bit requests with
+/// EINVAL and still serves MEM_ALLOC_V2MT (`docs/host-runtime.md` §3.6).
+#[test]
+fn a_driver_without_mem_alloc64_refuses_the_64_bit_requests() {
+    let mut h = Host::new(KdriverConfig {
+        mem_alloc64: false,
+        ..KdriverConfig::default()
+    });
+    assert_eq!(
+        h.alloc(4096, false, 0, 0, 9), // TENSORS_DEVICE
+        Err(IoctlError::Errno(Errno::EINVAL))
+    );
+    let mut pa = MemAllocV2MemType64Pa::new_zeroed();
+    pa.size.set(4096);
+    assert_eq!(
+        h.call(Ioctl::MemAllocV2Mt64Pa, &mut pa),
+        Err(IoctlError::Errno(Errno::EINVAL))
+    );
+    let out = h.user.alloc(8);
+    let mut a = MemAllocV2MemType::new_zeroed();
+    a.size.set(4096);
+    a.mem_type.set(9); // TENSORS_DEVICE
+    a.mem_handle.set(out);
+    assert_eq!(h.call(Ioctl::MemAllocV2Mt, &mut a), Ok(0));
+    let mut handle = [0u8; 8];
+    h.user.read(out, &mut handle).unwrap();
+    assert_ne!(u64::from_le_bytes(handle), 0);
 }
 
 #[test]

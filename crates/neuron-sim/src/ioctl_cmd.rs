@@ -47,8 +47,15 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
         IoctlCmd::Replay { file, json } => {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
-            let rec = ioctl_bus::Recording::from_jsonl(&text)
-                .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+            let rec = ioctl_bus::Recording::from_jsonl(&text).map_err(|e| {
+                bad_input(format!(
+                    "{}:{}:{}: {}",
+                    file.display(),
+                    e.line,
+                    e.column,
+                    e.message
+                ))
+            })?;
             // The same maps as the recording run (--soc-map / --csr-maps).
             let mut driver =
                 kdriver::KernelDriver::new(maps.device()?, kdriver::KdriverConfig::default())

@@ -33,14 +33,18 @@ pub const USAGE_NAMES: &[&str] = &[
     "dma_ring_collectives",
 ];
 
-/// The NRT status names `status=` accepts: the ones the dmem calls return
-/// (public `nrt_status.h` names; a copy that times out is `failure`, as in
-/// seed 000 §3).
+/// The NRT status names `status=` accepts (public `nrt_status.h` names,
+/// docs/trace-format.md §5.2). The dmem calls return `success`, `failure`,
+/// `invalid`, `resource` and `fail_host_mem_alloc`; `invalid_handle` and
+/// `timeout` are accepted but never returned (a copy that times out is
+/// `failure`), so an expectation of them does not hold.
 pub const STATUS_NAMES: &[&str] = &[
     "success",
     "failure",
     "invalid",
+    "invalid_handle",
     "resource",
+    "timeout",
     "fail_host_mem_alloc",
 ];
 
