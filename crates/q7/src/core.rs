@@ -868,6 +868,20 @@ impl Q7Core {
                 cfg.engine_mask = narrowed;
             }
         }
+        // DGE context init (docs/firmware.md "What is modelled"): the
+        // firmware arms the queue pair of every engine the configuration
+        // gives the word before it expands it, so a word refused while
+        // expanding (its share does not fit the ring, say) leaves them
+        // armed and idle, never aborted.
+        let Some(queue_id) = cfg.queue() else {
+            return false;
+        };
+        let front_tag = front_tag(&self.queue);
+        for slot in dge_context_slots(&word, &cfg) {
+            if let Err(m) = self.ensure_rings(now, bus, &cfg, slot, queue_id, &front_tag) {
+                return self.reject_front(now, m);
+            }
+        }
         let mut regs = [0u32; 64];
         for (n, r) in regs.iter_mut().enumerate() {
             *r = bus.read32(self.layout.reg(n as u8)).unwrap_or(0);
@@ -893,16 +907,7 @@ impl Q7Core {
                 return self.reject_front(now, e.to_string());
             }
         };
-        // Rings: program on first use, then check room.
-        let Some(queue_id) = cfg.queue() else {
-            return false;
-        };
-        let front_tag = front_tag(&self.queue);
-        for ep in &plan.engines {
-            if let Err(m) = self.ensure_rings(now, bus, &cfg, ep.slot, queue_id, &front_tag) {
-                return self.reject_front(now, m);
-            }
-        }
+        // Rings: armed above; check room.
         for ep in &plan.engines {
             if !self.has_room(bus, ep.slot, ep.m2s_descs(), ep.s2m_descs()) {
                 self.blocked_on_space = true;
@@ -1895,6 +1900,17 @@ fn arm_queue_pair(
 /// the core's DRAM + 0x28 (wiki-facts §D.4; seed 004 §5.4 "core_base + 40").
 const MAILBOXES: usize = 4;
 const MAILBOX_OFFSET: u64 = 0x28;
+
+/// The engine slots whose DGE contexts a word uses: the engines
+/// MEMCOPY_DMA_CFG allows, or all 16 for RDMA_DESC_GEN, whose every engine
+/// writes the local semaphore (docs/firmware.md "RDMA_DESC_GEN /
+/// RDMA_DESC_START").
+fn dge_context_slots(word: &InstWord, cfg: &DgeConfig) -> Vec<u8> {
+    match word {
+        InstWord::RdmaDescGen(_) => (0..ENGINES_PER_CORE as u8).collect(),
+        _ => cfg.engine_slots(),
+    }
+}
 
 /// The word's `dma_configs.priority_class` (the RDMA words have none).
 fn priority_class(word: &InstWord) -> Option<u8> {

@@ -237,6 +237,7 @@ pub(super) fn expand_indirect1d(
 
 #[cfg(test)]
 mod tests {
+    use crate::layout::DgeConfig;
     use crate::plan::test_support::*;
     use crate::plan::{IndexOutOfBounds, expand};
     use dma_abi::inst::{BoundCheckReg, ComputeOp, Dtype, IndirectDim, IndirectMode, InstWord};
@@ -407,5 +408,39 @@ mod tests {
         assert_eq!(bin5, vec![1]); // 5 mod 4: both updates on one engine
         assert_eq!(p.engines[1].pairs.len(), 3); // bins 5, 5 and 9
         assert!(p.duplicate_dst.is_empty());
+    }
+
+    #[test]
+    fn scatter_add_counts_both_sources_of_every_update_against_the_ring() {
+        // 32 FP32 updates into 5 bins on one engine with 64-descriptor
+        // rings: each update is a (B, A) packet, 32 x 2 + 1 = 65 M2S
+        // descriptors, one more than the ring holds.
+        let scatter = |n: u16| {
+            let mut w = indirect(IndirectMode::DstIndirection, n);
+            w.compute_op = ComputeOp::Add;
+            w.flags.non_unique_dst_idx = true;
+            w.in_dtype = Dtype::Fp32;
+            w.out_dtype = Dtype::Fp32;
+            w.src_elem_size = 4;
+            w.dst_elem_size = 4;
+            w.dst_start_addr = Addr8::Immediate {
+                addr: 0x3000_0000,
+                shape_reg: false,
+            };
+            w.dst_step_elem = 1;
+            InstWord::Indirect1d(w)
+        };
+        let ring = DgeConfig {
+            carveout_size_descs: 64,
+            ..cfg(1)
+        };
+        let mut o = index_ops(Vec::new(), (0..32).map(|k| k % 5).collect());
+        let p = expand(&scatter(31), &ring, &mut o).unwrap();
+        assert_eq!(p.engines[0].m2s_descs(), 63);
+        let e = expand(&scatter(32), &ring, &mut o).unwrap_err().to_string();
+        assert!(
+            e.contains("needs 65 M2S descriptors") && e.contains("CARVEOUT_SIZE_DESCS = 64"),
+            "{e}"
+        );
     }
 }

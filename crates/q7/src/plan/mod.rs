@@ -205,6 +205,12 @@ impl DescPair {
         }
     }
 
+    /// M2S descriptors of this pair's packet: B (`acc_src`), the meta
+    /// descriptor and A, as [`DescPair::sources`] lists them.
+    pub fn m2s_descs(&self) -> u64 {
+        1 + u64::from(self.acc_src.is_some()) + u64::from(self.meta.is_some())
+    }
+
     /// The M2S descriptors of this pair's packet, in order.
     pub fn sources(&self) -> Vec<TxSource> {
         let mut v = Vec::with_capacity(3);
@@ -270,11 +276,13 @@ impl EnginePlan {
         }
     }
 
-    /// M2S descriptors this engine's share needs.
+    /// M2S descriptors this engine's share writes: every source of every
+    /// packet (a CCE pair has 2 or 3, docs/firmware.md "Compute ops and
+    /// dtypes"), every piece of a gather, and the semaphore writes.
     pub fn m2s_descs(&self) -> u64 {
-        (self.pairs.len()
-            + self.gathers.iter().map(|g| g.tx.len()).sum::<usize>()
-            + self.sem_writes.len()) as u64
+        self.pairs.iter().map(DescPair::m2s_descs).sum::<u64>()
+            + self.gathers.iter().map(|g| g.tx.len() as u64).sum::<u64>()
+            + self.sem_writes.len() as u64
     }
 
     /// S2M descriptors this engine's share needs.

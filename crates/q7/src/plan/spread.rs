@@ -11,13 +11,17 @@ use crate::layout::{DgeConfig, PARTITIONS_PER_ENGINE};
 /// Spreads descriptor pairs over the allowed engines (the splitting rule
 /// in the module doc), applying bound checks and the ring cap.
 pub(super) struct Spread {
-    pub(super) word: &'static str,
-    pub(super) sem_increment: u8,
-    pub(super) engines: Vec<EnginePlan>,
+    word: &'static str,
+    sem_increment: u8,
+    engines: Vec<EnginePlan>,
+    /// Rows each engine got (for its DIMPUSH).
     pub(super) rows: Vec<u32>,
-    pub(super) cap: usize,
-    pub(super) run_index: usize,
-    pub(super) out_of_bounds: Vec<OutOfBounds>,
+    /// Descriptors placed per engine so far: [M2S, S2M], semaphore write
+    /// not included.
+    descs: Vec<[u64; 2]>,
+    cap: usize,
+    run_index: usize,
+    out_of_bounds: Vec<OutOfBounds>,
 }
 
 impl Spread {
@@ -31,6 +35,7 @@ impl Spread {
             word,
             sem_increment,
             rows: vec![0; engines.len()],
+            descs: vec![[0; 2]; engines.len()],
             engines,
             cap: usize::from(cfg.carveout_size_descs),
             run_index: 0,
@@ -85,7 +90,7 @@ impl Spread {
     /// Adds a gather packet on engine `e` (its bound checks done), within
     /// the ring cap.
     fn place_gather(&mut self, e: usize, packet: GatherPacket) -> Result<(), PlanError> {
-        self.check_room(e, packet.tx.len())?;
+        self.check_room(e, packet.tx.len() as u64)?;
         let ep = &mut self.engines[e];
         ep.bytes += u64::from(packet.dst_len_bytes);
         ep.gathers.push(packet);
@@ -94,19 +99,28 @@ impl Spread {
     }
 
     /// The ring cap (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS): engine `e`
-    /// can take `n` more M2S descriptors and still the semaphore write.
-    fn check_room(&self, e: usize, n: usize) -> Result<(), PlanError> {
-        let cap = self.cap;
-        let ep = &self.engines[e];
-        if ep.m2s_descs() as usize + n + 1 > cap {
-            return Err(PlanError::Invalid(format!(
-                "{}: engine slot {} needs more than {} descriptors per ring \
-                 (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}, one is the semaphore write)",
-                self.word,
-                ep.slot,
-                cap.saturating_sub(1)
-            )));
+    /// takes one more packet of `m2s` M2S descriptors and one S2M
+    /// descriptor, and still has room for its semaphore write, in each
+    /// direction. Counts what the firmware will write (a CCE packet has 2
+    /// or 3 M2S descriptors), so a share that fits is never more than its
+    /// ring holds (docs/firmware.md "Refusals"). Records the packet.
+    fn check_room(&mut self, e: usize, m2s: u64) -> Result<(), PlanError> {
+        let cap = self.cap as u64;
+        let have = self.descs[e];
+        // +1: the semaphore write every engine ends with.
+        let need = [have[0] + m2s + 1, have[1] + 1 + 1];
+        for (dir, n) in ["M2S", "S2M"].into_iter().zip(need) {
+            if n > cap {
+                return Err(PlanError::Invalid(format!(
+                    "{}: engine slot {} needs {n} {dir} descriptors for its share so far \
+                     (data packets and the semaphore write), more than its ring holds \
+                     (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}); refused rather than \
+                     overrun the ring",
+                    self.word, self.engines[e].slot
+                )));
+            }
         }
+        self.descs[e] = [have[0] + m2s, have[1] + 1];
         Ok(())
     }
 
@@ -176,7 +190,7 @@ impl Spread {
     }
 
     pub(super) fn place(&mut self, e: usize, pair: DescPair) -> Result<usize, PlanError> {
-        self.check_room(e, 1)?;
+        self.check_room(e, pair.m2s_descs())?;
         let ep = &mut self.engines[e];
         ep.pairs.push(pair);
         ep.bytes += u64::from(pair.dst_len_bytes);

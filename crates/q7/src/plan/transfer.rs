@@ -155,10 +155,10 @@ pub(super) fn dtype_elem(d: Dtype, row: u16) -> u16 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::layout::DgeConfig;
     use crate::plan::test_support::*;
     use crate::plan::{DescPair, expand};
-    use dma_abi::inst::{Dtype, InstWord};
+    use dma_abi::inst::{ComputeOp, Dtype, InstWord};
 
     #[test]
     fn dtype_conversion_is_a_one_source_cce_packet() {
@@ -266,5 +266,59 @@ mod tests {
         w.compute_op = ComputeOp::Multiply;
         let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
         assert!(e.to_string().contains("element size is 4"), "{e}");
+    }
+
+    /// `n` FP32 elements, source step 2 (one packet per element), on one
+    /// engine with rings of `ring` descriptors.
+    fn strided_fp32(n: u16, op: ComputeOp, ring: u16) -> (InstWord, DgeConfig) {
+        let InstWord::Direct2d(mut w) = word(
+            0x1000_0000,
+            [2, 200],
+            [n, 1],
+            0x2000_0000,
+            [1, n as i32],
+            [n, 1],
+            4,
+        ) else {
+            unreachable!()
+        };
+        w.compute_op = op;
+        w.in_dtype = Dtype::Fp32;
+        w.out_dtype = Dtype::Fp32;
+        let cfg = DgeConfig {
+            carveout_size_descs: ring,
+            ..cfg(1)
+        };
+        (InstWord::Direct2d(w), cfg)
+    }
+
+    #[test]
+    fn the_ring_cap_counts_every_m2s_descriptor_of_a_cce_packet() {
+        // ADD/MAX/MIN: B then A, 2 M2S descriptors per packet; MULTIPLY:
+        // B, the FMA meta descriptor, A: 3. Plus the semaphore write.
+        for (op, per, fits) in [
+            (ComputeOp::Add, 2u64, 31u16),
+            (ComputeOp::Max, 2, 31),
+            (ComputeOp::Min, 2, 31),
+            (ComputeOp::Multiply, 3, 21),
+        ] {
+            let (w, c) = strided_fp32(fits, op, 64);
+            let p = expand(&w, &c, &mut ops()).unwrap();
+            let e = &p.engines[0];
+            assert_eq!(e.m2s_descs(), per * u64::from(fits) + 1, "{op:?}");
+            assert_eq!(e.s2m_descs(), u64::from(fits) + 1, "{op:?}");
+            assert!(e.m2s_descs() <= 64);
+            assert_eq!(p.descriptors() as u64, e.m2s_descs() + e.s2m_descs());
+            // One more element overruns the 64-descriptor ring: refused,
+            // naming the count and the cap.
+            let (w, c) = strided_fp32(fits + 1, op, 64);
+            let err = expand(&w, &c, &mut ops()).unwrap_err().to_string();
+            let need = per * u64::from(fits + 1) + 1;
+            assert!(
+                err.contains(&format!("needs {need} M2S descriptors"))
+                    && err.contains("CARVEOUT_SIZE_DESCS = 64"),
+                "{op:?}: {err}"
+            );
+        }
     }
 }
