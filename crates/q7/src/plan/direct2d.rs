@@ -4,7 +4,7 @@
 
 use dma_abi::inst::{Direct2d, InstKind};
 
-use super::operands::resolve_addr8;
+use super::operands::{Gate, resolve_addr8};
 use super::spread::Spread;
 use super::transfer::transfer;
 use super::{Operands, Plan, PlanError};
@@ -76,7 +76,10 @@ pub(super) fn expand_direct2d(
         elem: xfer.dst_elem,
     };
     let mut spread = Spread::new(W, cfg, w.sem_increment);
-    let gates = [w.src_bound_reg, w.dst_bound_reg];
+    let gates = [
+        Gate::of(w.src_bound_reg, w.src_start_addr),
+        Gate::of(w.dst_bound_reg, w.dst_start_addr),
+    ];
     let max_elems = xfer.max_elems();
     let mut i = 0u64;
     while i < src_total {
@@ -106,10 +109,7 @@ pub(super) fn expand_direct2d(
         ops,
         [&src_addr, &dst_addr],
         &[],
-        &[
-            ("src_bound_reg", w.src_bound_reg),
-            ("dst_bound_reg", w.dst_bound_reg),
-        ],
+        &[("src_bound_reg", gates[0]), ("dst_bound_reg", gates[1])],
         (src.base, w.src_elem_size, w.semaphore),
         |rows| {
             [
@@ -365,5 +365,81 @@ mod tests {
         assert!(p.out_of_bounds[0].notify);
         // Every engine still writes its semaphore.
         assert_eq!(p.descriptors(), 2);
+    }
+
+    #[test]
+    fn the_bound_limit_is_32_bits_unless_the_offset_is_wide() {
+        // docs/firmware.md "Bound checks": REG[bc_reg] is the limit;
+        // REG[bc_reg + 1] holds its high 32 bits only when the gated
+        // operand is in wide-offset mode (ADDR8 OFFSET_WIDE).
+        let InstWord::Direct2d(mut w) =
+            word(0x1000, [1, 64], [64, 4], 0x10_0000, [1, 64], [64, 4], 1)
+        else {
+            unreachable!()
+        };
+        w.src_bound_reg = BoundCheckReg::enabled(5);
+        w.dst_bound_reg = BoundCheckReg::enabled(7);
+        // One byte short on both sides; the neighbouring registers are
+        // something else's (non-zero).
+        let neighbours = vec![(5, 0x10fe), (6, 1), (7, 0x10_00fe), (8, 1)];
+        let mut o = Ops {
+            regs: neighbours.clone(),
+            table: vec![(2, 0x1000), (3, 0x10_0000)],
+            mem: Vec::new(),
+            xbar: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.data_pairs(), 0);
+        assert_eq!(p.out_of_bounds[0].limit, 0x10fe, "REG[6] is not read");
+        let e = &p.engines[0];
+        assert!(e.micro_ops.contains(&MicroOp::RegWrite {
+            engine: 0,
+            operand: "src_bound_reg",
+            reg: 5,
+            value: 0x10fe,
+        }));
+        // Destination alone checked: its limit is 32 bits too.
+        w.src_bound_reg = BoundCheckReg::INERT;
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.out_of_bounds.len(), 1);
+        assert_eq!(
+            (p.out_of_bounds[0].side, p.out_of_bounds[0].limit),
+            ("dst", 0x10_00fe)
+        );
+        // Wide-offset table operands on both sides: the pair is the limit,
+        // 0x1_0000_10fe and 0x1_0010_00fe, and the run passes.
+        w.src_bound_reg = BoundCheckReg::enabled(5);
+        let wide = |entry| Addr8::Table {
+            entry,
+            offset: TableOffset::Immediate {
+                value: 0,
+                wide: true,
+            },
+            shape_reg: false,
+        };
+        w.src_start_addr = wide(2);
+        w.dst_start_addr = wide(3);
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.data_pairs(), 1);
+        assert!(p.out_of_bounds.is_empty());
+        assert!(p.engines[0].micro_ops.contains(&MicroOp::RegWrite {
+            engine: 0,
+            operand: "dst_bound_reg",
+            reg: 7,
+            value: 0x1_0010_00fe,
+        }));
+        // A narrow table offset on the source: back to 32 bits there.
+        w.src_start_addr = Addr8::Table {
+            entry: 2,
+            offset: TableOffset::Immediate {
+                value: 0,
+                wide: false,
+            },
+            shape_reg: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.out_of_bounds.len(), 1);
+        assert_eq!(p.out_of_bounds[0].side, "src");
+        assert_eq!(p.out_of_bounds[0].limit, 0x10fe);
     }
 }

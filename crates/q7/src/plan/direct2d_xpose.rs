@@ -3,7 +3,7 @@
 
 use dma_abi::inst::{Direct2dXpose, InstKind};
 
-use super::operands::resolve_addr8;
+use super::operands::{Gate, resolve_addr8};
 use super::spread::Spread;
 use super::{DescPair, Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
@@ -93,7 +93,10 @@ pub(super) fn expand_direct2d_xpose(
     let [d0, d1] = w.dst_step_elem.map(i128::from);
     let tile_step = i128::from(w.tile_src_row_step);
     let mut spread = Spread::new(W, cfg, 1);
-    let gates = [w.src_bound_reg, w.dst_bound_reg];
+    let gates = [
+        Gate::of(w.src_bound_reg, w.src_start_addr),
+        Gate::of(w.dst_bound_reg, w.dst_start_addr),
+    ];
     let tiles = rows / u64::from(XPOSE_TILE_ROWS);
     // The cross-bar path: source rows contiguous (step 0 = 1), each
     // destination column 16 contiguous elements (dst step 0 = 1) one
@@ -186,10 +189,7 @@ pub(super) fn expand_direct2d_xpose(
         ops,
         [&src_addr, &dst_addr],
         &[],
-        &[
-            ("src_bound_reg", w.src_bound_reg),
-            ("dst_bound_reg", w.dst_bound_reg),
-        ],
+        &[("src_bound_reg", gates[0]), ("dst_bound_reg", gates[1])],
         (src_addr.addr, size as u16, w.semaphore),
         |_| {
             [
@@ -461,5 +461,45 @@ mod tests {
         w.tile_src_cols = 65;
         let e = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut ops()).unwrap_err();
         assert!(e.to_string().contains("1..=64 for 4-byte"), "{e}");
+    }
+
+    #[test]
+    fn xpose_bound_limits_ignore_the_neighbouring_register() {
+        // 16 x 4 bf16 SBUF -> SBUF (the SBUF sits above 4 GiB). REG[20] =
+        // 0xFFFF_FFFF is a 32-bit limit below every SBUF address; REG[21]
+        // = 0x7F belongs to something else and is not its high half, so
+        // every source piece fails.
+        let mut w = xpose();
+        w.src_bound_reg = BoundCheckReg::enabled(20);
+        let mut o = ops();
+        o.regs = vec![(20, 0xFFFF_FFFF), (21, 0x7F)];
+        let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        assert_eq!(p.bytes(), 0);
+        assert_eq!(p.out_of_bounds.len(), 4, "one per tile column");
+        assert!(p.out_of_bounds.iter().all(|b| b.limit == 0xFFFF_FFFF));
+        // The destination gate likewise.
+        let mut w = xpose();
+        w.dst_bound_reg = BoundCheckReg::enabled(22);
+        o.regs = vec![(22, 0xFFFF_FFFF), (23, 0x7F)];
+        let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        assert_eq!(p.bytes(), 0);
+        assert!(p.out_of_bounds.iter().all(|b| b.side == "dst"));
+        // With REG[21] as the high half (a wide table operand) the source
+        // passes: 0x7F_FFFF_FFFF is above every SBUF address.
+        let mut w = xpose();
+        w.src_bound_reg = BoundCheckReg::enabled(20);
+        w.src_start_addr = Addr8::Table {
+            entry: 1,
+            offset: soc_map::TableOffset::Immediate {
+                value: 0,
+                wide: true,
+            },
+            shape_reg: false,
+        };
+        o.regs = vec![(20, 0xFFFF_FFFF), (21, 0x7F)];
+        o.table = vec![(1, SBUF)];
+        let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        assert!(p.out_of_bounds.is_empty());
+        assert_eq!(p.bytes(), 16 * 4 * 2);
     }
 }

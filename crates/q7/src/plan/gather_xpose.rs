@@ -1,10 +1,10 @@
 //! GATHER_XPOSE (docs/instruction-words.md "GATHER_XPOSE, 0xf1"): the
 //! index-driven gather with transpose (docs/firmware.md "GATHER_XPOSE").
 
-use dma_abi::inst::{BoundCheckReg, Dtype, GatherXpose, IndirectDim, InstKind};
+use dma_abi::inst::{Dtype, GatherXpose, IndirectDim, InstKind};
 use soc_map::{Addr4, Addr4Mode};
 
-use super::operands::{check_active_channels, reg64, resolve_addr8};
+use super::operands::{Gate, check_active_channels, reg64, resolve_addr8};
 use super::spread::Spread;
 use super::{DescPair, IndexOutOfBounds, MAX_INDICES, Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
@@ -140,7 +140,7 @@ pub(super) fn expand_gather_xpose(
         })
         .collect();
     let mut spread = Spread::new(W, cfg, 1);
-    let gates = [BoundCheckReg::INERT, w.dst_bound_reg];
+    let gates = [Gate::INERT, Gate::of(w.dst_bound_reg, w.dst_start_addr)];
     // The cross-bar path (as DIRECT2D_XPOSE): gathered rows contiguous
     // (step 0 = 1) and destination columns one partition apart — each
     // whole 16-index tile is one packet of 16 row descriptors.
@@ -205,8 +205,8 @@ pub(super) fn expand_gather_xpose(
         [&src_addr, &dst_addr],
         reg.as_slice(),
         &[
-            ("src_idx_bound_reg", w.src_idx_bound_reg),
-            ("dst_bound_reg", w.dst_bound_reg),
+            ("src_idx_bound_reg", Gate::narrow(w.src_idx_bound_reg)),
+            ("dst_bound_reg", gates[1]),
         ],
         (src_addr.addr, 2, w.semaphore),
         |_| {
@@ -334,5 +334,28 @@ mod tests {
             let e = expand(&InstWord::GatherXpose(w), &cfg(0xffff), &mut o).unwrap_err();
             assert!(e.to_string().contains(msg), "{msg}: {e}");
         }
+    }
+
+    #[test]
+    fn gather_xpose_bound_limits_ignore_the_neighbouring_register() {
+        // The index bound is REG[9] alone (indices are 32-bit); REG[10]
+        // non-zero changes nothing.
+        let mut w = gxpose(16);
+        w.src_idx_bound_reg = BoundCheckReg::enabled(9);
+        let mut o = index_ops((0..16).collect(), Vec::new());
+        o.regs = vec![(9, 10), (10, 1)];
+        let p = expand(&InstWord::GatherXpose(w), &cfg(0xffff), &mut o).unwrap();
+        assert_eq!(p.index_faults.len(), 6);
+        assert!(p.index_faults.iter().all(|f| f.bound == 10));
+        // The destination bound: REG[11] (32 bits) is below the SBUF, and
+        // REG[12] = 0x7F is not its high half: every column is dropped.
+        let mut w = gxpose(16);
+        w.dst_bound_reg = BoundCheckReg::enabled(11);
+        let mut o = index_ops((0..16).collect(), Vec::new());
+        o.regs = vec![(11, 0xFFFF_FFFF), (12, 0x7F)];
+        let p = expand(&InstWord::GatherXpose(w), &cfg(0xffff), &mut o).unwrap();
+        assert_eq!(p.bytes(), 0);
+        assert_eq!(p.out_of_bounds.len(), 4);
+        assert!(p.out_of_bounds.iter().all(|b| b.limit == 0xFFFF_FFFF));
     }
 }

@@ -5,7 +5,7 @@
 use dma_abi::inst::{BoundCheckReg, ComputeOp, Indirect1d, IndirectDim, IndirectMode, InstKind};
 use soc_map::{Addr4, Addr4Mode};
 
-use super::operands::{RegOperand, check_active_channels, reg64, resolve_addr8};
+use super::operands::{Gate, RegOperand, check_active_channels, reg64, resolve_addr8};
 use super::spread::Spread;
 use super::transfer::{dtype_elem, transfer};
 use super::{IndexOutOfBounds, MAX_INDICES, Operands, Plan, PlanError};
@@ -210,8 +210,8 @@ pub(super) fn expand_indirect1d(
         [&src_addr, &dst_addr],
         &regs,
         &[
-            ("src_idx_bound_reg", w.src_idx_bound_reg),
-            ("dst_idx_bound_reg", w.dst_idx_bound_reg),
+            ("src_idx_bound_reg", Gate::narrow(w.src_idx_bound_reg)),
+            ("dst_idx_bound_reg", Gate::narrow(w.dst_idx_bound_reg)),
         ],
         (src_addr.addr, w.src_elem_size, w.semaphore),
         |rows| {
@@ -239,7 +239,7 @@ pub(super) fn expand_indirect1d(
 mod tests {
     use crate::layout::DgeConfig;
     use crate::plan::test_support::*;
-    use crate::plan::{IndexOutOfBounds, expand};
+    use crate::plan::{IndexOutOfBounds, MicroOp, expand};
     use dma_abi::inst::{BoundCheckReg, ComputeOp, Dtype, IndirectDim, IndirectMode, InstWord};
     use soc_map::{Addr4, Addr8};
 
@@ -441,6 +441,37 @@ mod tests {
         assert!(
             e.contains("needs 65 M2S descriptors") && e.contains("CARVEOUT_SIZE_DESCS = 64"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn index_bounds_read_one_register() {
+        // indices < REG[9] = 10; REG[10] (non-zero) is not part of it.
+        let mut w = indirect(IndirectMode::SrcDstIndirection, 3);
+        w.dst_step_elem = 1;
+        w.dst_start_addr = Addr8::Immediate {
+            addr: 0x3000_0000,
+            shape_reg: false,
+        };
+        w.src_idx_bound_reg = BoundCheckReg::enabled(9);
+        w.dst_idx_bound_reg = BoundCheckReg::enabled(9);
+        let mut o = index_ops(vec![1, 12, 3], vec![4, 5, 11]);
+        o.regs = vec![(9, 10), (10, 1)];
+        let p = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.index_faults.len(), 2);
+        assert!(p.index_faults.iter().all(|f| f.bound == 10));
+        assert_eq!(pairs(&p), vec![(0x1000_0000 + 64, 0x3000_0000 + 4 * 64)]);
+        let regwrites: Vec<&MicroOp> = p.engines[0]
+            .micro_ops
+            .iter()
+            .filter(|m| matches!(m, MicroOp::RegWrite { reg: 9, .. }))
+            .collect();
+        assert_eq!(regwrites.len(), 2);
+        assert!(
+            regwrites
+                .iter()
+                .all(|m| matches!(m, MicroOp::RegWrite { value: 10, .. })),
+            "{regwrites:?}"
         );
     }
 }

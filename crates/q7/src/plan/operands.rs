@@ -74,25 +74,70 @@ pub(super) fn resolve_addr8(
     })
 }
 
+/// A BOUND_CHECK_REG gate with the width of its limit (docs/firmware.md
+/// "Bound checks"): `REG[bc_reg]` is the limit; `REG[bc_reg + 1]` holds its
+/// high 32 bits only in wide-offset mode, when the gated ADDR8 operand is a
+/// table operand with OFFSET_WIDE. Index bounds are always one register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Gate {
+    pub(super) reg: BoundCheckReg,
+    pub(super) wide: bool,
+}
+
+impl Gate {
+    /// No check.
+    pub(super) const INERT: Gate = Gate {
+        reg: BoundCheckReg::INERT,
+        wide: false,
+    };
+
+    /// The gate `reg` of the address operand `addr`.
+    pub(super) fn of(reg: BoundCheckReg, addr: Addr8) -> Self {
+        let wide = matches!(
+            addr,
+            Addr8::Table {
+                offset: TableOffset::Immediate { wide: true, .. }
+                    | TableOffset::Register { wide: true, .. },
+                ..
+            }
+        );
+        Self { reg, wide }
+    }
+
+    /// A gate on 32-bit values (an index bound).
+    pub(super) fn narrow(reg: BoundCheckReg) -> Self {
+        Self { reg, wide: false }
+    }
+
+    /// The limit the gate compares with (the last value allowed).
+    pub(super) fn limit(&self, ops: &dyn Operands) -> u64 {
+        if self.wide {
+            reg64(ops, self.reg.bc_reg)
+        } else {
+            u64::from(ops.reg(self.reg.bc_reg))
+        }
+    }
+}
+
 pub(super) fn bound_check(
     side: &'static str,
-    gate: BoundCheckReg,
+    gate: Gate,
     addr: u64,
     len: u32,
     ops: &dyn Operands,
 ) -> Option<OutOfBounds> {
-    if !gate.bc_enabled {
+    if !gate.reg.bc_enabled {
         return None;
     }
-    let limit = reg64(ops, gate.bc_reg);
+    let limit = gate.limit(ops);
     let last = addr.saturating_add(u64::from(len) - 1);
     (last > limit).then_some(OutOfBounds {
         side,
         addr,
         len_bytes: len,
-        reg: gate.bc_reg,
+        reg: gate.reg.bc_reg,
         limit,
-        notify: !gate.bc_disable_oob_error_notif,
+        notify: !gate.reg.bc_disable_oob_error_notif,
     })
 }
 

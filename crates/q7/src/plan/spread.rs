@@ -2,9 +2,7 @@
 //! allowed engines (the splitting rule of the module doc of `plan`),
 //! with the bound checks and the ring cap (docs/firmware.md "Refusals").
 
-use dma_abi::inst::BoundCheckReg;
-
-use super::operands::{RegOperand, Resolved, bound_check, reg64};
+use super::operands::{Gate, RegOperand, Resolved, bound_check};
 use super::{DescPair, EnginePlan, GatherPacket, MicroOp, Operands, OutOfBounds, PlanError};
 use crate::layout::{DgeConfig, PARTITIONS_PER_ENGINE};
 
@@ -63,7 +61,7 @@ impl Spread {
         pieces: &[u64],
         dst: u64,
         piece: u32,
-        gates: [BoundCheckReg; 2],
+        gates: [Gate; 2],
     ) -> Result<(), PlanError> {
         let first = pieces.first().copied().unwrap_or(0);
         let e = self.engine_for(ops, first, dst);
@@ -143,7 +141,7 @@ impl Spread {
         last_col: u64,
         col_bytes: u32,
         word1: u32,
-        gates: [BoundCheckReg; 2],
+        gates: [Gate; 2],
     ) -> Result<bool, PlanError> {
         let total = row_bytes * rows.len() as u32;
         // Columns ascend from `dst` to `last_col`: the first and the last
@@ -183,7 +181,7 @@ impl Spread {
         pin: Option<u64>,
     ) -> Result<Option<usize>, PlanError> {
         let Some(p) = pin else {
-            return self.push(ops, pair, [BoundCheckReg::INERT; 2]);
+            return self.push(ops, pair, [Gate::INERT; 2]);
         };
         let n = self.engines.len().max(1) as u64;
         self.place((p % n) as usize, pair).map(Some)
@@ -203,7 +201,7 @@ impl Spread {
         &mut self,
         ops: &dyn Operands,
         pair: DescPair,
-        gates: [BoundCheckReg; 2],
+        gates: [Gate; 2],
     ) -> Result<Option<usize>, PlanError> {
         let e = self.engine_for(ops, pair.src, pair.dst);
         if let Some(oob) = bound_check("src", gates[0], pair.src, pair.len_bytes, ops)
@@ -223,7 +221,7 @@ impl Spread {
         ops: &dyn Operands,
         addrs: [&Resolved; 2],
         extra_regs: &[RegOperand],
-        gates: &[(&'static str, BoundCheckReg)],
+        gates: &[(&'static str, Gate)],
         generate: (u64, u16, u8),
         dims: impl Fn(u32) -> [(&'static str, [u32; 2], [i64; 2]); 2],
     ) -> (Vec<EnginePlan>, Vec<OutOfBounds>) {
@@ -247,12 +245,12 @@ impl Spread {
                 });
             }
             for (operand, gate) in gates {
-                if gate.bc_enabled {
+                if gate.reg.bc_enabled {
                     ep.micro_ops.push(MicroOp::RegWrite {
                         engine,
                         operand,
-                        reg: gate.bc_reg,
-                        value: reg64(ops, gate.bc_reg),
+                        reg: gate.reg.bc_reg,
+                        value: gate.limit(ops),
                     });
                 }
             }
