@@ -1567,7 +1567,8 @@ impl Q7Core {
             return Ok(());
         }
         let dataram_soc = self.layout.dataram_soc;
-        let scratch = dataram_soc + u64::from(il::SCRATCH_LOCAL - il::DATARAM_LOCAL.start);
+        // Above the dataram window: the Q7 DRAM itself (docs/firmware.md).
+        let scratch = self.layout.q7_dram + il::dram_offset(il::SCRATCH_LOCAL);
         for off in il::RING_CFG_OFFSETS {
             bus.write32(scratch + u64::from(off), 0x0C00_0000)?;
             bus.write32(scratch + u64::from(off) + 4, 3)?;
@@ -1642,7 +1643,7 @@ impl Q7Core {
         let Some(mut ctx) = self.inline else {
             return true;
         };
-        let scratch = ctx.dataram_soc + u64::from(il::SCRATCH_LOCAL - il::DATARAM_LOCAL.start);
+        let scratch = self.layout.q7_dram + il::dram_offset(il::SCRATCH_LOCAL);
         if let Some((slot, want)) = x.wait {
             // Busy-poll the completion entry's tag (byte 3 & 3).
             let mut w = [0u8; 4];

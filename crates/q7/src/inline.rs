@@ -38,8 +38,19 @@ pub const RING_FILL: u8 = 0xB8;
 /// seed 004 §6.2).
 pub const DATARAM_LOCAL: std::ops::Range<u32> = 0x8_0000..0x9_0000;
 /// `data_scratch_map` (unpublished): the model puts the inline path's
-/// scratch at the top 4 KiB of the window.
-pub const SCRATCH_LOCAL: u32 = 0x8_F000;
+/// scratch — ring-config words, the three rings, `_dma_ctx_t` — at local
+/// 0x90000, the Q7 DRAM just above the window, where no `neuron_memcpy`
+/// can reach it (a legal 64 KiB copy at 0x80000 covers the whole window;
+/// docs/firmware.md "The custom-op inline path").
+pub const SCRATCH_LOCAL: u32 = 0x9_0000;
+/// Bytes of the scratch the path uses (the context ends at +0x228).
+pub const SCRATCH_BYTES: u32 = 0x228;
+
+/// Offset of local address `local` in the core's Q7 DRAM (`q7_dram0`):
+/// local 0x80000 is its byte 0 (docs/firmware.md, `dram_addr_to_soc_addr`).
+pub const fn dram_offset(local: u32) -> u64 {
+    (local - DATARAM_LOCAL.start) as u64
+}
 /// Ring-config words: {0x0C000000, 3} at +0x100/+0x110/+0x120/+0x130.
 pub const RING_CFG_OFFSETS: [u32; 4] = [0x100, 0x110, 0x120, 0x130];
 /// TX ring: the seed's +0x108 moved to the next 64-byte boundary (DESIGN §8
@@ -143,6 +154,25 @@ mod tests {
             leaked_flags(updated_word0(0, 64, 1)),
             "no flags, FIRST clear"
         );
+    }
+
+    #[test]
+    fn no_copy_in_the_window_reaches_the_scratch() {
+        // Every structure of the path lies in the scratch, and the scratch
+        // lies past the last byte a neuron_memcpy may touch.
+        let end = SCRATCH_LOCAL + SCRATCH_BYTES;
+        for off in RING_CFG_OFFSETS
+            .into_iter()
+            .chain([TX_RING, COMP_RING, RX_RING, CTX])
+        {
+            assert!(off < SCRATCH_BYTES);
+        }
+        assert!(CTX + 40 <= SCRATCH_BYTES);
+        assert!(!DATARAM_LOCAL.contains(&SCRATCH_LOCAL));
+        assert!(SCRATCH_LOCAL >= DATARAM_LOCAL.end && end > SCRATCH_LOCAL);
+        // ... and inside the 256 KiB Q7 DRAM, 64-byte aligned.
+        assert!(dram_offset(end) <= 256 << 10);
+        assert_eq!(dram_offset(SCRATCH_LOCAL) % 64, 0);
     }
 
     #[test]
