@@ -363,11 +363,11 @@ struct Queued {
     waiting_reported: bool,
 }
 
-/// The inline path's `_dma_ctx_t` (seed 004 §5.2), once initialised.
+/// The inline path's state once initialised: the firmware's `_dma_ctx_t`,
+/// mirrored to its scratch whenever it changes (docs/firmware.md).
 #[derive(Clone, Copy, Debug)]
 struct InlineCtx {
-    tail_idx: u32,
-    ring_id: u8,
+    dma: crate::inline::DmaCtx,
     /// The dataram's SoC address of local 0x80000.
     dataram_soc: u64,
 }
@@ -1582,14 +1582,10 @@ impl Q7Core {
         };
         let regs = self.layout.regs;
         let (mq, sq) = (e.m2s_q(il::INLINE_QUEUE), e.s2m_q(il::INLINE_QUEUE));
-        // ctx.m2s_inc_reg / s2m_inc_reg (the doorbells), tail 0, ring id 1.
-        let mut ctx = Vec::with_capacity(40);
-        ctx.extend_from_slice(&(mq + regs.drtp_inc).to_le_bytes());
-        ctx.extend_from_slice(&(sq + regs.drtp_inc).to_le_bytes());
-        ctx.extend_from_slice(&0u32.to_le_bytes());
-        ctx.extend_from_slice(&1u32.to_le_bytes());
-        ctx.resize(40, 0);
-        bus.write_bytes(scratch + u64::from(il::CTX), &ctx)?;
+        // ctx.m2s_inc_reg / s2m_inc_reg (the doorbells), the rings, tail 0,
+        // ring id 1.
+        let dma = il::DmaCtx::init(mq + regs.drtp_inc, sq + regs.drtp_inc, il::SCRATCH_LOCAL);
+        write_dma_ctx(bus, scratch, &dma)?;
         let (tx, comp, rx) = (
             scratch + u64::from(il::TX_RING),
             scratch + u64::from(il::COMP_RING),
@@ -1617,11 +1613,7 @@ impl Q7Core {
         let am = e.gen_block + regs.sec_a_abort_mask;
         let v = bus.read32(am).unwrap_or(0);
         bus.write32(am, v | FIRST_LAST_ERRORS)?;
-        self.inline = Some(InlineCtx {
-            tail_idx: 0,
-            ring_id: 1,
-            dataram_soc,
-        });
+        self.inline = Some(InlineCtx { dma, dataram_soc });
         self.event(
             now,
             tag,
@@ -1675,7 +1667,8 @@ impl Q7Core {
         } else {
             (dataram, x.other + x.off)
         };
-        let slot = ctx.tail_idx;
+        let slot = ctx.dma.tail();
+        let ring_id = ctx.dma.ring_id();
         let mut word0s = [0u32; 2];
         for (k, (ring, ptr)) in [(il::TX_RING, tx_ptr), (il::RX_RING, rx_ptr)]
             .into_iter()
@@ -1684,7 +1677,7 @@ impl Q7Core {
             let at = scratch + u64::from(ring) + 16 * u64::from(slot);
             let mut old = [0u8; 4];
             let _ = bus.read_bytes(at, &mut old);
-            let w0 = il::updated_word0(u32::from_le_bytes(old), chunk, ctx.ring_id);
+            let w0 = il::updated_word0(u32::from_le_bytes(old), chunk, ring_id);
             word0s[k] = w0;
             let _ = bus.write_bytes(at + 8, &ptr.to_le_bytes());
             let _ = bus.write_bytes(at, &w0.to_le_bytes());
@@ -1711,7 +1704,7 @@ impl Q7Core {
                 engine: e.id,
                 queue: il::INLINE_QUEUE,
                 slot,
-                tag: ctx.ring_id,
+                tag: ring_id,
                 chunk_bytes: chunk,
                 word0: format!("{:#010x}", word0s[0]),
                 anomaly: if report {
@@ -1721,12 +1714,9 @@ impl Q7Core {
                 },
             },
         );
-        x.wait = Some((slot, ctx.ring_id));
-        ctx.tail_idx += 1;
-        if ctx.tail_idx == il::RING_DEPTH {
-            ctx.tail_idx = 0;
-            ctx.ring_id ^= 1;
-        }
+        x.wait = Some((slot, ring_id));
+        ctx.dma.advance();
+        let _ = write_dma_ctx(bus, scratch, &ctx.dma);
         self.inline = Some(ctx);
         x.off += chunk;
         x.last_anomaly = Some(anomaly);
@@ -1818,6 +1808,16 @@ impl Q7Core {
             Err(m) => format!("{name} failed: {m}"),
         }
     }
+}
+
+/// Stores the inline path's `_dma_ctx_t` at scratch + 0x200.
+fn write_dma_ctx(
+    bus: &mut dyn FwBus,
+    scratch: u64,
+    ctx: &crate::inline::DmaCtx,
+) -> Result<(), String> {
+    use zerocopy::IntoBytes;
+    bus.write_bytes(scratch + u64::from(crate::inline::CTX), ctx.as_bytes())
 }
 
 fn front_tag(q: &VecDeque<Queued>) -> InstTag {
