@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn the_context_wraps_with_a_flipped_tag() {
-        let mut c = DmaCtx::init(0x1002_0100_38, 0x1002_0300_38, SCRATCH_LOCAL);
+        let mut c = DmaCtx::init(0x10_0201_0038, 0x10_0203_0038, SCRATCH_LOCAL);
         let b = c.as_bytes();
         assert_eq!(&b[0x10..0x14], &(SCRATCH_LOCAL + TX_RING).to_le_bytes());
         assert_eq!(&b[0x14..0x18], &(SCRATCH_LOCAL + RX_RING).to_le_bytes());
