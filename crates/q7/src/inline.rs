@@ -248,7 +248,7 @@ mod tests {
         {
             assert!(off < SCRATCH_BYTES);
         }
-        assert!(CTX + 40 <= SCRATCH_BYTES);
+        assert!(CTX as usize + size_of::<DmaCtx>() <= SCRATCH_BYTES as usize);
         assert!(!DATARAM_LOCAL.contains(&SCRATCH_LOCAL));
         assert!(SCRATCH_LOCAL >= DATARAM_LOCAL.end && end > SCRATCH_LOCAL);
         // ... and inside the 256 KiB Q7 DRAM, 64-byte aligned.
