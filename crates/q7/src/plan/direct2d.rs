@@ -4,7 +4,7 @@
 
 use dma_abi::inst::{Direct2d, InstKind};
 
-use super::operands::{Gate, resolve_addr8};
+use super::operands::{Gate, resolve_addr8, shape_reg_operand};
 use super::spread::Spread;
 use super::transfer::transfer;
 use super::{Operands, Plan, PlanError};
@@ -47,6 +47,20 @@ pub(super) fn expand_direct2d(
     ops: &dyn Operands,
 ) -> Result<Plan, PlanError> {
     const W: &str = "DIRECT2D";
+    shape_reg_operand(
+        W,
+        "src_start_addr",
+        w.src_start_addr,
+        ("src_num_elem", &w.src_num_elem),
+        Some(("src_step_elem", w.src_step_elem[1])),
+    )?;
+    shape_reg_operand(
+        W,
+        "dst_start_addr",
+        w.dst_start_addr,
+        ("dst_num_elem", &w.dst_num_elem),
+        Some(("dst_step_elem", w.dst_step_elem[1])),
+    )?;
     let xfer = transfer(
         W,
         w.compute_op,
@@ -132,7 +146,7 @@ pub(super) fn expand_direct2d(
 mod tests {
     use crate::layout::DgeConfig;
     use crate::plan::test_support::*;
-    use crate::plan::{MicroOp, expand};
+    use crate::plan::{MicroOp, PlanError, expand};
     use dma_abi::inst::{BoundCheckReg, ComputeOp, Dtype, InstWord};
     use soc_map::{Addr8, TableOffset};
     #[test]
@@ -307,10 +321,13 @@ mod tests {
             addr: 0,
             shape_reg: true,
         };
+        // With its own counts set the word is invalid (the shape register
+        // supplies them); shape_register_operands_are_checked_then_refused_
+        // with_the_reason covers the valid form.
         let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
         assert!(
             e.to_string()
-                .contains("src_start_addr: shapes from a shape register"),
+                .contains("DIRECT2D.src_num_elem = [16, 1]: must be 0 when DIRECT2D.src_start_addr takes its shape from a shape register"),
             "{e}"
         );
 
@@ -441,5 +458,84 @@ mod tests {
         assert_eq!(p.out_of_bounds.len(), 1);
         assert_eq!(p.out_of_bounds[0].side, "src");
         assert_eq!(p.out_of_bounds[0].limit, 0x10fe);
+    }
+
+    #[test]
+    fn shape_register_operands_are_checked_then_refused_with_the_reason() {
+        // docs/firmware.md "Not modelled": markers 0x40/0xC0/0x60/0x68 take
+        // the shape from a DGE shape register. The word's own counts and
+        // row step must then be 0 (the validity rule); a valid word is
+        // refused because no source says which shape register it selects
+        // or how one is loaded.
+        let shaped = [
+            Addr8::Immediate {
+                addr: 0x1000,
+                shape_reg: true,
+            },
+            Addr8::Register {
+                reg: 4,
+                shape_reg: true,
+            },
+            Addr8::Table {
+                entry: 1,
+                offset: TableOffset::Immediate {
+                    value: 0,
+                    wide: false,
+                },
+                shape_reg: true,
+            },
+            Addr8::Table {
+                entry: 1,
+                offset: TableOffset::Register {
+                    reg: 3,
+                    wide: false,
+                },
+                shape_reg: true,
+            },
+        ];
+        for (a, marker) in shaped.into_iter().zip(["0x40", "0xc0", "0x60", "0x68"]) {
+            let InstWord::Direct2d(mut w) = word(0, [1, 0], [0, 0], 0x9000, [1, 16], [16, 1], 4)
+            else {
+                unreachable!()
+            };
+            w.src_start_addr = a;
+            let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+            assert!(matches!(e, PlanError::Unsupported(_)), "{marker}: {e}");
+            let m = e.to_string();
+            assert!(
+                m.contains(&format!("DIRECT2D.src_start_addr: ADDR8 marker {marker}"))
+                    && m.contains("shape register"),
+                "{m}"
+            );
+            // The counts the register would supply must be 0.
+            w.src_num_elem = [16, 1];
+            let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+            assert!(matches!(e, PlanError::Invalid(_)), "{e}");
+            assert!(
+                e.to_string().contains("DIRECT2D.src_num_elem = [16, 1]"),
+                "{e}"
+            );
+            w.src_num_elem = [0, 0];
+            w.src_step_elem = [1, 16];
+            let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+            assert!(
+                e.to_string().contains("DIRECT2D.src_step_elem[1] = 16"),
+                "{e}"
+            );
+        }
+        // The destination side likewise.
+        let InstWord::Direct2d(mut w) = word(0x1000, [1, 16], [16, 1], 0, [1, 0], [0, 0], 4) else {
+            unreachable!()
+        };
+        w.dst_start_addr = Addr8::Immediate {
+            addr: 0x9000,
+            shape_reg: true,
+        };
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("DIRECT2D.dst_start_addr: ADDR8 marker 0x40"),
+            "{e}"
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use dma_abi::inst::{Direct2dXpose, InstKind};
 
-use super::operands::{Gate, resolve_addr8};
+use super::operands::{Gate, resolve_addr8, shape_reg_operand};
 use super::spread::Spread;
 use super::{DescPair, Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
@@ -32,6 +32,20 @@ pub(super) fn expand_direct2d_xpose(
     ops: &dyn Operands,
 ) -> Result<Plan, PlanError> {
     const W: &str = "DIRECT2D_XPOSE";
+    shape_reg_operand(
+        W,
+        "src_start_addr",
+        w.src_start_addr,
+        ("src_num_elem", &w.src_num_elem),
+        None,
+    )?;
+    shape_reg_operand(
+        W,
+        "dst_start_addr",
+        w.dst_start_addr,
+        ("dst_num_elem", &w.dst_num_elem),
+        None,
+    )?;
     if w.out_dtype != w.in_dtype {
         return Err(PlanError::Invalid(format!(
             "{W}.out_dtype = {:?}: must equal in_dtype {:?} (no cast through the cross-bar)",
@@ -501,5 +515,21 @@ mod tests {
         let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
         assert!(p.out_of_bounds.is_empty());
         assert_eq!(p.bytes(), 16 * 4 * 2);
+    }
+
+    #[test]
+    fn xpose_refuses_shape_register_operands_with_the_reason() {
+        let mut w = xpose();
+        w.dst_start_addr = Addr8::Immediate {
+            addr: SBUF + 0x1000,
+            shape_reg: true,
+        };
+        w.dst_num_elem = [0, 0];
+        let e = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut ops()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("DIRECT2D_XPOSE.dst_start_addr: ADDR8 marker 0x40"),
+            "{e}"
+        );
     }
 }

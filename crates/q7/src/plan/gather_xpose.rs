@@ -4,7 +4,9 @@
 use dma_abi::inst::{Dtype, GatherXpose, IndirectDim, InstKind};
 use soc_map::{Addr4, Addr4Mode};
 
-use super::operands::{Gate, check_active_channels, reg64, resolve_addr8};
+use super::operands::{
+    Gate, addr4_refusal, check_active_channels, reg64, resolve_addr8, shape_reg_operand,
+};
 use super::spread::Spread;
 use super::{DescPair, IndexOutOfBounds, MAX_INDICES, Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
@@ -29,6 +31,20 @@ pub(super) fn expand_gather_xpose(
 ) -> Result<Plan, PlanError> {
     const W: &str = "GATHER_XPOSE";
     check_active_channels(W, w.idx_num_active_channels)?;
+    shape_reg_operand(
+        W,
+        "src_start_addr",
+        w.src_start_addr,
+        ("src_num_elem", &w.src_num_elem),
+        None,
+    )?;
+    shape_reg_operand(
+        W,
+        "dst_start_addr",
+        w.dst_start_addr,
+        ("dst_num_elem", &w.dst_num_elem),
+        None,
+    )?;
     if w.flags.gather_dim != IndirectDim::Y {
         return Err(PlanError::Invalid(format!(
             "{W}.flags.gather_dim = {}: must be Y (the gathered rows are the slow axis)",
@@ -99,9 +115,13 @@ pub(super) fn expand_gather_xpose(
             (v, Some(("src_idx_start_addr", reg, v)))
         }
         other => {
-            return Err(PlanError::Invalid(format!(
-                "{W}.src_idx_start_addr: {other:?}: a 4-byte aligned offset in SBUF partition 0, or a register"
-            )));
+            return Err(
+                addr4_refusal(W, "src_idx_start_addr", other).unwrap_or_else(|| {
+                    PlanError::Invalid(format!(
+                        "{W}.src_idx_start_addr: {other:?}: a 4-byte aligned offset in SBUF partition 0, or a register"
+                    ))
+                }),
+            );
         }
     };
     let idx = ops.read_u32s(idx_at, usize::from(k_count)).map_err(|m| {
@@ -239,7 +259,7 @@ mod tests {
     use crate::plan::expand;
     use crate::plan::test_support::*;
     use dma_abi::inst::{BoundCheckReg, Dtype, GatherXpose, IndirectDim, InstKind, InstWord};
-    use soc_map::Addr8;
+    use soc_map::{Addr4, Addr8};
 
     fn gxpose(k: u16) -> GatherXpose {
         let InstWord::GatherXpose(mut w) = InstWord::default_of(InstKind::GatherXpose) else {
@@ -357,5 +377,37 @@ mod tests {
         assert_eq!(p.bytes(), 0);
         assert_eq!(p.out_of_bounds.len(), 4);
         assert!(p.out_of_bounds.iter().all(|b| b.limit == 0xFFFF_FFFF));
+    }
+
+    #[test]
+    fn gather_xpose_refuses_shape_and_indirect_index_modes_with_the_reason() {
+        let mut w = gxpose(16);
+        w.src_idx_start_addr = Addr4::IndirectImm {
+            offset: soc_map::PartitionOffset {
+                offset: 0x100,
+                quadrant: 0,
+                psum: false,
+            },
+        };
+        let mut o = index_ops(vec![0; 16], Vec::new());
+        let e = expand(&InstWord::GatherXpose(w), &cfg(0xffff), &mut o).unwrap_err();
+        assert!(matches!(e, crate::plan::PlanError::Unsupported(_)), "{e}");
+        assert!(
+            e.to_string()
+                .contains("GATHER_XPOSE.src_idx_start_addr: ADDR4 marker 0x20"),
+            "{e}"
+        );
+        let mut w = gxpose(16);
+        w.src_start_addr = Addr8::Immediate {
+            addr: 0x1000_0000,
+            shape_reg: true,
+        };
+        w.src_num_elem = [0, 0];
+        let e = expand(&InstWord::GatherXpose(w), &cfg(0xffff), &mut o).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("GATHER_XPOSE.src_start_addr: ADDR8 marker 0x40"),
+            "{e}"
+        );
     }
 }

@@ -5,7 +5,9 @@
 use dma_abi::inst::{BoundCheckReg, ComputeOp, Indirect1d, IndirectDim, IndirectMode, InstKind};
 use soc_map::{Addr4, Addr4Mode};
 
-use super::operands::{Gate, RegOperand, check_active_channels, reg64, resolve_addr8};
+use super::operands::{
+    Gate, RegOperand, addr4_refusal, check_active_channels, reg64, resolve_addr8, shape_reg_operand,
+};
 use super::spread::Spread;
 use super::transfer::{dtype_elem, transfer};
 use super::{IndexOutOfBounds, MAX_INDICES, Operands, Plan, PlanError};
@@ -44,9 +46,11 @@ fn index_vector_addr(
             let v = reg64(ops, reg);
             Ok((v, Some((field, reg, v))))
         }
-        other => Err(PlanError::Unsupported(format!(
-            "{W}.{field}: {other:?} (shape registers and indirect index modes)"
-        ))),
+        other => Err(addr4_refusal(W, field, other).unwrap_or_else(|| {
+            PlanError::Invalid(format!(
+                "{W}.{field}: {other:?}: an offset in SBUF partition 0, or a register"
+            ))
+        })),
     }
 }
 
@@ -57,6 +61,20 @@ pub(super) fn expand_indirect1d(
 ) -> Result<Plan, PlanError> {
     const W: &str = "INDIRECT1D";
     check_active_channels(W, w.idx_num_active_channels)?;
+    shape_reg_operand(
+        W,
+        "src_start_addr",
+        w.src_start_addr,
+        ("src_num_elem", &[w.src_num_elem]),
+        None,
+    )?;
+    shape_reg_operand(
+        W,
+        "dst_start_addr",
+        w.dst_start_addr,
+        ("dst_num_elem", &[w.dst_num_elem]),
+        None,
+    )?;
     // One element is one row of `elem_size` bytes: with a compute op the
     // CCE works on the dtype's elements inside it.
     let xfer = transfer(
@@ -473,5 +491,57 @@ mod tests {
                 .all(|m| matches!(m, MicroOp::RegWrite { value: 10, .. })),
             "{regwrites:?}"
         );
+    }
+
+    #[test]
+    fn addr4_shape_and_indirect_index_modes_are_refused_with_the_reason() {
+        let mut o = index_ops(vec![0; 8], vec![0; 8]);
+        let off = soc_map::PartitionOffset {
+            offset: 0x100,
+            quadrant: 0,
+            psum: false,
+        };
+        let cases = [
+            (
+                Addr4::Immediate {
+                    offset: off,
+                    shape_reg: true,
+                },
+                "ADDR4 marker 0x40",
+                "shape register",
+            ),
+            (
+                Addr4::Register {
+                    reg: 3,
+                    mode: soc_map::Addr4Mode::AddrShapeReg,
+                },
+                "ADDR4 marker 0xc0",
+                "shape register",
+            ),
+            (
+                Addr4::IndirectImm { offset: off },
+                "ADDR4 marker 0x20",
+                "INDIRECT_IMM",
+            ),
+            (
+                Addr4::Register {
+                    reg: 3,
+                    mode: soc_map::Addr4Mode::IndirectReg,
+                },
+                "ADDR4 marker 0xa0",
+                "INDIRECT_REG",
+            ),
+        ];
+        for (a, marker, why) in cases {
+            let mut w = indirect(IndirectMode::SrcIndirection, 2);
+            w.src_idx_start_addr = a;
+            let e = expand(&InstWord::Indirect1d(w), &cfg(1), &mut o).unwrap_err();
+            assert!(matches!(e, crate::plan::PlanError::Unsupported(_)), "{e}");
+            let m = e.to_string();
+            assert!(
+                m.contains(&format!("INDIRECT1D.src_idx_start_addr: {marker}")) && m.contains(why),
+                "{m}"
+            );
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! check (docs/firmware.md "What is modelled": Operands, Bound checks).
 
 use dma_abi::inst::BoundCheckReg;
-use soc_map::{Addr8, TableOffset};
+use soc_map::{Addr4, Addr4Mode, Addr8, TableOffset};
 
 use super::{Operands, OutOfBounds, PlanError};
 
@@ -36,7 +36,8 @@ pub(super) fn resolve_addr8(
     };
     if shape {
         return Err(PlanError::Unsupported(format!(
-            "{what}.{field}: shapes from a shape register"
+            "{what}.{field}: ADDR8 marker {:#04x} {SHAPE_REASON}",
+            a.marker()
         )));
     }
     Ok(match a {
@@ -72,6 +73,88 @@ pub(super) fn resolve_addr8(
             Resolved { addr, regs }
         }
     })
+}
+
+/// Why shape-register operands are refused (docs/firmware.md "Not
+/// modelled"): the sources name the shape register file and its contents
+/// but not how a word picks a register or how one is loaded.
+const SHAPE_REASON: &str = "(SHAPE_REG) takes the shape from a DGE shape register \
+     ($S[0..4]: elem_size, num_elem[4], step_elem[4]); no published source says which \
+     register a word selects or how software loads one, so the firmware refuses the word";
+
+/// The ADDR8 operand `field` of `word` in a shape-register mode (markers
+/// 0x40/0xC0/0x60/0x68 and their +0x04 variants, docs/firmware.md "Not
+/// modelled"): the word's own counts must be 0 — and, for DIRECT2D, its
+/// row step (`step1`) — since the register supplies them; otherwise the
+/// field is named. A valid one is refused as not modelled. Nothing for the
+/// other modes.
+pub(super) fn shape_reg_operand(
+    word: &str,
+    field: &str,
+    a: Addr8,
+    (num_field, nums): (&str, &[u16]),
+    step1: Option<(&str, i32)>,
+) -> Result<(), PlanError> {
+    let marker = a.marker();
+    if marker & soc_map::addr8::SHAPE_REG == 0 {
+        return Ok(());
+    }
+    if nums.iter().any(|&n| n != 0) {
+        let shown = if nums.len() == 1 {
+            nums[0].to_string()
+        } else {
+            format!("{nums:?}")
+        };
+        return Err(PlanError::Invalid(format!(
+            "{word}.{num_field} = {shown}: must be 0 when {word}.{field} takes its shape \
+             from a shape register (ADDR8 marker {marker:#04x})"
+        )));
+    }
+    if let Some((step_field, s)) = step1
+        && s != 0
+    {
+        return Err(PlanError::Invalid(format!(
+            "{word}.{step_field}[1] = {s}: must be 0 when {word}.{field} takes its shape \
+             from a shape register (ADDR8 marker {marker:#04x})"
+        )));
+    }
+    Err(PlanError::Unsupported(format!(
+        "{word}.{field}: ADDR8 marker {marker:#04x} {SHAPE_REASON}"
+    )))
+}
+
+/// Why an ADDR4 operand in mode `a` is refused: shape registers (0x40,
+/// 0xC0) and the indirect modes (0x20 INDIRECT_IMM, 0xA0 INDIRECT_REG)
+/// are named by the ISA without a published meaning (docs/firmware.md
+/// "Not modelled"). `None` for the other modes (the caller knows which
+/// it takes).
+pub(super) fn addr4_refusal(word: &str, field: &str, a: Addr4) -> Option<PlanError> {
+    let marker = match a {
+        Addr4::Immediate { shape_reg, .. } => {
+            if shape_reg {
+                Addr4Mode::ShapeReg.marker()
+            } else {
+                Addr4Mode::Immediate.marker()
+            }
+        }
+        Addr4::Register { mode, .. } => mode.marker(),
+        Addr4::IndirectImm { .. } => Addr4Mode::IndirectImm.marker(),
+    };
+    let why = match Addr4Mode::from_marker(marker) {
+        Some(Addr4Mode::ShapeReg | Addr4Mode::AddrShapeReg) => SHAPE_REASON,
+        Some(Addr4Mode::IndirectImm) => {
+            "(INDIRECT_IMM): the ISA names the indirect ADDR4 modes but no published source \
+             says what the indirection reads, so the firmware refuses the word"
+        }
+        Some(Addr4Mode::IndirectReg) => {
+            "(INDIRECT_REG): the ISA names the indirect ADDR4 modes but no published source \
+             says what the indirection reads, so the firmware refuses the word"
+        }
+        _ => return None,
+    };
+    Some(PlanError::Unsupported(format!(
+        "{word}.{field}: ADDR4 marker {marker:#04x} {why}"
+    )))
 }
 
 /// A BOUND_CHECK_REG gate with the width of its limit (docs/firmware.md

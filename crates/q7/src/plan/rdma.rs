@@ -5,6 +5,7 @@
 use dma_abi::inst::{InstKind, RdmaDescGen};
 use soc_map::Addr4;
 
+use super::operands::addr4_refusal;
 use super::{DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError};
 use crate::layout::{DgeConfig, ENGINES_PER_CORE, MAX_DESC_BYTES};
 
@@ -50,9 +51,11 @@ pub(super) fn expand_rdma_gen(
             offset,
             shape_reg: false,
         } => Ok(offset),
-        other => Err(PlanError::Unsupported(format!(
-            "{W}.{field}: {other:?} (only a partition-offset immediate)"
-        ))),
+        other => Err(addr4_refusal(W, field, other).unwrap_or_else(|| {
+            PlanError::Unsupported(format!(
+                "{W}.{field}: {other:?} (only a partition-offset immediate)"
+            ))
+        })),
     };
     let src = offset("src_addr", w.src_addr)?;
     let dst = offset("dst_addr", w.dst_addr)?;
