@@ -450,6 +450,9 @@ pub struct Q7Core {
     booted: bool,
     /// The iDMA after `IRAM cache init`: block size and its ring pair.
     icache: Option<(u32, Rings)>,
+    /// The firmware stopped at a failed assert (docs/firmware.md): every
+    /// later word and call is refused with this reason.
+    halted: Option<String>,
     stats: std::collections::BTreeMap<&'static str, KindStats>,
 }
 
@@ -530,6 +533,7 @@ impl Q7Core {
             inline: None,
             booted: false,
             icache: None,
+            halted: None,
             stats: Default::default(),
         }
     }
@@ -718,6 +722,10 @@ impl Q7Core {
         let Some(front) = self.queue.front() else {
             return false;
         };
+        if let Some(why) = &self.halted {
+            let m = format!("{}: the firmware stopped at {why}", front.work.name());
+            return self.reject_front(now, m);
+        }
         let word = match front.work {
             Work::Inst(w) => w,
             Work::Call(call) => return self.start_call(now, bus, t, call),
@@ -1565,6 +1573,17 @@ impl Q7Core {
         use crate::inline as il;
         if self.inline.is_some() {
             return Ok(());
+        }
+        // ASSERT(MEM_WINDOW0_LO == 0xF0000000): the APB window the
+        // doorbell addresses assume. A failed assert stops the firmware.
+        let window = bus.read32(self.layout.mem_window0_lo)?;
+        if window != il::SUNDA_APB_BASE {
+            let why = format!(
+                "ASSERT(MEM_WINDOW0_LO == {:#010x}) in init_dma_queue: MEM_WINDOW0_LO = {window:#010x}",
+                il::SUNDA_APB_BASE
+            );
+            self.halted = Some(why.clone());
+            return Err(format!("{why}; the firmware stops"));
         }
         let dataram_soc = self.layout.dataram_soc;
         // Above the dataram window: the Q7 DRAM itself (docs/firmware.md).

@@ -143,6 +143,10 @@ impl DmaCtx {
         self.dma_ring_id = U32::new(id);
     }
 }
+/// `SUNDA_APB_BASE`: the value `init_dma_queue` asserts MEM_WINDOW0_LO
+/// holds (docs/firmware.md).
+pub const SUNDA_APB_BASE: u32 = 0xF000_0000;
+
 /// The queue index the inline path drives on the core's first engine
 /// (simulator decision; the DGE uses the lowest queue MEMCOPY_DMA_CFG
 /// allows).

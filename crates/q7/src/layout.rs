@@ -137,6 +137,9 @@ pub struct CoreLayout {
     pub carveout_cfg: u64,
     /// Address of MEMCOPY_DMA_CFG (local reg 40).
     pub dma_cfg: u64,
+    /// Address of the Q7's MEM_WINDOW0_LO (the APB window base that
+    /// `init_dma_queue` asserts, docs/firmware.md).
+    pub mem_window0_lo: u64,
     /// Address of `ADDR_TABLE_LO[0]`; HI is +4.
     pub table0: u64,
     /// Distance between address-table entries.

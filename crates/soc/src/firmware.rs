@@ -159,6 +159,7 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         reg_stride: reg1 - reg0,
         carveout_cfg: local + offset(catalog, lr, "MEMCOPY_CARVEOUT_CFG")?,
         dma_cfg: local + offset(catalog, lr, "MEMCOPY_DMA_CFG")?,
+        mem_window0_lo: local + offset(catalog, lr, "MEM_WINDOW0_LO")?,
         table0: local + t0,
         table_stride: t1 - t0,
         sem_read0: sem + sr0,
