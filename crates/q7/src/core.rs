@@ -820,6 +820,7 @@ impl Q7Core {
                 out_of_bounds: Vec::new(),
                 index_faults: Vec::new(),
                 duplicate_dst: Vec::new(),
+                log: Vec::new(),
                 ring_now: true,
             };
             self.event(
@@ -909,7 +910,7 @@ impl Q7Core {
             };
             expand(&word, &cfg, &mut snap)
         };
-        let plan = match plan {
+        let mut plan = match plan {
             Ok(p) => p,
             Err(e) => {
                 return self.reject_front(now, e.to_string());
@@ -939,6 +940,15 @@ impl Q7Core {
                 cycles,
             },
         );
+        // The firmware's own log lines (docs/firmware.md "Firmware log
+        // lines"): the plan's (bounds) and RDMA_DESC_GEN's.
+        let mut log = std::mem::take(&mut plan.log);
+        if let InstWord::RdmaDescGen(g) = &word {
+            log.extend(self.rdma_gen_log(g, queue_id));
+        }
+        for text in log {
+            self.event(now, &q.tag, FwEventKind::MicroOp { text });
+        }
         for oob in &plan.out_of_bounds {
             self.event(
                 now,
@@ -984,6 +994,39 @@ impl Q7Core {
             update,
         };
         true
+    }
+
+    /// RDMA_DESC_GEN's firmware log lines (wiki-facts §E.2, §E.6): the
+    /// parameters, then the destination after the routing fold (no fold on
+    /// one device: routing id 0). `[%s]` is unpublished; the model prints
+    /// the generating core's role, TX.
+    fn rdma_gen_log(&self, g: &dma_abi::inst::RdmaDescGen, queue: u8) -> Vec<String> {
+        let remote = g.remote_core_id.0;
+        let dst_addr = match g.dst_addr {
+            soc_map::Addr4::Immediate { offset, .. } => offset
+                .lane(0)
+                .ok()
+                .zip(
+                    usize::try_from(remote)
+                        .ok()
+                        .and_then(|r| self.layout.peers.get(r)),
+                )
+                .map_or(0, |(t, p)| p.partition_addr(t)),
+            _ => 0,
+        };
+        vec![
+            format!(
+                "rdma_desc_gen [TX] ring_num={queue}, tpb_idx={}, free_dim_bytes={}, \
+                 remote_tpb_idx={remote}, routing_id={}, dma_mask={:#x}",
+                self.layout.tpb, g.free_dim_bytes, g.remote_routing_id.0, g.dma_engine_mask.0
+            ),
+            format!(
+                "rdma_desc_gen [TX] after remote_routing_id=${}, dst_addr={dst_addr:#x}, \
+                 n_active_dmas={}",
+                g.remote_routing_id.0,
+                g.dma_engine_mask.0.count_ones()
+            ),
+        ]
     }
 
     /// Programs the rings of `slot` on first use (DGE context init).
@@ -1067,35 +1110,7 @@ impl Q7Core {
         let mut written = 0u64;
         let mut events = Vec::new();
         if plan.kind == InstKind::RdmaDescStart {
-            for (slot, m2s_count, count) in std::mem::take(&mut self.unrung) {
-                let (Some(e), Some(Some(r))) = (
-                    self.layout.engines.get(usize::from(slot)).copied(),
-                    self.rings.get(usize::from(slot)),
-                ) else {
-                    continue;
-                };
-                let (mq, sq) = (e.m2s_q(r.queue), e.s2m_q(r.queue));
-                let db = bus
-                    .write32(sq + regs.drtp_inc, count)
-                    .and_then(|()| bus.write32(mq + regs.drtp_inc, m2s_count));
-                if let Err(m) = db {
-                    events.push(FwEventKind::Rejected {
-                        reason: format!("engine {}: {m}", e.id),
-                    });
-                }
-                let (m2s_first, _) = r.slot(r.m2s_pos.saturating_sub(u64::from(m2s_count)));
-                let (s2m_first, _) = r.slot(r.s2m_pos.saturating_sub(u64::from(count)));
-                targets.push((slot, r.m2s_pos, r.s2m_pos));
-                events.push(FwEventKind::Doorbell {
-                    engine: e.id,
-                    queue: r.queue,
-                    m2s_first,
-                    s2m_first,
-                    count,
-                    m2s_count,
-                    bytes: 0,
-                });
-            }
+            self.start_rdma(bus, &mut targets, &mut events);
         }
         let payload_cfg = self.dge_payload(bus);
         for ep in &plan.engines {
@@ -1741,6 +1756,69 @@ impl Q7Core {
         x.last_anomaly = Some(anomaly);
         self.stage = Stage::Inline(Box::new(x));
         false
+    }
+
+    /// RDMA_DESC_START's doorbells in the firmware's handshake order
+    /// (wiki-facts §E.4; docs/firmware.md "RDMA_DESC_GEN /
+    /// RDMA_DESC_START"): the RX role first writes every engine's S2M
+    /// RDRTP_INC and signals (`right_push`); the TX role waits for it
+    /// (`left_pop`) and writes every M2S TDRTP_INC — the launch. Each
+    /// write is logged with the firmware's own words.
+    fn start_rdma(
+        &mut self,
+        bus: &mut dyn FwBus,
+        targets: &mut Vec<(u8, u64, u64)>,
+        events: &mut Vec<FwEventKind>,
+    ) {
+        let regs = self.layout.regs;
+        let unrung: Vec<(u8, u32, u32, crate::layout::EngineLayout, Rings)> =
+            std::mem::take(&mut self.unrung)
+                .into_iter()
+                .filter_map(|(slot, m2s_count, count)| {
+                    let e = self.layout.engines.get(usize::from(slot)).copied()?;
+                    let r = self.rings.get(usize::from(slot))?.clone()?;
+                    Some((slot, m2s_count, count, e, r))
+                })
+                .collect();
+        let log = |text: String| FwEventKind::MicroOp { text };
+        for (_, _, count, e, r) in &unrung {
+            events.push(log(format!(
+                "[RX] Writing tail pointer increment: eng{}.s2m.q{} RDRTP_INC += {count}",
+                e.id, r.queue
+            )));
+            if let Err(m) = bus.write32(e.s2m_q(r.queue) + regs.drtp_inc, *count) {
+                events.push(FwEventKind::Rejected {
+                    reason: format!("engine {}: {m}", e.id),
+                });
+            }
+        }
+        events.push(log("[RX] right_push".into()));
+        events.push(log("[TX] left_pop".into()));
+        for (_, m2s_count, _, e, r) in &unrung {
+            events.push(log(format!(
+                "[TX] Writing tail pointer increment: eng{}.m2s.q{} TDRTP_INC += {m2s_count}",
+                e.id, r.queue
+            )));
+            if let Err(m) = bus.write32(e.m2s_q(r.queue) + regs.drtp_inc, *m2s_count) {
+                events.push(FwEventKind::Rejected {
+                    reason: format!("engine {}: {m}", e.id),
+                });
+            }
+        }
+        for (slot, m2s_count, count, e, r) in unrung {
+            let (m2s_first, _) = r.slot(r.m2s_pos.saturating_sub(u64::from(m2s_count)));
+            let (s2m_first, _) = r.slot(r.s2m_pos.saturating_sub(u64::from(count)));
+            targets.push((slot, r.m2s_pos, r.s2m_pos));
+            events.push(FwEventKind::Doorbell {
+                engine: e.id,
+                queue: r.queue,
+                m2s_first,
+                s2m_first,
+                count,
+                m2s_count,
+                bytes: 0,
+            });
+        }
     }
 
     fn dge_payload(&self, bus: &mut dyn FwBus) -> DgeConfig {

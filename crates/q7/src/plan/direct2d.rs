@@ -4,7 +4,7 @@
 
 use dma_abi::inst::{Direct2d, InstKind};
 
-use super::operands::{Gate, resolve_addr8, shape_reg_operand};
+use super::operands::{Gate, bounds_line, resolve_addr8, shape_reg_operand};
 use super::spread::Spread;
 use super::transfer::transfer;
 use super::{Operands, Plan, PlanError};
@@ -132,12 +132,16 @@ pub(super) fn expand_direct2d(
             ]
         },
     );
+    let log = bounds_line(ops, gates, [src.base, dst.base])
+        .into_iter()
+        .collect();
     Ok(Plan {
         kind: InstKind::Direct2d,
         engines,
         out_of_bounds,
         index_faults: Vec::new(),
         duplicate_dst: Vec::new(),
+        log,
         ring_now: true,
     })
 }
@@ -537,5 +541,27 @@ mod tests {
                 .contains("DIRECT2D.dst_start_addr: ADDR8 marker 0x40"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_bounds_line_reads_like_the_firmware_trace() {
+        // `bounds:(%1d 0x%llx<=0x%llx, %1d 0x%llx<=0x%llx)`: src then dst,
+        // {enabled, effective address <= limit}, for a word with a gate.
+        let InstWord::Direct2d(mut w) =
+            word(0x1000, [1, 64], [64, 4], 0x10_0000, [1, 64], [64, 4], 1)
+        else {
+            unreachable!()
+        };
+        let mut o = Ops {
+            regs: vec![(5, 0x10fe), (6, 1)],
+            table: Vec::new(),
+            mem: Vec::new(),
+            xbar: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert!(p.log.is_empty(), "no gate, no line: {:?}", p.log);
+        w.src_bound_reg = BoundCheckReg::enabled(5);
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.log, vec!["bounds:(1 0x1000<=0x10fe, 0 0x100000<=0x0)"]);
     }
 }

@@ -3,7 +3,7 @@
 
 use dma_abi::inst::{Direct2dXpose, InstKind};
 
-use super::operands::{Gate, resolve_addr8, shape_reg_operand};
+use super::operands::{Gate, bounds_line, resolve_addr8, shape_reg_operand};
 use super::spread::Spread;
 use super::{DescPair, Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
@@ -212,12 +212,16 @@ pub(super) fn expand_direct2d_xpose(
             ]
         },
     );
+    let log = bounds_line(ops, gates, [src_addr.addr, dst_addr.addr])
+        .into_iter()
+        .collect();
     Ok(Plan {
         kind: InstKind::Direct2dXpose,
         engines,
         out_of_bounds,
         index_faults: Vec::new(),
         duplicate_dst: Vec::new(),
+        log,
         ring_now: true,
     })
 }

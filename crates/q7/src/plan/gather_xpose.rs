@@ -5,7 +5,8 @@ use dma_abi::inst::{Dtype, GatherXpose, IndirectDim, InstKind};
 use soc_map::{Addr4, Addr4Mode};
 
 use super::operands::{
-    Gate, addr4_refusal, check_active_channels, reg64, resolve_addr8, shape_reg_operand,
+    Gate, addr4_refusal, bounds_line, check_active_channels, reg64, resolve_addr8,
+    shape_reg_operand,
 };
 use super::spread::Spread;
 use super::{DescPair, IndexOutOfBounds, MAX_INDICES, Operands, Plan, PlanError};
@@ -244,12 +245,16 @@ pub(super) fn expand_gather_xpose(
             ]
         },
     );
+    let log = bounds_line(ops, gates, [src_addr.addr, dst_addr.addr])
+        .into_iter()
+        .collect();
     Ok(Plan {
         kind: InstKind::GatherXpose,
         engines,
         out_of_bounds,
         index_faults,
         duplicate_dst: Vec::new(),
+        log,
         ring_now: true,
     })
 }

@@ -249,6 +249,7 @@ pub(super) fn expand_indirect1d(
         } else {
             duplicates
         },
+        log: Vec::new(),
         ring_now: true,
     })
 }

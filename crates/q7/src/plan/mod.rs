@@ -322,6 +322,10 @@ pub struct Plan {
     pub out_of_bounds: Vec<OutOfBounds>,
     /// Indices dropped by an index bound check (INDIRECT1D).
     pub index_faults: Vec<IndexOutOfBounds>,
+    /// The firmware's own log lines for this word, in order (e.g. the
+    /// `bounds:(…)` trace of a gated memcopy; docs/firmware.md "Firmware
+    /// log lines").
+    pub log: Vec<String>,
     /// Scatter destinations named twice without `non_unique_dst_idx`:
     /// (first position, later position, index). The writes race; the model
     /// lets the later write in simulated time win (docs/firmware.md).

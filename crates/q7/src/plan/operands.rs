@@ -202,6 +202,26 @@ impl Gate {
     }
 }
 
+/// The firmware's bounds trace of a memcopy with an armed gate, src then
+/// dst: `bounds:(%1d 0x%llx<=0x%llx, %1d 0x%llx<=0x%llx)` — each {enabled,
+/// effective start address <= limit}, the limit 0 for a disabled gate
+/// (docs/firmware.md "Firmware log lines"). `None` when neither is armed.
+pub(super) fn bounds_line(ops: &dyn Operands, gates: [Gate; 2], addrs: [u64; 2]) -> Option<String> {
+    if !gates.iter().any(|g| g.reg.bc_enabled) {
+        return None;
+    }
+    let part = |g: Gate, a: u64| {
+        let on = g.reg.bc_enabled;
+        let limit = if on { g.limit(ops) } else { 0 };
+        format!("{} {a:#x}<={limit:#x}", u8::from(on))
+    };
+    Some(format!(
+        "bounds:({}, {})",
+        part(gates[0], addrs[0]),
+        part(gates[1], addrs[1])
+    ))
+}
+
 pub(super) fn bound_check(
     side: &'static str,
     gate: Gate,

@@ -119,6 +119,7 @@ pub(super) fn expand_rdma_gen(
         out_of_bounds: Vec::new(),
         index_faults: Vec::new(),
         duplicate_dst: Vec::new(),
+        log: Vec::new(),
         ring_now: false,
     })
 }
@@ -211,5 +212,22 @@ mod tests {
         w.completion_info.num_active_ports = 2;
         let p = expand(&InstWord::RdmaDescGen(w), &cfg(0xffff), &mut ops()).unwrap();
         assert_eq!(p.data_pairs(), 32);
+    }
+
+    #[test]
+    fn free_dim_bytes_zero_is_a_semaphore_only_transfer() {
+        // wiki-facts §E.6: no data descriptors; the masked engines still
+        // add 1 to the peer's remote_sem and all 16 to local_sem.
+        let p = expand(
+            &InstWord::RdmaDescGen(rdma(0x0003, 0)),
+            &cfg(0xffff),
+            &mut ops(),
+        )
+        .unwrap();
+        assert_eq!(p.data_pairs(), 0);
+        assert_eq!(p.bytes(), 0);
+        let remote: usize = p.engines.iter().filter(|e| e.sem_writes.len() == 2).count();
+        assert_eq!(remote, 2);
+        assert_eq!(p.descriptors(), 2 * (2 + 16));
     }
 }
