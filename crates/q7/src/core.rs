@@ -976,6 +976,25 @@ impl Q7Core {
                 },
             );
         }
+        // Error notifications (bound checks with the notification on,
+        // index faults marked as errors): the record they would write is
+        // not published, so the firmware says so instead of writing one
+        // (docs/firmware.md "Not modelled yet").
+        let notified = plan.out_of_bounds.iter().filter(|o| o.notify).count()
+            + plan.index_faults.iter().filter(|f| f.is_error).count();
+        if notified > 0 {
+            self.event(
+                now,
+                &q.tag,
+                FwEventKind::MicroOp {
+                    text: format!(
+                        "error notification for {notified} fault(s) not delivered: the DGE \
+                         notification record ({{dma_map:16, num_packets:12, dma_group_id:1}}) has \
+                         no published layout or queue; the word's semaphores still complete it"
+                    ),
+                },
+            );
+        }
         for &(first, later, index) in &plan.duplicate_dst {
             self.event(
                 now,
@@ -1073,6 +1092,9 @@ impl Q7Core {
         );
         if let Some(s) = self.rings.get_mut(usize::from(slot)) {
             *s = Some(rings);
+        }
+        for text in notification_queues(bus, &self.layout, e) {
+            self.event(now, tag, FwEventKind::MicroOp { text });
         }
         Ok(())
     }
@@ -1905,6 +1927,37 @@ impl Q7Core {
             Err(m) => format!("{name} failed: {m}"),
         }
     }
+}
+
+/// The notification queues software configured on engine `e` (NQ_SIZE
+/// non-zero), each as a log line saying the firmware writes no records
+/// into it: the NOTIFIC record's fields are known ({dma_map:16,
+/// num_packets:12, dma_group_id:1}) but not its bit layout, size, phase
+/// bit or trigger (docs/firmware.md "Not modelled yet").
+fn notification_queues(
+    bus: &mut dyn FwBus,
+    layout: &CoreLayout,
+    e: crate::layout::EngineLayout,
+) -> Vec<String> {
+    let Some(block) = e.notific else {
+        return Vec::new();
+    };
+    let r = layout.regs;
+    (0..r.nq_count)
+        .filter_map(|i| {
+            let at = block + u64::from(i) * r.nq_stride;
+            let size = bus.read32(at + r.nq_size).ok().filter(|&s| s != 0)?;
+            let lo = bus.read32(at + r.nq_base_lo).unwrap_or(0);
+            let hi = bus.read32(at + r.nq_base_hi).unwrap_or(0);
+            let base = u64::from(lo) | (u64::from(hi) << 32);
+            Some(format!(
+                "eng{} notification queue {i} is configured (base {base:#x}, size {size}): the \
+                 model writes no NOTIFIC records into it (record layout unpublished); words \
+                 complete through their semaphores",
+                e.id
+            ))
+        })
+        .collect()
 }
 
 /// Stores the inline path's `_dma_ctx_t` at scratch + 0x200.

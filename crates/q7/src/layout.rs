@@ -54,6 +54,16 @@ pub struct QueueRegs {
     pub m2s_cfg_len: u64,
     /// SEC_A_INT_ABORT_MSK in the GEN block.
     pub sec_a_abort_mask: u64,
+    /// NQ_BASE_LO[0] in the notification block.
+    pub nq_base_lo: u64,
+    /// NQ_BASE_HI[0] in the notification block.
+    pub nq_base_hi: u64,
+    /// NQ_SIZE[0] in the notification block.
+    pub nq_size: u64,
+    /// Distance between notification queues' registers.
+    pub nq_stride: u64,
+    /// Notification queues per engine.
+    pub nq_count: u32,
 }
 
 /// One engine of the core.
@@ -67,6 +77,8 @@ pub struct EngineLayout {
     pub s2m_unit: u64,
     /// Base of the GEN block (interrupt controllers).
     pub gen_block: u64,
+    /// Base of the notification-queue block, if the engine has one.
+    pub notific: Option<u64>,
     /// Base of M2S queue 0's block.
     pub m2s_q0: u64,
     /// Base of S2M queue 0's block.
