@@ -536,4 +536,40 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn negative_steps_walk_the_source_backwards() {
+        // The documented placement (docs/firmware.md "DIRECT2D_XPOSE"),
+        // element (r, c), r = 16t + i, from src + (t·tile + i·s1 + c·s0) ×
+        // size to dst + (r·d0 + c·d1) × size, with every source step
+        // negative: 32 rows of 4 bf16 read from the end of an HBM block.
+        let mut w = xpose();
+        let base = 0x1000_0000u64 + 0x1000;
+        w.src_start_addr = Addr8::Immediate {
+            addr: base,
+            shape_reg: false,
+        };
+        let (s0, s1, tile) = (-1i64, -4i64, -64i64);
+        w.src_step_elem = [s0 as i32, s1 as i32];
+        w.tile_src_row_step = tile as i32;
+        w.src_num_elem = [4, 32];
+        w.dst_num_elem = [32, 4];
+        let mut o = ops();
+        o.xbar = true; // s0 != 1: the element path all the same
+        let p = expand(&InstWord::Direct2dXpose(w), &cfg(0xffff), &mut o).unwrap();
+        let mut want = BTreeMap::new();
+        let (d0, d1) = (1i64, (STRIDE / 2) as i64);
+        for r in 0..32i64 {
+            let (t, i) = (r / 16, r % 16);
+            for c in 0..4i64 {
+                let from = base as i64 + (t * tile + i * s1 + c * s0) * 2;
+                let to = (SBUF + 0x1000) as i64 + (r * d0 + c * d1) * 2;
+                for b in 0..2 {
+                    want.insert((to + b) as u64, (from + b) as u64);
+                }
+            }
+        }
+        assert_eq!(landing(&p), want);
+        assert!(p.out_of_bounds.is_empty());
+    }
 }

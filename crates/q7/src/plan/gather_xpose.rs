@@ -415,4 +415,43 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn negative_steps_walk_the_table_backwards() {
+        // Element (k, j) from src + idx[k]·s1·2 + j·s0·2 to dst + k·2 +
+        // j·d1·2 (docs/firmware.md "GATHER_XPOSE"), with s0 = -1 and
+        // s1 = -4: rows counted down from the end of the table, each read
+        // backwards.
+        let mut w = gxpose(16);
+        let base = 0x1000_0000u64 + 0x1000;
+        w.src_start_addr = Addr8::Immediate {
+            addr: base,
+            shape_reg: false,
+        };
+        w.src_step_elem = [-1, -4];
+        let idx: Vec<u32> = (0..16).map(|k| (k * 7) % 16).collect();
+        let mut o = index_ops(idx.clone(), Vec::new());
+        o.xbar = true; // s0 != 1: gather packets, not the cross-bar
+        let p = expand(&InstWord::GatherXpose(w), &cfg(0xffff), &mut o).unwrap();
+        let mut got = std::collections::BTreeMap::new();
+        for e in &p.engines {
+            assert!(e.pairs.is_empty());
+            for g in &e.gathers {
+                for (n, &(src, len)) in g.tx.iter().enumerate() {
+                    assert_eq!(len, 2);
+                    got.insert(g.dst + 2 * n as u64, src);
+                }
+            }
+        }
+        let mut want = std::collections::BTreeMap::new();
+        let d1 = (STRIDE / 2) as i64;
+        for (k, &ix) in idx.iter().enumerate() {
+            for j in 0..4i64 {
+                let from = base as i64 + i64::from(ix) * -4 * 2 + j * -2;
+                let to = (SBUF + 0x2000) as i64 + k as i64 * 2 + j * d1 * 2;
+                want.insert(to as u64, from as u64);
+            }
+        }
+        assert_eq!(got, want);
+    }
 }
