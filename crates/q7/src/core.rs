@@ -916,6 +916,15 @@ impl Q7Core {
                 return self.reject_front(now, e.to_string());
             }
         };
+        // RDMA_DESC_GEN's descriptors stay in the ring until a START rings
+        // them, so GENs between two STARTs must fit the ring together: one
+        // that cannot is refused, not left waiting for room only the START
+        // queued behind it would free.
+        if plan.kind == InstKind::RdmaDescGen
+            && let Some(m) = self.unstarted_overflow(&plan)
+        {
+            return self.reject_front(now, m);
+        }
         // Rings: armed above; check room.
         for ep in &plan.engines {
             if !self.has_room(bus, ep.slot, ep.m2s_descs(), ep.s2m_descs()) {
@@ -1046,6 +1055,29 @@ impl Q7Core {
                 g.dma_engine_mask.0.count_ones()
             ),
         ]
+    }
+
+    /// Why `plan` (an RDMA_DESC_GEN) can never fit: an engine whose ring
+    /// would hold more descriptors not yet started than it has entries.
+    fn unstarted_overflow(&self, plan: &Plan) -> Option<String> {
+        plan.engines.iter().find_map(|ep| {
+            let len = u64::from(self.rings.get(usize::from(ep.slot))?.as_ref()?.len);
+            let (m, s) = self
+                .unrung
+                .iter()
+                .find(|(slot, _, _)| *slot == ep.slot)
+                .map_or((0, 0), |&(_, m, s)| (u64::from(m), u64::from(s)));
+            let need = (m + ep.m2s_descs()).max(s + ep.s2m_descs());
+            (need > len).then(|| {
+                format!(
+                    "RDMA_DESC_GEN: engine slot {} would hold {need} descriptors not yet started \
+                     ({} from earlier GENs), more than its ring of {len} \
+                     (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS); an RDMA_DESC_START must ring them first",
+                    ep.slot,
+                    m.max(s)
+                )
+            })
+        })
     }
 
     /// Programs the rings of `slot` on first use (DGE context init).
