@@ -102,7 +102,8 @@ impl DgeComputeOp {
     /// The `SDMA_CCETYPE` this op runs as. `None` for NONE (a plain copy,
     /// no CCE) and for MULTIPLY, whose mapping onto the CCE is not published
     /// (FMA's scale is one scalar per source, not per element); the
-    /// simulator computes MULTIPLY directly as [`ReduceOp::Multiply`].
+    /// simulator's firmware runs MULTIPLY as an FMA with operand selectors,
+    /// [`ReduceOp::MULTIPLY_AS_FMA`] (docs/cme.md §3.1).
     #[must_use]
     pub const fn cce_type(self) -> Option<CceType> {
         match self {
@@ -113,6 +114,12 @@ impl DgeComputeOp {
         }
     }
 }
+
+/// The FP32 scale (the addend `c`) of DGE MULTIPLY computed as a CCE FMA
+/// (docs/cme.md §3.1): −0.0, the additive identity of IEEE 754 (`x + −0 =
+/// x` for every `x`, ±0 included), so `stored × input + c` is exactly the
+/// f32 product. With +0.0 an exact −0 product would become +0.
+pub const MULTIPLY_FMA_SCALE: f32 = -0.0;
 
 /// One elementwise operation `dst' = op(dst, src)`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -155,6 +162,17 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
+    /// DGE MULTIPLY (`B = B × A`) as the CCE computes it, there being no
+    /// CCE multiply (docs/cme.md §3.1): an FMA source whose meta descriptor
+    /// selects a = the stored buffer (B), b = the input (A) and c = the scale
+    /// [`MULTIPLY_FMA_SCALE`].
+    pub const MULTIPLY_AS_FMA: ReduceOp = ReduceOp::FmaSelect {
+        a: FmaOperand::Stored,
+        b: FmaOperand::Input,
+        c: FmaOperand::Scale,
+        scale: MULTIPLY_FMA_SCALE,
+    };
+
     /// The operation of a CCE descriptor of type `ty`; `scale` is used by
     /// FMA only.
     #[must_use]

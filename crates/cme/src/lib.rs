@@ -7,7 +7,9 @@
 //! * [`dtype`] — the element data types of the compute path and their
 //!   conversion to and from `f32`;
 //! * [`cce`] — CCE in-transfer compute: elementwise reduce with
-//!   conversion on load and store.
+//!   conversion on load and store;
+//! * [`swap`] — the CME endian / bit-swap controls applied to values and
+//!   data.
 //!
 //! Nothing here knows about descriptors, queues or timing: the engine
 //! models (udma/sdma crates) decode the descriptor fields, choose initial
@@ -20,13 +22,15 @@
 pub mod cce;
 pub mod checksum;
 pub mod dtype;
+pub mod swap;
 
 pub use cce::{
     Accumulator, CCE_MAX_ELEMENTS_V2, CCE_MAX_ELEMENTS_V3, CCE_MAX_SOURCES, CceError, CceType,
-    DgeComputeOp, FmaOperand, ReduceOp, reduce, reduce_codes,
+    DgeComputeOp, FmaOperand, MULTIPLY_FMA_SCALE, ReduceOp, reduce, reduce_codes,
 };
 pub use checksum::{
     CRC_IV_CACHE_SLOTS, Checksum, ChecksumKind, ChecksumState, CmeType, HW_CRC_INIT, checksum,
     checksum_with_iv,
 };
 pub use dtype::{Dtype, ElementBytes, from_f32, to_f32};
+pub use swap::{SWAP_WORD_BYTES, Swap};

@@ -341,9 +341,10 @@ proptest! {
 }
 
 /// FMA operand selectors (wiki-facts §F.2–F.3): the meta descriptor picks
-/// a, b, c among stored (acc), input (src) and scale. `stored × input + 0`
-/// multiplies element by element (the firmware's MULTIPLY); the default
-/// selectors (input × scale + stored) are the plain FMA.
+/// a, b, c among stored (acc), input (src) and scale. `stored × input + c`
+/// multiplies element by element (the firmware's MULTIPLY uses c = −0.0,
+/// [`ReduceOp::MULTIPLY_AS_FMA`]); the default selectors (input × scale +
+/// stored) are the plain FMA.
 #[test]
 fn fma_operand_selectors() {
     use cme::{Accumulator, Dtype, FmaOperand, ReduceOp};
@@ -363,6 +364,7 @@ fn fma_operand_selectors() {
         scale: 0.0,
     };
     assert_eq!(run(mul), [12.0, -10.0, 4.0]);
+    assert_eq!(run(ReduceOp::MULTIPLY_AS_FMA), [12.0, -10.0, 4.0]);
     let fma = ReduceOp::FmaSelect {
         a: FmaOperand::Input,
         b: FmaOperand::Scale,
@@ -377,3 +379,109 @@ fn fma_operand_selectors() {
         Some(FmaOperand::Scale)
     );
 }
+
+/// DGE MULTIPLY through the CCE (B, then the FMA meta descriptor, then A):
+/// the first source loads B (an FMA source with the default scale 1.0),
+/// the second combines `acc × A + scale`. Returns the FP32 result bits.
+fn multiply_through_accumulator(b: f32, a: f32) -> u32 {
+    let mut acc = Accumulator::new(Dtype::Fp32);
+    acc.combine(ReduceOp::Fma { scale: 1.0 }, Dtype::Fp32, &f32s(&[b]))
+        .unwrap();
+    acc.combine(ReduceOp::MULTIPLY_AS_FMA, Dtype::Fp32, &f32s(&[a]))
+        .unwrap();
+    let mut out = [0u8; 4];
+    acc.flush(Dtype::Fp32, &mut out).unwrap();
+    u32::from_le_bytes(out)
+}
+
+/// IEEE 754 binary32: the sign of a product is the XOR of the operand
+/// signs, also when the product is exactly zero. The MULTIPLY mapping must
+/// give the plain product (oracles/dtype_multiply_signed_zero): an FMA
+/// addend of +0.0 turns every exact −0 product into +0, −0.0 does not.
+#[test]
+fn multiply_keeps_the_sign_of_an_exact_zero_product() {
+    let cases: [(f32, f32); 9] = [
+        (-1.0, 0.0),
+        (0.0, -5.0),
+        (-0.0, 7.0),
+        (3.0, -0.0),
+        (-2.0, 0.0),
+        (-0.0, -0.0),
+        (0.0, 0.0),
+        (-0.0, 0.0),
+        (1e-30, -1e-30), // underflows to -0
+    ];
+    for (b, a) in cases {
+        let want = (b * a).to_bits();
+        assert_eq!(
+            ReduceOp::MULTIPLY_AS_FMA.apply(b, a).to_bits(),
+            want,
+            "{b:?} x {a:?}"
+        );
+        assert_eq!(
+            ReduceOp::Multiply.apply(b, a).to_bits(),
+            want,
+            "{b:?} x {a:?}"
+        );
+        assert_eq!(multiply_through_accumulator(b, a), want, "{b:?} x {a:?}");
+    }
+    assert_eq!(multiply_through_accumulator(-1.0, 0.0), 0x8000_0000);
+    assert_eq!(cme::MULTIPLY_FMA_SCALE.to_bits(), 0x8000_0000);
+    // The FMA itself is IEEE: with a +0.0 addend the exact −0 product
+    // becomes +0 (round to nearest: −0 + +0 = +0).
+    let plus_zero = ReduceOp::FmaSelect {
+        a: cme::FmaOperand::Stored,
+        b: cme::FmaOperand::Input,
+        c: cme::FmaOperand::Scale,
+        scale: 0.0,
+    };
+    assert_eq!(plus_zero.apply(-1.0, 0.0).to_bits(), 0);
+}
+
+proptest! {
+    /// MULTIPLY as an FMA equals plain f32 multiplication, bit for bit,
+    /// for every pair of FP32 values (NaNs: both NaN).
+    #[test]
+    fn multiply_as_fma_is_plain_f32_multiplication(b in any::<u32>(), a in any::<u32>()) {
+        let (b, a) = (f32::from_bits(b), f32::from_bits(a));
+        let want = b * a;
+        for got in [
+            ReduceOp::MULTIPLY_AS_FMA.apply(b, a),
+            f32::from_bits(multiply_through_accumulator(b, a)),
+        ] {
+            prop_assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{:?} x {:?}: got {:#010x}, want {:#010x}", b, a, got.to_bits(), want.to_bits()
+            );
+        }
+    }
+
+    /// The same over the signed zeros, infinities, the smallest and
+    /// largest magnitudes, and the subnormals, where an addend could show.
+    #[test]
+    fn multiply_as_fma_on_edge_values(
+        b in prop::sample::select(EDGES.to_vec()),
+        a in prop::sample::select(EDGES.to_vec()),
+    ) {
+        let want = b * a;
+        let got = ReduceOp::MULTIPLY_AS_FMA.apply(b, a);
+        prop_assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()));
+    }
+}
+
+const EDGES: [f32; 14] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    f32::MIN_POSITIVE,
+    -f32::MIN_POSITIVE,
+    1e-45,
+    -1e-45,
+    f32::MAX,
+    f32::MIN,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    1e-30,
+    -3e-20,
+];

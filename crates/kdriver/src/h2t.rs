@@ -11,6 +11,7 @@ use q7::{EngineLayout, QueueRegs};
 use serde::Serialize;
 use sim_core::Cycle;
 use soc::Device;
+use soc::device::OnStall;
 
 use crate::mem::{AllocRequest, Lifespan, MemManager};
 
@@ -450,7 +451,7 @@ impl H2tRing {
         let done_at = if seen(dev) {
             Some(dev.now())
         } else {
-            let (_, hit) = dev.run_while(Some(deadline), |d| seen(d));
+            let (_, hit) = dev.run_while(Some(deadline), OnStall::SkipToLimit, |d| seen(d));
             hit.then(|| dev.now())
         };
         let Some(done) = done_at else {

@@ -28,9 +28,32 @@ struct Golden {
 }
 
 fn run(path: &Path) -> Golden {
+    run_with(path, Mode::Golden)
+}
+
+/// How [`run_with`] runs a trace.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// As `neuron-sim run` does.
+    Golden,
+    /// Timing-only (cycles do not depend on payload bytes).
+    Parked,
+    /// Timing-only with the register-access log recording, which makes
+    /// every firmware poll run one by one instead of waiting, parked, for
+    /// the next change.
+    Polling,
+}
+
+fn run_with(path: &Path, mode: Mode) -> Golden {
     let source = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy().to_string();
-    let dev = Device::trn2().unwrap();
+    let mut dev = Device::trn2().unwrap();
+    if mode != Mode::Golden {
+        dev.set_timing_only(true);
+    }
+    if mode == Mode::Polling {
+        dev.record_reg_log(Some(Box::new(std::io::sink())));
+    }
     let mut files = DirFiles(path.parent().unwrap().to_path_buf());
     let (report, mut session) = match host_exec::run_source(dev, &source, &name, &mut files) {
         Ok(r) => r,
@@ -83,4 +106,45 @@ fn golden_runs_are_deterministic() {
     let a = serde_json::to_string(&run(&path)).unwrap();
     let b = serde_json::to_string(&run(&path)).unwrap();
     assert_eq!(a, b);
+}
+
+/// A firmware core that only polls waits, parked, for the next change
+/// (docs/firmware.md §Stalls). Every golden and calibration trace must give
+/// exactly the same output and CSR snapshot as with every poll run one by
+/// one (which the register-access log forces).
+#[test]
+fn parked_polling_changes_nothing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for dir in [root.clone(), root.join("calib")] {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_none_or(|x| x != "trace") {
+                continue;
+            }
+            // Only the firmware parks; sweep templates (`{name}`
+            // placeholders) are not traces.
+            let text = std::fs::read_to_string(&p).unwrap();
+            let firmware = text.lines().any(|l| {
+                let l = l.trim_start();
+                ["inst ", "memcpy ", "icache_"]
+                    .iter()
+                    .any(|d| l.starts_with(d))
+            });
+            if firmware && !text.contains('{') {
+                paths.push(p);
+            }
+        }
+    }
+    paths.sort();
+    assert!(paths.len() > 15, "{} firmware traces", paths.len());
+    for p in &paths {
+        let parked = serde_json::to_string(&run_with(p, Mode::Parked)).unwrap();
+        let polling = serde_json::to_string(&run_with(p, Mode::Polling)).unwrap();
+        assert!(
+            parked == polling,
+            "{} differs with every poll run",
+            p.display()
+        );
+    }
 }

@@ -69,6 +69,21 @@ pub struct FwEvent {
     pub kind: FwEventKind,
 }
 
+/// One thing the firmware polls for (a stall report, [`Q7Core::waits`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FwWait {
+    /// The word or call that waits.
+    pub inst: InstTag,
+    /// Its kind (`DIRECT2D`, `neuron_memcpy`, …).
+    pub kind: String,
+    /// Device engine id of the queue it polls.
+    pub engine: u16,
+    /// Queue id.
+    pub queue: u8,
+    /// What would end the wait.
+    pub waiting_for: String,
+}
+
 /// The kinds of [`FwEvent`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "fw", rename_all = "snake_case")]
@@ -289,6 +304,8 @@ impl Rings {
 #[derive(Clone, Debug)]
 struct Inflight {
     tag: InstTag,
+    /// The word's kind name (for stall reports).
+    kind: &'static str,
     /// (engine slot, M2S target, S2M target) absolute positions.
     targets: Vec<(u8, u64, u64)>,
     update: Option<(UpdateMode, u8, u32)>,
@@ -439,6 +456,9 @@ pub struct Q7Core {
     events: Vec<FwEvent>,
     next_seq: u64,
     blocked_on_space: bool,
+    /// When blocked on space: (engine slot, M2S and S2M descriptors the
+    /// word needs there).
+    space_wait: Option<(u8, u64, u64)>,
     /// Descriptors RDMA_DESC_GEN wrote that no RDMA_DESC_START has rung yet:
     /// (engine slot, count per direction).
     unrung: Vec<(u8, u32, u32)>,
@@ -528,6 +548,7 @@ impl Q7Core {
             events: Vec::new(),
             next_seq: 0,
             blocked_on_space: false,
+            space_wait: None,
             unrung: Vec::new(),
             memcpy_method: crate::inline::DEFAULT_METHOD,
             inline: None,
@@ -622,6 +643,109 @@ impl Q7Core {
     /// Words issued whose data is still moving.
     pub fn in_flight(&self) -> usize {
         self.inflight.len()
+    }
+
+    /// Whether the firmware's next run only re-reads state that the DMA
+    /// engines change: completion heads of in-flight words, ring space, the
+    /// inline path's completion tag, an iDMA fill's completion head. Such a
+    /// run finds what the previous one found unless the device changed in
+    /// between; the device uses this to see a stall (docs/firmware.md
+    /// §Stalls).
+    pub fn polling_only(&self) -> bool {
+        match &self.stage {
+            Stage::Idle => !self.inflight.is_empty() || self.blocked_on_space,
+            Stage::Inline(x) => x.wait.is_some(),
+            Stage::Icache { .. } => true,
+            Stage::Generating { .. } | Stage::CoreCopy { .. } => false,
+        }
+    }
+
+    /// What the firmware is polling for, one entry per engine queue it
+    /// waits on (a stall report: docs/firmware.md §Stalls). `bus` is read
+    /// for the completion heads; pass one without side effects.
+    pub fn waits(&self, bus: &mut dyn FwBus) -> Vec<FwWait> {
+        let mut out = Vec::new();
+        for f in &self.inflight {
+            for &(slot, m_target, s_target) in &f.targets {
+                let (Some(e), Some(Some(r))) = (
+                    self.layout.engines.get(usize::from(slot)),
+                    self.rings.get(usize::from(slot)),
+                ) else {
+                    continue;
+                };
+                let Some((m_done, s_done)) = self.completed(bus, slot) else {
+                    continue;
+                };
+                if m_done >= m_target && s_done >= s_target {
+                    continue;
+                }
+                out.push(FwWait {
+                    inst: f.tag.clone(),
+                    kind: f.kind.to_string(),
+                    engine: e.id,
+                    queue: r.queue,
+                    waiting_for: format!(
+                        "completions: M2S at {m_done} of {m_target}, S2M at {s_done} of {s_target} \
+                         (ring positions)"
+                    ),
+                });
+            }
+        }
+        if self.blocked_on_space
+            && let Some(q) = self.queue.front()
+            && let Some((slot, need_m2s, need_s2m)) = self.space_wait
+            && let (Some(e), Some(Some(r))) = (
+                self.layout.engines.get(usize::from(slot)),
+                self.rings.get(usize::from(slot)),
+            )
+        {
+            let (m_done, s_done) = self.completed(bus, slot).unwrap_or((0, 0));
+            let len = u64::from(r.len);
+            let free = |pos: u64, done: u64| len.saturating_sub(pos.saturating_sub(done));
+            let unrung = self
+                .unrung
+                .iter()
+                .filter(|(s, ..)| *s == slot)
+                .map(|(_, m, s)| format!(" ({m} M2S and {s} S2M written by RDMA_DESC_GEN wait for an RDMA_DESC_START)"))
+                .next()
+                .unwrap_or_default();
+            out.push(FwWait {
+                inst: q.tag.clone(),
+                kind: q.work.name().to_string(),
+                engine: e.id,
+                queue: r.queue,
+                waiting_for: format!(
+                    "ring room: needs {need_m2s} M2S and {need_s2m} S2M slots of {len}, \
+                     {} and {} free{unrung}",
+                    free(r.m2s_pos, m_done),
+                    free(r.s2m_pos, s_done)
+                ),
+            });
+        }
+        match &self.stage {
+            Stage::Inline(x) => {
+                if let Some((slot, tag)) = x.wait {
+                    out.push(FwWait {
+                        inst: x.tag.clone(),
+                        kind: "neuron_memcpy".into(),
+                        engine: self.layout.engines.first().map_or(0, |e| e.id),
+                        queue: crate::inline::INLINE_QUEUE,
+                        waiting_for: format!(
+                            "the inline completion ring slot {slot} to carry tag {tag}"
+                        ),
+                    });
+                }
+            }
+            Stage::Icache { tag, target, .. } => out.push(FwWait {
+                inst: tag.clone(),
+                kind: "start_fill_siram".into(),
+                engine: self.layout.engines.first().map_or(0, |e| e.id),
+                queue: self.icache.as_ref().map_or(0, |(_, r)| r.queue),
+                waiting_for: format!("S2M completion up to position {target}"),
+            }),
+            _ => {}
+        }
+        out
     }
 
     /// Takes the events recorded so far.
@@ -929,6 +1053,7 @@ impl Q7Core {
         for ep in &plan.engines {
             if !self.has_room(bus, ep.slot, ep.m2s_descs(), ep.s2m_descs()) {
                 self.blocked_on_space = true;
+                self.space_wait = Some((ep.slot, ep.m2s_descs(), ep.s2m_descs()));
                 return false;
             }
         }
@@ -1316,6 +1441,7 @@ impl Q7Core {
         s.bytes += plan.bytes();
         self.inflight.push_back(Inflight {
             tag,
+            kind: plan.kind.name(),
             targets,
             update,
             read_done: false,

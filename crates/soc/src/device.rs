@@ -23,6 +23,9 @@ use crate::fault::BusFault;
 use crate::memory::DeviceMemory;
 use crate::record::{Access, Master, Recorder, RegLog, Waves, access_line};
 
+mod stall;
+pub use stall::{StallReport, StalledWait};
+
 /// A side effect a register access had, in the order it happened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -216,6 +219,22 @@ pub enum RunStop {
     Idle,
     /// The cycle limit was reached with work pending.
     Limit,
+    /// No agent can make progress: no DMA engine has anything to do and
+    /// every firmware core only polls for a change nobody will make
+    /// ([`Device::stall_report`] says who waits on what).
+    Stalled,
+}
+
+/// What [`Device::run_while`] does when it finds the device stalled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnStall {
+    /// Stop at once, the clock where the stall began.
+    Stop,
+    /// Let the time up to the limit pass (the polls it would run change
+    /// nothing), then stop; without a limit, stop at once. While the
+    /// register-access log records, the polls run one by one instead, so
+    /// that the log shows every one.
+    SkipToLimit,
 }
 
 /// One simulated device.
@@ -238,6 +257,46 @@ pub struct Device {
     cores: Vec<Option<Q7Core>>,
     /// When each core's firmware next runs on its own.
     fw_next: Vec<Option<Cycle>>,
+    /// Counts every change an agent could observe (an engine step, a
+    /// write): a firmware core that only polls and has run since the last
+    /// change would find nothing new (stall detection, docs/firmware.md
+    /// §Stalls).
+    activity: u64,
+    /// `activity` at the end of each core's last run.
+    fw_seen: Vec<u64>,
+    /// Cores whose firmware only polls and has seen every change so far:
+    /// the cycle of the next poll it would run. A parked core runs again
+    /// only after the next change (docs/firmware.md §Stalls).
+    parked: Vec<Option<Cycle>>,
+    /// Cores parked.
+    n_parked: usize,
+    /// A change woke a parked core inside the engine loop.
+    unparked: bool,
+    /// The run order key of the event being processed (or the last one):
+    /// (cycle, 0 firmware / 1 engine / 2 past every event of the cycle,
+    /// core or engine id). Decides which polls a change can still reach.
+    cur_key: (u64, u8, u16),
+    /// Where recorded events go while the device runs, if anywhere.
+    sink: SinkSlot,
+}
+
+/// Receives the device's events as a run produces them
+/// ([`Device::set_event_sink`]).
+pub type EventSink = Box<dyn FnMut(Vec<DeviceEvent>) + Send>;
+
+/// Engine steps between two hand-overs to the event sink (a power of two).
+const EVENT_FLUSH_STEPS: u64 = 1 << 12;
+
+struct SinkSlot(Option<EventSink>);
+
+impl std::fmt::Debug for SinkSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Some(sink)"
+        } else {
+            "None"
+        })
+    }
 }
 
 impl Device {
@@ -308,6 +367,13 @@ impl Device {
             cores: Vec::new(),
             fw_next: Vec::new(),
             fw_runs: 0,
+            activity: 0,
+            fw_seen: Vec::new(),
+            parked: Vec::new(),
+            n_parked: 0,
+            unparked: false,
+            cur_key: (0, 2, 0),
+            sink: SinkSlot(None),
         })
     }
 
@@ -435,6 +501,34 @@ impl Device {
         &self.fabric.events
     }
 
+    /// Hands recorded events to `sink` as the device runs (every few
+    /// thousand engine steps, and at [`Device::flush_events`]) instead of
+    /// keeping them until [`Device::take_events`]: a consumer that streams
+    /// them keeps memory flat however long the run (docs/user-guide.md
+    /// §Output). `None` keeps them again.
+    pub fn set_event_sink(&mut self, sink: Option<EventSink>) {
+        self.flush_events();
+        self.sink = SinkSlot(sink);
+    }
+
+    /// Whether an event sink is set.
+    pub fn has_event_sink(&self) -> bool {
+        self.sink.0.is_some()
+    }
+
+    /// Hands the events recorded so far to the sink, if one is set.
+    pub fn flush_events(&mut self) {
+        if self.sink.0.is_none() {
+            return;
+        }
+        let events = self.take_events();
+        if !events.is_empty()
+            && let Some(sink) = self.sink.0.as_mut()
+        {
+            sink(events);
+        }
+    }
+
     /// Takes the recorded side effects.
     pub fn take_events(&mut self) -> Vec<DeviceEvent> {
         for e in self.engines.iter_mut().flatten() {
@@ -496,6 +590,11 @@ impl Device {
     /// (read-to-clear), or four little-endian bytes of memory.
     pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
         if let Some(t) = self.fabric.reg_target(addr)? {
+            // A read can clear bits (RC); the firmware's own polls read
+            // nothing of the kind and must not count as a change.
+            if !matches!(self.fabric.master, Master::Firmware(_)) {
+                self.touch();
+            }
             if self.fabric.rec.is_some() {
                 return self.read32_recorded(addr, t);
             }
@@ -516,6 +615,7 @@ impl Device {
     /// semantics and route side effects; `Ok(Some(..))` reports what the
     /// register did (including a read-only register left unchanged).
     pub fn write32(&mut self, addr: u64, value: u32) -> Result<Option<RegWrite>, BusFault> {
+        self.touch();
         let Some(t) = self.fabric.reg_target(addr)? else {
             self.fabric
                 .memory
@@ -714,9 +814,10 @@ impl Device {
                 .sum::<u64>()
     }
 
-    /// Runs until nothing is pending, or until cycle `limit`.
+    /// Runs until nothing is pending, or until cycle `limit`. A stalled
+    /// device ([`RunStop::Stalled`]) lets the time up to `limit` pass.
     pub fn run(&mut self, limit: Option<Cycle>) -> RunStop {
-        self.run_while(limit, |_| false).0
+        self.run_while(limit, OnStall::SkipToLimit, |_| false).0
     }
 
     /// Runs every event up to and including cycle `at`, then moves the
@@ -730,24 +831,35 @@ impl Device {
 
     /// Runs like [`Device::run`], stopping early (after the event at which
     /// it first holds) when `stop` returns true. Returns whether it stopped
-    /// for that reason.
+    /// for that reason. `on_stall` says what a stall does.
     pub fn run_while(
         &mut self,
         limit: Option<Cycle>,
+        on_stall: OnStall,
         mut stop: impl FnMut(&mut Device) -> bool,
     ) -> (RunStop, bool) {
         loop {
             self.wake_touched_cores();
             let fw = self.next_fw();
             let engine_at = self.wake.peek().map(|(c, _)| c);
+            if engine_at.is_none() && self.fw_stalled() {
+                match (on_stall, limit) {
+                    (OnStall::SkipToLimit, Some(_)) if self.fabric.rec.is_some() => {}
+                    (OnStall::SkipToLimit, Some(l)) => {
+                        self.skip_polls_to(l);
+                        return (RunStop::Stalled, false);
+                    }
+                    _ => return (RunStop::Stalled, false),
+                }
+            }
             if let Some((fw_at, core)) = fw
                 && engine_at.is_none_or(|e| fw_at <= e)
             {
                 if limit.is_some_and(|l| fw_at > l) {
                     if let Some(l) = limit {
-                        self.now = self.now.max(l);
+                        self.past(l);
                     }
-                    return (RunStop::Limit, false);
+                    return (self.limit_stop(), false);
                 }
                 self.now = self.now.max(fw_at);
                 self.fw_runs += 1;
@@ -763,9 +875,9 @@ impl Device {
             };
             if limit.is_some_and(|l| at > l) {
                 if let Some(l) = limit {
-                    self.now = self.now.max(l);
+                    self.past(l);
                 }
-                return (RunStop::Limit, false);
+                return (self.limit_stop(), false);
             }
             let mut i = usize::from(id);
             let Some(Some(engine)) = self.engines.get_mut(i) else {
@@ -794,6 +906,11 @@ impl Device {
                 engine.step(at, &mut bus, &self.timing);
                 let next = engine.next_event();
                 self.wake.set(id, next);
+                self.cur_key = (at.0, 1, id);
+                self.touch();
+                if self.activity & (EVENT_FLUSH_STEPS - 1) == 0 && self.sink.0.is_some() {
+                    self.flush_events();
+                }
                 if self.fabric.rec.is_some() {
                     self.wave_sample(id);
                 }
@@ -807,7 +924,7 @@ impl Device {
                 if stop(self) {
                     return (RunStop::Idle, true);
                 }
-                if self.fabric.sem_touched != 0 {
+                if self.fabric.sem_touched != 0 || std::mem::take(&mut self.unparked) {
                     break;
                 }
                 match self.wake.peek() {
@@ -840,10 +957,9 @@ impl Device {
         word: InstWord,
         source: String,
     ) -> Result<InstTag, DeviceError> {
-        let now = self.now;
         let core = self.core_mut(tpb)?;
         let tag = core.submit(word, source);
-        self.fw_next[usize::from(tpb)] = Some(now);
+        self.wake_core_now(tpb);
         Ok(tag)
     }
 
@@ -855,10 +971,9 @@ impl Device {
         call: q7::FwCall,
         source: String,
     ) -> Result<InstTag, DeviceError> {
-        let now = self.now;
         let core = self.core_mut(tpb)?;
         let tag = core.submit_call(call, source);
-        self.fw_next[usize::from(tpb)] = Some(now);
+        self.wake_core_now(tpb);
         Ok(tag)
     }
 
@@ -874,6 +989,8 @@ impl Device {
         if self.cores.len() <= i {
             self.cores.resize_with(i + 1, || None);
             self.fw_next.resize(i + 1, None);
+            self.fw_seen.resize(i + 1, u64::MAX);
+            self.parked.resize(i + 1, None);
         }
         if self.cores[i].is_none() {
             let layout = crate::firmware::core_layout(&self.fabric.map, self.fabric.catalog, tpb)
@@ -951,6 +1068,7 @@ impl Device {
             return;
         };
         let now = self.now;
+        self.cur_key = (now.0, 0, u16::from(tpb));
         let timing = self.timing.clone();
         let prev = self.set_bus_master(Master::Firmware(tpb));
         let next = {
@@ -961,8 +1079,22 @@ impl Device {
         for e in core.take_events() {
             self.fabric.events.push(DeviceEvent::Firmware(e));
         }
+        let polling = core.polling_only();
         self.cores[i] = Some(core);
         self.fw_next[i] = next;
+        if let Some(seen) = self.fw_seen.get_mut(i) {
+            *seen = self.activity;
+        }
+        // A core that only polls waits, parked, for the next change; while
+        // recording, it polls one by one so that the log has every read.
+        if polling
+            && self.fabric.rec.is_none()
+            && let Some(n) = next.filter(|n| *n > now)
+        {
+            self.fw_next[i] = None;
+            self.parked[i] = Some(n);
+            self.n_parked += 1;
+        }
         // The firmware's own semaphore updates need not wake it again.
         self.fabric.sem_touched &= !(1 << tpb);
         if let Some(n) = next
@@ -1008,11 +1140,13 @@ impl Device {
 
     /// Writes bytes to memory at `addr`.
     pub fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), BusFault> {
+        self.touch();
         self.fabric.memory.write(&self.fabric.map, addr, data)
     }
 
     /// Fills `len` bytes of memory at `addr` with `byte`.
     pub fn fill(&mut self, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
+        self.touch();
         self.fabric.memory.fill(&self.fabric.map, addr, len, byte)
     }
 

@@ -5,9 +5,16 @@
 //! With S2M header split the first N stream bytes land in the first RX
 //! descriptor's second buffer.
 
+use dma_abi::{CmeType, CmeWord, SdmaOp};
 use sim_core::{AccessError, Bus};
 
 use crate::desc::{Cme, RawDesc};
+
+/// Word 1 of the custom-op inline path's descriptors: its rings are filled
+/// with 0xB8 bytes and word 1 is never written (seed 004 §5.1). It reads as
+/// op DRE; the seed describes the descriptor as a CME copy, so the data
+/// path moves it as one (docs/cme.md §4).
+pub const INLINE_FILL_WORD1: u32 = 0xB8B8_B8B8;
 
 /// A descriptor as the data path sees it.
 #[derive(Clone, Copy, Debug)]
@@ -27,14 +34,102 @@ pub enum MoveError {
     Write(AccessError),
     /// The RX buffers cannot hold the stream.
     Length(String),
+    /// The packet's first TX word 1 asks for an operation the simulator
+    /// has no description of (an undefined op or CCE type, a DRE word
+    /// other than the cross-bar transpose); nothing moved.
+    Unsupported(String),
+    /// `validate_crc`: the computed CRC differs from the stored source CRC
+    /// (or none is stored); the data streamed before the check landed.
+    CrcMismatch(String),
 }
 
-/// Checksum state carried between packets (the IV cache of
-/// `cached_crc_iv_index`, wiki-facts §J.1).
+/// Checksum state carried between packets, per engine, indexed by
+/// `cached_crc_iv_index` (wiki-facts §J.1; docs/cme.md §4).
 #[derive(Clone, Debug, Default)]
 pub struct CrcCache {
-    /// Eight cached states.
+    /// The IV cache: states saved by `store_crc_result`, resumed by
+    /// `use_stored_crc_iv`.
     pub slots: [Option<cme::ChecksumState>; cme::CRC_IV_CACHE_SLOTS],
+    /// The source-CRC store: results saved by `store_source_crc`, checked
+    /// by `validate_crc`.
+    pub source_crcs: [Option<u32>; cme::CRC_IV_CACHE_SLOTS],
+}
+
+/// What a packet's first TX word 1 asks the data path to do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum PacketOp {
+    /// Move the bytes (CME COPY, the inline path's fill word).
+    Copy,
+    /// A CME checksum.
+    Checksum(cme::ChecksumKind),
+    /// CCE compute.
+    Cce(cme::ReduceOp),
+    /// The axi2sram cross-bar transpose, elements of this many bytes.
+    Xbar(usize),
+}
+
+/// Decodes a packet's first TX word 1 (docs/cme.md §4). `Err` names why
+/// the simulator refuses it: an op that names no engine, an undefined CCE
+/// type, or a DRE word other than the cross-bar transpose encoding (the
+/// DRE command layout is unpublished, wiki-facts §J.2) — never a silent
+/// copy.
+pub(crate) fn packet_op(word1: u32) -> Result<PacketOp, String> {
+    let w = CmeWord::from_raw(word1);
+    match w.op() {
+        SdmaOp::Cme => Ok(match w.cme_type() {
+            CmeType::Copy => PacketOp::Copy,
+            t => match cme::ChecksumKind::from_code(t as u8) {
+                Some(kind) => PacketOp::Checksum(kind),
+                None => PacketOp::Copy,
+            },
+        }),
+        SdmaOp::Cce => match cme::CceType::from_code(w.optype_value()) {
+            Some(t) => Ok(PacketOp::Cce(cme::ReduceOp::from_cce(t, 1.0))),
+            None => Err(format!(
+                "word1 {word1:#010x}: CCE type {} is undefined (SDMA_CCETYPE 0-5); nothing moved",
+                w.optype_value()
+            )),
+        },
+        SdmaOp::Dre if word1 == INLINE_FILL_WORD1 => Ok(PacketOp::Copy),
+        SdmaOp::Dre => match w.xbar_dtype() {
+            Some(code) => match xbar_elem_bytes(word1) {
+                Some(esz) => Ok(PacketOp::Xbar(esz)),
+                None => Err(format!(
+                    "word1 {word1:#010x}: cross-bar transpose of dtype code {code:#x}, \
+                     which is not a 2- or 4-byte type; nothing moved"
+                )),
+            },
+            None => Err(format!(
+                "word1 {word1:#010x}: a DRE command other than the cross-bar transpose \
+                 (the DRE command layout is unpublished); nothing moved"
+            )),
+        },
+        SdmaOp::Unknown(op) => Err(format!(
+            "word1 {word1:#010x}: op {op} names no engine (SDMAOP 1 DRE, 2 CME, 4 CCE); nothing moved"
+        )),
+    }
+}
+
+/// The endian controls of a CME checksum word (word 1 bits 13:6;
+/// docs/cme.md §1.4).
+#[derive(Clone, Copy, Debug)]
+struct Swaps {
+    result: cme::Swap,
+    intr_val: cme::Swap,
+    src: cme::Swap,
+    init: cme::Swap,
+}
+
+impl Swaps {
+    fn of(w: CmeWord) -> Self {
+        let s = |byte, bit| cme::Swap { byte, bit };
+        Self {
+            result: s(w.result_byte_swap(), w.result_bit_swap()),
+            intr_val: s(w.intr_val_byte_swap(), w.intr_val_bit_swap()),
+            src: s(w.src_byte_swap(), w.src_bit_swap()),
+            init: s(w.init_byte_swap(), w.init_bit_swap()),
+        }
+    }
 }
 
 /// What a moved packet produced.
@@ -117,13 +212,13 @@ pub fn move_packet(
         hdr_addr,
         written: 0,
     };
-    if let Some(op) = cmd.cce() {
-        return cce_packet(bus, tx, &mut sink, encode_64k, cmd, op);
-    }
-    if let Some(esz) = xbar_elem_bytes(cmd.0) {
-        return xbar_packet(bus, tx, rx, encode_64k, cmd, esz);
-    }
-    let Some(kind) = cmd.checksum() else {
+    let kind = match packet_op(cmd.0).map_err(MoveError::Unsupported)? {
+        PacketOp::Cce(op) => return cce_packet(bus, tx, &mut sink, encode_64k, cmd, op),
+        PacketOp::Xbar(esz) => return xbar_packet(bus, tx, rx, encode_64k, cmd, esz),
+        PacketOp::Checksum(kind) => Some(kind),
+        PacketOp::Copy => None,
+    };
+    let Some(kind) = kind else {
         // Plain copy: page-to-page through the bus, no bounce buffer.
         let copy_error = |e: AccessError, src: u64, dst: u64, n: u64| {
             if e.addr >= dst && e.addr < dst + n.max(1) && (e.addr < src || e.addr >= src + n) {
@@ -166,20 +261,36 @@ pub fn move_packet(
         });
     };
     let slot = cmd.iv_slot();
+    let swaps = Swaps::of(CmeWord::from_raw(cmd.0));
+    let width = kind.width_bits();
+    // The initial value: a stored IV (intermediate-value swaps) or the
+    // queue's CRC init register (init swaps).
     let mut sum = match (
         cmd.use_stored_crc_iv(),
         cache.slots.get(slot).copied().flatten(),
     ) {
-        (true, Some(state)) => cme::Checksum::from_state(state),
-        _ => cme::Checksum::new(kind, Some(crc_init)),
+        (true, Some(state)) => cme::Checksum::from_state(cme::ChecksumState {
+            value: swaps.intr_val.value(state.value, width),
+            ..state
+        }),
+        _ => cme::Checksum::new(kind, Some(swaps.init.value(crc_init, width))),
     };
     let mut buf = Vec::new();
+    let mut swapped = Vec::new();
     for t in tx {
         let len = t.desc.len_bytes(encode_64k) as usize;
         buf.resize(len, 0);
         bus.read(t.desc.buf_ptr, &mut buf)
             .map_err(MoveError::Read)?;
-        sum.update(&buf);
+        // The source swaps change what the CRC sees, not the data moved.
+        if swaps.src.any() {
+            swapped.clear();
+            swapped.extend_from_slice(&buf);
+            swaps.src.data(&mut swapped);
+            sum.update(&swapped);
+        } else {
+            sum.update(&buf);
+        }
         if cmd.copy_src_data() {
             let mut done = 0usize;
             while done < len {
@@ -192,11 +303,33 @@ pub fn move_packet(
             }
         }
     }
-    let result = sum.finish();
+    let result = swaps.result.value(sum.finish(), width);
+    if cmd.validate_crc() {
+        match cache.source_crcs.get(slot).copied().flatten() {
+            Some(stored) if stored == result => {}
+            Some(stored) => {
+                return Err(MoveError::CrcMismatch(format!(
+                    "validate_crc: computed {} {result:#010x}, the source CRC stored in slot {slot} is {stored:#010x}",
+                    kind.name()
+                )));
+            }
+            None => {
+                return Err(MoveError::CrcMismatch(format!(
+                    "validate_crc: computed {} {result:#010x}, but no source CRC is stored in slot {slot}",
+                    kind.name()
+                )));
+            }
+        }
+    }
     if cmd.store_crc_result()
         && let Some(s) = cache.slots.get_mut(slot)
     {
         *s = Some(sum.state());
+    }
+    if cmd.store_source_crc()
+        && let Some(s) = cache.source_crcs.get_mut(slot)
+    {
+        *s = Some(result);
     }
     if cmd.send_crc() {
         let bytes = result.to_le_bytes();
@@ -310,10 +443,10 @@ fn cce_packet(
 
 /// The element size of a cross-bar transpose word1 (the default copy word
 /// with op DRE and a 2- or 4-byte dtype in bits 11:8,
-/// [`dma_abi::CmeWord::xbar_dtype`]); `None` for every other word, which
-/// moves as a plain copy (an old DRE word with dtype code 0 included).
+/// [`dma_abi::CmeWord::xbar_dtype`]); `None` for every other word (which
+/// [`packet_op`] refuses when it reads as DRE).
 pub(crate) fn xbar_elem_bytes(word1: u32) -> Option<usize> {
-    let code = dma_abi::CmeWord::from_raw(word1).xbar_dtype()?;
+    let code = CmeWord::from_raw(word1).xbar_dtype()?;
     cme::Dtype::from_code(code)
         .map(|d| d.size_bytes())
         .filter(|&s| s == 2 || s == 4)
@@ -321,8 +454,8 @@ pub(crate) fn xbar_elem_bytes(word1: u32) -> Option<usize> {
 
 /// The axi2sram cross-bar transpose (wiki-facts §A.7, §G.4; docs/cme.md
 /// §4): a cross-bar packet's (word1 = the default copy word with op DRE and
-/// the element dtype, [`dma_abi::CmeWord::xbar_dtype`]; other DRE words
-/// are plain copies) R TX descriptors are R source rows of N elements
+/// the element dtype, [`dma_abi::CmeWord::xbar_dtype`]; [`packet_op`]
+/// refuses other DRE words) R TX descriptors are R source rows of N elements
 /// (the element dtype in word1 bits 11:8, this simulator's field), and the
 /// tile lands transposed in the partitioned memory of the first RX buffer:
 /// element (i, c) at `dst + c × partition stride + i × size` — N columns of
@@ -520,22 +653,240 @@ mod tests {
     }
 
     #[test]
-    fn other_dre_words_stay_plain_copies() {
-        // The inline path's never-written word1 reads as DRE (seed 004 §5);
-        // so does the default copy word with op DRE and no (code 0) or a
-        // 1-byte dtype.
-        for w in [
-            0xB8B8_B8B8,
-            xbar_word(cme::Dtype::Uint8),
-            CmeWord::DEFAULT_COPY.with_xbar(0).map_or(0, CmeWord::raw),
+    fn the_inline_fill_word_stays_a_plain_copy() {
+        // The inline path's never-written word1 reads as DRE (seed 004 §5),
+        // and the seed describes that descriptor as a CME copy.
+        let tx = [piece(0, 8, INLINE_FILL_WORD1, 0x00)];
+        let rx = [piece(0, 8, 0, PART0)];
+        let mut b = bus();
+        run(&mut b, &tx, &rx).unwrap();
+        let p0 = PART0 as usize;
+        assert_eq!(&b.mem[p0..p0 + 8], &[0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(b.mem[(PART0 + STRIDE) as usize], 0);
+    }
+
+    /// DGE MULTIPLY as the firmware lays it out (B, an FMA meta descriptor
+    /// selecting stored × input + scale, then A): with the scale
+    /// `cme::MULTIPLY_FMA_SCALE` every product keeps its IEEE sign, exact
+    /// zeros included (docs/cme.md §3.1).
+    #[test]
+    fn cce_multiply_packet_keeps_signed_zero_products() {
+        let fma = CmeWord::DEFAULT_COPY
+            .with_cce(dma_abi::CceType::Fma, 0xA, 0xA)
+            .map_or(0, CmeWord::raw);
+        let w2 = (cme::FmaOperand::Stored.bits() << 24)
+            | (cme::FmaOperand::Input.bits() << 26)
+            | (cme::FmaOperand::Scale.bits() << 28);
+        let w3 = cme::MULTIPLY_FMA_SCALE.to_bits();
+        let meta = Piece {
+            idx: 1,
+            desc: RawDesc {
+                word0: 1 << 23,
+                word1: 0x0210_0000 | (0xA << 8) | (0xA << 12) | (0xA << 16),
+                buf_ptr: u64::from(w2) | (u64::from(w3) << 32),
+            },
+        };
+        let b_vals = [-1.0f32, 0.0, -0.0, 3.0, 2.5];
+        let a_vals = [0.0f32, -5.0, 7.0, -0.0, 4.0];
+        let mut bus = bus();
+        let f = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        bus.mem[0x400..0x414].copy_from_slice(&f(&b_vals));
+        bus.mem[0x500..0x514].copy_from_slice(&f(&a_vals));
+        let tx = [piece(0, 20, fma, 0x400), meta, piece(2, 20, fma, 0x500)];
+        let rx = [piece(0, 20, 0, 0x600)];
+        assert_eq!(run(&mut bus, &tx, &rx).unwrap().written, 20);
+        for (i, (b, a)) in b_vals.iter().zip(a_vals).enumerate() {
+            let got = u32::from_le_bytes(bus.mem[0x600 + 4 * i..0x604 + 4 * i].try_into().unwrap());
+            assert_eq!(got, (b * a).to_bits(), "{b} x {a}");
+        }
+    }
+
+    fn crc32() -> CmeWord {
+        CmeWord::DEFAULT_COPY.with_cme_type(CmeType::Crc32)
+    }
+
+    /// A CRC32 packet over bus bytes 0..16 with `word1`, data into 0x800 and,
+    /// with send_crc, the result after it; init register `iv`.
+    fn crc_run(
+        bus: &mut PartBus,
+        w: CmeWord,
+        iv: u32,
+        cache: &mut CrcCache,
+    ) -> Result<Moved, MoveError> {
+        let tx = [piece(0, 16, w.raw(), 0x00)];
+        let rx = [piece(0, 20, 0, 0x800)];
+        move_packet(bus, &tx, &rx, false, iv, 0, cache)
+    }
+
+    fn crc32_of(iv: u32, data: &[u8]) -> u32 {
+        cme::checksum_with_iv(cme::ChecksumKind::Crc32, iv, data)
+    }
+
+    #[test]
+    fn result_swaps_apply_to_the_sent_and_reported_crc() {
+        let plain = crc32_of(0xFFFF_FFFF, &bus().mem[..16]);
+        for (w, want) in [
+            (crc32().with_result_byte_swap(true), plain.swap_bytes()),
+            (crc32().with_result_bit_swap(true), plain.reverse_bits()),
+            (
+                crc32()
+                    .with_result_byte_swap(true)
+                    .with_result_bit_swap(true),
+                plain.swap_bytes().reverse_bits(),
+            ),
         ] {
-            let tx = [piece(0, 8, w, 0x00)];
-            let rx = [piece(0, 8, 0, PART0)];
             let mut b = bus();
-            run(&mut b, &tx, &rx).unwrap();
-            let p0 = PART0 as usize;
-            assert_eq!(&b.mem[p0..p0 + 8], &[0, 1, 2, 3, 4, 5, 6, 7], "{w:#x}");
-            assert_eq!(b.mem[(PART0 + STRIDE) as usize], 0, "{w:#x}");
+            let moved = crc_run(
+                &mut b,
+                w.with_send_crc(true),
+                0xFFFF_FFFF,
+                &mut CrcCache::default(),
+            )
+            .unwrap();
+            assert_eq!(moved.checksum, Some(want), "{w:?}");
+            assert_eq!(&b.mem[0x810..0x814], &want.to_le_bytes(), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn source_swaps_change_what_the_crc_sees_not_the_copied_data() {
+        let src: Vec<u8> = bus().mem[..16].to_vec();
+        for (sw, w) in [
+            (
+                cme::Swap {
+                    byte: true,
+                    bit: false,
+                },
+                crc32().with_src_byte_swap(true),
+            ),
+            (
+                cme::Swap {
+                    byte: false,
+                    bit: true,
+                },
+                crc32().with_src_bit_swap(true),
+            ),
+        ] {
+            let mut seen = src.clone();
+            sw.data(&mut seen);
+            let mut b = bus();
+            let moved = crc_run(&mut b, w, 0xFFFF_FFFF, &mut CrcCache::default()).unwrap();
+            assert_eq!(moved.checksum, Some(crc32_of(0xFFFF_FFFF, &seen)), "{w:?}");
+            assert_eq!(
+                &b.mem[0x800..0x810],
+                &src[..],
+                "{w:?}: data copied unswapped"
+            );
+        }
+    }
+
+    #[test]
+    fn init_swaps_apply_to_the_queue_iv() {
+        let data = bus().mem[..16].to_vec();
+        let mut b = bus();
+        let w = crc32().with_init_byte_swap(true);
+        let moved = crc_run(&mut b, w, 0x1234_5678, &mut CrcCache::default()).unwrap();
+        assert_eq!(moved.checksum, Some(crc32_of(0x7856_3412, &data)));
+        let w = crc32().with_init_bit_swap(true);
+        let moved = crc_run(&mut b, w, 0x0000_0001, &mut CrcCache::default()).unwrap();
+        assert_eq!(moved.checksum, Some(crc32_of(0x8000_0000, &data)));
+    }
+
+    #[test]
+    fn intermediate_value_swaps_apply_to_a_stored_iv() {
+        let data = bus().mem[..16].to_vec();
+        let mut cache = CrcCache::default();
+        cache.slots[1] = Some(cme::ChecksumState {
+            kind: cme::ChecksumKind::Crc32,
+            value: 0x1234_5678,
+            phase: 0,
+        });
+        let w = crc32()
+            .with_use_stored_crc_iv(true)
+            .with_cached_crc_iv_index(1);
+        let mut b = bus();
+        let moved = crc_run(&mut b, w, 0xFFFF_FFFF, &mut cache).unwrap();
+        assert_eq!(moved.checksum, Some(crc32_of(0x1234_5678, &data)));
+        let moved = crc_run(
+            &mut b,
+            w.with_intr_val_byte_swap(true),
+            0xFFFF_FFFF,
+            &mut cache,
+        )
+        .unwrap();
+        assert_eq!(moved.checksum, Some(crc32_of(0x7856_3412, &data)));
+        // The init swaps do not touch a stored IV, nor the intermediate
+        // swaps the queue IV.
+        let moved = crc_run(&mut b, w.with_init_byte_swap(true), 0xFFFF_FFFF, &mut cache).unwrap();
+        assert_eq!(moved.checksum, Some(crc32_of(0x1234_5678, &data)));
+        let moved = crc_run(
+            &mut b,
+            crc32().with_intr_val_bit_swap(true),
+            0x1,
+            &mut cache,
+        )
+        .unwrap();
+        assert_eq!(moved.checksum, Some(crc32_of(0x1, &data)));
+    }
+
+    #[test]
+    fn store_source_crc_and_validate_crc() {
+        let data = bus().mem[..16].to_vec();
+        let want = crc32_of(0xFFFF_FFFF, &data);
+        let mut cache = CrcCache::default();
+        let mut b = bus();
+        let w = crc32().with_cached_crc_iv_index(3);
+        crc_run(
+            &mut b,
+            w.with_store_source_crc(true),
+            0xFFFF_FFFF,
+            &mut cache,
+        )
+        .unwrap();
+        assert_eq!(cache.source_crcs[3], Some(want));
+        assert_eq!(cache.slots[3], None, "the IV cache is separate");
+        // The stored value is the result as reported, result swaps included.
+        let mut c2 = CrcCache::default();
+        crc_run(
+            &mut b,
+            w.with_store_source_crc(true).with_result_byte_swap(true),
+            0xFFFF_FFFF,
+            &mut c2,
+        )
+        .unwrap();
+        assert_eq!(c2.source_crcs[3], Some(want.swap_bytes()));
+        // Validation against it.
+        assert!(crc_run(&mut b, w.with_validate_crc(true), 0xFFFF_FFFF, &mut cache).is_ok());
+        let e = crc_run(&mut b, w.with_validate_crc(true), 0x1234_5678, &mut cache).unwrap_err();
+        assert!(
+            matches!(e, MoveError::CrcMismatch(ref m) if m.contains("slot 3")),
+            "{e:?}"
+        );
+        let e = crc_run(
+            &mut b,
+            crc32().with_validate_crc(true),
+            0xFFFF_FFFF,
+            &mut cache,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, MoveError::CrcMismatch(ref m) if m.contains("no source CRC")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn unsupported_words_move_nothing() {
+        for w in [
+            0u32,
+            CmeWord::DEFAULT_COPY.with_op(SdmaOp::Unknown(5)).raw(),
+            CmeWord::DEFAULT_COPY.with_op(SdmaOp::Dre).raw(),
+            xbar_word(cme::Dtype::Uint8),
+        ] {
+            let mut b = bus();
+            let e = run(&mut b, &[piece(0, 8, w, 0x00)], &[piece(0, 8, 0, 0x800)]).unwrap_err();
+            assert!(matches!(e, MoveError::Unsupported(_)), "{w:#x}: {e:?}");
+            assert_eq!(&b.mem[0x800..0x808], &[0; 8], "{w:#x}");
         }
     }
 }

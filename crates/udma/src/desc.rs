@@ -162,4 +162,14 @@ impl Cme {
     pub fn write_barrier(self) -> bool {
         self.w().write_barrier()
     }
+
+    /// validate_crc: compare the result with the stored source CRC.
+    pub fn validate_crc(self) -> bool {
+        self.w().validate_crc()
+    }
+
+    /// store_source_crc: keep the result in the source-CRC store.
+    pub fn store_source_crc(self) -> bool {
+        self.w().store_source_crc()
+    }
 }

@@ -1,0 +1,303 @@
+//! Stall detection (docs/firmware.md §Stalls): a device whose DMA engines
+//! have nothing to do and whose firmware only polls for completions that
+//! cannot come would run for ever. The run loop sees it, stops (or lets the
+//! time up to its limit pass without running the polls one by one) and
+//! says who waits on what.
+
+use serde::Serialize;
+use sim_core::Cycle;
+use udma::{Dir, DirState, UnitBlock};
+
+use super::Device;
+
+/// Why a stalled device cannot go on: every firmware poll that waits, with
+/// the state of the engine it waits on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StallReport {
+    /// The cycle from which nothing changes.
+    pub cycle: u64,
+    /// One entry per engine queue a word or call waits on.
+    pub waits: Vec<StalledWait>,
+}
+
+/// One firmware wait of a [`StallReport`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StalledWait {
+    /// The core, `tpbN`.
+    pub core: String,
+    /// The word's place in the core's queue (`tpb0#3`).
+    pub inst: String,
+    /// Where the word came from (`line 12`).
+    pub source: String,
+    /// Its kind (`DIRECT2D`, `neuron_memcpy`, …).
+    pub kind: String,
+    /// The queue polled, `engN.qQ`.
+    pub queue: String,
+    /// What would end the wait.
+    pub waiting_for: String,
+    /// The engine's M2S and S2M states (`m2s abort, s2m normal`).
+    pub engine_state: String,
+    /// Error cause bits set on the engine (`SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE`).
+    pub faults: Vec<String>,
+}
+
+impl StallReport {
+    /// The report as text lines (no trailing newline on the last).
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "the device stalled at cycle {}: no DMA engine has work and the firmware polls for completions that cannot come",
+            self.cycle
+        );
+        for w in &self.waits {
+            out.push_str(&format!(
+                "\n  {} {} ({}) waits on {} for {}; engine {}{}",
+                w.inst,
+                w.kind,
+                w.source,
+                w.queue,
+                w.waiting_for,
+                w.engine_state,
+                if w.faults.is_empty() {
+                    "; no error cause bit set".to_string()
+                } else {
+                    format!("; faults: {}", w.faults.join(", "))
+                }
+            ));
+        }
+        out
+    }
+}
+
+/// The device through the firmware's eyes, without side effects (the
+/// completion heads a stall report reads).
+struct PeekBus<'a>(&'a Device);
+
+impl q7::FwBus for PeekBus<'_> {
+    fn read32(&mut self, addr: u64) -> Result<u32, String> {
+        match self.0.reg_target(addr) {
+            Ok(Some(t)) => self
+                .0
+                .peek_reg(t)
+                .ok_or_else(|| format!("{addr:#x}: no register")),
+            Ok(None) => {
+                let mut b = [0u8; 4];
+                self.0
+                    .read_bytes(addr, &mut b)
+                    .map(|()| u32::from_le_bytes(b))
+                    .map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn write32(&mut self, _addr: u64, _value: u32) -> Result<(), String> {
+        Err("a stall report does not write".into())
+    }
+
+    fn write_bytes(&mut self, _addr: u64, _data: &[u8]) -> Result<(), String> {
+        Err("a stall report does not write".into())
+    }
+
+    fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String> {
+        self.0.read_bytes(addr, buf).map_err(|e| e.to_string())
+    }
+
+    fn partition_of(&self, addr: u64) -> Option<u16> {
+        self.0
+            .map()
+            .decode(addr)
+            .partition
+            .and_then(|p| u16::try_from(p).ok())
+    }
+}
+
+impl Device {
+    /// Notes a change an agent could observe: counts it, and wakes every
+    /// parked core at the first poll that, in the run order, comes after
+    /// the event making the change ([`Device::cur_key`]).
+    pub(super) fn touch(&mut self) {
+        self.activity += 1;
+        if self.n_parked == 0 {
+            return;
+        }
+        let period = self.timing.q7_poll_cycles.max(1);
+        let (t, class, id) = self.cur_key;
+        for (i, slot) in self.parked.iter_mut().enumerate() {
+            let Some(p) = slot.take() else {
+                continue;
+            };
+            // Polls at cycle t run before the engines of cycle t and after
+            // the cores with a lower index (Device::run_while).
+            let after = |c: u64| c > t || (c == t && class == 0 && i > usize::from(id));
+            let next = if after(p.0) {
+                p.0
+            } else {
+                let k = (t - p.0) / period;
+                let on = p.0.saturating_add(k.saturating_mul(period));
+                if after(on) {
+                    on
+                } else {
+                    on.saturating_add(period)
+                }
+            };
+            if let Some(f) = self.fw_next.get_mut(i) {
+                *f = Some(f.map_or(Cycle(next), |c| c.min(Cycle(next))));
+            }
+        }
+        self.n_parked = 0;
+        self.unparked = true;
+    }
+
+    /// Every event up to and including cycle `at` is behind: the clock
+    /// moves there.
+    pub(super) fn past(&mut self, at: Cycle) {
+        self.now = self.now.max(at);
+        self.cur_key = self.cur_key.max((at.0, 2, 0));
+    }
+
+    /// Core `tpb` has new work: it runs at the current cycle, parked or not.
+    pub(super) fn wake_core_now(&mut self, tpb: u8) {
+        let i = usize::from(tpb);
+        if let Some(p) = self.parked.get_mut(i)
+            && p.take().is_some()
+        {
+            self.n_parked -= 1;
+        }
+        if let Some(f) = self.fw_next.get_mut(i) {
+            *f = Some(self.now);
+        }
+        if let Some(s) = self.fw_seen.get_mut(i) {
+            *s = u64::MAX;
+        }
+    }
+
+    /// True when nothing but polls for what cannot change is left to run:
+    /// nothing is posted, no semaphore change waits to wake a core, and
+    /// every core that will run again is parked, or (while recording, when
+    /// cores poll one by one) only polls and has run since the last change.
+    /// With no engine event pending either, the device is stalled.
+    pub(super) fn fw_stalled(&self) -> bool {
+        if !self.posted.is_empty() || self.fabric.sem_touched != 0 {
+            return false;
+        }
+        let mut polling = self.n_parked > 0;
+        for (i, next) in self.fw_next.iter().enumerate() {
+            if next.is_none() {
+                continue;
+            }
+            let Some(Some(core)) = self.cores.get(i) else {
+                continue;
+            };
+            if !core.polling_only() || self.fw_seen.get(i) != Some(&self.activity) {
+                return false;
+            }
+            polling = true;
+        }
+        polling
+    }
+
+    /// Lets time pass to `at` on a stalled device: each polling core's next
+    /// poll moves to the first one after `at` on its period, where running
+    /// them one by one would have left it (cycles stay exact).
+    pub(super) fn skip_polls_to(&mut self, at: Cycle) {
+        let period = self.timing.q7_poll_cycles.max(1);
+        for next in self
+            .fw_next
+            .iter_mut()
+            .chain(self.parked.iter_mut())
+            .flatten()
+        {
+            if next.0 <= at.0 {
+                let polls = (at.0 - next.0) / period + 1;
+                next.0 = next.0.saturating_add(polls.saturating_mul(period));
+            }
+        }
+        self.past(at);
+    }
+
+    /// How a run that reached its limit ends: stalled when it is (the
+    /// polls ran one by one because the register-access log records).
+    pub(super) fn limit_stop(&self) -> super::RunStop {
+        if self.is_stalled() {
+            super::RunStop::Stalled
+        } else {
+            super::RunStop::Limit
+        }
+    }
+
+    /// Whether the device is stalled now: no engine event pending and the
+    /// firmware only polls for what cannot change ([`RunStop::Stalled`]).
+    ///
+    /// [`RunStop::Stalled`]: super::RunStop::Stalled
+    pub fn is_stalled(&self) -> bool {
+        self.wake.peek().is_none() && self.fw_stalled()
+    }
+
+    /// Who waits on what, when the device is stalled ([`Device::is_stalled`]).
+    pub fn stall_report(&self) -> Option<StallReport> {
+        if !self.is_stalled() {
+            return None;
+        }
+        let mut waits = Vec::new();
+        for core in self.cores.iter().flatten() {
+            let tpb = core.tpb();
+            for w in core.waits(&mut PeekBus(self)) {
+                let (engine_state, faults) = self.engine_condition(w.engine);
+                waits.push(StalledWait {
+                    core: format!("tpb{tpb}"),
+                    inst: format!("tpb{tpb}#{}", w.inst.seq),
+                    source: w.inst.source.clone(),
+                    kind: w.kind,
+                    queue: format!("eng{}.q{}", w.engine, w.queue),
+                    waiting_for: w.waiting_for,
+                    engine_state,
+                    faults,
+                });
+            }
+        }
+        Some(StallReport {
+            cycle: self.now.0,
+            waits,
+        })
+    }
+
+    /// An engine's direction states and the error cause bits set on it.
+    fn engine_condition(&self, id: u16) -> (String, Vec<String>) {
+        let Some(e) = self.engine(id) else {
+            return ("never touched".into(), Vec::new());
+        };
+        let name = |s: DirState| match s {
+            DirState::Disabled => "disabled",
+            DirState::Normal => "normal",
+            DirState::Aborted => "aborted",
+        };
+        let state = format!(
+            "eng{id} m2s {}, s2m {}",
+            name(e.dir_state(Dir::M2s)),
+            name(e.dir_state(Dir::S2m))
+        );
+        let mut faults = Vec::new();
+        if let Some(gen_regs) = e.regs(UnitBlock::Gen) {
+            for reg in gen_regs.map().registers() {
+                if !reg.name().ends_with("_INT_CAUSE") {
+                    continue;
+                }
+                let Some(v) = gen_regs.value_of(reg.name()).filter(|v| *v != 0) else {
+                    continue;
+                };
+                let set: Vec<_> = reg
+                    .decode(v)
+                    .into_iter()
+                    .filter(|(_, f)| *f != 0)
+                    .map(|(f, _)| format!("{}.{f}", reg.name()))
+                    .collect();
+                if set.is_empty() {
+                    faults.push(format!("{} = {v:#010x}", reg.name()));
+                } else {
+                    faults.extend(set);
+                }
+            }
+        }
+        (state, faults)
+    }
+}

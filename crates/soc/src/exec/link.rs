@@ -1,0 +1,258 @@
+//! Linking: a parsed trace's names resolved against the device's maps
+//! before anything runs (`docs/trace-format.md` §3).
+
+use super::*;
+
+/// A queue named by `desc` / `doorbell`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueTarget {
+    /// Region name, e.g. `eng0.m2s.q3`.
+    pub region: String,
+    /// Engine id.
+    pub engine: u16,
+    /// Direction.
+    pub dir: Dir,
+    /// Queue index.
+    pub queue: u8,
+    /// Queue block base address.
+    pub base: u64,
+}
+
+/// What a statement's names resolved to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Linked {
+    /// An address (v1 directives, `wait`).
+    Addr(Resolved),
+    /// `desc`: the queue, and the resolved data/second-buffer addresses.
+    Desc {
+        /// The queue.
+        queue: QueueTarget,
+        /// `src=`/`dst=`/`addr=`.
+        addr: Option<u64>,
+        /// `buf2=`.
+        buf2: Option<u64>,
+    },
+    /// `doorbell`.
+    Doorbell(QueueTarget),
+    /// `inst`: the core and the decoded word.
+    Inst {
+        /// TPB index.
+        core: u8,
+        /// The word.
+        word: Box<dma_abi::inst::InstWord>,
+    },
+    /// `run`.
+    Run,
+    /// A host operation (v3).
+    Host,
+    /// A statement naming `@tensor` addresses: linked when it runs, once
+    /// the host has allocated the tensors.
+    Deferred,
+}
+
+impl Linked {
+    pub(crate) fn addr(&self) -> u64 {
+        match self {
+            Linked::Addr(r) => r.addr,
+            Linked::Desc { queue, .. } | Linked::Doorbell(queue) => queue.base,
+            Linked::Run | Linked::Inst { .. } | Linked::Host | Linked::Deferred => 0,
+        }
+    }
+}
+
+pub(super) fn resolve_queue(device: &Device, q: &QueueRef) -> Result<QueueTarget, ResolveError> {
+    let name: Vec<&str> = q.path.iter().map(|c| c.name.as_str()).collect();
+    let name = name.join(".");
+    let err = |message: String| ResolveError {
+        span: q.span,
+        message,
+    };
+    if let Some(c) = q.path.iter().find(|c| c.index.is_some()) {
+        return Err(ResolveError {
+            span: c.span,
+            message: format!(
+                "`{}`: a queue path takes no index (the ring slot goes last: eng0.m2s.q0[5])",
+                c.name
+            ),
+        });
+    }
+    let Some(region) = device.map().by_name(&name) else {
+        return Err(err(format!(
+            "unknown queue `{name}` (expected engN.m2s.qQ or engN.s2m.qQ, N < 132, Q < 16)"
+        )));
+    };
+    let parsed = name
+        .strip_prefix("eng")
+        .and_then(|r| r.split_once('.'))
+        .and_then(|(n, path)| Some((n.parse::<u16>().ok()?, UnitBlock::from_suffix(path)?)));
+    match parsed {
+        Some((engine, UnitBlock::M2sQ(queue))) => Ok(QueueTarget {
+            region: name,
+            engine,
+            dir: Dir::M2s,
+            queue,
+            base: device.map().region(region).base,
+        }),
+        Some((engine, UnitBlock::S2mQ(queue))) => Ok(QueueTarget {
+            region: name,
+            engine,
+            dir: Dir::S2m,
+            queue,
+            base: device.map().region(region).base,
+        }),
+        _ => Err(err(format!(
+            "`{name}` is not a DMA queue (expected engN.m2s.qQ or engN.s2m.qQ)"
+        ))),
+    }
+}
+
+pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, ResolveError> {
+    let inst_names_tensor = matches!(kind, StatementKind::Inst { text, .. } if text.contains('@'));
+    if inst_names_tensor || kind.addrs().iter().any(|a| a.tensor().is_some()) {
+        return Ok(Linked::Deferred);
+    }
+    match kind {
+        StatementKind::Host { .. } => Ok(Linked::Host),
+        StatementKind::Desc { queue, fields } => {
+            let queue = resolve_queue(device, queue)?;
+            let addr = match &fields.addr {
+                Some(a) => {
+                    match (a.role, queue.dir) {
+                        (AddrRole::Src, Dir::S2m) | (AddrRole::Dst, Dir::M2s) => {
+                            return Err(ResolveError {
+                                span: a.addr.span,
+                                message: format!(
+                                    "`{}` is an {} queue: use {} (src= names an M2S source, dst= an S2M destination)",
+                                    queue.region,
+                                    queue.dir.name().to_uppercase(),
+                                    if queue.dir == Dir::M2s {
+                                        "src="
+                                    } else {
+                                        "dst="
+                                    }
+                                ),
+                            });
+                        }
+                        _ => {}
+                    }
+                    Some(resolve(device, &a.addr)?.addr)
+                }
+                None => None,
+            };
+            let buf2 = match &fields.buf2 {
+                Some(b) => Some(resolve(device, b)?.addr),
+                None => None,
+            };
+            Ok(Linked::Desc { queue, addr, buf2 })
+        }
+        StatementKind::Doorbell { queue, .. } => {
+            Ok(Linked::Doorbell(resolve_queue(device, queue)?))
+        }
+        StatementKind::Run { .. } => Ok(Linked::Run),
+        StatementKind::Inst {
+            core,
+            text,
+            text_column,
+        } => {
+            // The word is checked here so a bad field is reported with the
+            // other name errors, before anything runs.
+            let at = |column: usize, len: u32| Span {
+                line: 0,
+                column: text_column + column.saturating_sub(1) as u32,
+                len,
+            };
+            match dma_abi::inst::parse_line(text) {
+                Ok(Some(word)) => {
+                    if let Err(e) = word.encode() {
+                        return Err(ResolveError {
+                            span: at(1, text.chars().count() as u32),
+                            message: e.to_string(),
+                        });
+                    }
+                    Ok(Linked::Inst {
+                        core: *core,
+                        word: Box::new(word),
+                    })
+                }
+                Ok(None) => Err(ResolveError {
+                    span: at(1, 1),
+                    message: "inst: the instruction is missing".into(),
+                }),
+                Err(e) => Err(ResolveError {
+                    span: at(e.column, 1),
+                    message: e.message,
+                }),
+            }
+        }
+        other => match other.try_addr() {
+            Some(a) => Ok(Linked::Addr(resolve(device, a)?)),
+            None => Ok(Linked::Run),
+        },
+    }
+}
+
+/// Resolves every name of a parsed trace; all errors, or the targets.
+pub fn link(device: &Device, trace: &Trace, file: &str) -> Result<Vec<Linked>, Vec<ParseError>> {
+    let mut out = Vec::with_capacity(trace.statements.len());
+    let mut errors = Vec::new();
+    for s in &trace.statements {
+        match link_one(device, &s.kind) {
+            Ok(r) => out.push(r),
+            Err(mut e) => {
+                if e.span.line == 0 {
+                    e.span.line = s.span.line;
+                }
+                errors.push(located(file, e.span, e.message));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A queue by region name (`eng0.m2s.q3`).
+pub fn queue_target(device: &Device, name: &str) -> Option<QueueTarget> {
+    let region = device.map().by_name(name)?;
+    let (n, path) = name.strip_prefix("eng")?.split_once('.')?;
+    let engine: u16 = n.parse().ok()?;
+    let (dir, queue) = match UnitBlock::from_suffix(path)? {
+        UnitBlock::M2sQ(q) => (Dir::M2s, q),
+        UnitBlock::S2mQ(q) => (Dir::S2m, q),
+        _ => return None,
+    };
+    Some(QueueTarget {
+        region: name.to_string(),
+        engine,
+        dir,
+        queue,
+        base: device.map().region(region).base,
+    })
+}
+
+/// Ring base, length, tail offset and tail ring id of a queue, from its CSRs.
+pub fn ring_of(device: &Device, q: &QueueTarget) -> Option<(u64, u32, u32, u8)> {
+    let map = device.catalog().block(if q.dir == Dir::M2s {
+        "udma_m2s_q"
+    } else {
+        "udma_s2m_q"
+    })?;
+    let p = if q.dir == Dir::M2s { "T" } else { "R" };
+    let reg = |name: &str| -> Option<u32> {
+        let off = map.find(&format!("{p}{name}"), None)?;
+        let t = device.reg_target(q.base + off).ok()??;
+        device.peek_reg(t)
+    };
+    let lo = reg("DRBP_LOW")? & 0xFFFF_FFC0;
+    let hi = reg("DRBP_HIGH")?;
+    let len = reg("DRL")? & 0xFF_FFFF;
+    let tail = reg("DRTP")?;
+    Some((
+        (u64::from(hi) << 32) | u64::from(lo),
+        len,
+        tail & 0xFF_FFFF,
+        (tail >> 30) as u8,
+    ))
+}

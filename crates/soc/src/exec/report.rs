@@ -1,0 +1,537 @@
+//! The run report: per-statement records, the run summary and the text
+//! form of device events (`docs/user-guide.md`, run output).
+
+use super::*;
+
+/// The outcome of one statement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Done; any expectation held.
+    Ok,
+    /// An expectation did not hold.
+    Failed,
+    /// Bad input or a fault: the statement did not complete.
+    Error,
+}
+
+/// What one statement did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepRecord {
+    /// Trace line.
+    pub line: u32,
+    /// Directive keyword.
+    pub directive: &'static str,
+    /// Resolved address (the ring slot for `desc`, the doorbell register for
+    /// `doorbell`; 0 for `run`).
+    pub address: Hex,
+    /// Simulated cycle after the statement.
+    pub cycle: u64,
+    /// What happened, one line (dumps: several).
+    pub text: String,
+    /// Outcome.
+    pub status: Status,
+    /// Device side effects of this statement.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<DeviceEvent>,
+}
+
+/// Figures of one queue (one engine, one queue index, both directions).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueSummary {
+    /// Engine id.
+    pub engine: u16,
+    /// Queue index.
+    pub queue: u8,
+    /// Packets moved.
+    pub packets: u64,
+    /// TX (M2S) descriptors completed.
+    pub tx_descriptors: u64,
+    /// RX (S2M) descriptors completed.
+    pub rx_descriptors: u64,
+    /// Payload bytes written.
+    pub bytes: u64,
+    /// Data-path cycles.
+    pub busy_cycles: u64,
+    /// First packet start.
+    pub first_cycle: Option<u64>,
+    /// Last packet landed.
+    pub last_cycle: Option<u64>,
+    /// bytes / (last − first) in GB/s (bytes per ns).
+    pub bandwidth_gbps: f64,
+}
+
+/// The run's totals (DESIGN §6).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// Simulated cycles at the end.
+    pub cycles: u64,
+    /// Simulated time in ns.
+    pub sim_ns: f64,
+    /// DMA clock.
+    pub clock_ghz: f64,
+    /// Payload bytes moved by all engines.
+    pub bytes: u64,
+    /// Descriptors completed (TX + RX).
+    pub descriptors: u64,
+    /// TX descriptors completed.
+    pub tx_descriptors: u64,
+    /// RX descriptors completed.
+    pub rx_descriptors: u64,
+    /// Packets moved.
+    pub packets: u64,
+    /// Per queue, keyed `engN.qQ`.
+    pub queues: BTreeMap<String, QueueSummary>,
+    /// Per core with Q7 firmware, keyed `tpbN`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub firmware: BTreeMap<String, CoreSummary>,
+    /// Set when the device ended stalled: the firmware polls for
+    /// completions no engine will make (docs/firmware.md §Stalls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall: Option<crate::device::StallReport>,
+}
+
+/// What one core's firmware did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoreSummary {
+    /// Words still in the instruction queue (gated or waiting for room).
+    pub queued: usize,
+    /// Words issued whose data is still moving.
+    pub in_flight: usize,
+    /// Per instruction kind.
+    pub kinds: BTreeMap<String, q7::KindStats>,
+}
+
+impl Summary {
+    /// The summary of a device's state.
+    pub fn of(device: &Device) -> Self {
+        let t = device.timing();
+        let mut s = Summary {
+            cycles: device.now().0,
+            sim_ns: t.ns(device.now().0),
+            clock_ghz: t.clock_ghz,
+            bytes: 0,
+            descriptors: 0,
+            tx_descriptors: 0,
+            rx_descriptors: 0,
+            packets: 0,
+            queues: BTreeMap::new(),
+            firmware: BTreeMap::new(),
+            stall: device.stall_report(),
+        };
+        for c in device
+            .cores()
+            .filter(|c| !c.stats().is_empty() || !c.is_idle())
+        {
+            s.firmware.insert(
+                format!("tpb{}", c.tpb()),
+                CoreSummary {
+                    queued: c.queued(),
+                    in_flight: c.in_flight(),
+                    kinds: c
+                        .stats()
+                        .iter()
+                        .map(|(k, v)| ((*k).to_string(), *v))
+                        .collect(),
+                },
+            );
+        }
+        for (engine, queue, st) in device.queue_stats() {
+            s.bytes += st.bytes;
+            s.tx_descriptors += st.tx_descs;
+            s.rx_descriptors += st.rx_descs;
+            s.packets += st.packets;
+            let span_ns = match (st.first_start, st.last_done) {
+                (Some(a), Some(b)) if b > a => t.ns(b - a),
+                _ => 0.0,
+            };
+            s.queues.insert(
+                format!("eng{engine}.q{queue}"),
+                QueueSummary {
+                    engine,
+                    queue,
+                    packets: st.packets,
+                    tx_descriptors: st.tx_descs,
+                    rx_descriptors: st.rx_descs,
+                    bytes: st.bytes,
+                    busy_cycles: st.busy_cycles,
+                    first_cycle: st.first_start,
+                    last_cycle: st.last_done,
+                    bandwidth_gbps: if span_ns > 0.0 {
+                        (st.bytes as f64 / span_ns * 1000.0).round() / 1000.0
+                    } else {
+                        0.0
+                    },
+                },
+            );
+        }
+        s.descriptors = s.tx_descriptors + s.rx_descriptors;
+        s
+    }
+}
+
+/// The whole run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunReport {
+    /// Trace file name as given.
+    pub trace: String,
+    /// Statements executed.
+    pub statements: usize,
+    /// Expectations that held.
+    pub expectations_passed: usize,
+    /// Expectations that failed.
+    pub expectations_failed: usize,
+    /// Totals after the run (flattened into the report's JSON: `cycles`,
+    /// `sim_ns`, `bytes`, `descriptors`, `queues`, …).
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Per-statement records.
+    pub steps: Vec<StepRecord>,
+    /// Failed expectations, `file:line:column: message`.
+    pub failures: Vec<ParseError>,
+    /// Bad input and faults met while running.
+    pub errors: Vec<ParseError>,
+}
+
+impl RunReport {
+    /// 0 all expectations held, 1 one failed, 2 bad input (DESIGN §6).
+    pub fn exit_code(&self) -> u8 {
+        if !self.errors.is_empty() {
+            2
+        } else if !self.failures.is_empty() {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Human-readable run output.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for s in &self.steps {
+            let mark = match s.status {
+                Status::Ok => "",
+                Status::Failed => "FAILED ",
+                Status::Error => "ERROR ",
+            };
+            out.push_str(&format!("{}:{}: {mark}{}\n", self.trace, s.line, s.text));
+            for e in &s.events {
+                out.push_str(&format!("    {}\n", event_text(e)));
+            }
+        }
+        // As for errors, the step line showed a multi-line message in full.
+        for f in &self.failures {
+            let text = f.to_string();
+            let mut lines = text.lines();
+            out.push_str(&format!(
+                "expectation failed: {}{}\n",
+                lines.next().unwrap_or(""),
+                if lines.next().is_some() { " (…)" } else { "" }
+            ));
+        }
+        // The step line already showed a multi-line message in full.
+        for e in &self.errors {
+            let text = e.to_string();
+            out.push_str(&format!("error: {}\n", text.lines().next().unwrap_or("")));
+        }
+        let sm = &self.summary;
+        if sm.packets > 0 || sm.cycles > 0 {
+            out.push_str(&format!(
+                "simulated {} cycles ({:.1} ns): {} bytes, {} packets, {} descriptors\n",
+                sm.cycles, sm.sim_ns, sm.bytes, sm.packets, sm.descriptors
+            ));
+            for (name, q) in &sm.queues {
+                out.push_str(&format!(
+                    "  {name}: {} packets, {} bytes, {} TX + {} RX descriptors, cycles {}..{}, {} GB/s\n",
+                    q.packets,
+                    q.bytes,
+                    q.tx_descriptors,
+                    q.rx_descriptors,
+                    q.first_cycle.unwrap_or(0),
+                    q.last_cycle.unwrap_or(0),
+                    q.bandwidth_gbps
+                ));
+            }
+        }
+        for (core, c) in &sm.firmware {
+            for (kind, k) in &c.kinds {
+                out.push_str(&format!(
+                    "  {core} firmware {kind}: {} issued, {} rejected, {} descriptors, {} bytes\n",
+                    k.issued, k.rejected, k.descriptors, k.bytes
+                ));
+            }
+            if c.queued > 0 || c.in_flight > 0 {
+                out.push_str(&format!(
+                    "  {core} firmware: {} words still queued, {} in flight\n",
+                    c.queued, c.in_flight
+                ));
+            }
+        }
+        if let Some(st) = &sm.stall {
+            out.push_str(&format!(
+                "  stalled since cycle {}: the firmware polls for completions no engine will make\n",
+                st.cycle
+            ));
+            for w in &st.waits {
+                out.push_str(&format!(
+                    "  stall: {} {} ({}) waits on {}; {}{}\n",
+                    w.inst,
+                    w.kind,
+                    w.source,
+                    w.queue,
+                    w.engine_state,
+                    if w.faults.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", w.faults.join(", "))
+                    }
+                ));
+            }
+        }
+        out.push_str(&format!(
+            "{} statements, {} expectations passed, {} failed, {} errors\n",
+            self.statements,
+            self.expectations_passed,
+            self.expectations_failed,
+            self.errors.len()
+        ));
+        out
+    }
+}
+
+/// One device event as a line of text.
+pub fn event_text(e: &DeviceEvent) -> String {
+    match e {
+        DeviceEvent::Doorbell {
+            region,
+            register,
+            increment,
+        } => format!("doorbell {region}.{register} +{increment}"),
+        DeviceEvent::Pulse {
+            region,
+            register,
+            bits,
+        } => format!("pulse {region}.{register} bits {bits}"),
+        DeviceEvent::Semaphore {
+            region,
+            index,
+            old,
+            new,
+        } => format!("semaphore {region}[{index}] {old} -> {new}"),
+        DeviceEvent::Engine(e) => engine_event_text(e),
+        DeviceEvent::Firmware(e) => fw_event_text(e),
+        DeviceEvent::IgnoredWrite {
+            region,
+            register,
+            written,
+            ignored,
+            read_only,
+        } => {
+            if *read_only {
+                format!("ignored write of {written} to read-only {region}.{register}")
+            } else {
+                format!(
+                    "write of {written} to {region}.{register}: bits {ignored} are read-only or reserved"
+                )
+            }
+        }
+    }
+}
+
+/// One firmware event as a line of text.
+pub fn fw_event_text(e: &q7::FwEvent) -> String {
+    use q7::FwEventKind as K;
+    let head = format!(
+        "{} tpb{} inst#{} ({})",
+        e.at, e.tpb, e.inst.seq, e.inst.source
+    );
+    match &e.kind {
+        K::Waiting {
+            sem,
+            mode,
+            threshold,
+            value,
+        } => format!("{head} waits: {mode} sem[{sem}] = {value}, needs {threshold}"),
+        K::Generating {
+            kind,
+            engines,
+            descriptors,
+            bytes,
+            cycles,
+        } => format!(
+            "{head} {kind}: {descriptors} descriptors on {engines} engines, {bytes} bytes, generation {cycles} cycles"
+        ),
+        K::MicroOp { text } => format!("{head} {text}"),
+        K::Generated {
+            engine,
+            queue,
+            count,
+            bytes,
+        } => format!(
+            "{head} generated eng{engine}.q{queue} {count} descriptors per direction, {bytes} bytes (waiting for RDMA_DESC_START)"
+        ),
+        K::RingsInit {
+            engine,
+            queue,
+            ring_descs,
+            m2s_ring,
+            s2m_ring,
+        } => format!(
+            "{head} DGE context init eng{engine}.q{queue}: {ring_descs} descriptors, tx.base {m2s_ring}, rx.base {s2m_ring}"
+        ),
+        K::Doorbell {
+            engine,
+            queue,
+            m2s_first,
+            s2m_first,
+            count,
+            m2s_count,
+            bytes,
+        } => {
+            if count == m2s_count {
+                format!(
+                    "{head} doorbell eng{engine}.q{queue} +{count} (m2s[{m2s_first}..], s2m[{s2m_first}..]) {bytes} bytes"
+                )
+            } else {
+                format!(
+                    "{head} doorbell eng{engine}.q{queue} s2m +{count}, m2s +{m2s_count} (m2s[{m2s_first}..], s2m[{s2m_first}..]) {bytes} bytes"
+                )
+            }
+        }
+        K::OutOfBounds {
+            side,
+            addr,
+            len_bytes,
+            reg,
+            limit,
+            notify,
+        } => format!(
+            "{head} OOB {side} {addr} len {len_bytes} > REG[{reg}] = {limit}{}",
+            if *notify {
+                " (notified)"
+            } else {
+                " (notification disabled)"
+            }
+        ),
+        K::IndexOutOfBounds {
+            leg,
+            position,
+            index,
+            bound,
+            error,
+        } => format!(
+            "{head} index OOB {leg}[{position}] = {index} >= {bound}: element skipped{}",
+            if *error { ", error notification" } else { "" }
+        ),
+        K::DuplicateScatter {
+            first,
+            later,
+            index,
+        } => format!(
+            "{head} scatter race: dst_idx[{first}] and dst_idx[{later}] both = {index} without non_unique_dst_idx (the later write in simulated time wins)"
+        ),
+        K::MethodSet { method, outcome } => {
+            format!("{head} neuron_set_memcpy_method({method}): {outcome}")
+        }
+        K::InlineInit {
+            engine,
+            queue,
+            rings,
+        } => format!("{head} init_dma_queue: eng{engine}.q{queue} armed; {rings}"),
+        K::InlineChunk {
+            engine,
+            queue,
+            slot,
+            tag,
+            chunk_bytes,
+            word0,
+            anomaly,
+        } => format!(
+            "{head} dma_data_transfer chunk {chunk_bytes} bytes in eng{engine}.q{queue} slot {slot}, tag {tag}, TX word0 {word0}; both doorbells rung; word0 anomaly: {anomaly}"
+        ),
+        K::MemcpyDone { method, bytes } => {
+            format!("{head} neuron_memcpy done: {bytes} bytes by {method}")
+        }
+        K::Icache { text } => format!("{head} iDMA {text}"),
+        K::MailboxGate {
+            priority_class,
+            mailboxes,
+            engine_mask,
+        } => format!(
+            "{head} DGE mailbox gate: priority class {priority_class} above {mailboxes}: engines {engine_mask}"
+        ),
+        K::Rejected { reason } => format!("{head} REJECTED: {reason}"),
+        K::Done { update } => match update {
+            Some(u) => format!("{head} done; {u}"),
+            None => format!("{head} done"),
+        },
+        K::ReadDone { update } => format!("{head} all data read; {update}"),
+    }
+}
+
+/// One engine event as a line of text.
+pub fn engine_event_text(e: &EngineEvent) -> String {
+    let at = format!("@{} eng{}", e.cycle, e.engine);
+    match &e.kind {
+        EventKind::Doorbell {
+            dir,
+            queue,
+            increment,
+            tail,
+            tail_ring_id,
+        } => format!(
+            "{at} {}.q{queue} doorbell +{increment}: tail {tail} ring_id {tail_ring_id}",
+            dir.name()
+        ),
+        EventKind::Prefetch {
+            dir,
+            queue,
+            first_index,
+            count,
+            head,
+            head_ring_id,
+        } => format!(
+            "{at} {}.q{queue} prefetch [{first_index}..+{count}]: head {head} ring_id {head_ring_id}",
+            dir.name()
+        ),
+        EventKind::PacketStart {
+            queue,
+            tx_descs,
+            rx_descs,
+            bytes,
+            done_at,
+            ..
+        } => format!(
+            "{at} q{queue} packet start: {bytes} bytes, {tx_descs} TX / {rx_descs} RX descriptors, lands @{done_at}"
+        ),
+        EventKind::PacketDone {
+            queue,
+            bytes,
+            checksum,
+        } => match checksum {
+            Some(c) => format!("{at} q{queue} packet done: {bytes} bytes written, checksum {c}"),
+            None => format!("{at} q{queue} packet done: {bytes} bytes written"),
+        },
+        EventKind::Fault {
+            dir,
+            queue,
+            cause,
+            detail,
+            action,
+        } => format!(
+            "{at} {}{} FAULT {cause} ({action}): {detail}",
+            dir.name(),
+            queue.map(|q| format!(".q{q}")).unwrap_or_default()
+        ),
+        EventKind::State { dir, state } => format!("{at} {} state {state}", dir.name()),
+        EventKind::QueueReset { dir, queue, bits } => {
+            format!(
+                "{at} {}.q{queue} Q_SW_CTRL reset bits {bits:#x}",
+                dir.name()
+            )
+        }
+        EventKind::RingWarning { dir, queue, detail } => {
+            format!("{at} {}.q{queue} warning: {detail}", dir.name())
+        }
+    }
+}

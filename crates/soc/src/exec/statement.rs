@@ -1,0 +1,533 @@
+//! One statement against the device: registers, memory, doorbells,
+//! instruction words, `run` and `wait` (`docs/trace-format.md` §4).
+
+use super::*;
+
+pub(super) fn run_device(
+    device: &mut Device,
+    limit: Option<Cycle>,
+    on_stall: OnStall,
+    hooks: &mut dyn ExecHooks,
+    mut cond: impl FnMut(&mut Device) -> bool,
+) -> (RunStop, bool, bool) {
+    let mut quit = false;
+    let (stop, met) = device.run_while(limit, on_stall, |d| {
+        if hooks.during_run(d) == Control::Quit {
+            quit = true;
+            return true;
+        }
+        cond(d)
+    });
+    (stop, met && !quit, quit)
+}
+
+pub(super) fn step(
+    device: &mut Device,
+    exec: &mut Executor,
+    s: &Statement,
+    r: &Linked,
+    files: &mut dyn TraceFiles,
+    hooks: &mut dyn ExecHooks,
+) -> Result<Outcome, StepError> {
+    let at = name_of(s, r);
+    let addr = r.addr();
+    #[allow(unreachable_patterns)]
+    match &s.kind {
+        StatementKind::Desc { queue, fields } => {
+            let Linked::Desc {
+                queue: q,
+                addr,
+                buf2,
+            } = r
+            else {
+                return Err((None, "internal: desc not linked".into()));
+            };
+            place_desc(device, exec, q, queue.slot, fields, *addr, *buf2).map(Outcome::Done)
+        }
+        StatementKind::Doorbell { count, .. } => {
+            let Linked::Doorbell(q) = r else {
+                return Err((None, "internal: doorbell not linked".into()));
+            };
+            let map = device
+                .catalog()
+                .block(if q.dir == Dir::M2s {
+                    "udma_m2s_q"
+                } else {
+                    "udma_s2m_q"
+                })
+                .ok_or((None, "CSR map missing".to_string()))?;
+            let name = if q.dir == Dir::M2s {
+                "TDRTP_INC"
+            } else {
+                "RDRTP_INC"
+            };
+            let off = map
+                .find(name, None)
+                .ok_or((None, format!("{name} missing")))?;
+            device.write32(q.base + off, *count).map_err(fault)?;
+            let key = (q.engine, q.dir, q.queue);
+            let left = exec
+                .pending
+                .get(&key)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(*count);
+            exec.pending.insert(key, left);
+            Ok(Outcome::Done(format!(
+                "doorbell {}.{name} +{count}",
+                q.region
+            )))
+        }
+        StatementKind::Inst { core, .. } => {
+            let Linked::Inst { word, .. } = r else {
+                return Err((None, "internal: inst not linked".into()));
+            };
+            let tag = device
+                .submit_inst(*core, **word, format!("line {}", s.span.line))
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "inst tpb{core}#{}: {} queued on the Q7 firmware",
+                tag.seq,
+                word.kind().name()
+            )))
+        }
+        StatementKind::Memcpy {
+            core,
+            local,
+            len,
+            is_read,
+            ..
+        } => {
+            let call = q7::FwCall::Memcpy {
+                local: *local,
+                other: addr,
+                len: *len,
+                is_read: *is_read,
+            };
+            let tag = device
+                .submit_call(*core, call, format!("line {}", s.span.line))
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "memcpy tpb{core}#{}: neuron_memcpy {} {len} bytes queued on the Q7 firmware",
+                tag.seq,
+                if *is_read { "read" } else { "write" }
+            )))
+        }
+        StatementKind::IcacheInit { core, block_size } => {
+            let tag = device
+                .submit_call(
+                    *core,
+                    q7::FwCall::IcacheInit {
+                        block_size: *block_size,
+                    },
+                    format!("line {}", s.span.line),
+                )
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "icache_init tpb{core}#{}: IRAM cache init queued",
+                tag.seq
+            )))
+        }
+        StatementKind::IcacheFill { core, lines, .. } => {
+            let tag = device
+                .submit_call(
+                    *core,
+                    q7::FwCall::IcacheFill {
+                        fetch: addr,
+                        lines: *lines,
+                    },
+                    format!("line {}", s.span.line),
+                )
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "icache_fill tpb{core}#{}: start_fill_siram of {lines} lines queued",
+                tag.seq
+            )))
+        }
+        StatementKind::MemcpyMethod { core, method } => {
+            let tag = device
+                .submit_call(
+                    *core,
+                    q7::FwCall::SetMethod(*method),
+                    format!("line {}", s.span.line),
+                )
+                .map_err(|e| (None, e.0))?;
+            Ok(Outcome::Done(format!(
+                "memcpy_method tpb{core}#{}: neuron_set_memcpy_method({method}) queued",
+                tag.seq
+            )))
+        }
+        StatementKind::Run { mode } => {
+            let start = device.now().0;
+            let limit = match mode {
+                RunMode::Idle => None,
+                RunMode::Cycles(n) => Some(Cycle(start.saturating_add(*n))),
+                RunMode::Until(c) => Some(Cycle(*c)),
+            };
+            let (stop, _, quit) = run_device(device, limit, OnStall::SkipToLimit, hooks, |_| false);
+            if quit {
+                return Ok(Outcome::Done(QUIT_MARK.to_string()));
+            }
+            // `cycles=N` / `until=N` let the time pass even when nothing is
+            // pending (docs/trace-format.md §4.4).
+            if let (RunStop::Idle, Some(l)) = (stop, limit) {
+                device.advance_to(l);
+            }
+            let now = device.now().0;
+            let head = format!(
+                "run: cycle {start} -> {now} ({:.1} ns)",
+                device.timing().ns(now)
+            );
+            match stop {
+                RunStop::Idle => Ok(Outcome::Done(format!("{head}, idle"))),
+                RunStop::Limit => Ok(Outcome::Done(head)),
+                // A bounded run got its cycles; the summary says who waits.
+                RunStop::Stalled if limit.is_some() => Ok(Outcome::Done(format!(
+                    "{head}, stalled (the firmware polls for completions that cannot come)"
+                ))),
+                RunStop::Stalled => Ok(Outcome::Expectation {
+                    text: format!("{head}: {}", stall_text(device)),
+                    held: false,
+                }),
+            }
+        }
+        StatementKind::Wait {
+            compare,
+            value,
+            mask,
+            timeout,
+            ..
+        } => {
+            let m = mask.unwrap_or(u32::MAX);
+            let holds = |v: u32| match compare {
+                Compare::Eq => v & m == *value,
+                Compare::Ne => v & m != *value,
+                Compare::Ge => v & m >= *value,
+            };
+            let start = device.now().0;
+            let check = |d: &mut Device| -> Option<u32> {
+                // Peek without read side effects.
+                match d.reg_target(addr) {
+                    Ok(Some(t)) => d.peek_reg(t),
+                    Ok(None) => {
+                        let mut b = [0u8; 4];
+                        d.read_bytes(addr, &mut b)
+                            .ok()
+                            .map(|()| u32::from_le_bytes(b))
+                    }
+                    Err(_) => None,
+                }
+            };
+            let first = check(device)
+                .ok_or_else(|| (None, format!("wait {at}: the address cannot be read")))?;
+            if holds(first) {
+                return Ok(Outcome::Expectation {
+                    text: format!("wait {at} {compare} {value:#x}: held at cycle {start}"),
+                    held: true,
+                });
+            }
+            let limit = Cycle(start.saturating_add(timeout.unwrap_or(DEFAULT_WAIT_TIMEOUT_CYCLES)));
+            let (stop, met, quit) = run_device(device, Some(limit), OnStall::Stop, hooks, |d| {
+                check(d).is_some_and(holds)
+            });
+            if quit {
+                return Ok(Outcome::Done(QUIT_MARK.to_string()));
+            }
+            let now = device.now().0;
+            let last = check(device).unwrap_or(0);
+            Ok(Outcome::Expectation {
+                text: if met {
+                    format!(
+                        "wait {at} {compare} {value:#x}: held at cycle {now} (waited {} cycles)",
+                        now - start
+                    )
+                } else if stop == RunStop::Idle {
+                    format!(
+                        "wait {at} {compare} {value:#x}: the device went idle at cycle {now} with the value at {last:#010x}"
+                    )
+                } else if stop == RunStop::Stalled {
+                    format!(
+                        "wait {at} {compare} {value:#x}: the value is at {last:#010x} and cannot change: {}",
+                        stall_text(device)
+                    )
+                } else {
+                    format!(
+                        "wait {at} {compare} {value:#x}: timed out at cycle {now} after {} cycles; value {last:#010x}",
+                        now - start
+                    )
+                },
+                held: met,
+            })
+        }
+        StatementKind::Write32 { value, .. } => {
+            if let Linked::Addr(res) = r
+                && let Some(name) = res.register.as_deref()
+                && ["DRBP_LOW", "DRBP_HIGH", "DRL", "Q_SW_CTRL"]
+                    .iter()
+                    .any(|suffix| name.ends_with(suffix))
+            {
+                let d = device.map().decode(addr);
+                if let Some(q) = d
+                    .region
+                    .and_then(|id| queue_target(device, device.map().name(id)))
+                {
+                    exec.forget(&q);
+                }
+            }
+            let reg = device.write32(addr, *value).map_err(fault)?;
+            match reg {
+                Some(w) if w.read_only => Err((
+                    s.kind.try_addr().map(|a| a.span),
+                    format!(
+                        "write32 {at}: register {}.{} is read-only; value unchanged ({:#010x})",
+                        w.region, w.register, w.new
+                    ),
+                )),
+                Some(w) => Ok(Outcome::Done(format!(
+                    "write32 {at} = {value:#010x} ({}.{}: {:#010x} -> {:#010x})",
+                    w.region, w.register, w.old, w.new
+                ))),
+                None => Ok(Outcome::Done(format!("write32 {at} = {value:#010x}"))),
+            }
+        }
+        StatementKind::Read32 { expect, mask, .. } => {
+            let value = device.read32(addr).map_err(fault)?;
+            let m = mask.unwrap_or(u32::MAX);
+            let shown = value & m;
+            match expect {
+                None => Ok(Outcome::Done(format!("read32 {at} = {shown:#010x}"))),
+                Some(want) => {
+                    let held = shown == *want;
+                    let text = if held {
+                        format!("read32 {at} == {want:#010x}")
+                    } else if m == u32::MAX {
+                        format!("read32 {at}: expected {want:#010x}, read {value:#010x}")
+                    } else {
+                        format!(
+                            "read32 {at}: expected {want:#010x} under mask {m:#010x}, read {value:#010x} (masked {shown:#010x})"
+                        )
+                    };
+                    Ok(Outcome::Expectation { text, held })
+                }
+            }
+        }
+        StatementKind::Fill { len, content, .. } => {
+            match content {
+                FillContent::Byte(b) => device.fill(addr, *len, *b).map_err(fault)?,
+                FillContent::Pattern { kind, seed } => {
+                    // Probe the whole range first so a fault changes nothing.
+                    probe_write(device, addr, *len)?;
+                    let mut done = 0u64;
+                    while done < *len {
+                        let n = (*len - done).min(CHUNK_BYTES);
+                        let chunk: Vec<u8> =
+                            (done..done + n).map(|i| kind.byte_at(*seed, i)).collect();
+                        device.write_bytes(addr + done, &chunk).map_err(fault)?;
+                        done += n;
+                    }
+                }
+            }
+            let what = match content {
+                FillContent::Byte(b) => format!("byte {b:#04x}"),
+                FillContent::Pattern { kind, seed } => {
+                    format!("pattern {} seed {seed}", kind.name())
+                }
+            };
+            Ok(Outcome::Done(format!("fill {at} len {len:#x} with {what}")))
+        }
+        StatementKind::Write { bytes, .. } => {
+            device.write_bytes(addr, bytes).map_err(fault)?;
+            Ok(Outcome::Done(format!("write {at} {} bytes", bytes.len())))
+        }
+        StatementKind::Load {
+            path, offset, len, ..
+        } => {
+            let data = files.read(&path.path).map_err(|e| {
+                (
+                    Some(path.span),
+                    format!("load: cannot read `{}`: {e}", path.path),
+                )
+            })?;
+            let start = offset.unwrap_or(0);
+            let start_idx = usize::try_from(start)
+                .ok()
+                .filter(|&s| s <= data.len())
+                .ok_or_else(|| {
+                    (
+                        Some(path.span),
+                        format!(
+                            "load: offset {start:#x} is past the end of `{}` ({} bytes)",
+                            path.path,
+                            data.len()
+                        ),
+                    )
+                })?;
+            let avail = &data[start_idx..];
+            let take = match len {
+                Some(l) => {
+                    let l_idx = usize::try_from(*l).ok().filter(|&l| l <= avail.len()).ok_or_else(|| {
+                        (
+                            Some(path.span),
+                            format!(
+                                "load: `{}` has {} bytes after offset {start:#x}, fewer than len {l:#x}",
+                                path.path,
+                                avail.len()
+                            ),
+                        )
+                    })?;
+                    &avail[..l_idx]
+                }
+                None => avail,
+            };
+            device.write_bytes(addr, take).map_err(fault)?;
+            Ok(Outcome::Done(format!(
+                "load {at} {} bytes from {}",
+                take.len(),
+                path.path
+            )))
+        }
+        StatementKind::Expect { check, .. } => match check {
+            ExpectCheck::Bytes(want) => {
+                let mut got = vec![0u8; want.len()];
+                device.read_bytes(addr, &mut got).map_err(fault)?;
+                if &got == want {
+                    Ok(Outcome::Expectation {
+                        text: format!("expect {at}: {} bytes match", want.len()),
+                        held: true,
+                    })
+                } else {
+                    let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(0);
+                    Ok(Outcome::Expectation {
+                        text: format!(
+                            "expect {at}: byte {first} (at {:#x}) is {:#04x}, expected {:#04x}; read {}",
+                            addr + first as u64,
+                            got[first],
+                            want[first],
+                            hex_bytes(&got[..got.len().min(32)])
+                        ),
+                        held: false,
+                    })
+                }
+            }
+            ExpectCheck::Sha256 { len, digest } => {
+                let got = sha256_range(device, addr, *len)?;
+                let held = &got == digest;
+                let text = if held {
+                    format!("expect {at}: sha256 of {len:#x} bytes matches")
+                } else {
+                    format!(
+                        "expect {at}: sha256 of {len:#x} bytes is {}, expected {}",
+                        hex_bytes(&got),
+                        hex_bytes(digest)
+                    )
+                };
+                Ok(Outcome::Expectation { text, held })
+            }
+        },
+        StatementKind::Dump { len, file, .. } => match file {
+            Some(f) => {
+                probe_read(device, addr, *len)?;
+                let n = usize::try_from(*len)
+                    .map_err(|_| (None, "dump: length too large".to_string()))?;
+                let mut data = vec![0u8; n];
+                device.read_bytes(addr, &mut data).map_err(fault)?;
+                files.write(&f.path, &data).map_err(|e| {
+                    (
+                        Some(f.span),
+                        format!("dump: cannot write `{}`: {e}", f.path),
+                    )
+                })?;
+                Ok(Outcome::Done(format!(
+                    "dump {at} {len:#x} bytes to {}",
+                    f.path
+                )))
+            }
+            None => {
+                if *len > MAX_PRINTED_DUMP_BYTES {
+                    return Err((
+                        None,
+                        format!(
+                            "dump of {len:#x} bytes is too long to print (limit {MAX_PRINTED_DUMP_BYTES:#x}); add file=PATH"
+                        ),
+                    ));
+                }
+                let mut data = vec![0u8; *len as usize];
+                device.read_bytes(addr, &mut data).map_err(fault)?;
+                Ok(Outcome::Done(format!(
+                    "dump {at} {len:#x} bytes\n{}",
+                    hexdump(addr, &data)
+                )))
+            }
+        },
+        other => Err((
+            None,
+            format!("`{}` is not supported by this executor", other.directive()),
+        )),
+    }
+}
+
+pub(super) fn probe_read(device: &Device, addr: u64, len: u64) -> Result<(), StepError> {
+    // Reading the first and last byte checks region, holes and bounds.
+    crate::memory::DeviceMemory::resolve(device.map(), addr, len).map_err(fault)?;
+    let mut b = [0u8; 1];
+    device.read_bytes(addr, &mut b).map_err(fault)?;
+    if len > 0 {
+        device.read_bytes(addr + len - 1, &mut b).map_err(fault)?;
+    }
+    Ok(())
+}
+
+pub(super) fn probe_write(device: &Device, addr: u64, len: u64) -> Result<(), StepError> {
+    probe_read(device, addr, len)
+}
+
+pub(super) fn sha256_range(device: &Device, addr: u64, len: u64) -> Result<[u8; 32], StepError> {
+    probe_read(device, addr, len)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; CHUNK_BYTES.min(len) as usize];
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(CHUNK_BYTES) as usize;
+        device
+            .read_bytes(addr + done, &mut buf[..n])
+            .map_err(fault)?;
+        h.update(&buf[..n]);
+        done += n as u64;
+    }
+    Ok(h.finalize().into())
+}
+
+pub(super) fn hex_bytes(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Classic 16-bytes-per-line hexdump with addresses and ASCII.
+pub fn hexdump(base: u64, data: &[u8]) -> String {
+    let mut out = String::new();
+    for (i, chunk) in data.chunks(16).enumerate() {
+        let hex: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+        let ascii: String = chunk
+            .iter()
+            .map(|&b| {
+                if (0x20..0x7f).contains(&b) {
+                    b as char
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        out.push_str(&format!(
+            "    {:#014x}: {:<47}  |{ascii}|\n",
+            base + (i as u64) * 16,
+            hex.join(" ")
+        ));
+    }
+    out.trim_end_matches('\n').to_string()
+}
+
+/// The stall report of a stalled device, as text.
+fn stall_text(device: &Device) -> String {
+    device
+        .stall_report()
+        .map_or_else(|| "the device stalled".to_string(), |r| r.to_text())
+}

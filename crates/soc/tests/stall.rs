@@ -1,0 +1,198 @@
+//! Stalls (docs/firmware.md §Stalls, docs/trace-format.md §4.4): a device
+//! whose firmware polls for DMA completions that cannot come stops instead
+//! of spinning, says who waits on what, and lets bounded time pass without
+//! changing a single cycle of what follows.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{MemFiles, device};
+use soc::Device;
+use soc::device::RunStop;
+use soc::exec::{RunReport, run_source};
+
+fn run_on(d: &mut Device, source: &str) -> RunReport {
+    run_source(d, source, "t.trace", &mut MemFiles::default()).unwrap_or_else(|e| {
+        let msgs: Vec<String> = e.iter().map(ToString::to_string).collect();
+        panic!("trace did not link: {msgs:?}")
+    })
+}
+
+fn run(source: &str) -> (RunReport, Device) {
+    let mut d = device();
+    let r = run_on(&mut d, source);
+    (r, d)
+}
+
+/// The same trace with the register-access log recording: every firmware
+/// poll then runs one by one, as before stalls were detected.
+fn run_polling(source: &str) -> (RunReport, Device) {
+    let mut d = device();
+    d.record_reg_log(Some(Box::new(std::io::sink())));
+    let r = run_on(&mut d, source);
+    (r, d)
+}
+
+/// A custom-op `neuron_memcpy` whose DMA write faults (no memory at the
+/// destination): the inline path polls its completion entry for ever.
+const MEMCPY_UNMAPPED: &str = "\
+memcpy tpb3 local=0x85f88 hbm=0x1000000000000 len=4 write
+run
+";
+
+#[test]
+fn a_bare_run_stops_at_a_faulted_firmware_dma_and_names_the_stall() {
+    let (r, d) = run(MEMCPY_UNMAPPED);
+    let text = r.to_text();
+    assert_eq!(r.exit_code(), 1, "{text}");
+    assert_eq!(r.expectations_failed, 1, "{text}");
+    let run_line = &r.steps[1].text;
+    for want in [
+        "the device stalled at cycle",
+        "tpb3#0 neuron_memcpy (line 1) waits on eng48.q15",
+        "s2m aborted",
+        "SEC_B_INT_CAUSE.DATA_WR_AXI",
+    ] {
+        assert!(run_line.contains(want), "missing `{want}` in {run_line}");
+    }
+    assert!(d.is_stalled());
+    let stall = r.summary.stall.as_ref().expect("the summary has the stall");
+    assert_eq!(stall.waits.len(), 1);
+    assert_eq!(stall.waits[0].queue, "eng48.q15");
+    assert!(text.contains("  stall: tpb3#0 neuron_memcpy (line 1) waits on eng48.q15"));
+    // The stall is found within a few polls, not after millions.
+    assert!(d.now().0 < 1_000, "stopped at cycle {}", d.now().0);
+    assert!(d.events_processed() < 1_000);
+}
+
+#[test]
+fn a_word_reading_unmapped_memory_names_its_engine_queue_and_fault() {
+    let (r, _) = run("\
+write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00400000
+write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff
+inst tpb0 DIRECT2D semaphore=1 sem_increment=1 src_start_addr=imm:0x1000000000000 src_step_elem=[1,64] src_num_elem=[64,128] src_elem_size=4 dst_start_addr=imm:0x2000000000 dst_step_elem=[1,65536] dst_num_elem=[64,128] dst_elem_size=4
+run
+");
+    assert_eq!(r.exit_code(), 1, "{}", r.to_text());
+    let line = &r.steps[3].text;
+    for want in [
+        "tpb0#0 DIRECT2D (line 3) waits on eng0.q0",
+        "completions: M2S at 0 of 9, S2M at 0 of 9",
+        "eng0 m2s aborted",
+        "SEC_A_INT_CAUSE.AXI",
+    ] {
+        assert!(line.contains(want), "missing `{want}` in {line}");
+    }
+}
+
+#[test]
+fn a_wait_on_a_stalled_device_fails_at_the_stall_not_at_its_timeout() {
+    let (r, d) = run(&MEMCPY_UNMAPPED.replace("run\n", "wait tpb3.sem.read[0] == 1\n"));
+    assert_eq!(r.exit_code(), 1);
+    let line = &r.steps[1].text;
+    assert!(
+        line.contains("the value is at 0x00000000 and cannot change: the device stalled at cycle"),
+        "{line}"
+    );
+    assert!(d.now().0 < 1_000, "the wait burnt {} cycles", d.now().0);
+}
+
+#[test]
+fn a_bounded_run_lets_its_cycles_pass_and_reports_the_stall() {
+    let (r, d) = run(&MEMCPY_UNMAPPED.replace("run\n", "run cycles=1000000\nrun until=3000000\n"));
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert!(
+        r.steps[1]
+            .text
+            .ends_with(", stalled (the firmware polls for completions that cannot come)")
+    );
+    assert!(r.steps[1].text.starts_with("run: cycle 0 -> 1000000 "));
+    assert!(
+        r.steps[2]
+            .text
+            .starts_with("run: cycle 1000000 -> 3000000 ")
+    );
+    assert_eq!(d.now().0, 3_000_000);
+    assert!(r.summary.stall.is_some());
+    // 3 M cycles of polls at one every 32 cycles were not run one by one.
+    assert!(d.events_processed() < 1_000, "{}", d.events_processed());
+}
+
+#[test]
+fn a_device_that_stalls_runs_to_the_limit_through_device_run() {
+    let mut d = device();
+    let r = run_on(&mut d, MEMCPY_UNMAPPED.lines().next().unwrap());
+    assert_eq!(r.exit_code(), 0);
+    assert_eq!(d.run(Some(sim_core::Cycle(50_000))), RunStop::Stalled);
+    assert_eq!(d.now().0, 50_000);
+    assert_eq!(d.run(None), RunStop::Stalled);
+    assert_eq!(d.now().0, 50_000, "an unbounded run stops where it is");
+}
+
+/// A `neuron_memcpy` on a queue whose S2M side is disabled stalls; the
+/// trace lets time pass, re-enables it, and the firmware sees the
+/// completion at the next poll on its period — a cycle that depends on the
+/// poll phase, which skipping the polls must keep.
+const PHASE: &str = "\
+fill hbm0+0x70000000 len=4096 pattern=incr32 seed=0x70000000
+memcpy tpb0 local=0x80000 hbm=hbm0+0x70000000 len=4096 read
+run
+write32 eng0.s2m.change_state 2
+memcpy tpb0 local=0x81000 hbm=hbm0+0x70000000 len=4096 read
+run cycles=1001
+write32 eng0.s2m.change_state 1
+memcpy tpb0 local=0x82000 hbm=hbm0+0x70000000 len=4096 read
+run
+";
+
+#[test]
+fn skipping_the_polls_of_a_stalled_core_keeps_every_cycle() {
+    let (fast, d_fast) = run(PHASE);
+    let (slow, d_slow) = run_polling(PHASE);
+    assert_eq!(fast.to_text(), slow.to_text());
+    assert_eq!(d_fast.csr_snapshot(), d_slow.csr_snapshot());
+    assert!(
+        fast.steps[5].text.contains(", stalled"),
+        "{}",
+        fast.steps[5].text
+    );
+    // The second copy was seen done at a poll, after its packet landed.
+    let text = fast.to_text();
+    assert!(
+        text.contains("1449 tpb0 inst#1 (line 5) neuron_memcpy done"),
+        "{text}"
+    );
+    assert_eq!(d_fast.now().0, 1673);
+    assert!(d_fast.events_processed() < d_slow.events_processed());
+}
+
+/// Issue 11 item 7: with 2^32-cycle write latencies the firmware used to
+/// poll every 32 cycles through the whole latency (134 M polls). A polling
+/// core now waits for the next change.
+#[test]
+fn huge_latencies_with_firmware_cost_no_polls() {
+    let mut timing = sim_core::TimingConfig::default_config().unwrap();
+    timing.write_latency_cycles = 1 << 32;
+    let mut d =
+        Device::with_timing(soc_map::trn2().unwrap(), csr::catalog().unwrap(), timing).unwrap();
+    let r = run_on(
+        &mut d,
+        "\
+write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00400000
+write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff
+fill hbm0+0x10000000 len=1048576 pattern=incr32 seed=0x10000000
+inst tpb0 DIRECT2D semaphore=1 sem_increment=1 src_start_addr=imm:0x10000000 src_step_elem=[1,4096] src_num_elem=[4096,128] src_elem_size=2 dst_start_addr=imm:0x2000000000 dst_step_elem=[1,131072] dst_num_elem=[4096,128] dst_elem_size=2 in_dtype=BFLOAT16 out_dtype=BFLOAT16
+wait tpb0.sem.read[1] == 16 timeout=20000000000
+run
+read32 tpb0.sem.read[1] == 16
+expect tpb0.sbuf[p127]+0x1ffc bytes=ffff0310
+",
+    );
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert!(d.now().0 > 1 << 32);
+    assert!(
+        d.events_processed() < 100_000,
+        "{} events for 288 descriptors",
+        d.events_processed()
+    );
+}

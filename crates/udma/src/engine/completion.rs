@@ -1,0 +1,177 @@
+//! Packet completion: the data moves, descriptors complete, completion
+//! rings and counters update (seed 004 §4.2, wiki-facts §B.7).
+
+use sim_core::{Bus, TimingConfig};
+
+use super::faults::sec_d;
+use super::{DirState, Engine, Fetched, InFlight, dir_idx, sec_a, sec_b};
+use crate::block::Dir;
+use crate::event::EventKind;
+use crate::regs::Group;
+
+impl Engine {
+    #[inline(never)]
+    pub(super) fn packet_done(&mut self, p: &InFlight, bus: &mut dyn Bus, timing: &TimingConfig) {
+        let qi = usize::from(p.queue);
+        let q = p.queue;
+        if (self.q[qi][0].epoch, self.q[qi][1].epoch) != p.epoch
+            || self.state != [DirState::Normal; 2]
+        {
+            return;
+        }
+        // The data path is done with this packet, whatever happens next.
+        let status = self.hot[0].status;
+        self.regs.m2s_q[qi].hw_update_slot(status, |s| s & !(1 << 29));
+        let encode_64k = self.cfg.encode_64k;
+        let crc_init = self.q[qi].cfg.crc_init;
+        let hdr_split = self.q[qi].cfg.hdr_split;
+        let result = crate::datapath::move_packet(
+            bus,
+            &p.tx,
+            &p.rx,
+            encode_64k,
+            crc_init,
+            hdr_split,
+            &mut self.crc_cache,
+        );
+        let (written, checksum) = match result {
+            Ok(r) => (r.written, r.checksum),
+            Err(crate::datapath::MoveError::Read(e)) => {
+                self.axi_error(
+                    Dir::M2s,
+                    q,
+                    Group::A,
+                    sec_a::DATA_AXI_RESPONSE,
+                    "DATA_AXI_RESPONSE",
+                    format!("data read at {e}"),
+                );
+                return;
+            }
+            Err(crate::datapath::MoveError::Write(e)) => {
+                self.axi_error(
+                    Dir::S2m,
+                    q,
+                    Group::B,
+                    sec_b::DATA_WR_AXI_RESPONSE,
+                    "DATA_WR_AXI_RESPONSE",
+                    format!("data write at {e}"),
+                );
+                return;
+            }
+            Err(crate::datapath::MoveError::Length(detail)) => {
+                self.raise(
+                    Group::B,
+                    sec_b::PKT_LEN_MISMATCH,
+                    Dir::S2m,
+                    Some(q),
+                    "PKT_LEN_MISMATCH",
+                    detail,
+                );
+                return;
+            }
+            Err(crate::datapath::MoveError::Unsupported(detail)) => {
+                let idx = p.tx.first().map_or(0, |f| f.idx);
+                self.raise(
+                    Group::D,
+                    sec_d::M2S_UNSUPPORTED_OP,
+                    Dir::M2s,
+                    Some(q),
+                    "M2S_UNSUPPORTED_OP",
+                    format!("m2s.q{q}[{idx}]: {detail}"),
+                );
+                return;
+            }
+            Err(crate::datapath::MoveError::CrcMismatch(detail)) => {
+                let idx = p.tx.first().map_or(0, |f| f.idx);
+                self.raise(
+                    Group::D,
+                    sec_d::M2S_CRC_MISMATCH,
+                    Dir::M2s,
+                    Some(q),
+                    "M2S_CRC_MISMATCH",
+                    format!("m2s.q{q}[{idx}]: {detail}"),
+                );
+                return;
+            }
+        };
+        // Completion: descriptors done, completion rings, counters.
+        self.complete(Dir::M2s, q, &p.tx, bus);
+        self.complete(Dir::S2m, q, &p.rx, bus);
+        let st = &mut self.stats[qi];
+        st.tx_descs += p.tx.len() as u64;
+        st.rx_descs += p.rx.len() as u64;
+        st.bytes += written;
+        st.last_done = Some(self.now.0);
+        st.packets += 1;
+        let _ = p.bytes;
+        self.log_with(|| EventKind::PacketDone {
+            queue: q,
+            bytes: written,
+            checksum: checksum.map(|c| format!("{c:#010x}")),
+        });
+        // No prefetch retry here: completing descriptors frees no prefetch
+        // room (start_packet did, and retried then).
+        let _ = timing;
+        self.schedule_kick(self.now);
+    }
+
+    /// Marks descriptors done and writes completion-ring entries when the
+    /// queue's COMP_CFG enables them (seed 004 §4.2). Entry format
+    /// (simulator-defined, the hardware's is unpublished — docs/timing.md):
+    /// 16 bytes, word0 = the descriptor's word0 as fetched, ring/generation
+    /// tag in bits 25:24 included (seed 004 §3 QUIRK: the completion poll
+    /// matches the tag the firmware wrote), words 1–3 zero.
+    pub(super) fn complete(&mut self, dir: Dir, q: u8, descs: &[Fetched], bus: &mut dyn Bus) {
+        let qi = usize::from(q);
+        let d = dir_idx(dir);
+        self.q[qi][d].done += descs.len() as u64;
+        if !self.q[qi].cfg.comp_en[d] {
+            // No completion ring (the common case): the packet counter and
+            // Q_STATUS, through one register-file borrow.
+            let status = self.status_bits(dir, q);
+            let hot = self.hot[d];
+            let f = self.qfile(dir, q);
+            f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
+            f.hw_update_slot(hot.status, |s| (s & (1 << 29 | 1 << 30)) | status);
+            return;
+        }
+        // With a completion ring: an entry per descriptor, then the
+        // pointers and Q_STATUS.
+        {
+            let base = self.q[qi].cfg.comp_base[d];
+            let len = self.q[qi].cfg.ring_len[d].max(1);
+            for f in descs {
+                let qd = &self.q[qi][d];
+                let addr = base + 16 * u64::from(qd.comp_head);
+                let word0 = f.desc.word0;
+                let mut entry = [0u8; 16];
+                entry[..4].copy_from_slice(&word0.to_le_bytes());
+                if let Err(e) = bus.write(addr, &entry) {
+                    let (g, bit) = match dir {
+                        Dir::M2s => (Group::A, 1 << 5),
+                        Dir::S2m => (Group::B, sec_b::COMP_AXI),
+                    };
+                    self.axi_error(
+                        dir,
+                        q,
+                        g,
+                        bit,
+                        "COMP_AXI_RESPONSE",
+                        format!("completion write at {e}"),
+                    );
+                    break;
+                }
+                let qd = &mut self.q[qi][d];
+                qd.comp_head += 1;
+                if qd.comp_head >= len {
+                    qd.comp_head = 0;
+                    qd.comp_id = (qd.comp_id + 1) & 3;
+                }
+            }
+        }
+        let pkt = self.hot[d].pkt_count;
+        self.qfile(dir, q)
+            .hw_update_slot(pkt, |v| v.wrapping_add(1));
+        self.sync_queue_regs(dir, q);
+    }
+}

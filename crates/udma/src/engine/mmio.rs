@@ -1,0 +1,270 @@
+//! Register access of a unit: MMIO reads and writes, the configuration
+//! the hot paths read from the registers, the IOFIC owner semantics and the
+//! engine state machine (driver-facts §2.2, §2.6, §2.8; wiki-facts §B.2).
+
+use csr::{Delta, RegFile};
+use sim_core::Cycle;
+
+use super::{Cfg, DirState, Engine, Ev, QueueCfg, dir_idx};
+use crate::block::{Dir, QUEUES, UnitBlock};
+use crate::event::EventKind;
+
+impl Engine {
+    /// A software read of a register (read side effects apply).
+    pub fn mmio_read(&mut self, b: UnitBlock, offset: u64) -> Option<u32> {
+        self.regs.file_mut(b)?.read(offset).ok().map(|o| o.value)
+    }
+
+    /// A register value without side effects.
+    pub fn peek(&self, b: UnitBlock, offset: u64) -> Option<u32> {
+        self.regs.file(b)?.value(offset).ok()
+    }
+
+    /// A software write of a register at cycle `now`: access semantics, then
+    /// the engine reacts (doorbells, resets, state changes, enables).
+    pub fn mmio_write(
+        &mut self,
+        b: UnitBlock,
+        offset: u64,
+        value: u32,
+        now: Cycle,
+    ) -> Option<csr::WriteOutcome<'static>> {
+        self.now = self.now.max(now);
+        let out = self.regs.file_mut(b)?.write(offset, value).ok()?;
+        let o = self.maps.offsets;
+        let doorbell = matches!(b, UnitBlock::M2sQ(_)) && offset == o.m2s_q.drtp_inc
+            || matches!(b, UnitBlock::S2mQ(_)) && offset == o.s2m_q.drtp_inc;
+        if !doorbell {
+            self.refresh_config();
+        }
+        match b {
+            UnitBlock::M2sQ(q) | UnitBlock::S2mQ(q) => {
+                let dir = if matches!(b, UnitBlock::M2sQ(_)) {
+                    Dir::M2s
+                } else {
+                    Dir::S2m
+                };
+                let qo = if dir == Dir::M2s { o.m2s_q } else { o.s2m_q };
+                if offset == qo.drtp_inc {
+                    if let Some(Delta::Inc(n)) = out.delta {
+                        let at = now.after(self.timing_doorbell());
+                        self.events.push(at, Ev::Doorbell { dir, q, n });
+                    }
+                } else if offset == qo.sw_ctrl && out.pulses != 0 {
+                    self.queue_sw_ctrl(dir, q, out.pulses);
+                } else if dir == Dir::M2s && offset != qo.cfg {
+                    // Scheduler and rate-limiter settings: re-arbitrate.
+                    self.schedule_kick(now);
+                } else if offset == qo.cfg && out.rose_bits() != 0 {
+                    // An enable rose: resume prefetch and scheduling.
+                    self.events.push(
+                        now,
+                        Ev::FetchDone {
+                            dir,
+                            q,
+                            epoch: u32::MAX,
+                            n: 0,
+                        },
+                    );
+                    self.schedule_kick(now);
+                }
+            }
+            UnitBlock::M2s if offset == o.m2s_change_state && out.pulses != 0 => {
+                self.change_state(Dir::M2s, out.pulses);
+            }
+            UnitBlock::S2m if offset == o.s2m_change_state && out.pulses != 0 => {
+                self.change_state(Dir::S2m, out.pulses);
+            }
+            UnitBlock::M2s => {
+                if offset == o.m2s_pref_queue_en {
+                    // Queues whose prefetch enable rose: resume prefetch.
+                    let mut rose = out.rose_bits() & 0xFFFF;
+                    while rose != 0 {
+                        let q = rose.trailing_zeros() as u8;
+                        rose &= rose - 1;
+                        self.wake_prefetch(Dir::M2s, q, now);
+                    }
+                }
+                self.schedule_kick(now);
+            }
+            UnitBlock::Gen => self.iofic_write(offset, &out),
+            _ => {}
+        }
+        Some(out)
+    }
+
+    /// Re-reads every register the hot paths need into `self.cfg`.
+    pub(super) fn refresh_config(&mut self) {
+        let mut c = Cfg::default();
+        for q in 0..QUEUES as u8 {
+            let qi = usize::from(q);
+            let mut qc = QueueCfg::default();
+            for dir in [Dir::M2s, Dir::S2m] {
+                let d = dir_idx(dir);
+                let qo = self.qoff(dir);
+                let cfg = self.qval(dir, q, qo.cfg);
+                qc.en[d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
+                let lo = u64::from(self.qval(dir, q, qo.drbp_low) & 0xFFFF_FFC0);
+                let hi = u64::from(self.qval(dir, q, qo.drbp_high));
+                qc.ring_base[d] = (hi << 32) | lo;
+                qc.ring_len[d] = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+                qc.comp_en[d] = self.qval(dir, q, qo.comp_cfg) & 1 != 0;
+                let lo = u64::from(self.qval(dir, q, qo.crbp_low) & 0xFFFF_FFC0);
+                let hi = u64::from(self.qval(dir, q, qo.crbp_high));
+                qc.comp_base[d] = (hi << 32) | lo;
+            }
+            let mask_off = self.maps.offsets.m2s_q.rlimit_mask.unwrap_or(0x74);
+            qc.dmb_pause = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7) & 0x4 == 0;
+            let pkt_off = self.maps.offsets.s2m_q.pkt_cfg.unwrap_or(0x5C);
+            let pkt = self.regs.s2m_q[qi].value(pkt_off).unwrap_or(0);
+            qc.hdr_split = if pkt & (3 << 16) != 0 {
+                u64::from(pkt & 0xFFFF)
+            } else {
+                0
+            };
+            qc.crc_init = self
+                .regs
+                .sdma_app
+                .value(self.maps.offsets.m2s_crc_init[qi])
+                .unwrap_or(0xFFFF_FFFF);
+            let d1 = self.q_reg(q, "DWRR_CFG_1");
+            qc.dwrr = (
+                d1 & (1 << 24) != 0,
+                self.q_reg(q, "DWRR_CFG_2") & 0xFF,
+                self.q_reg(q, "DWRR_CFG_3") & 0xFF,
+                d1 & 0xFF_FFFF,
+                d1 & (1 << 25) != 0,
+            );
+            qc.bucket = self.bucket_cfg("RLIMIT_", &self.regs.m2s_q[qi], "RLIMIT_MASK");
+            if let Some(queue) = self.q.get_mut(qi) {
+                queue.cfg = qc;
+            }
+        }
+        let cfg_len = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_cfg_len)
+            .unwrap_or(0);
+        c.encode_64k = cfg_len & (1 << 24) != 0;
+        c.max_pkt = u64::from(cfg_len & 0xF_FFFF);
+        c.max_descs = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_desc_pref_cfg_2)
+            .unwrap_or(0)
+            & 0xFFF;
+        c.pref_queue_en = self
+            .regs
+            .m2s
+            .value(self.maps.offsets.m2s_pref_queue_en)
+            .unwrap_or(0xFFFF) as u16;
+        c.arb = self.arbitration();
+        for (d, file) in [(0, &self.regs.m2s), (1, &self.regs.s2m)] {
+            let v = file
+                .map()
+                .find("DESC_PREF_CFG_3", None)
+                .and_then(|o| file.value(o).ok())
+                .unwrap_or(0);
+            c.pref[d] = (
+                (v & 0xF) as u8,
+                ((v >> 4) & 0xF) as u8,
+                ((v >> 8) & 0xFF) as u8,
+            );
+        }
+        c.stream_bucket = self.bucket_cfg("STREAM_RLIMIT_", &self.regs.m2s, "STREAM_RLIMIT_MASK");
+        self.cfg = c;
+    }
+
+    pub(super) fn timing_doorbell(&self) -> u64 {
+        self.doorbell_latency
+    }
+
+    /// IOFIC owner semantics (driver-facts §2.6): CAUSE_SET sets cause bits,
+    /// MASK_CLEAR clears the mask bits written as 0; STATUS = cause & !mask.
+    pub(super) fn iofic_write(&mut self, offset: u64, out: &csr::WriteOutcome<'static>) {
+        for g in self.maps.offsets.sec {
+            if offset == g.cause_set {
+                let _ = self.regs.udma_gen.hw_update(g.cause, |c| c | out.written);
+            } else if offset == g.mask_clear {
+                let _ = self.regs.udma_gen.hw_update(g.mask, |m| m & out.written);
+            } else if offset != g.cause && offset != g.mask {
+                continue;
+            }
+            let cause = self.regs.udma_gen.value(g.cause).unwrap_or(0);
+            let mask = self.regs.udma_gen.value(g.mask).unwrap_or(0);
+            let _ = self.regs.udma_gen.hw_set(g.status, cause & !mask);
+        }
+    }
+
+    pub(super) fn change_state(&mut self, dir: Dir, bits: u32) {
+        let new = if bits & 0x4 != 0 {
+            DirState::Aborted
+        } else if bits & 0x2 != 0 {
+            DirState::Disabled
+        } else {
+            DirState::Normal
+        };
+        self.set_state(dir, new, bits & 0x7);
+        if new == DirState::Normal {
+            for q in 0..QUEUES as u8 {
+                self.events.push(
+                    self.now,
+                    Ev::FetchDone {
+                        dir,
+                        q,
+                        epoch: u32::MAX,
+                        n: 0,
+                    },
+                );
+            }
+            self.schedule_kick(self.now);
+        }
+    }
+
+    pub(super) fn set_state(&mut self, dir: Dir, new: DirState, cmd: u32) {
+        self.state[dir_idx(dir)] = new;
+        let s = new.code();
+        let value = s | (s << 4) | (s << 8) | (s << 12) | (cmd << 16);
+        let (file, off) = match dir {
+            Dir::M2s => (&mut self.regs.m2s, self.maps.offsets.m2s_state),
+            Dir::S2m => (&mut self.regs.s2m, self.maps.offsets.s2m_state),
+        };
+        let _ = file.hw_set(off, value);
+        if new == DirState::Aborted {
+            for q in 0..QUEUES {
+                let qd = &mut self.q[q][dir_idx(dir)];
+                qd.fetched.clear();
+                qd.epoch = qd.epoch.wrapping_add(1);
+                qd.cancel_fetch();
+            }
+        }
+        self.log(EventKind::State {
+            dir,
+            state: new.name().to_string(),
+        });
+    }
+
+    pub(super) fn qfile(&mut self, dir: Dir, q: u8) -> &mut RegFile<'static> {
+        let i = usize::from(q) % QUEUES;
+        match dir {
+            Dir::M2s => &mut self.regs.m2s_q[i],
+            Dir::S2m => &mut self.regs.s2m_q[i],
+        }
+    }
+
+    pub(super) fn qoff(&self, dir: Dir) -> crate::regs::QueueOffsets {
+        match dir {
+            Dir::M2s => self.maps.offsets.m2s_q,
+            Dir::S2m => self.maps.offsets.s2m_q,
+        }
+    }
+
+    pub(super) fn qval(&self, dir: Dir, q: u8, off: u64) -> u32 {
+        let i = usize::from(q) % QUEUES;
+        let f = match dir {
+            Dir::M2s => &self.regs.m2s_q[i],
+            Dir::S2m => &self.regs.s2m_q[i],
+        };
+        f.value(off).unwrap_or(0)
+    }
+}
