@@ -380,11 +380,11 @@ struct Queued {
     waiting_reported: bool,
 }
 
-/// The inline path's `_dma_ctx_t` (seed 004 §5.2), once initialised.
+/// The inline path's state once initialised: the firmware's `_dma_ctx_t`,
+/// mirrored to its scratch whenever it changes (docs/firmware.md).
 #[derive(Clone, Copy, Debug)]
 struct InlineCtx {
-    tail_idx: u32,
-    ring_id: u8,
+    dma: crate::inline::DmaCtx,
     /// The dataram's SoC address of local 0x80000.
     dataram_soc: u64,
 }
@@ -470,6 +470,9 @@ pub struct Q7Core {
     booted: bool,
     /// The iDMA after `IRAM cache init`: block size and its ring pair.
     icache: Option<(u32, Rings)>,
+    /// The firmware stopped at a failed assert (docs/firmware.md): every
+    /// later word and call is refused with this reason.
+    halted: Option<String>,
     stats: std::collections::BTreeMap<&'static str, KindStats>,
 }
 
@@ -551,6 +554,7 @@ impl Q7Core {
             inline: None,
             booted: false,
             icache: None,
+            halted: None,
             stats: Default::default(),
         }
     }
@@ -842,6 +846,10 @@ impl Q7Core {
         let Some(front) = self.queue.front() else {
             return false;
         };
+        if let Some(why) = &self.halted {
+            let m = format!("{}: the firmware stopped at {why}", front.work.name());
+            return self.reject_front(now, m);
+        }
         let word = match front.work {
             Work::Inst(w) => w,
             Work::Call(call) => return self.start_call(now, bus, t, call),
@@ -936,6 +944,7 @@ impl Q7Core {
                 out_of_bounds: Vec::new(),
                 index_faults: Vec::new(),
                 duplicate_dst: Vec::new(),
+                log: Vec::new(),
                 ring_now: true,
             };
             self.event(
@@ -992,6 +1001,20 @@ impl Q7Core {
                 cfg.engine_mask = narrowed;
             }
         }
+        // DGE context init (docs/firmware.md "What is modelled"): the
+        // firmware arms the queue pair of every engine the configuration
+        // gives the word before it expands it, so a word refused while
+        // expanding (its share does not fit the ring, say) leaves them
+        // armed and idle, never aborted.
+        let Some(queue_id) = cfg.queue() else {
+            return false;
+        };
+        let front_tag = front_tag(&self.queue);
+        for slot in dge_context_slots(&word, &cfg) {
+            if let Err(m) = self.ensure_rings(now, bus, &cfg, slot, queue_id, &front_tag) {
+                return self.reject_front(now, m);
+            }
+        }
         let mut regs = [0u32; 64];
         for (n, r) in regs.iter_mut().enumerate() {
             *r = bus.read32(self.layout.reg(n as u8)).unwrap_or(0);
@@ -1011,22 +1034,22 @@ impl Q7Core {
             };
             expand(&word, &cfg, &mut snap)
         };
-        let plan = match plan {
+        let mut plan = match plan {
             Ok(p) => p,
             Err(e) => {
                 return self.reject_front(now, e.to_string());
             }
         };
-        // Rings: program on first use, then check room.
-        let Some(queue_id) = cfg.queue() else {
-            return false;
-        };
-        let front_tag = front_tag(&self.queue);
-        for ep in &plan.engines {
-            if let Err(m) = self.ensure_rings(now, bus, &cfg, ep.slot, queue_id, &front_tag) {
-                return self.reject_front(now, m);
-            }
+        // RDMA_DESC_GEN's descriptors stay in the ring until a START rings
+        // them, so GENs between two STARTs must fit the ring together: one
+        // that cannot is refused, not left waiting for room only the START
+        // queued behind it would free.
+        if plan.kind == InstKind::RdmaDescGen
+            && let Some(m) = self.unstarted_overflow(&plan)
+        {
+            return self.reject_front(now, m);
         }
+        // Rings: armed above; check room.
         for ep in &plan.engines {
             if !self.has_room(bus, ep.slot, ep.m2s_descs(), ep.s2m_descs()) {
                 self.blocked_on_space = true;
@@ -1051,6 +1074,15 @@ impl Q7Core {
                 cycles,
             },
         );
+        // The firmware's own log lines (docs/firmware.md "Firmware log
+        // lines"): the plan's (bounds) and RDMA_DESC_GEN's.
+        let mut log = std::mem::take(&mut plan.log);
+        if let InstWord::RdmaDescGen(g) = &word {
+            log.extend(self.rdma_gen_log(g, queue_id));
+        }
+        for text in log {
+            self.event(now, &q.tag, FwEventKind::MicroOp { text });
+        }
         for oob in &plan.out_of_bounds {
             self.event(
                 now,
@@ -1078,6 +1110,25 @@ impl Q7Core {
                 },
             );
         }
+        // Error notifications (bound checks with the notification on,
+        // index faults marked as errors): the record they would write is
+        // not published, so the firmware says so instead of writing one
+        // (docs/firmware.md "Not modelled yet").
+        let notified = plan.out_of_bounds.iter().filter(|o| o.notify).count()
+            + plan.index_faults.iter().filter(|f| f.is_error).count();
+        if notified > 0 {
+            self.event(
+                now,
+                &q.tag,
+                FwEventKind::MicroOp {
+                    text: format!(
+                        "error notification for {notified} fault(s) not delivered: the DGE \
+                         notification record ({{dma_map:16, num_packets:12, dma_group_id:1}}) has \
+                         no published layout or queue; the word's semaphores still complete it"
+                    ),
+                },
+            );
+        }
         for &(first, later, index) in &plan.duplicate_dst {
             self.event(
                 now,
@@ -1096,6 +1147,62 @@ impl Q7Core {
             update,
         };
         true
+    }
+
+    /// RDMA_DESC_GEN's firmware log lines (wiki-facts §E.2, §E.6): the
+    /// parameters, then the destination after the routing fold (no fold on
+    /// one device: routing id 0). `[%s]` is unpublished; the model prints
+    /// the generating core's role, TX.
+    fn rdma_gen_log(&self, g: &dma_abi::inst::RdmaDescGen, queue: u8) -> Vec<String> {
+        let remote = g.remote_core_id.0;
+        let dst_addr = match g.dst_addr {
+            soc_map::Addr4::Immediate { offset, .. } => offset
+                .lane(0)
+                .ok()
+                .zip(
+                    usize::try_from(remote)
+                        .ok()
+                        .and_then(|r| self.layout.peers.get(r)),
+                )
+                .map_or(0, |(t, p)| p.partition_addr(t)),
+            _ => 0,
+        };
+        vec![
+            format!(
+                "rdma_desc_gen [TX] ring_num={queue}, tpb_idx={}, free_dim_bytes={}, \
+                 remote_tpb_idx={remote}, routing_id={}, dma_mask={:#x}",
+                self.layout.tpb, g.free_dim_bytes, g.remote_routing_id.0, g.dma_engine_mask.0
+            ),
+            format!(
+                "rdma_desc_gen [TX] after remote_routing_id=${}, dst_addr={dst_addr:#x}, \
+                 n_active_dmas={}",
+                g.remote_routing_id.0,
+                g.dma_engine_mask.0.count_ones()
+            ),
+        ]
+    }
+
+    /// Why `plan` (an RDMA_DESC_GEN) can never fit: an engine whose ring
+    /// would hold more descriptors not yet started than it has entries.
+    fn unstarted_overflow(&self, plan: &Plan) -> Option<String> {
+        plan.engines.iter().find_map(|ep| {
+            let len = u64::from(self.rings.get(usize::from(ep.slot))?.as_ref()?.len);
+            let (m, s) = self
+                .unrung
+                .iter()
+                .find(|(slot, _, _)| *slot == ep.slot)
+                .map_or((0, 0), |&(_, m, s)| (u64::from(m), u64::from(s)));
+            let need = (m + ep.m2s_descs()).max(s + ep.s2m_descs());
+            (need > len).then(|| {
+                format!(
+                    "RDMA_DESC_GEN: engine slot {} would hold {need} descriptors not yet started \
+                     ({} from earlier GENs), more than its ring of {len} \
+                     (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS); an RDMA_DESC_START must ring them first",
+                    ep.slot,
+                    m.max(s)
+                )
+            })
+        })
     }
 
     /// Programs the rings of `slot` on first use (DGE context init).
@@ -1143,6 +1250,9 @@ impl Q7Core {
         if let Some(s) = self.rings.get_mut(usize::from(slot)) {
             *s = Some(rings);
         }
+        for text in notification_queues(bus, &self.layout, e) {
+            self.event(now, tag, FwEventKind::MicroOp { text });
+        }
         Ok(())
     }
 
@@ -1179,35 +1289,7 @@ impl Q7Core {
         let mut written = 0u64;
         let mut events = Vec::new();
         if plan.kind == InstKind::RdmaDescStart {
-            for (slot, m2s_count, count) in std::mem::take(&mut self.unrung) {
-                let (Some(e), Some(Some(r))) = (
-                    self.layout.engines.get(usize::from(slot)).copied(),
-                    self.rings.get(usize::from(slot)),
-                ) else {
-                    continue;
-                };
-                let (mq, sq) = (e.m2s_q(r.queue), e.s2m_q(r.queue));
-                let db = bus
-                    .write32(sq + regs.drtp_inc, count)
-                    .and_then(|()| bus.write32(mq + regs.drtp_inc, m2s_count));
-                if let Err(m) = db {
-                    events.push(FwEventKind::Rejected {
-                        reason: format!("engine {}: {m}", e.id),
-                    });
-                }
-                let (m2s_first, _) = r.slot(r.m2s_pos.saturating_sub(u64::from(m2s_count)));
-                let (s2m_first, _) = r.slot(r.s2m_pos.saturating_sub(u64::from(count)));
-                targets.push((slot, r.m2s_pos, r.s2m_pos));
-                events.push(FwEventKind::Doorbell {
-                    engine: e.id,
-                    queue: r.queue,
-                    m2s_first,
-                    s2m_first,
-                    count,
-                    m2s_count,
-                    bytes: 0,
-                });
-            }
+            self.start_rdma(bus, &mut targets, &mut events);
         }
         let payload_cfg = self.dge_payload(bus);
         for ep in &plan.engines {
@@ -1687,8 +1769,20 @@ impl Q7Core {
         if self.inline.is_some() {
             return Ok(());
         }
+        // ASSERT(MEM_WINDOW0_LO == 0xF0000000): the APB window the
+        // doorbell addresses assume. A failed assert stops the firmware.
+        let window = bus.read32(self.layout.mem_window0_lo)?;
+        if window != il::SUNDA_APB_BASE {
+            let why = format!(
+                "ASSERT(MEM_WINDOW0_LO == {:#010x}) in init_dma_queue: MEM_WINDOW0_LO = {window:#010x}",
+                il::SUNDA_APB_BASE
+            );
+            self.halted = Some(why.clone());
+            return Err(format!("{why}; the firmware stops"));
+        }
         let dataram_soc = self.layout.dataram_soc;
-        let scratch = dataram_soc + u64::from(il::SCRATCH_LOCAL - il::DATARAM_LOCAL.start);
+        // Above the dataram window: the Q7 DRAM itself (docs/firmware.md).
+        let scratch = self.layout.q7_dram + il::dram_offset(il::SCRATCH_LOCAL);
         for off in il::RING_CFG_OFFSETS {
             bus.write32(scratch + u64::from(off), 0x0C00_0000)?;
             bus.write32(scratch + u64::from(off) + 4, 3)?;
@@ -1702,14 +1796,10 @@ impl Q7Core {
         };
         let regs = self.layout.regs;
         let (mq, sq) = (e.m2s_q(il::INLINE_QUEUE), e.s2m_q(il::INLINE_QUEUE));
-        // ctx.m2s_inc_reg / s2m_inc_reg (the doorbells), tail 0, ring id 1.
-        let mut ctx = Vec::with_capacity(40);
-        ctx.extend_from_slice(&(mq + regs.drtp_inc).to_le_bytes());
-        ctx.extend_from_slice(&(sq + regs.drtp_inc).to_le_bytes());
-        ctx.extend_from_slice(&0u32.to_le_bytes());
-        ctx.extend_from_slice(&1u32.to_le_bytes());
-        ctx.resize(40, 0);
-        bus.write_bytes(scratch + u64::from(il::CTX), &ctx)?;
+        // ctx.m2s_inc_reg / s2m_inc_reg (the doorbells), the rings, tail 0,
+        // ring id 1.
+        let dma = il::DmaCtx::init(mq + regs.drtp_inc, sq + regs.drtp_inc, il::SCRATCH_LOCAL);
+        write_dma_ctx(bus, scratch, &dma)?;
         let (tx, comp, rx) = (
             scratch + u64::from(il::TX_RING),
             scratch + u64::from(il::COMP_RING),
@@ -1737,11 +1827,7 @@ impl Q7Core {
         let am = e.gen_block + regs.sec_a_abort_mask;
         let v = bus.read32(am).unwrap_or(0);
         bus.write32(am, v | FIRST_LAST_ERRORS)?;
-        self.inline = Some(InlineCtx {
-            tail_idx: 0,
-            ring_id: 1,
-            dataram_soc,
-        });
+        self.inline = Some(InlineCtx { dma, dataram_soc });
         self.event(
             now,
             tag,
@@ -1763,7 +1849,7 @@ impl Q7Core {
         let Some(mut ctx) = self.inline else {
             return true;
         };
-        let scratch = ctx.dataram_soc + u64::from(il::SCRATCH_LOCAL - il::DATARAM_LOCAL.start);
+        let scratch = self.layout.q7_dram + il::dram_offset(il::SCRATCH_LOCAL);
         if let Some((slot, want)) = x.wait {
             // Busy-poll the completion entry's tag (byte 3 & 3).
             let mut w = [0u8; 4];
@@ -1795,7 +1881,8 @@ impl Q7Core {
         } else {
             (dataram, x.other + x.off)
         };
-        let slot = ctx.tail_idx;
+        let slot = ctx.dma.tail();
+        let ring_id = ctx.dma.ring_id();
         let mut word0s = [0u32; 2];
         for (k, (ring, ptr)) in [(il::TX_RING, tx_ptr), (il::RX_RING, rx_ptr)]
             .into_iter()
@@ -1804,7 +1891,7 @@ impl Q7Core {
             let at = scratch + u64::from(ring) + 16 * u64::from(slot);
             let mut old = [0u8; 4];
             let _ = bus.read_bytes(at, &mut old);
-            let w0 = il::updated_word0(u32::from_le_bytes(old), chunk, ctx.ring_id);
+            let w0 = il::updated_word0(u32::from_le_bytes(old), chunk, ring_id);
             word0s[k] = w0;
             let _ = bus.write_bytes(at + 8, &ptr.to_le_bytes());
             let _ = bus.write_bytes(at, &w0.to_le_bytes());
@@ -1831,7 +1918,7 @@ impl Q7Core {
                 engine: e.id,
                 queue: il::INLINE_QUEUE,
                 slot,
-                tag: ctx.ring_id,
+                tag: ring_id,
                 chunk_bytes: chunk,
                 word0: format!("{:#010x}", word0s[0]),
                 anomaly: if report {
@@ -1841,17 +1928,77 @@ impl Q7Core {
                 },
             },
         );
-        x.wait = Some((slot, ctx.ring_id));
-        ctx.tail_idx += 1;
-        if ctx.tail_idx == il::RING_DEPTH {
-            ctx.tail_idx = 0;
-            ctx.ring_id ^= 1;
-        }
+        x.wait = Some((slot, ring_id));
+        ctx.dma.advance();
+        let _ = write_dma_ctx(bus, scratch, &ctx.dma);
         self.inline = Some(ctx);
         x.off += chunk;
         x.last_anomaly = Some(anomaly);
         self.stage = Stage::Inline(Box::new(x));
         false
+    }
+
+    /// RDMA_DESC_START's doorbells in the firmware's handshake order
+    /// (wiki-facts §E.4; docs/firmware.md "RDMA_DESC_GEN /
+    /// RDMA_DESC_START"): the RX role first writes every engine's S2M
+    /// RDRTP_INC and signals (`right_push`); the TX role waits for it
+    /// (`left_pop`) and writes every M2S TDRTP_INC — the launch. Each
+    /// write is logged with the firmware's own words.
+    fn start_rdma(
+        &mut self,
+        bus: &mut dyn FwBus,
+        targets: &mut Vec<(u8, u64, u64)>,
+        events: &mut Vec<FwEventKind>,
+    ) {
+        let regs = self.layout.regs;
+        let unrung: Vec<(u8, u32, u32, crate::layout::EngineLayout, Rings)> =
+            std::mem::take(&mut self.unrung)
+                .into_iter()
+                .filter_map(|(slot, m2s_count, count)| {
+                    let e = self.layout.engines.get(usize::from(slot)).copied()?;
+                    let r = self.rings.get(usize::from(slot))?.clone()?;
+                    Some((slot, m2s_count, count, e, r))
+                })
+                .collect();
+        let log = |text: String| FwEventKind::MicroOp { text };
+        for (_, _, count, e, r) in &unrung {
+            events.push(log(format!(
+                "[RX] Writing tail pointer increment: eng{}.s2m.q{} RDRTP_INC += {count}",
+                e.id, r.queue
+            )));
+            if let Err(m) = bus.write32(e.s2m_q(r.queue) + regs.drtp_inc, *count) {
+                events.push(FwEventKind::Rejected {
+                    reason: format!("engine {}: {m}", e.id),
+                });
+            }
+        }
+        events.push(log("[RX] right_push".into()));
+        events.push(log("[TX] left_pop".into()));
+        for (_, m2s_count, _, e, r) in &unrung {
+            events.push(log(format!(
+                "[TX] Writing tail pointer increment: eng{}.m2s.q{} TDRTP_INC += {m2s_count}",
+                e.id, r.queue
+            )));
+            if let Err(m) = bus.write32(e.m2s_q(r.queue) + regs.drtp_inc, *m2s_count) {
+                events.push(FwEventKind::Rejected {
+                    reason: format!("engine {}: {m}", e.id),
+                });
+            }
+        }
+        for (slot, m2s_count, count, e, r) in unrung {
+            let (m2s_first, _) = r.slot(r.m2s_pos.saturating_sub(u64::from(m2s_count)));
+            let (s2m_first, _) = r.slot(r.s2m_pos.saturating_sub(u64::from(count)));
+            targets.push((slot, r.m2s_pos, r.s2m_pos));
+            events.push(FwEventKind::Doorbell {
+                engine: e.id,
+                queue: r.queue,
+                m2s_first,
+                s2m_first,
+                count,
+                m2s_count,
+                bytes: 0,
+            });
+        }
     }
 
     fn dge_payload(&self, bus: &mut dyn FwBus) -> DgeConfig {
@@ -1940,6 +2087,47 @@ impl Q7Core {
     }
 }
 
+/// The notification queues software configured on engine `e` (NQ_SIZE
+/// non-zero), each as a log line saying the firmware writes no records
+/// into it: the NOTIFIC record's fields are known ({dma_map:16,
+/// num_packets:12, dma_group_id:1}) but not its bit layout, size, phase
+/// bit or trigger (docs/firmware.md "Not modelled yet").
+fn notification_queues(
+    bus: &mut dyn FwBus,
+    layout: &CoreLayout,
+    e: crate::layout::EngineLayout,
+) -> Vec<String> {
+    let Some(block) = e.notific else {
+        return Vec::new();
+    };
+    let r = layout.regs;
+    (0..r.nq_count)
+        .filter_map(|i| {
+            let at = block + u64::from(i) * r.nq_stride;
+            let size = bus.read32(at + r.nq_size).ok().filter(|&s| s != 0)?;
+            let lo = bus.read32(at + r.nq_base_lo).unwrap_or(0);
+            let hi = bus.read32(at + r.nq_base_hi).unwrap_or(0);
+            let base = u64::from(lo) | (u64::from(hi) << 32);
+            Some(format!(
+                "eng{} notification queue {i} is configured (base {base:#x}, size {size}): the \
+                 model writes no NOTIFIC records into it (record layout unpublished); words \
+                 complete through their semaphores",
+                e.id
+            ))
+        })
+        .collect()
+}
+
+/// Stores the inline path's `_dma_ctx_t` at scratch + 0x200.
+fn write_dma_ctx(
+    bus: &mut dyn FwBus,
+    scratch: u64,
+    ctx: &crate::inline::DmaCtx,
+) -> Result<(), String> {
+    use zerocopy::IntoBytes;
+    bus.write_bytes(scratch + u64::from(crate::inline::CTX), ctx.as_bytes())
+}
+
 fn front_tag(q: &VecDeque<Queued>) -> InstTag {
     q.front().map_or(
         InstTag {
@@ -2021,6 +2209,17 @@ fn arm_queue_pair(
 /// the core's DRAM + 0x28 (wiki-facts §D.4; seed 004 §5.4 "core_base + 40").
 const MAILBOXES: usize = 4;
 const MAILBOX_OFFSET: u64 = 0x28;
+
+/// The engine slots whose DGE contexts a word uses: the engines
+/// MEMCOPY_DMA_CFG allows, or all 16 for RDMA_DESC_GEN, whose every engine
+/// writes the local semaphore (docs/firmware.md "RDMA_DESC_GEN /
+/// RDMA_DESC_START").
+fn dge_context_slots(word: &InstWord, cfg: &DgeConfig) -> Vec<u8> {
+    match word {
+        InstWord::RdmaDescGen(_) => (0..ENGINES_PER_CORE as u8).collect(),
+        _ => cfg.engine_slots(),
+    }
+}
 
 /// The word's `dma_configs.priority_class` (the RDMA words have none).
 fn priority_class(word: &InstWord) -> Option<u8> {

@@ -9,8 +9,10 @@
 //! ring_id=%u`).
 //!
 //! Layout decisions (unpublished; docs/firmware.md): queue 14 of the core's
-//! first engine; 32-entry rings at Q7 DRAM + 0x1000 (M2S), + 0x1200 (S2M),
-//! + 0x1400 (S2M completions); IRAM line `(fetch / block_size + k) mod
+//! first engine; 32-entry rings at Q7 DRAM + 0x11000 (M2S), + 0x11200
+//! (S2M), + 0x11400 (S2M completions) — above the 64 KiB dataram window
+//! that `neuron_memcpy` copies into, next to the inline path's scratch;
+//! IRAM line `(fetch / block_size + k) mod
 //! (IRAM bytes / block_size)` receives block k of a fill.
 
 /// The queue index the iDMA uses on the core's first engine.
@@ -18,11 +20,11 @@ pub const IDMA_QUEUE: u8 = 14;
 /// Entries per ring.
 pub const RING_DESCS: u32 = 32;
 /// Ring offsets in the Q7 DRAM.
-pub const M2S_RING: u64 = 0x1000;
+pub const M2S_RING: u64 = 0x1_1000;
 /// S2M ring offset.
-pub const S2M_RING: u64 = 0x1200;
+pub const S2M_RING: u64 = 0x1_1200;
 /// S2M completion ring offset.
-pub const COMP_RING: u64 = 0x1400;
+pub const COMP_RING: u64 = 0x1_1400;
 /// Smallest cache line.
 pub const MIN_BLOCK: u32 = 64;
 /// Largest cache line (one descriptor).
@@ -48,6 +50,21 @@ pub fn line_offset(fetch: u64, k: u64, block_size: u32, iram_bytes: u64) -> u64 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rings_are_out_of_reach_of_user_copies() {
+        // neuron_memcpy reaches Q7 DRAM offsets [0, 0x10000); the inline
+        // scratch is [0x10000, 0x10228).
+        let window = crate::inline::dram_offset(crate::inline::DATARAM_LOCAL.end);
+        let scratch = crate::inline::dram_offset(crate::inline::SCRATCH_LOCAL);
+        let scratch_end = scratch + u64::from(crate::inline::SCRATCH_BYTES);
+        for ring in [M2S_RING, S2M_RING, COMP_RING] {
+            let end = ring + 16 * u64::from(RING_DESCS);
+            assert!(ring >= window, "{ring:#x}");
+            assert!(end <= scratch || ring >= scratch_end, "{ring:#x}");
+            assert!(end <= 256 << 10);
+        }
+    }
 
     #[test]
     fn lines_wrap_around_the_iram() {

@@ -16,7 +16,11 @@
 //! * `neuron_set_memcpy_method` guards with `>= 4`, so it accepts 3 =
 //!   MAX_METHODS, a latent out-of-bounds read of `table[3]` (§5.3).
 
+use std::mem::{offset_of, size_of};
+
 use dma_abi::LenCtrl;
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// Methods in the table (`MAX_METHODS`, seed 004 §5.3).
 pub const MAX_METHODS: u8 = 3;
@@ -38,8 +42,19 @@ pub const RING_FILL: u8 = 0xB8;
 /// seed 004 §6.2).
 pub const DATARAM_LOCAL: std::ops::Range<u32> = 0x8_0000..0x9_0000;
 /// `data_scratch_map` (unpublished): the model puts the inline path's
-/// scratch at the top 4 KiB of the window.
-pub const SCRATCH_LOCAL: u32 = 0x8_F000;
+/// scratch — ring-config words, the three rings, `_dma_ctx_t` — at local
+/// 0x90000, the Q7 DRAM just above the window, where no `neuron_memcpy`
+/// can reach it (a legal 64 KiB copy at 0x80000 covers the whole window;
+/// docs/firmware.md "The custom-op inline path").
+pub const SCRATCH_LOCAL: u32 = 0x9_0000;
+/// Bytes of the scratch the path uses (the context ends at +0x228).
+pub const SCRATCH_BYTES: u32 = 0x228;
+
+/// Offset of local address `local` in the core's Q7 DRAM (`q7_dram0`):
+/// local 0x80000 is its byte 0 (docs/firmware.md, `dram_addr_to_soc_addr`).
+pub const fn dram_offset(local: u32) -> u64 {
+    (local - DATARAM_LOCAL.start) as u64
+}
 /// Ring-config words: {0x0C000000, 3} at +0x100/+0x110/+0x120/+0x130.
 pub const RING_CFG_OFFSETS: [u32; 4] = [0x100, 0x110, 0x120, 0x130];
 /// TX ring: the seed's +0x108 moved to the next 64-byte boundary (DESIGN §8
@@ -49,8 +64,89 @@ pub const TX_RING: u32 = 0x140;
 pub const COMP_RING: u32 = 0x180;
 /// RX ring (the seed's +0x180).
 pub const RX_RING: u32 = 0x1C0;
-/// `_dma_ctx_t`, 40 bytes (seed 004 §5.2).
+/// `_dma_ctx_t`, 40 bytes ([`DmaCtx`]).
 pub const CTX: u32 = 0x200;
+
+/// The firmware's `_dma_ctx_t` as it sits in its scratch at +0x200
+/// (docs/firmware.md "The custom-op inline path"): the two doorbell
+/// addresses, the three ring pointers (32-bit local addresses), the tail
+/// index (wraps at 4) and the ring id / generation tag. The firmware
+/// keeps it live: written at `init_dma_queue` and after every chunk.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+)]
+#[repr(C)]
+pub struct DmaCtx {
+    /// `m2s_inc_reg`: SoC address of the M2S queue's TDRTP_INC.
+    pub m2s_inc_reg: U64,
+    /// `s2m_inc_reg`: SoC address of the S2M queue's RDRTP_INC.
+    pub s2m_inc_reg: U64,
+    /// `tx_desc`: the TX ring (local address).
+    pub tx_desc: U32,
+    /// `rx_desc`: the RX ring (local address).
+    pub rx_desc: U32,
+    /// `comp_desc`: the completion ring (local address).
+    pub comp_desc: U32,
+    /// `dma_ring_tail_idx`: the next slot, 0..4.
+    pub dma_ring_tail_idx: U32,
+    /// `dma_ring_id`: the generation tag written into word0 bits 25:24.
+    pub dma_ring_id: U32,
+    /// Padding to the 40-byte size (8-byte alignment of the pointers).
+    pub reserved: [u8; 4],
+}
+
+const _: () = assert!(size_of::<DmaCtx>() == 40);
+const _: () = assert!(offset_of!(DmaCtx, m2s_inc_reg) == 0x00);
+const _: () = assert!(offset_of!(DmaCtx, s2m_inc_reg) == 0x08);
+const _: () = assert!(offset_of!(DmaCtx, tx_desc) == 0x10);
+const _: () = assert!(offset_of!(DmaCtx, rx_desc) == 0x14);
+const _: () = assert!(offset_of!(DmaCtx, comp_desc) == 0x18);
+const _: () = assert!(offset_of!(DmaCtx, dma_ring_tail_idx) == 0x1c);
+const _: () = assert!(offset_of!(DmaCtx, dma_ring_id) == 0x20);
+
+impl DmaCtx {
+    /// The context `init_dma_queue` writes: the doorbells, the rings of the
+    /// scratch at local `scratch`, tail 0, ring id 1.
+    pub fn init(m2s_inc_reg: u64, s2m_inc_reg: u64, scratch: u32) -> Self {
+        Self {
+            m2s_inc_reg: U64::new(m2s_inc_reg),
+            s2m_inc_reg: U64::new(s2m_inc_reg),
+            tx_desc: U32::new(scratch + TX_RING),
+            rx_desc: U32::new(scratch + RX_RING),
+            comp_desc: U32::new(scratch + COMP_RING),
+            dma_ring_tail_idx: U32::new(0),
+            dma_ring_id: U32::new(1),
+            reserved: [0; 4],
+        }
+    }
+
+    /// The slot the next chunk goes to.
+    pub fn tail(&self) -> u32 {
+        self.dma_ring_tail_idx.get()
+    }
+
+    /// The generation tag of the next chunk.
+    pub fn ring_id(&self) -> u8 {
+        (self.dma_ring_id.get() & 3) as u8
+    }
+
+    /// After a chunk: the tail advances; at the ring depth it returns to 0
+    /// and the tag flips (`ring_id ^= 1`).
+    pub fn advance(&mut self) {
+        let mut tail = self.tail() + 1;
+        let mut id = self.dma_ring_id.get();
+        if tail == RING_DEPTH {
+            tail = 0;
+            id ^= 1;
+        }
+        self.dma_ring_tail_idx = U32::new(tail);
+        self.dma_ring_id = U32::new(id);
+    }
+}
+/// `SUNDA_APB_BASE`: the value `init_dma_queue` asserts MEM_WINDOW0_LO
+/// holds (docs/firmware.md).
+pub const SUNDA_APB_BASE: u32 = 0xF000_0000;
+
 /// The queue index the inline path drives on the core's first engine
 /// (simulator decision; the DGE uses the lowest queue MEMCOPY_DMA_CFG
 /// allows).
@@ -143,6 +239,56 @@ mod tests {
             leaked_flags(updated_word0(0, 64, 1)),
             "no flags, FIRST clear"
         );
+    }
+
+    #[test]
+    fn no_copy_in_the_window_reaches_the_scratch() {
+        // Every structure of the path lies in the scratch, and the scratch
+        // lies past the last byte a neuron_memcpy may touch.
+        let end = SCRATCH_LOCAL + SCRATCH_BYTES;
+        for off in RING_CFG_OFFSETS
+            .into_iter()
+            .chain([TX_RING, COMP_RING, RX_RING, CTX])
+        {
+            assert!(off < SCRATCH_BYTES);
+        }
+        assert!(CTX as usize + size_of::<DmaCtx>() <= SCRATCH_BYTES as usize);
+        assert!(!DATARAM_LOCAL.contains(&SCRATCH_LOCAL));
+        assert!(SCRATCH_LOCAL >= DATARAM_LOCAL.end && end > SCRATCH_LOCAL);
+        // ... and inside the 256 KiB Q7 DRAM, 64-byte aligned.
+        assert!(dram_offset(end) <= 256 << 10);
+        assert_eq!(dram_offset(SCRATCH_LOCAL) % 64, 0);
+    }
+
+    #[test]
+    fn the_context_wraps_with_a_flipped_tag() {
+        let mut c = DmaCtx::init(0x10_0201_0038, 0x10_0203_0038, SCRATCH_LOCAL);
+        let b = c.as_bytes();
+        assert_eq!(&b[0x10..0x14], &(SCRATCH_LOCAL + TX_RING).to_le_bytes());
+        assert_eq!(&b[0x14..0x18], &(SCRATCH_LOCAL + RX_RING).to_le_bytes());
+        assert_eq!(&b[0x18..0x1c], &(SCRATCH_LOCAL + COMP_RING).to_le_bytes());
+        assert_eq!((c.tail(), c.ring_id()), (0, 1));
+        let seen: Vec<(u32, u8)> = (0..9)
+            .map(|_| {
+                c.advance();
+                (c.tail(), c.ring_id())
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (1, 1),
+                (2, 1),
+                (3, 1),
+                (0, 0),
+                (1, 0),
+                (2, 0),
+                (3, 0),
+                (0, 1),
+                (1, 1)
+            ]
+        );
+        assert_eq!(&c.as_bytes()[0x1c..0x24], &[1, 0, 0, 0, 1, 0, 0, 0]);
     }
 
     #[test]

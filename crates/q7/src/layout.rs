@@ -54,6 +54,16 @@ pub struct QueueRegs {
     pub m2s_cfg_len: u64,
     /// SEC_A_INT_ABORT_MSK in the GEN block.
     pub sec_a_abort_mask: u64,
+    /// NQ_BASE_LO[0] in the notification block.
+    pub nq_base_lo: u64,
+    /// NQ_BASE_HI[0] in the notification block.
+    pub nq_base_hi: u64,
+    /// NQ_SIZE[0] in the notification block.
+    pub nq_size: u64,
+    /// Distance between notification queues' registers.
+    pub nq_stride: u64,
+    /// Notification queues per engine.
+    pub nq_count: u32,
 }
 
 /// One engine of the core.
@@ -67,6 +77,8 @@ pub struct EngineLayout {
     pub s2m_unit: u64,
     /// Base of the GEN block (interrupt controllers).
     pub gen_block: u64,
+    /// Base of the notification-queue block, if the engine has one.
+    pub notific: Option<u64>,
     /// Base of M2S queue 0's block.
     pub m2s_q0: u64,
     /// Base of S2M queue 0's block.
@@ -137,6 +149,9 @@ pub struct CoreLayout {
     pub carveout_cfg: u64,
     /// Address of MEMCOPY_DMA_CFG (local reg 40).
     pub dma_cfg: u64,
+    /// Address of the Q7's MEM_WINDOW0_LO (the APB window base that
+    /// `init_dma_queue` asserts, docs/firmware.md).
+    pub mem_window0_lo: u64,
     /// Address of `ADDR_TABLE_LO[0]`; HI is +4.
     pub table0: u64,
     /// Distance between address-table entries.

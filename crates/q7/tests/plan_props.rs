@@ -4,7 +4,7 @@
 //! (seed 004 §2.2), in pieces of at most 64 KiB.
 #![allow(clippy::unwrap_used)]
 
-use dma_abi::inst::{InstKind, InstWord};
+use dma_abi::inst::{ComputeOp, Dtype, InstKind, InstWord};
 use proptest::prelude::*;
 use q7::{DgeConfig, Operands, expand};
 use soc_map::Addr8;
@@ -102,5 +102,72 @@ proptest! {
         want.sort_unstable();
         prop_assert_eq!(got, want);
         prop_assert_eq!(plan.bytes(), total * e);
+    }
+}
+
+proptest! {
+    /// The ring cap counts what the firmware writes (docs/firmware.md
+    /// "Refusals"): a one-engine DIRECT2D of `n` FP32 elements with a
+    /// compute op needs, per packet, 1 M2S descriptor for a plain copy, 2
+    /// for ADD/MAX/MIN (B, then A) and 3 for MULTIPLY (B, the FMA meta
+    /// descriptor, A), and 1 S2M descriptor; plus one semaphore write in
+    /// each direction. The word is refused exactly when that exceeds the
+    /// ring, and a plan never holds more than the ring.
+    #[test]
+    fn a_share_never_exceeds_its_ring(
+        n in 1u16..200,
+        op in prop::sample::select(vec![
+            ComputeOp::None,
+            ComputeOp::Add,
+            ComputeOp::Multiply,
+            ComputeOp::Max,
+            ComputeOp::Min,
+        ]),
+        contiguous in any::<bool>(),
+        ring in 2u16..160,
+    ) {
+        let InstWord::Direct2d(mut w) = InstWord::default_of(InstKind::Direct2d) else {
+            unreachable!()
+        };
+        w.src_start_addr = Addr8::Immediate { addr: 1 << 32, shape_reg: false };
+        w.dst_start_addr = Addr8::Immediate { addr: 1 << 36, shape_reg: false };
+        // Source step 2: one packet per element; step 1: one packet.
+        w.src_step_elem = [if contiguous { 1 } else { 2 }, 0];
+        w.dst_step_elem = [1, 0];
+        w.src_num_elem = [n, 1];
+        w.dst_num_elem = [n, 1];
+        w.src_elem_size = 4;
+        w.dst_elem_size = 4;
+        w.in_dtype = Dtype::Fp32;
+        w.out_dtype = Dtype::Fp32;
+        w.compute_op = op;
+        let cfg = DgeConfig {
+            carveout_offset_descs: 0,
+            carveout_size_descs: ring,
+            engine_mask: 1,
+            queue_mask: 1,
+        };
+        let packets = if contiguous { 1 } else { u64::from(n) };
+        let per_packet = match op {
+            ComputeOp::None => 1,
+            ComputeOp::Multiply => 3,
+            _ => 2,
+        };
+        let m2s = packets * per_packet + 1;
+        let s2m = packets + 1;
+        let fits = m2s.max(s2m) <= u64::from(ring);
+        match expand(&InstWord::Direct2d(w), &cfg, &mut NoOps) {
+            Ok(plan) => {
+                prop_assert!(fits, "accepted {m2s} M2S descriptors on a {ring}-descriptor ring");
+                let e = &plan.engines[0];
+                prop_assert_eq!(e.m2s_descs(), m2s);
+                prop_assert_eq!(e.s2m_descs(), s2m);
+            }
+            Err(e) => {
+                prop_assert!(!fits, "refused a share of {m2s} on {ring}: {e}");
+                let msg = e.to_string();
+                prop_assert!(msg.contains(&format!("CARVEOUT_SIZE_DESCS = {ring}")), "{msg}");
+            }
+        }
     }
 }

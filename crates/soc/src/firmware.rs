@@ -45,6 +45,7 @@ pub fn engine_layout(map: &SocMap, id: u16) -> Result<EngineLayout, String> {
         m2s_unit: base(map, &format!("eng{id}.m2s"))?,
         s2m_unit: base(map, &format!("eng{id}.s2m"))?,
         gen_block: base(map, &format!("eng{id}.gen"))?,
+        notific: base(map, &format!("eng{id}.notific")).ok(),
         m2s_q0,
         s2m_q0: base(map, &format!("eng{id}.s2m.q0"))?,
         q_stride: q1 - m2s_q0,
@@ -85,6 +86,16 @@ pub fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
         s2m_change_state: offset(catalog, "udma_s2m", "CHANGE_STATE")?,
         m2s_cfg_len: offset(catalog, "udma_m2s", "CFG_LEN")?,
         sec_a_abort_mask: offset(catalog, "udma_gen", "SEC_A_INT_ABORT_MSK")?,
+        nq_base_lo: element(catalog, "notific", "NQ_BASE_LO", 0)?,
+        nq_base_hi: element(catalog, "notific", "NQ_BASE_HI", 0)?,
+        nq_size: element(catalog, "notific", "NQ_SIZE", 0)?,
+        nq_stride: element(catalog, "notific", "NQ_SIZE", 1)?
+            - element(catalog, "notific", "NQ_SIZE", 0)?,
+        nq_count: catalog
+            .block("notific")
+            .and_then(|m| m.register("NQ_SIZE"))
+            .and_then(|r| r.array())
+            .map_or(0, |a| a.count()),
     })
 }
 
@@ -159,6 +170,7 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         reg_stride: reg1 - reg0,
         carveout_cfg: local + offset(catalog, lr, "MEMCOPY_CARVEOUT_CFG")?,
         dma_cfg: local + offset(catalog, lr, "MEMCOPY_DMA_CFG")?,
+        mem_window0_lo: local + offset(catalog, lr, "MEM_WINDOW0_LO")?,
         table0: local + t0,
         table_stride: t1 - t0,
         sem_read0: sem + sr0,

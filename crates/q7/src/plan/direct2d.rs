@@ -1,0 +1,567 @@
+//! DIRECT2D (docs/instruction-words.md "DIRECT2D, 0xb8"): the 2-D strided
+//! copy, cut into runs contiguous on both sides (docs/firmware.md
+//! "DIRECT2D expansion").
+
+use dma_abi::inst::{Direct2d, InstKind};
+
+use super::operands::{Gate, bounds_line, resolve_addr8, shape_reg_operand};
+use super::spread::Spread;
+use super::transfer::transfer;
+use super::{Operands, Plan, PlanError};
+use crate::layout::DgeConfig;
+
+/// One side of a 2-D pattern.
+#[derive(Clone, Copy)]
+struct Side {
+    base: u64,
+    steps: [i64; 2],
+    nums: [u64; 2],
+    elem: u64,
+}
+
+impl Side {
+    /// Byte address of linear element `i` (x fastest).
+    fn addr(&self, i: u64) -> Option<u64> {
+        let x = i % self.nums[0];
+        let y = i / self.nums[0];
+        let off = (x as i128 * i128::from(self.steps[0]) + y as i128 * i128::from(self.steps[1]))
+            * i128::from(self.elem);
+        u64::try_from(i128::from(self.base) + off).ok()
+    }
+
+    /// Elements from linear element `i` that are contiguous in memory.
+    fn run(&self, i: u64, total: u64) -> u64 {
+        if self.steps[0] != 1 {
+            return 1;
+        }
+        if self.steps[1] == self.nums[0] as i64 || self.nums[1] == 1 {
+            return total - i; // the rows abut
+        }
+        self.nums[0] - i % self.nums[0]
+    }
+}
+
+pub(super) fn expand_direct2d(
+    w: &Direct2d,
+    cfg: &DgeConfig,
+    ops: &dyn Operands,
+) -> Result<Plan, PlanError> {
+    const W: &str = "DIRECT2D";
+    shape_reg_operand(
+        W,
+        "src_start_addr",
+        w.src_start_addr,
+        ("src_num_elem", &w.src_num_elem),
+        Some(("src_step_elem", w.src_step_elem[1])),
+    )?;
+    shape_reg_operand(
+        W,
+        "dst_start_addr",
+        w.dst_start_addr,
+        ("dst_num_elem", &w.dst_num_elem),
+        Some(("dst_step_elem", w.dst_step_elem[1])),
+    )?;
+    let xfer = transfer(
+        W,
+        w.compute_op,
+        (w.in_dtype, w.src_elem_size),
+        (w.out_dtype, w.dst_elem_size),
+    )?;
+    let src_total = u64::from(w.src_num_elem[0]) * u64::from(w.src_num_elem[1]);
+    let dst_total = u64::from(w.dst_num_elem[0]) * u64::from(w.dst_num_elem[1]);
+    if src_total != dst_total {
+        return Err(PlanError::Invalid(format!(
+            "{W}: src_num_elem {:?} ({src_total} elements) and dst_num_elem {:?} ({dst_total}) differ",
+            w.src_num_elem, w.dst_num_elem
+        )));
+    }
+    let src_addr = resolve_addr8(W, "src_start_addr", w.src_start_addr, ops)?;
+    let dst_addr = resolve_addr8(W, "dst_start_addr", w.dst_start_addr, ops)?;
+    let src = Side {
+        base: src_addr.addr,
+        steps: w.src_step_elem.map(i64::from),
+        nums: w.src_num_elem.map(u64::from),
+        elem: xfer.src_elem,
+    };
+    let dst = Side {
+        base: dst_addr.addr,
+        steps: w.dst_step_elem.map(i64::from),
+        nums: w.dst_num_elem.map(u64::from),
+        elem: xfer.dst_elem,
+    };
+    let mut spread = Spread::new(W, cfg, w.sem_increment);
+    let gates = [
+        Gate::of(w.src_bound_reg, w.src_start_addr),
+        Gate::of(w.dst_bound_reg, w.dst_start_addr),
+    ];
+    let max_elems = xfer.max_elems();
+    let mut i = 0u64;
+    while i < src_total {
+        let n = src
+            .run(i, src_total)
+            .min(dst.run(i, src_total))
+            .min(max_elems);
+        let overflow = |side: &str| {
+            PlanError::Invalid(format!(
+                "{W}: the {side} address of element {i} is outside the 64-bit address space"
+            ))
+        };
+        let pair = xfer.pair(
+            src.addr(i).ok_or_else(|| overflow("source"))?,
+            dst.addr(i).ok_or_else(|| overflow("destination"))?,
+            n,
+        );
+        let first = i;
+        i += n;
+        if let Some(e) = spread.push(ops, pair, gates)?
+            && first.is_multiple_of(src.nums[0])
+        {
+            spread.rows[e] += (n / src.nums[0]).max(1) as u32;
+        }
+    }
+    let (engines, out_of_bounds) = spread.finish(
+        ops,
+        [&src_addr, &dst_addr],
+        &[],
+        &[("src_bound_reg", gates[0]), ("dst_bound_reg", gates[1])],
+        (src.base, w.src_elem_size, w.semaphore),
+        |rows| {
+            [
+                ("src", [src.nums[0] as u32, rows], src.steps),
+                ("dst", [dst.nums[0] as u32, rows], dst.steps),
+            ]
+        },
+    );
+    let log = bounds_line(ops, gates, [src.base, dst.base])
+        .into_iter()
+        .collect();
+    Ok(Plan {
+        kind: InstKind::Direct2d,
+        engines,
+        out_of_bounds,
+        index_faults: Vec::new(),
+        duplicate_dst: Vec::new(),
+        log,
+        ring_now: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::layout::DgeConfig;
+    use crate::plan::test_support::*;
+    use crate::plan::{MicroOp, PlanError, expand};
+    use dma_abi::inst::{BoundCheckReg, ComputeOp, Dtype, InstWord};
+    use soc_map::{Addr8, TableOffset};
+    #[test]
+    fn tile_rows_go_to_the_engine_of_their_partition() {
+        // [128, 4096] bf16 HBM -> SBUF: one 8 KiB pair per partition.
+        let w = word(
+            0x1000_0000,
+            [1, 4096],
+            [4096, 128],
+            SBUF,
+            [1, 131072],
+            [4096, 128],
+            2,
+        );
+        let p = expand(&w, &cfg(0xffff), &mut ops()).unwrap();
+        assert_eq!(p.engines.len(), 16);
+        for ep in &p.engines {
+            assert_eq!(ep.pairs.len(), 8);
+            for (k, pair) in ep.pairs.iter().enumerate() {
+                let part = u64::from(ep.slot) * 8 + k as u64;
+                assert_eq!(pair.dst, SBUF + part * STRIDE);
+                assert_eq!(pair.src, 0x1000_0000 + part * 8192);
+                assert_eq!(pair.len_bytes, 8192);
+            }
+        }
+        assert_eq!(p.descriptors(), 2 * (128 + 16));
+        assert_eq!(p.bytes(), 1 << 20);
+    }
+
+    #[test]
+    fn masked_engines_fold_the_partition_groups() {
+        // Partitions 0..15 with engines 0 and 2 allowed: group 0 -> slot 0,
+        // group 1 -> slot 2.
+        let w = word(
+            0x1000_0000,
+            [1, 64],
+            [64, 16],
+            SBUF,
+            [1, 65536],
+            [64, 16],
+            4,
+        );
+        let p = expand(&w, &cfg(0b101), &mut ops()).unwrap();
+        let slots: Vec<(u8, usize)> = p.engines.iter().map(|e| (e.slot, e.pairs.len())).collect();
+        assert_eq!(slots, vec![(0, 8), (2, 8)]);
+    }
+
+    #[test]
+    fn contiguous_rows_merge_and_split_at_64_kib() {
+        // 4 rows of 40000 fp32 back to back on both sides: one 640000-byte
+        // stream, cut at 64 KiB.
+        let w = word(
+            0x1000_0000,
+            [1, 40000],
+            [40000, 4],
+            0x2000_0000,
+            [1, 40000],
+            [40000, 4],
+            4,
+        );
+        let p = expand(&w, &cfg(1), &mut ops()).unwrap();
+        let lens: Vec<u32> = p.engines[0].pairs.iter().map(|x| x.len_bytes).collect();
+        assert_eq!(lens.len(), 10);
+        assert!(lens[..9].iter().all(|&l| l == 65536));
+        assert_eq!(lens[9], 640_000 - 9 * 65536);
+        assert_eq!(p.engines[0].pairs[1].src, 0x1000_0000 + 65536);
+    }
+
+    #[test]
+    fn a_negative_step_reverses_element_by_element() {
+        let w = word(
+            0x1000_0000 + 12,
+            [-1, 0],
+            [4, 1],
+            0x2000_0000,
+            [1, 4],
+            [4, 1],
+            4,
+        );
+        let p = expand(&w, &cfg(1), &mut ops()).unwrap();
+        let pairs: Vec<(u64, u64)> = p.engines[0].pairs.iter().map(|x| (x.src, x.dst)).collect();
+        assert_eq!(
+            pairs,
+            vec![
+                (0x1000_000c, 0x2000_0000),
+                (0x1000_0008, 0x2000_0004),
+                (0x1000_0004, 0x2000_0008),
+                (0x1000_0000, 0x2000_000c)
+            ]
+        );
+    }
+
+    #[test]
+    fn register_and_table_operands_resolve() {
+        let InstWord::Direct2d(mut w) = word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 1) else {
+            unreachable!()
+        };
+        w.src_start_addr = Addr8::Register {
+            reg: 10,
+            shape_reg: false,
+        };
+        w.dst_start_addr = Addr8::Table {
+            entry: 3,
+            offset: TableOffset::Immediate {
+                value: 0x40,
+                wide: false,
+            },
+            shape_reg: false,
+        };
+        let mut o = Ops {
+            regs: vec![(10, 0x2345_6000), (11, 0x1)],
+            table: vec![(3, SBUF + STRIDE)],
+            mem: Vec::new(),
+            xbar: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(0xffff), &mut o).unwrap();
+        let e = p.engines.iter().find(|e| !e.pairs.is_empty()).unwrap();
+        assert_eq!(e.slot, 0); // partition 1 -> engine 0
+        assert_eq!(e.pairs[0].src, 0x1_2345_6000);
+        assert_eq!(e.pairs[0].dst, SBUF + STRIDE + 0x40);
+        assert!(e.micro_ops.iter().any(|m| matches!(
+            m,
+            MicroOp::RegWrite {
+                reg: 10,
+                value: 0x1_2345_6000,
+                ..
+            }
+        )));
+        let text: Vec<String> = e.micro_ops.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter()
+                .any(|t| t
+                    == "push GENERATE to DMA[0]: RD : addr=0x123456000, elem_size=1, sem_num=3")
+        );
+        assert!(
+            text.iter()
+                .any(|t| t == "push DIMPUSH to DMA[0]: [16,1][1,16] (src)")
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_field() {
+        let base = word(
+            0x1000_0000,
+            [1, 16],
+            [16, 1],
+            0x2000_0000,
+            [1, 8],
+            [8, 1],
+            4,
+        );
+        let e = expand(&base, &cfg(1), &mut ops()).unwrap_err();
+        assert!(e.to_string().contains("dst_num_elem [8, 1] (8)"), "{e}");
+
+        let InstWord::Direct2d(mut w) = word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) else {
+            unreachable!()
+        };
+        // CCE element sizes must be the dtype sizes (bf16 is 2 bytes).
+        w.in_dtype = Dtype::Bfloat16;
+        w.out_dtype = Dtype::Fp32;
+        w.src_elem_size = 4;
+        w.dst_elem_size = 4;
+        w.compute_op = ComputeOp::Multiply;
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+        assert!(e.to_string().contains("in_dtype"), "{e}");
+
+        w = match word(0, [1, 16], [16, 1], 0, [1, 16], [16, 1], 2) {
+            InstWord::Direct2d(w) => w,
+            _ => unreachable!(),
+        };
+        w.src_start_addr = Addr8::Immediate {
+            addr: 0,
+            shape_reg: true,
+        };
+        // With its own counts set the word is invalid (the shape register
+        // supplies them); shape_register_operands_are_checked_then_refused_
+        // with_the_reason covers the valid form.
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("DIRECT2D.src_num_elem = [16, 1]: must be 0 when DIRECT2D.src_start_addr takes its shape from a shape register"),
+            "{e}"
+        );
+
+        // Underflow of a negative step.
+        let w = word(0, [-1, 0], [4, 1], 0x1000, [1, 4], [4, 1], 4);
+        let e = expand(&w, &cfg(1), &mut ops()).unwrap_err();
+        assert!(e.to_string().contains("source address of element 1"), "{e}");
+
+        // More pairs than the ring holds.
+        let w = word(0x1000, [2, 0], [16, 1], 0x10_0000, [1, 16], [16, 1], 4);
+        let small = DgeConfig {
+            carveout_size_descs: 16,
+            ..cfg(1)
+        };
+        let e = expand(&w, &small, &mut ops()).unwrap_err();
+        assert!(e.to_string().contains("CARVEOUT_SIZE_DESCS = 16"), "{e}");
+    }
+
+    #[test]
+    fn bound_checks_drop_runs_src_first() {
+        let InstWord::Direct2d(mut w) =
+            word(0x1000, [1, 64], [64, 4], 0x10_0000, [1, 64], [64, 4], 1)
+        else {
+            unreachable!()
+        };
+        // Rows are contiguous on both sides: one 256-byte run, checked as
+        // a whole.
+        w.src_bound_reg = BoundCheckReg::enabled(5);
+        w.dst_bound_reg = BoundCheckReg::enabled(7);
+        // The limit is the last address allowed: ending on it passes.
+        let mut at_limit = Ops {
+            regs: vec![(5, 0x10ff), (7, 0x10_00ff)],
+            table: Vec::new(),
+            mem: Vec::new(),
+            xbar: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut at_limit).unwrap();
+        assert_eq!(p.data_pairs(), 1);
+        assert!(p.out_of_bounds.is_empty());
+        // One byte short on both sides: the source check reports.
+        let mut o = Ops {
+            regs: vec![(5, 0x10fe), (7, 0x10_00fe)],
+            table: Vec::new(),
+            mem: Vec::new(),
+            xbar: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.data_pairs(), 0);
+        assert_eq!(p.out_of_bounds.len(), 1);
+        assert_eq!(p.out_of_bounds[0].side, "src");
+        assert_eq!(p.out_of_bounds[0].limit, 0x10fe);
+        assert!(p.out_of_bounds[0].notify);
+        // Every engine still writes its semaphore.
+        assert_eq!(p.descriptors(), 2);
+    }
+
+    #[test]
+    fn the_bound_limit_is_32_bits_unless_the_offset_is_wide() {
+        // docs/firmware.md "Bound checks": REG[bc_reg] is the limit;
+        // REG[bc_reg + 1] holds its high 32 bits only when the gated
+        // operand is in wide-offset mode (ADDR8 OFFSET_WIDE).
+        let InstWord::Direct2d(mut w) =
+            word(0x1000, [1, 64], [64, 4], 0x10_0000, [1, 64], [64, 4], 1)
+        else {
+            unreachable!()
+        };
+        w.src_bound_reg = BoundCheckReg::enabled(5);
+        w.dst_bound_reg = BoundCheckReg::enabled(7);
+        // One byte short on both sides; the neighbouring registers are
+        // something else's (non-zero).
+        let neighbours = vec![(5, 0x10fe), (6, 1), (7, 0x10_00fe), (8, 1)];
+        let mut o = Ops {
+            regs: neighbours.clone(),
+            table: vec![(2, 0x1000), (3, 0x10_0000)],
+            mem: Vec::new(),
+            xbar: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.data_pairs(), 0);
+        assert_eq!(p.out_of_bounds[0].limit, 0x10fe, "REG[6] is not read");
+        let e = &p.engines[0];
+        assert!(e.micro_ops.contains(&MicroOp::RegWrite {
+            engine: 0,
+            operand: "src_bound_reg",
+            reg: 5,
+            value: 0x10fe,
+        }));
+        // Destination alone checked: its limit is 32 bits too.
+        w.src_bound_reg = BoundCheckReg::INERT;
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.out_of_bounds.len(), 1);
+        assert_eq!(
+            (p.out_of_bounds[0].side, p.out_of_bounds[0].limit),
+            ("dst", 0x10_00fe)
+        );
+        // Wide-offset table operands on both sides: the pair is the limit,
+        // 0x1_0000_10fe and 0x1_0010_00fe, and the run passes.
+        w.src_bound_reg = BoundCheckReg::enabled(5);
+        let wide = |entry| Addr8::Table {
+            entry,
+            offset: TableOffset::Immediate {
+                value: 0,
+                wide: true,
+            },
+            shape_reg: false,
+        };
+        w.src_start_addr = wide(2);
+        w.dst_start_addr = wide(3);
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.data_pairs(), 1);
+        assert!(p.out_of_bounds.is_empty());
+        assert!(p.engines[0].micro_ops.contains(&MicroOp::RegWrite {
+            engine: 0,
+            operand: "dst_bound_reg",
+            reg: 7,
+            value: 0x1_0010_00fe,
+        }));
+        // A narrow table offset on the source: back to 32 bits there.
+        w.src_start_addr = Addr8::Table {
+            entry: 2,
+            offset: TableOffset::Immediate {
+                value: 0,
+                wide: false,
+            },
+            shape_reg: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.out_of_bounds.len(), 1);
+        assert_eq!(p.out_of_bounds[0].side, "src");
+        assert_eq!(p.out_of_bounds[0].limit, 0x10fe);
+    }
+
+    #[test]
+    fn shape_register_operands_are_checked_then_refused_with_the_reason() {
+        // docs/firmware.md "Not modelled": markers 0x40/0xC0/0x60/0x68 take
+        // the shape from a DGE shape register. The word's own counts and
+        // row step must then be 0 (the validity rule); a valid word is
+        // refused because no source says which shape register it selects
+        // or how one is loaded.
+        let shaped = [
+            Addr8::Immediate {
+                addr: 0x1000,
+                shape_reg: true,
+            },
+            Addr8::Register {
+                reg: 4,
+                shape_reg: true,
+            },
+            Addr8::Table {
+                entry: 1,
+                offset: TableOffset::Immediate {
+                    value: 0,
+                    wide: false,
+                },
+                shape_reg: true,
+            },
+            Addr8::Table {
+                entry: 1,
+                offset: TableOffset::Register {
+                    reg: 3,
+                    wide: false,
+                },
+                shape_reg: true,
+            },
+        ];
+        for (a, marker) in shaped.into_iter().zip(["0x40", "0xc0", "0x60", "0x68"]) {
+            let InstWord::Direct2d(mut w) = word(0, [1, 0], [0, 0], 0x9000, [1, 16], [16, 1], 4)
+            else {
+                unreachable!()
+            };
+            w.src_start_addr = a;
+            let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+            assert!(matches!(e, PlanError::Unsupported(_)), "{marker}: {e}");
+            let m = e.to_string();
+            assert!(
+                m.contains(&format!("DIRECT2D.src_start_addr: ADDR8 marker {marker}"))
+                    && m.contains("shape register"),
+                "{m}"
+            );
+            // The counts the register would supply must be 0.
+            w.src_num_elem = [16, 1];
+            let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+            assert!(matches!(e, PlanError::Invalid(_)), "{e}");
+            assert!(
+                e.to_string().contains("DIRECT2D.src_num_elem = [16, 1]"),
+                "{e}"
+            );
+            w.src_num_elem = [0, 0];
+            w.src_step_elem = [1, 16];
+            let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+            assert!(
+                e.to_string().contains("DIRECT2D.src_step_elem[1] = 16"),
+                "{e}"
+            );
+        }
+        // The destination side likewise.
+        let InstWord::Direct2d(mut w) = word(0x1000, [1, 16], [16, 1], 0, [1, 0], [0, 0], 4) else {
+            unreachable!()
+        };
+        w.dst_start_addr = Addr8::Immediate {
+            addr: 0x9000,
+            shape_reg: true,
+        };
+        let e = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("DIRECT2D.dst_start_addr: ADDR8 marker 0x40"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_bounds_line_reads_like_the_firmware_trace() {
+        // `bounds:(%1d 0x%llx<=0x%llx, %1d 0x%llx<=0x%llx)`: src then dst,
+        // {enabled, effective address <= limit}, for a word with a gate.
+        let InstWord::Direct2d(mut w) =
+            word(0x1000, [1, 64], [64, 4], 0x10_0000, [1, 64], [64, 4], 1)
+        else {
+            unreachable!()
+        };
+        let mut o = Ops {
+            regs: vec![(5, 0x10fe), (6, 1)],
+            table: Vec::new(),
+            mem: Vec::new(),
+            xbar: false,
+        };
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert!(p.log.is_empty(), "no gate, no line: {:?}", p.log);
+        w.src_bound_reg = BoundCheckReg::enabled(5);
+        let p = expand(&InstWord::Direct2d(w), &cfg(1), &mut o).unwrap();
+        assert_eq!(p.log, vec!["bounds:(1 0x1000<=0x10fe, 0 0x100000<=0x0)"]);
+    }
+}

@@ -1,0 +1,275 @@
+//! The engine spread: descriptor pairs and gather packets dealt over the
+//! allowed engines (the splitting rule of the module doc of `plan`),
+//! with the bound checks and the ring cap (docs/firmware.md "Refusals").
+
+use super::operands::{Gate, RegOperand, Resolved, bound_check};
+use super::{DescPair, EnginePlan, GatherPacket, MicroOp, Operands, OutOfBounds, PlanError};
+use crate::layout::{DgeConfig, PARTITIONS_PER_ENGINE};
+
+/// Spreads descriptor pairs over the allowed engines (the splitting rule
+/// in the module doc), applying bound checks and the ring cap.
+pub(super) struct Spread {
+    word: &'static str,
+    sem_increment: u8,
+    engines: Vec<EnginePlan>,
+    /// Rows each engine got (for its DIMPUSH).
+    pub(super) rows: Vec<u32>,
+    /// Descriptors placed per engine so far: [M2S, S2M], semaphore write
+    /// not included.
+    descs: Vec<[u64; 2]>,
+    cap: usize,
+    run_index: usize,
+    out_of_bounds: Vec<OutOfBounds>,
+}
+
+impl Spread {
+    pub(super) fn new(word: &'static str, cfg: &DgeConfig, sem_increment: u8) -> Self {
+        let engines: Vec<EnginePlan> = cfg
+            .engine_slots()
+            .into_iter()
+            .map(EnginePlan::empty)
+            .collect();
+        Self {
+            word,
+            sem_increment,
+            rows: vec![0; engines.len()],
+            descs: vec![[0; 2]; engines.len()],
+            engines,
+            cap: usize::from(cfg.carveout_size_descs),
+            run_index: 0,
+            out_of_bounds: Vec::new(),
+        }
+    }
+
+    /// Engine index (into `engines`) for a run from `s` to `d`.
+    fn engine_for(&mut self, ops: &dyn Operands, s: u64, d: u64) -> usize {
+        let n = self.engines.len().max(1);
+        let e = match ops.partition_of(d).or_else(|| ops.partition_of(s)) {
+            Some(p) => usize::from(p / PARTITIONS_PER_ENGINE) % n,
+            None => self.run_index % n,
+        };
+        self.run_index += 1;
+        e
+    }
+
+    /// Adds one gather packet (several source pieces of `piece` bytes into
+    /// one destination write) on the engine of the destination partition,
+    /// after the bound checks of every piece and of the destination.
+    pub(super) fn push_gather(
+        &mut self,
+        ops: &dyn Operands,
+        pieces: &[u64],
+        dst: u64,
+        piece: u32,
+        gates: [Gate; 2],
+    ) -> Result<(), PlanError> {
+        let first = pieces.first().copied().unwrap_or(0);
+        let e = self.engine_for(ops, first, dst);
+        let total = piece * pieces.len() as u32;
+        let oob = pieces
+            .iter()
+            .find_map(|&s| bound_check("src", gates[0], s, piece, ops))
+            .or_else(|| bound_check("dst", gates[1], dst, total, ops));
+        if let Some(oob) = oob {
+            self.out_of_bounds.push(oob);
+            return Ok(());
+        }
+        self.place_gather(
+            e,
+            GatherPacket {
+                tx: pieces.iter().map(|&s| (s, piece)).collect(),
+                dst,
+                dst_len_bytes: total,
+                word1: dma_abi::DEFAULT_COPY_WORD1,
+            },
+        )
+    }
+
+    /// Adds a gather packet on engine `e` (its bound checks done), within
+    /// the ring cap.
+    fn place_gather(&mut self, e: usize, packet: GatherPacket) -> Result<(), PlanError> {
+        self.check_room(e, packet.tx.len() as u64)?;
+        let ep = &mut self.engines[e];
+        ep.bytes += u64::from(packet.dst_len_bytes);
+        ep.gathers.push(packet);
+        self.rows[e] += 1;
+        Ok(())
+    }
+
+    /// The ring cap (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS): engine `e`
+    /// takes one more packet of `m2s` M2S descriptors and one S2M
+    /// descriptor, and still has room for its semaphore write, in each
+    /// direction. Counts what the firmware will write (a CCE packet has 2
+    /// or 3 M2S descriptors), so a share that fits is never more than its
+    /// ring holds (docs/firmware.md "Refusals"). Records the packet.
+    fn check_room(&mut self, e: usize, m2s: u64) -> Result<(), PlanError> {
+        let cap = self.cap as u64;
+        let have = self.descs[e];
+        // +1: the semaphore write every engine ends with.
+        let need = [have[0] + m2s + 1, have[1] + 1 + 1];
+        for (dir, n) in ["M2S", "S2M"].into_iter().zip(need) {
+            if n > cap {
+                return Err(PlanError::Invalid(format!(
+                    "{}: engine slot {} needs {n} {dir} descriptors for its share so far \
+                     (data packets and the semaphore write), more than its ring holds \
+                     (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}); refused rather than \
+                     overrun the ring",
+                    self.word, self.engines[e].slot
+                )));
+            }
+        }
+        self.descs[e] = [have[0] + m2s, have[1] + 1];
+        Ok(())
+    }
+
+    /// Adds one cross-bar tile, on the next engine in round robin: `rows`
+    /// source rows of `row_bytes` each (one M2S descriptor per row, op DRE
+    /// with the element dtype) and one S2M descriptor at the first
+    /// destination column; the axi2sram
+    /// cross-bar lands element (i, c) at `dst + c × partition stride + i ×
+    /// size` (wiki-facts §A.7, §G.4). `last_col` is the last column's
+    /// address, for the bound check. Returns false, adding nothing, when a
+    /// bound check would drop part of the tile: the caller then moves it
+    /// as element pieces, which drop exactly the failing columns.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push_xbar(
+        &mut self,
+        ops: &dyn Operands,
+        rows: &[u64],
+        row_bytes: u32,
+        dst: u64,
+        last_col: u64,
+        col_bytes: u32,
+        word1: u32,
+        gates: [Gate; 2],
+    ) -> Result<bool, PlanError> {
+        let total = row_bytes * rows.len() as u32;
+        // Columns ascend from `dst` to `last_col`: the first and the last
+        // bound every column's bytes.
+        let oob = rows
+            .iter()
+            .any(|&s| bound_check("src", gates[0], s, row_bytes, ops).is_some())
+            || bound_check("dst", gates[1], dst, col_bytes, ops).is_some()
+            || bound_check("dst", gates[1], last_col, col_bytes, ops).is_some();
+        if oob {
+            return Ok(false);
+        }
+        // A tile spans up to 128 partitions, not one engine's 8: tiles are
+        // dealt round robin over the allowed engines, like runs outside
+        // the partitions.
+        let n_engines = self.engines.len().max(1);
+        let e = self.run_index % n_engines;
+        self.run_index += 1;
+        self.place_gather(
+            e,
+            GatherPacket {
+                tx: rows.iter().map(|&s| (s, row_bytes)).collect(),
+                dst,
+                dst_len_bytes: total,
+                word1,
+            },
+        )?;
+        Ok(true)
+    }
+
+    /// Adds one pair without address gates; with `pin`, on the engine
+    /// `pin mod n` instead of by partition.
+    pub(super) fn push_pinned(
+        &mut self,
+        ops: &dyn Operands,
+        pair: DescPair,
+        pin: Option<u64>,
+    ) -> Result<Option<usize>, PlanError> {
+        let Some(p) = pin else {
+            return self.push(ops, pair, [Gate::INERT; 2]);
+        };
+        let n = self.engines.len().max(1) as u64;
+        self.place((p % n) as usize, pair).map(Some)
+    }
+
+    pub(super) fn place(&mut self, e: usize, pair: DescPair) -> Result<usize, PlanError> {
+        self.check_room(e, pair.m2s_descs())?;
+        let ep = &mut self.engines[e];
+        ep.pairs.push(pair);
+        ep.bytes += u64::from(pair.dst_len_bytes);
+        Ok(e)
+    }
+
+    /// Adds one pair after the address bound checks (source first); returns
+    /// the engine index it went to, or `None` when a check dropped it.
+    pub(super) fn push(
+        &mut self,
+        ops: &dyn Operands,
+        pair: DescPair,
+        gates: [Gate; 2],
+    ) -> Result<Option<usize>, PlanError> {
+        let e = self.engine_for(ops, pair.src, pair.dst);
+        if let Some(oob) = bound_check("src", gates[0], pair.src, pair.len_bytes, ops)
+            .or_else(|| bound_check("dst", gates[1], pair.dst, pair.dst_len_bytes, ops))
+        {
+            self.out_of_bounds.push(oob);
+            return Ok(None);
+        }
+        self.place(e, pair).map(Some)
+    }
+
+    /// Adds each engine's micro-ops: REGWRITE for every register operand
+    /// and armed gate, GENERATE, and one DIMPUSH per side built by `dims`
+    /// from the rows the engine got.
+    pub(super) fn finish(
+        mut self,
+        ops: &dyn Operands,
+        addrs: [&Resolved; 2],
+        extra_regs: &[RegOperand],
+        gates: &[(&'static str, Gate)],
+        generate: (u64, u16, u8),
+        dims: impl Fn(u32) -> [(&'static str, [u32; 2], [i64; 2]); 2],
+    ) -> (Vec<EnginePlan>, Vec<OutOfBounds>) {
+        let regs: Vec<RegOperand> = addrs
+            .iter()
+            .flat_map(|a| a.regs.iter().copied())
+            .chain(extra_regs.iter().copied())
+            .collect();
+        let regs = &regs;
+        let (base, elem_size, sem_num) = generate;
+        for (ep, rows) in self.engines.iter_mut().zip(std::mem::take(&mut self.rows)) {
+            let engine = u16::from(ep.slot);
+            ep.sem_writes
+                .push((ops.sem_inc_addr(sem_num), self.sem_increment));
+            for (operand, reg, value) in regs {
+                ep.micro_ops.push(MicroOp::RegWrite {
+                    engine,
+                    operand,
+                    reg: *reg,
+                    value: *value,
+                });
+            }
+            for (operand, gate) in gates {
+                if gate.reg.bc_enabled {
+                    ep.micro_ops.push(MicroOp::RegWrite {
+                        engine,
+                        operand,
+                        reg: gate.reg.bc_reg,
+                        value: gate.limit(ops),
+                    });
+                }
+            }
+            ep.micro_ops.push(MicroOp::Generate {
+                engine,
+                what: "RD",
+                addr: ep.pairs.first().map_or(base, |p| p.src),
+                elem_size,
+                sem_num,
+            });
+            for (side, sizes, steps) in dims(rows) {
+                ep.micro_ops.push(MicroOp::DimPush {
+                    engine,
+                    side,
+                    sizes,
+                    steps,
+                });
+            }
+        }
+        (self.engines, self.out_of_bounds)
+    }
+}
