@@ -132,14 +132,15 @@ pub(super) fn transfer(
 
 /// The FMA meta descriptor of MULTIPLY: meta1 (W2) selects a = stored
 /// buffer (0), b = input (1), c = scale (2) in bits 25:24 / 27:26 / 29:28;
-/// meta2 (W3) is the scale 0.0; meta_ctrl is the FMA packer of wiki-facts
+/// meta2 (W3) is the scale −0.0 (`cme::MULTIPLY_FMA_SCALE`: an exact zero
+/// product keeps its sign); meta_ctrl is the FMA packer of wiki-facts
 /// §F.2 (`in_dt << 8 | scale_dt << 12 | accum_dt << 16 | 0x2100000`, FP32
 /// scale and accumulator).
 fn multiply_meta(in_dtype: Dtype) -> (u64, u32) {
     let w2 = (cme::FmaOperand::Stored.bits() << 24)
         | (cme::FmaOperand::Input.bits() << 26)
         | (cme::FmaOperand::Scale.bits() << 28);
-    let w3 = 0.0f32.to_bits();
+    let w3 = cme::MULTIPLY_FMA_SCALE.to_bits();
     let fp32 = u32::from(Dtype::Fp32.code());
     let ctrl = (u32::from(in_dtype.code() & 0xF) << 8) | (fp32 << 12) | (fp32 << 16) | 0x210_0000;
     (u64::from(w2) | (u64::from(w3) << 32), ctrl)
@@ -200,7 +201,7 @@ mod tests {
         assert_eq!(p.sources()[1].addr, p.src);
         assert_eq!(p.meta, None);
         // MULTIPLY: B, then the FMA meta descriptor (a = stored, b = input,
-        // c = scale, scale 0.0: acc × A + 0), then A.
+        // c = scale, scale −0.0: acc × A + (−0)), then A.
         w.compute_op = ComputeOp::Multiply;
         let plan = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
         let p = *plan.engines.iter().flat_map(|e| &e.pairs).next().unwrap();
@@ -214,7 +215,7 @@ mod tests {
             (1 << 26) | (2 << 28),
             "selectors"
         );
-        assert_eq!(src[1].addr >> 32, u64::from(0.0f32.to_bits()), "scale 0.0");
+        assert_eq!(src[1].addr >> 32, u64::from((-0.0f32).to_bits()), "scale -0.0");
         assert_eq!(src[1].word1 & 0x0FF0_0000, 0x0210_0000, "FMA meta_ctrl");
         assert_eq!((src[2].addr, src[2].meta), (p.src, false));
         let a = dma_abi::CmeWord::from_raw(src[2].word1);
