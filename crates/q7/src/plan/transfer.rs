@@ -215,7 +215,11 @@ mod tests {
             (1 << 26) | (2 << 28),
             "selectors"
         );
-        assert_eq!(src[1].addr >> 32, u64::from((-0.0f32).to_bits()), "scale -0.0");
+        assert_eq!(
+            src[1].addr >> 32,
+            u64::from((-0.0f32).to_bits()),
+            "scale -0.0"
+        );
         assert_eq!(src[1].word1 & 0x0FF0_0000, 0x0210_0000, "FMA meta_ctrl");
         assert_eq!((src[2].addr, src[2].meta), (p.src, false));
         let a = dma_abi::CmeWord::from_raw(src[2].word1);

@@ -1,0 +1,307 @@
+//! Completion polling (docs/firmware.md §Stalls): the rings
+//! the firmware owns, the words in flight, completion heads read back into
+//! positions, and the EVENTS updates applied when a word is done.
+
+use super::*;
+
+/// One queue pair the firmware owns.
+#[derive(Clone, Debug)]
+pub(super) struct Rings {
+    pub(super) queue: u8,
+    pub(super) len: u32,
+    pub(super) addrs: RingAddrs,
+    /// Absolute producer positions (descriptors ever posted + the seed).
+    pub(super) m2s_pos: u64,
+    pub(super) s2m_pos: u64,
+}
+
+impl Rings {
+    pub(super) fn slot(&self, pos: u64) -> (u32, u8) {
+        let len = u64::from(self.len);
+        let idx = (pos % len) as u32;
+        let id = ((u64::from(INITIAL_RING_ID) + pos / len) & 3) as u8;
+        (idx, id)
+    }
+
+    /// Completed position from a completion-head register value.
+    pub(super) fn done(&self, pos: u64, crhp: u32) -> u64 {
+        let len = u64::from(self.len);
+        let span = 4 * len;
+        let off = u64::from(crhp & 0xFF_FFFF) % len;
+        let id = u64::from(crhp >> 30);
+        let c_mod = ((id + 3) & 3) * len + off;
+        let p_mod = pos % span;
+        pos - (p_mod + span - c_mod) % span
+    }
+}
+
+/// An issued instruction still moving data.
+#[derive(Clone, Debug)]
+pub(super) struct Inflight {
+    pub(super) tag: InstTag,
+    /// The word's kind name (for stall reports).
+    pub(super) kind: &'static str,
+    /// (engine slot, M2S target, S2M target) absolute positions.
+    pub(super) targets: Vec<(u8, u64, u64)>,
+    pub(super) update: Option<(UpdateMode, u8, u32)>,
+    pub(super) read_done: bool,
+}
+
+impl Q7Core {
+    /// Whether the firmware's next run only re-reads state that the DMA
+    /// engines change: completion heads of in-flight words, ring space, the
+    /// inline path's completion tag, an iDMA fill's completion head. Such a
+    /// run finds what the previous one found unless the device changed in
+    /// between; the device uses this to see a stall (docs/firmware.md
+    /// §Stalls).
+    pub fn polling_only(&self) -> bool {
+        match &self.stage {
+            Stage::Idle => !self.inflight.is_empty() || self.blocked_on_space,
+            Stage::Inline(x) => x.wait.is_some(),
+            Stage::Icache { .. } => true,
+            Stage::Generating { .. } | Stage::CoreCopy { .. } => false,
+        }
+    }
+
+    /// What the firmware is polling for, one entry per engine queue it
+    /// waits on (a stall report: docs/firmware.md §Stalls). `bus` is read
+    /// for the completion heads; pass one without side effects.
+    pub fn waits(&self, bus: &mut dyn FwBus) -> Vec<FwWait> {
+        let mut out = Vec::new();
+        for f in &self.inflight {
+            for &(slot, m_target, s_target) in &f.targets {
+                let (Some(e), Some(Some(r))) = (
+                    self.layout.engines.get(usize::from(slot)),
+                    self.rings.get(usize::from(slot)),
+                ) else {
+                    continue;
+                };
+                let Some((m_done, s_done)) = self.completed(bus, slot) else {
+                    continue;
+                };
+                if m_done >= m_target && s_done >= s_target {
+                    continue;
+                }
+                out.push(FwWait {
+                    inst: f.tag.clone(),
+                    kind: f.kind.to_string(),
+                    engine: e.id,
+                    queue: r.queue,
+                    waiting_for: format!(
+                        "completions: M2S at {m_done} of {m_target}, S2M at {s_done} of {s_target} \
+                         (ring positions)"
+                    ),
+                });
+            }
+        }
+        if self.blocked_on_space
+            && let Some(q) = self.queue.front()
+            && let Some((slot, need_m2s, need_s2m)) = self.space_wait
+            && let (Some(e), Some(Some(r))) = (
+                self.layout.engines.get(usize::from(slot)),
+                self.rings.get(usize::from(slot)),
+            )
+        {
+            let (m_done, s_done) = self.completed(bus, slot).unwrap_or((0, 0));
+            let len = u64::from(r.len);
+            let free = |pos: u64, done: u64| len.saturating_sub(pos.saturating_sub(done));
+            let unrung = self
+                .unrung
+                .iter()
+                .filter(|(s, ..)| *s == slot)
+                .map(|(_, m, s)| format!(" ({m} M2S and {s} S2M written by RDMA_DESC_GEN wait for an RDMA_DESC_START)"))
+                .next()
+                .unwrap_or_default();
+            out.push(FwWait {
+                inst: q.tag.clone(),
+                kind: q.work.name().to_string(),
+                engine: e.id,
+                queue: r.queue,
+                waiting_for: format!(
+                    "ring room: needs {need_m2s} M2S and {need_s2m} S2M slots of {len}, \
+                     {} and {} free{unrung}",
+                    free(r.m2s_pos, m_done),
+                    free(r.s2m_pos, s_done)
+                ),
+            });
+        }
+        match &self.stage {
+            Stage::Inline(x) => {
+                if let Some((slot, tag)) = x.wait {
+                    out.push(FwWait {
+                        inst: x.tag.clone(),
+                        kind: "neuron_memcpy".into(),
+                        engine: self.layout.engines.first().map_or(0, |e| e.id),
+                        queue: crate::inline::INLINE_QUEUE,
+                        waiting_for: format!(
+                            "the inline completion ring slot {slot} to carry tag {tag}"
+                        ),
+                    });
+                }
+            }
+            Stage::Icache { tag, target, .. } => out.push(FwWait {
+                inst: tag.clone(),
+                kind: "start_fill_siram".into(),
+                engine: self.layout.engines.first().map_or(0, |e| e.id),
+                queue: self.icache.as_ref().map_or(0, |(_, r)| r.queue),
+                waiting_for: format!("S2M completion up to position {target}"),
+            }),
+            _ => {}
+        }
+        out
+    }
+
+    pub(super) fn completed(&self, bus: &mut dyn FwBus, slot: u8) -> Option<(u64, u64)> {
+        let r = self.rings.get(usize::from(slot))?.as_ref()?;
+        let e = self.layout.engines.get(usize::from(slot))?;
+        let m = bus.read32(e.m2s_q(r.queue) + self.layout.regs.crhp).ok()?;
+        let s = bus.read32(e.s2m_q(r.queue) + self.layout.regs.crhp).ok()?;
+        Some((r.done(r.m2s_pos, m), r.done(r.s2m_pos, s)))
+    }
+
+    pub(super) fn has_room(
+        &self,
+        bus: &mut dyn FwBus,
+        slot: u8,
+        need_m2s: u64,
+        need_s2m: u64,
+    ) -> bool {
+        let Some(r) = self.rings.get(usize::from(slot)).and_then(Option::as_ref) else {
+            return false;
+        };
+        let Some((m_done, s_done)) = self.completed(bus, slot) else {
+            return false;
+        };
+        let len = u64::from(r.len);
+        r.m2s_pos - m_done + need_m2s <= len && r.s2m_pos - s_done + need_s2m <= len
+    }
+
+    /// Applies finished instructions' EVENTS updates, oldest first.
+    pub(super) fn poll_inflight(&mut self, now: Cycle, bus: &mut dyn FwBus) {
+        let mut i = 0;
+        while i < self.inflight.len() {
+            let (reads, writes) = {
+                let f = &self.inflight[i];
+                let mut reads = true;
+                let mut writes = true;
+                for &(slot, m_target, s_target) in &f.targets {
+                    match self.completed(bus, slot) {
+                        Some((m, s)) => {
+                            reads &= m >= m_target;
+                            writes &= s >= s_target;
+                        }
+                        None => {
+                            reads = false;
+                            writes = false;
+                        }
+                    }
+                }
+                (reads, writes)
+            };
+            let f = &mut self.inflight[i];
+            if reads && !f.read_done {
+                f.read_done = true;
+                if let Some((UpdateMode::SemIncRead, idx, _)) = f.update {
+                    let tag = f.tag.clone();
+                    let text = self.apply_update(bus, UpdateMode::SemIncRead, idx, 0);
+                    self.event(now, &tag, FwEventKind::ReadDone { update: text });
+                }
+            }
+            if writes && self.inflight[i].read_done {
+                let Some(f) = self.inflight.remove(i) else {
+                    break;
+                };
+                let update = match f.update {
+                    Some((m, idx, v)) if m != UpdateMode::SemIncRead => {
+                        Some(self.apply_update(bus, m, idx, v))
+                    }
+                    _ => None,
+                };
+                self.event(now, &f.tag, FwEventKind::Done { update });
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// One EVENTS update (wiki-facts §C.3); returns its description.
+    pub(super) fn apply_update(
+        &mut self,
+        bus: &mut dyn FwBus,
+        mode: UpdateMode,
+        idx: u8,
+        value: u32,
+    ) -> String {
+        let name = mode.name().unwrap_or("?");
+        let r = match mode {
+            UpdateMode::SemIncRead | UpdateMode::SemIncComplete => bus
+                .write32(self.layout.sem_inc(idx), 1)
+                .map(|()| format!("sem[{idx}] += 1")),
+            UpdateMode::SemAddImmComplete => bus
+                .write32(self.layout.sem_inc(idx), value)
+                .map(|()| format!("sem[{idx}] += {value}")),
+            UpdateMode::SemWrRegComplete => {
+                let reg = (value & 63) as u8;
+                let v = bus.read32(self.layout.reg(reg)).unwrap_or(0);
+                bus.write32(self.layout.sem_set(idx), v)
+                    .map(|()| format!("sem[{idx}] = REG[{reg}] = {v}"))
+            }
+            UpdateMode::None | UpdateMode::Other(_) => Ok(String::new()),
+        };
+        match r {
+            Ok(t) => format!("{name} {t}"),
+            Err(m) => format!("{name} failed: {m}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(super) fn rings(len: u32) -> Rings {
+        Rings {
+            queue: 0,
+            len,
+            addrs: RingAddrs {
+                m2s_ring: 0,
+                s2m_ring: 0,
+                m2s_comp: 0,
+                s2m_comp: 0,
+            },
+            m2s_pos: 0,
+            s2m_pos: 0,
+        }
+    }
+
+    /// The completion-head register value after `done` descriptors
+    /// (driver-facts §3.6: ring id 1 after reset, +1 mod 4 per wrap).
+    pub(super) fn crhp(len: u32, done: u64) -> u32 {
+        let id = (u64::from(INITIAL_RING_ID) + done / u64::from(len)) & 3;
+        ((id as u32) << 30) | (done % u64::from(len)) as u32
+    }
+
+    #[test]
+    pub(super) fn slot_and_ring_id_follow_the_wraps() {
+        let r = rings(4);
+        assert_eq!(r.slot(0), (0, 1));
+        assert_eq!(r.slot(3), (3, 1));
+        assert_eq!(r.slot(4), (0, 2));
+        assert_eq!(r.slot(12), (0, 0));
+        assert_eq!(r.slot(16), (0, 1));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn completed_position_is_recovered_from_the_head_register(
+            len in 1u32..300,
+            pos in 0u64..100_000,
+            outstanding in 0u64..300,
+        ) {
+            let r = rings(len);
+            let outstanding = outstanding.min(u64::from(len)).min(pos);
+            let done = pos - outstanding;
+            proptest::prop_assert_eq!(r.done(pos, crhp(len, done)), done);
+        }
+    }
+}
