@@ -1,0 +1,162 @@
+//! The Q7 firmware cores of the device: created on first use, booted,
+//! given words and calls, and run in the device's cycle order
+//! (docs/firmware.md; parking: docs/firmware.md §Stalls).
+
+use super::*;
+
+impl Device {
+    /// Queues a 64-byte instruction word on core `tpb`'s firmware; it runs
+    /// from the current cycle on. `source` says where the word came from.
+    pub fn submit_inst(
+        &mut self,
+        tpb: u8,
+        word: InstWord,
+        source: String,
+    ) -> Result<InstTag, DeviceError> {
+        let core = self.core_mut(tpb)?;
+        let tag = core.submit(word, source);
+        self.wake_core_now(tpb);
+        Ok(tag)
+    }
+
+    /// Queues a firmware call (custom-op code: `neuron_memcpy`,
+    /// `neuron_set_memcpy_method`) on core `tpb`, in order with its words.
+    pub fn submit_call(
+        &mut self,
+        tpb: u8,
+        call: q7::FwCall,
+        source: String,
+    ) -> Result<InstTag, DeviceError> {
+        let core = self.core_mut(tpb)?;
+        let tag = core.submit_call(call, source);
+        self.wake_core_now(tpb);
+        Ok(tag)
+    }
+
+    /// Core `tpb`'s firmware, created on first use.
+    pub(super) fn core_mut(&mut self, tpb: u8) -> Result<&mut Q7Core, DeviceError> {
+        let i = usize::from(tpb);
+        if tpb >= crate::firmware::CORES {
+            return Err(DeviceError(format!(
+                "core tpb{tpb} does not exist (the device has tpb0..tpb{})",
+                crate::firmware::CORES - 1
+            )));
+        }
+        if self.cores.len() <= i {
+            self.cores.resize_with(i + 1, || None);
+            self.fw_next.resize(i + 1, None);
+            self.fw_seen.resize(i + 1, u64::MAX);
+            self.parked.resize(i + 1, None);
+        }
+        if self.cores[i].is_none() {
+            let layout = crate::firmware::core_layout(&self.fabric.map, self.fabric.catalog, tpb)
+                .map_err(|m| DeviceError(format!("tpb{tpb} firmware: {m}")))?;
+            self.cores[i] = Some(Q7Core::new(layout));
+        }
+        self.cores[i]
+            .as_mut()
+            .ok_or_else(|| DeviceError(format!("tpb{tpb}: no firmware")))
+    }
+
+    /// Boots every core's Q7 firmware (DGE mailbox defaults); the trace
+    /// executor does this before a trace's first statement, as the runtime
+    /// talks to booted cores only (seed 004 §5.4). Idempotent.
+    pub fn boot_firmware(&mut self) -> Result<(), DeviceError> {
+        for tpb in 0..crate::firmware::CORES {
+            self.core_mut(tpb)?;
+            let i = usize::from(tpb);
+            let Some(mut core) = self.cores.get_mut(i).and_then(Option::take) else {
+                continue;
+            };
+            let prev = self.set_bus_master(Master::Firmware(tpb));
+            let r = {
+                let mut bus = crate::firmware::DeviceFwBus { device: self };
+                core.boot(&mut bus)
+            };
+            self.set_bus_master(prev);
+            self.cores[i] = Some(core);
+            r.map_err(|m| DeviceError(format!("tpb{tpb} firmware boot: {m}")))?;
+        }
+        Ok(())
+    }
+
+    /// The firmware of core `tpb`, if it has run anything.
+    pub fn core(&self, tpb: u8) -> Option<&Q7Core> {
+        self.cores.get(usize::from(tpb)).and_then(Option::as_ref)
+    }
+
+    /// Every core with firmware.
+    pub fn cores(&self) -> impl Iterator<Item = &Q7Core> {
+        self.cores.iter().flatten()
+    }
+
+    /// Schedules the firmware of cores whose semaphores changed.
+    pub(super) fn wake_touched_cores(&mut self) {
+        let touched = std::mem::take(&mut self.fabric.sem_touched);
+        if touched == 0 {
+            return;
+        }
+        for (i, c) in self.cores.iter().enumerate() {
+            if c.is_some() && touched & (1 << i) != 0 {
+                let now = self.now;
+                let slot = &mut self.fw_next[i];
+                *slot = Some(slot.map_or(now, |t| t.min(now)));
+            }
+        }
+    }
+
+    /// The earliest scheduled firmware run: (cycle, core).
+    pub(super) fn next_fw(&self) -> Option<(Cycle, u8)> {
+        self.fw_next
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.map(|t| (t, i as u8)))
+            .min()
+    }
+
+    /// Runs core `tpb`'s firmware at the current cycle.
+    pub(super) fn run_core(&mut self, tpb: u8) {
+        let i = usize::from(tpb);
+        let Some(mut core) = self.cores.get_mut(i).and_then(Option::take) else {
+            if let Some(s) = self.fw_next.get_mut(i) {
+                *s = None;
+            }
+            return;
+        };
+        let now = self.now;
+        self.cur_key = (now.0, 0, u16::from(tpb));
+        let timing = self.timing.clone();
+        let prev = self.set_bus_master(Master::Firmware(tpb));
+        let next = {
+            let mut bus = crate::firmware::DeviceFwBus { device: self };
+            core.step(now, &mut bus, &timing)
+        };
+        self.set_bus_master(prev);
+        for e in core.take_events() {
+            self.fabric.events.push(DeviceEvent::Firmware(e));
+        }
+        let polling = core.polling_only();
+        self.cores[i] = Some(core);
+        self.fw_next[i] = next;
+        if let Some(seen) = self.fw_seen.get_mut(i) {
+            *seen = self.activity;
+        }
+        // A core that only polls waits, parked, for the next change; while
+        // recording, it polls one by one so that the log has every read.
+        if polling
+            && self.fabric.rec.is_none()
+            && let Some(n) = next.filter(|n| *n > now)
+        {
+            self.fw_next[i] = None;
+            self.parked[i] = Some(n);
+            self.n_parked += 1;
+        }
+        // The firmware's own semaphore updates need not wake it again.
+        self.fabric.sem_touched &= !(1 << tpb);
+        if let Some(n) = next
+            && n <= now
+        {
+            self.fw_next[i] = Some(Cycle(now.0 + 1));
+        }
+    }
+}

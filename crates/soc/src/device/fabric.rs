@@ -1,0 +1,364 @@
+//! The fabric: address decode to memories and register blocks, the CSR
+//! access path with its side effects (semaphores, the register-access
+//! log), and the bus the DMA engines move bytes through.
+
+use super::*;
+
+/// Engine register regions of the map: `engN.<block>` and the broadcast
+/// mirrors `engN.bcast.<block>`.
+pub(super) fn engine_blocks(map: &SocMap) -> BTreeMap<RegionId, EngineBlockRef> {
+    let mut out = BTreeMap::new();
+    for (id, r) in map.regions.iter().enumerate() {
+        let Some(rest) = r.name.strip_prefix("eng") else {
+            continue;
+        };
+        let Some((num, path)) = rest.split_once('.') else {
+            continue;
+        };
+        let Ok(engine) = num.parse::<u16>() else {
+            continue;
+        };
+        let (broadcast, path) = match path.strip_prefix("bcast.") {
+            Some(p) => (true, p),
+            None => (false, path),
+        };
+        if let Some(block) = UnitBlock::from_suffix(path) {
+            out.insert(
+                id,
+                EngineBlockRef {
+                    engine,
+                    block,
+                    broadcast,
+                },
+            );
+        }
+    }
+    out
+}
+
+impl Fabric {
+    pub(super) fn block_of(&self, region: RegionId) -> Option<&'static CsrMap> {
+        let catalog = self.catalog;
+        self.map
+            .region(region)
+            .block
+            .as_deref()
+            .and_then(|b| catalog.block(b))
+    }
+
+    pub(super) fn no_register(&self, addr: u64, t: RegTarget) -> BusFault {
+        BusFault::NoRegister {
+            addr,
+            region: self.map.name(t.region).to_string(),
+            offset: t.offset,
+        }
+    }
+
+    pub(super) fn reg_target(&self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
+        let d = self.map.decode(addr);
+        let Some(region) = d.region else {
+            return Ok(None);
+        };
+        let r = self.map.region(region);
+        let has_regs = matches!(r.kind, RegionKind::Csr)
+            || (matches!(r.kind, RegionKind::Container) && r.block.is_some());
+        if !has_regs {
+            return Ok(None);
+        }
+        let Some(block) = self.block_of(region) else {
+            return Ok(None);
+        };
+        let offset = addr - r.base;
+        match block.element_at(offset) {
+            Ok(_) => Ok(Some(RegTarget { region, offset })),
+            Err(CsrAccessError::Misaligned { .. }) => Err(BusFault::Unaligned {
+                addr,
+                region: r.name.clone(),
+            }),
+            Err(CsrAccessError::Hole { .. } | CsrAccessError::OutsideBlock { .. }) => {
+                Err(BusFault::NoRegister {
+                    addr,
+                    region: r.name.clone(),
+                    offset,
+                })
+            }
+        }
+    }
+
+    /// Register-access log: one line for an access by the current master
+    /// (reads: `old` is the value returned, `new` what a read returns now).
+    pub(super) fn log_access(
+        &mut self,
+        write: bool,
+        addr: u64,
+        t: RegTarget,
+        value: u32,
+        old: u32,
+        new: u32,
+    ) {
+        if self.rec.as_deref().is_none_or(|r| r.log.is_none()) {
+            return;
+        }
+        let Some(block) = self.block_of(t.region) else {
+            return;
+        };
+        let Ok(reg) = block.element_at(t.offset) else {
+            return;
+        };
+        let Some(rec) = self.rec.as_deref_mut() else {
+            return;
+        };
+        let line = access_line(&Access {
+            cycle: rec.cycle,
+            master: self.master,
+            write,
+            addr,
+            region: self.map.name(t.region),
+            reg,
+            value,
+            old,
+            new,
+        });
+        if let Some(log) = rec.log.as_mut() {
+            log.push(&line);
+        }
+    }
+
+    pub(super) fn regfile(&mut self, region: RegionId) -> Option<&mut RegFile<'static>> {
+        let block = self.block_of(region)?;
+        Some(
+            self.regs
+                .entry(region)
+                .or_insert_with(|| RegFile::new(block)),
+        )
+    }
+
+    pub(super) fn csr_read(&mut self, addr: u64, t: RegTarget) -> Result<u32, BusFault> {
+        let fault = self.no_register(addr, t);
+        let rf = self.regfile(t.region).ok_or_else(|| fault.clone())?;
+        rf.read(t.offset).map(|o| o.value).map_err(|_| fault)
+    }
+
+    /// A register write to a block without an engine model.
+    pub(super) fn csr_write(
+        &mut self,
+        addr: u64,
+        t: RegTarget,
+        value: u32,
+    ) -> Result<RegWrite, BusFault> {
+        let region_name = self.map.name(t.region).to_string();
+        let fault = self.no_register(addr, t);
+        let rf = self.regfile(t.region).ok_or_else(|| fault.clone())?;
+        let out = rf.write(t.offset, value).map_err(|_| fault)?;
+        let block_name: &'static str = rf.map().block();
+        let reg_name = out.reg.name();
+        let spec_name = out.reg.spec().name().to_string();
+        let index = out.reg.index();
+        let report = RegWrite {
+            region: region_name.clone(),
+            register: reg_name.clone(),
+            old: out.old,
+            new: out.new,
+            ignored: out.ignored,
+            read_only: out.read_only,
+        };
+        if out.read_only || out.ignored != 0 {
+            self.events.push(DeviceEvent::IgnoredWrite {
+                region: region_name.clone(),
+                register: reg_name.clone(),
+                written: Hex32(value),
+                ignored: Hex32(out.ignored),
+                read_only: out.read_only,
+            });
+        }
+        let pulses = out.pulses;
+        let delta = out.delta;
+        if block_name == "evt_sem" {
+            self.semaphore_op(t.region, &spec_name, index, value, delta);
+        } else {
+            if let Some(Delta::Inc(n)) = delta {
+                self.events.push(DeviceEvent::Doorbell {
+                    region: region_name.clone(),
+                    register: reg_name.clone(),
+                    increment: n,
+                });
+            }
+            if pulses != 0 {
+                self.events.push(DeviceEvent::Pulse {
+                    region: region_name,
+                    register: reg_name,
+                    bits: Hex32(pulses),
+                });
+            }
+        }
+        Ok(report)
+    }
+
+    /// EVT_SEM semantics (seed 004 §6, driver-facts §6.4): SET stores, INC
+    /// adds, DEC subtracts (32-bit wrapping), all visible in SEM_READ.
+    pub(super) fn semaphore_op(
+        &mut self,
+        region: RegionId,
+        register: &str,
+        index: Option<u32>,
+        written: u32,
+        delta: Option<Delta>,
+    ) {
+        let Some(index) = index else { return };
+        let Some(rf) = self.regfile(region) else {
+            return;
+        };
+        let Some(read_off) = rf.map().find("SEM_READ", Some(index)) else {
+            return;
+        };
+        let Ok(old) = rf.value(read_off) else { return };
+        let new = match (register, delta) {
+            ("SEM_SET", _) => written,
+            (_, Some(Delta::Inc(n))) => old.wrapping_add(n),
+            (_, Some(Delta::Dec(n))) => old.wrapping_sub(n),
+            _ => return,
+        };
+        if rf.hw_set(read_off, new).is_ok() {
+            if let Some(&core) = self.sem_cores.get(&region) {
+                self.sem_touched |= 1 << core;
+                if let Some(rec) = self.rec.as_deref_mut()
+                    && let Some(w) = rec.waves.as_mut()
+                {
+                    w.semaphore(rec.cycle, core, index, old, new);
+                }
+            }
+            let name = self.map.name(region).to_string();
+            self.events.push(DeviceEvent::Semaphore {
+                region: name,
+                index,
+                old,
+                new,
+            });
+        }
+    }
+}
+
+/// The fabric as a DMA engine sees it (`sim_core::Bus`): memory bytes, and
+/// 4-byte writes into register blocks (semaphore increments; writes to
+/// engine blocks are posted until the writing engine's step ends).
+pub(super) struct DmaBus<'a> {
+    pub(super) fabric: &'a mut Fabric,
+    pub(super) posted: &'a mut Vec<(u64, u32, u16)>,
+    /// The engine stepping (the bus master of register accesses).
+    pub(super) engine: u16,
+    /// Its current cycle.
+    pub(super) now: Cycle,
+}
+
+impl DmaBus<'_> {
+    /// Before a register access while recording: the engine is the master.
+    pub(super) fn enter(&mut self) -> Option<Master> {
+        let rec = self.fabric.rec.as_deref_mut()?;
+        rec.cycle = self.now.0;
+        Some(std::mem::replace(
+            &mut self.fabric.master,
+            Master::Engine(self.engine),
+        ))
+    }
+}
+
+pub(super) fn access_error(e: BusFault, addr: u64) -> AccessError {
+    AccessError {
+        addr,
+        message: e.to_string(),
+    }
+}
+
+impl Bus for DmaBus<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), AccessError> {
+        match self.fabric.memory.read(&self.fabric.map, addr, buf) {
+            Ok(()) => Ok(()),
+            Err(BusFault::NotMemory { .. }) if buf.len() == 4 => {
+                let t = self
+                    .fabric
+                    .reg_target(addr)
+                    .map_err(|e| access_error(e, addr))?
+                    .ok_or_else(|| AccessError {
+                        addr,
+                        message: "not a register".into(),
+                    })?;
+                let prev = self.enter();
+                let v = self.fabric.csr_read(addr, t);
+                if let (Some(prev), Ok(v)) = (prev, &v) {
+                    let after = self
+                        .fabric
+                        .regs
+                        .get(&t.region)
+                        .and_then(|f| f.peek(t.offset).ok())
+                        .unwrap_or(*v);
+                    self.fabric.log_access(false, addr, t, *v, *v, after);
+                    self.fabric.master = prev;
+                }
+                let v = v.map_err(|e| access_error(e, addr))?;
+                buf.copy_from_slice(&v.to_le_bytes());
+                Ok(())
+            }
+            Err(e) => Err(access_error(e, addr)),
+        }
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError> {
+        match self.fabric.memory.write(&self.fabric.map, addr, data) {
+            Ok(()) => Ok(()),
+            Err(BusFault::NotMemory { .. }) if data.len() == 4 => {
+                let value = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+                let t = self
+                    .fabric
+                    .reg_target(addr)
+                    .map_err(|e| access_error(e, addr))?
+                    .ok_or_else(|| AccessError {
+                        addr,
+                        message: "not a register".into(),
+                    })?;
+                if self.fabric.engine_blocks.contains_key(&t.region) {
+                    self.posted.push((addr, value, self.engine));
+                    return Ok(());
+                }
+                let prev = self.enter();
+                let w = self.fabric.csr_write(addr, t, value);
+                if let Some(prev) = prev {
+                    if let Ok(w) = &w {
+                        self.fabric.log_access(true, addr, t, value, w.old, w.new);
+                    }
+                    self.fabric.master = prev;
+                }
+                w.map(|_| ()).map_err(|e| access_error(e, addr))
+            }
+            Err(e) => Err(access_error(e, addr)),
+        }
+    }
+
+    fn copy(&mut self, src: u64, dst: u64, len: u64) -> Result<(), AccessError> {
+        match self.fabric.memory.copy(&self.fabric.map, src, dst, len) {
+            Ok(()) => Ok(()),
+            // A copy into a register aperture (a 4-byte semaphore increment
+            // as the last packet of a transfer): through `write`.
+            Err((BusFault::NotMemory { .. }, at)) if at == dst && len <= 8 => {
+                let mut buf = [0u8; 8];
+                let n = len as usize;
+                self.read(src, &mut buf[..n])?;
+                self.write(dst, &buf[..n])
+            }
+            Err((e, at)) => Err(access_error(e, at)),
+        }
+    }
+
+    fn reserve_bandwidth(&mut self, addr: u64, len: u64, start: Cycle) -> Cycle {
+        self.fabric.hbm.reserve(addr, len, start)
+    }
+
+    fn touch(&mut self, addr: u64, len: u64) {
+        self.fabric.memory.touch(addr, len);
+    }
+
+    fn partition_stride(&self, addr: u64) -> Option<u64> {
+        let map = &self.fabric.map;
+        let id = map.decode(addr).region?;
+        map.region(id).partitions.as_ref().map(|p| p.stride_bytes)
+    }
+}
