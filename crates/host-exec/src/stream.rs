@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ioctl_abi::Errno;
 use ioctl_bus::{UserSink, UserSource};
 use sha2::{Digest, Sha256};
-use soc::exec::TraceFiles;
+use soc::exec::{FileRange, TraceFiles};
 use trace_format::{FillPattern, HostData};
 
 /// Bytes handed to a [`CheckSink`] out of order are held until the stream
@@ -35,12 +35,11 @@ pub enum Stream {
         /// First element.
         seed: u64,
     },
-    /// A file's bytes from `offset`. The file is read once, whole, through
-    /// the trace's file access (which has no ranged read); the copy holds
-    /// no second copy of it.
+    /// A file's bytes from `offset`, read a piece at a time where the
+    /// trace's file access can ([`TraceFiles::open`]).
     File {
-        /// The file's bytes.
-        bytes: Arc<[u8]>,
+        /// The opened file.
+        file: Arc<dyn FileRange>,
         /// First byte used.
         offset: u64,
     },
@@ -60,10 +59,10 @@ impl Stream {
                 seed: *seed,
             },
             HostData::File { path, offset } => {
-                let bytes = files
-                    .read(&path.path)
+                let file = files
+                    .open(&path.path)
                     .map_err(|e| format!("cannot read {}: {e}", path.path))?;
-                let have = bytes.len() as u64;
+                let have = file.len_bytes();
                 if offset.checked_add(len).is_none_or(|end| end > have) {
                     return Err(format!(
                         "{} has {have} bytes; {len} are needed from offset {offset}",
@@ -71,7 +70,7 @@ impl Stream {
                     ));
                 }
                 Self::File {
-                    bytes: bytes.into(),
+                    file,
                     offset: *offset,
                 }
             }
@@ -119,16 +118,9 @@ impl Stream {
                     *b = kind.byte_at(*seed, index.wrapping_add(i as u64));
                 }
             }
-            Self::File { bytes, offset } => {
-                let start = offset
-                    .checked_add(index)
-                    .and_then(|s| usize::try_from(s).ok())
-                    .ok_or(Errno::EFAULT)?;
-                let src = start
-                    .checked_add(buf.len())
-                    .and_then(|end| bytes.get(start..end))
-                    .ok_or(Errno::EFAULT)?;
-                buf.copy_from_slice(src);
+            Self::File { file, offset } => {
+                let start = offset.checked_add(index).ok_or(Errno::EFAULT)?;
+                file.read_at(start, buf).map_err(|_| Errno::EFAULT)?;
             }
         }
         Ok(())

@@ -29,6 +29,26 @@ impl TraceFiles for NoFiles {
     }
 }
 
+/// The directory of the `file` case's input (`FILE_DIR_VAR`), read at
+/// offsets as the CLI reads trace files.
+struct DiskFiles(std::path::PathBuf);
+
+impl TraceFiles for DiskFiles {
+    fn read(&mut self, p: &str) -> std::io::Result<Vec<u8>> {
+        Err(std::io::Error::other(format!("{p} must not be read whole")))
+    }
+    fn write(&mut self, p: &str, _: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other(format!("no file {p}")))
+    }
+    fn open(&mut self, p: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
+        Ok(std::sync::Arc::new(soc::exec::DiskFile::open(
+            &self.0.join(p),
+        )?))
+    }
+}
+
+const FILE_DIR_VAR: &str = "HOST_EXEC_RSS_FILE_DIR";
+
 /// The cases: name, trace, timing-only.
 fn case(name: &str) -> (String, bool) {
     let dev = format!("alloc w size={N:#x}\ncopyin w byte=0xab\ncopyout w byte=0xab\n");
@@ -42,6 +62,12 @@ fn case(name: &str) -> (String, bool) {
             false,
         ),
         "copyout-untouched" => (format!("alloc w size={N:#x}\ncopyout w byte=0\n"), false),
+        // A file source and a file comparison, read a piece at a time
+        // (TraceFiles::open), never whole.
+        "file" => (
+            format!("alloc w size={N:#x}\ncopyin w file=big.bin\ncopyout w file=big.bin\n"),
+            false,
+        ),
         other => panic!("no case {other}"),
     }
 }
@@ -70,19 +96,37 @@ fn rss_child() {
     let (source, timing_only) = case(&name);
     let mut dev = soc::Device::trn2().unwrap();
     dev.set_timing_only(timing_only);
-    let (report, _session) =
-        host_exec::run_source(dev, &source, "rss.trace", &mut NoFiles).unwrap();
+    let (report, _session) = match std::env::var(FILE_DIR_VAR) {
+        Ok(dir) => {
+            host_exec::run_source(dev, &source, "rss.trace", &mut DiskFiles(dir.into())).unwrap()
+        }
+        Err(_) => host_exec::run_source(dev, &source, "rss.trace", &mut NoFiles).unwrap(),
+    };
     assert_eq!(report.exit_code(), 0, "{}", report.to_text());
     println!("RSS-CASE {name} VmHWM {}", vm_hwm_bytes());
 }
 
 /// Runs a case in a child process; its peak resident bytes.
 fn peak_of(name: &str) -> u64 {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["rss_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CASE_VAR, name)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["rss_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CASE_VAR, name);
+    let dir = std::env::temp_dir().join(format!("host-exec-rss-{}", std::process::id()));
+    if name == "file" {
+        use std::io::Write;
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("big.bin")).unwrap());
+        let block: Vec<u8> = (0..MIB).map(|i| (i * 7 % 251) as u8).collect();
+        for _ in 0..N / MIB {
+            f.write_all(&block).unwrap();
+        }
+        f.flush().unwrap();
+        cmd.env(FILE_DIR_VAR, &dir);
+    }
+    let out = cmd.output().unwrap();
+    if name == "file" {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -100,7 +144,13 @@ fn peak_of(name: &str) -> u64 {
 #[test]
 fn host_copies_peak_under_n_plus_64_mib() {
     let bound = N + 64 * MIB;
-    for name in ["device", "device-timing-only", "host", "copyout-untouched"] {
+    for name in [
+        "device",
+        "device-timing-only",
+        "host",
+        "copyout-untouched",
+        "file",
+    ] {
         let peak = peak_of(name);
         eprintln!("{name}: peak {} MiB for N = {} MiB", peak / MIB, N / MIB);
         assert!(

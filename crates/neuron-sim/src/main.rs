@@ -619,6 +619,11 @@ impl TraceFiles for DirFiles {
         }
         std::fs::write(p, data)
     }
+    fn open(&mut self, path: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
+        Ok(std::sync::Arc::new(soc::exec::DiskFile::open(
+            &self.base.join(path),
+        )?))
+    }
 }
 
 /// The options of `neuron-sim run` (one field per flag).

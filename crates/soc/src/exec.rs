@@ -40,6 +40,83 @@ pub trait TraceFiles {
     fn read(&mut self, path: &str) -> io::Result<Vec<u8>>;
     /// Creates or replaces a file.
     fn write(&mut self, path: &str, data: &[u8]) -> io::Result<()>;
+    /// Opens a file for reads at any offset, so that `load` and a host
+    /// copy's `file=` source read only the bytes they move, a piece at a
+    /// time. The default reads the whole file into memory.
+    fn open(&mut self, path: &str) -> io::Result<std::sync::Arc<dyn FileRange>> {
+        Ok(std::sync::Arc::new(InMemoryFile(self.read(path)?)))
+    }
+}
+
+/// A file opened by [`TraceFiles::open`].
+pub trait FileRange: Send + Sync + std::fmt::Debug {
+    /// The file's size in bytes.
+    fn len_bytes(&self) -> u64;
+    /// Fills `buf` with the bytes at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// The file's read error; `UnexpectedEof` past its end.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+}
+
+/// A file held in memory (the default of [`TraceFiles::open`]).
+#[derive(Debug)]
+pub struct InMemoryFile(pub Vec<u8>);
+
+impl FileRange for InMemoryFile {
+    fn len_bytes(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|s| Some((s, s.checked_add(buf.len())?)))
+            .and_then(|(s, e)| self.0.get(s..e))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// A file on disk read at offsets ([`TraceFiles::open`] of the CLI).
+#[derive(Debug)]
+pub struct DiskFile {
+    file: std::sync::Mutex<std::fs::File>,
+    len_bytes: u64,
+}
+
+impl DiskFile {
+    /// Opens `path`.
+    ///
+    /// # Errors
+    ///
+    /// The open or metadata error.
+    pub fn open(path: &std::path::Path) -> io::Result<Self> {
+        let file = std::fs::File::open(path)?;
+        let len_bytes = file.metadata()?.len();
+        Ok(DiskFile {
+            file: std::sync::Mutex::new(file),
+            len_bytes,
+        })
+    }
+}
+
+impl FileRange for DiskFile {
+    fn len_bytes(&self) -> u64 {
+        self.len_bytes
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        use std::io::{Read, Seek};
+        let mut f = self
+            .file
+            .lock()
+            .map_err(|_| io::Error::other("file handle poisoned"))?;
+        f.seek(io::SeekFrom::Start(offset))?;
+        f.read_exact(buf)
+    }
 }
 
 fn located(file: &str, span: Span, message: String) -> ParseError {

@@ -342,47 +342,55 @@ pub(super) fn step(
         StatementKind::Load {
             path, offset, len, ..
         } => {
-            let data = files.read(&path.path).map_err(|e| {
+            let file = files.open(&path.path).map_err(|e| {
                 (
                     Some(path.span),
                     format!("load: cannot read `{}`: {e}", path.path),
                 )
             })?;
+            let size = file.len_bytes();
             let start = offset.unwrap_or(0);
-            let start_idx = usize::try_from(start)
-                .ok()
-                .filter(|&s| s <= data.len())
-                .ok_or_else(|| {
-                    (
+            if start > size {
+                return Err((
+                    Some(path.span),
+                    format!(
+                        "load: offset {start:#x} is past the end of `{}` ({size} bytes)",
+                        path.path
+                    ),
+                ));
+            }
+            let avail = size - start;
+            let take = match len {
+                Some(l) if *l > avail => {
+                    return Err((
                         Some(path.span),
                         format!(
-                            "load: offset {start:#x} is past the end of `{}` ({} bytes)",
-                            path.path,
-                            data.len()
+                            "load: `{}` has {avail} bytes after offset {start:#x}, fewer than len {l:#x}",
+                            path.path
                         ),
-                    )
-                })?;
-            let avail = &data[start_idx..];
-            let take = match len {
-                Some(l) => {
-                    let l_idx = usize::try_from(*l).ok().filter(|&l| l <= avail.len()).ok_or_else(|| {
-                        (
-                            Some(path.span),
-                            format!(
-                                "load: `{}` has {} bytes after offset {start:#x}, fewer than len {l:#x}",
-                                path.path,
-                                avail.len()
-                            ),
-                        )
-                    })?;
-                    &avail[..l_idx]
+                    ));
                 }
+                Some(l) => *l,
                 None => avail,
             };
-            device.write_bytes(addr, take).map_err(fault)?;
+            // Check the whole destination first: a load that cannot land
+            // moves nothing.
+            probe_write(device, addr, take)?;
+            let mut buf = vec![0u8; usize::try_from(take.min(CHUNK_BYTES)).unwrap_or(0)];
+            let mut done = 0u64;
+            while done < take {
+                let n = (take - done).min(CHUNK_BYTES) as usize;
+                file.read_at(start + done, &mut buf[..n]).map_err(|e| {
+                    (
+                        Some(path.span),
+                        format!("load: cannot read `{}`: {e}", path.path),
+                    )
+                })?;
+                device.write_bytes(addr + done, &buf[..n]).map_err(fault)?;
+                done += n as u64;
+            }
             Ok(Outcome::Done(format!(
-                "load {at} {} bytes from {}",
-                take.len(),
+                "load {at} {take} bytes from {}",
                 path.path
             )))
         }
