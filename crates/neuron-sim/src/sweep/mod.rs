@@ -123,8 +123,7 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
             "sweep needs a TRACE (or `sweep merge PART.csv…`)",
         ));
     };
-    let text = std::fs::read_to_string(&trace)
-        .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
+    let text = crate::input::read_text(&trace, "trace")?;
     let template =
         Template::parse(&text).map_err(|e| bad_input(format!("{}: {e}", trace.display())))?;
     let mut params = template.params.clone();
@@ -203,8 +202,7 @@ fn cmd_merge(
 ) -> Result<u8, Failure> {
     let mut texts = Vec::new();
     for p in parts {
-        let t = std::fs::read_to_string(p)
-            .map_err(|e| bad_input(format!("cannot read {}: {e}", p.display())))?;
+        let t = crate::input::read_text(p, "CSV")?;
         texts.push((p.display().to_string(), t));
     }
     let (merged, meta) = merge(&texts).map_err(bad_input)?;
