@@ -154,9 +154,14 @@ pub(super) struct Csv {
 }
 
 impl Csv {
+    /// Errors name the line (1-based, comment lines counted), the column
+    /// and what is wrong with the cell.
     pub(super) fn parse(text: &str) -> Result<Self, String> {
-        let mut lines = text.lines().filter(|l| !l.starts_with('#'));
-        let head = lines.next().ok_or("empty CSV")?;
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.starts_with('#'));
+        let (_, head) = lines.next().ok_or("empty CSV")?;
         let cols: Vec<&str> = head.split(',').collect();
         let n = cols.len();
         if n < 1 + RESULT_COLUMNS.len()
@@ -170,24 +175,51 @@ impl Csv {
             .map(|s| (*s).to_string())
             .collect();
         let mut rows = Vec::new();
-        for (i, line) in lines.enumerate() {
+        for (i, line) in lines {
             let c: Vec<&str> = line.split(',').collect();
-            let bad = || format!("CSV row {}: `{line}`", i + 1);
             if c.len() != n {
-                return Err(bad());
+                return Err(format!(
+                    "line {}: {} columns, the header has {n} ({head})",
+                    i + 1,
+                    c.len()
+                ));
             }
             let p = names.len() + 1;
-            let num = |s: &str| s.parse::<u64>().map_err(|_| bad());
+            let cell = |k: usize, why: &str| {
+                format!("line {}: column `{}` = `{}`: {why}", i + 1, cols[k], c[k])
+            };
+            let int = |k: usize| -> Result<u64, String> {
+                let s = c[k];
+                if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(cell(k, "not a whole number"));
+                }
+                s.parse::<u64>()
+                    .map_err(|_| cell(k, &format!("too large (at most {})", u64::MAX)))
+            };
+            let real = |k: usize, empty_ok: bool| -> Result<String, String> {
+                let s = c[k];
+                if (empty_ok && s.is_empty()) || s.parse::<f64>().is_ok_and(f64::is_finite) {
+                    Ok(s.to_string())
+                } else if empty_ok {
+                    Err(cell(k, "not a number (or empty)"))
+                } else {
+                    Err(cell(k, "not a number"))
+                }
+            };
+            let point = usize::try_from(int(0)?)
+                .map_err(|_| cell(0, &format!("too large (at most {})", usize::MAX)))?;
+            let exit = u8::try_from(int(p + 5)?)
+                .map_err(|_| cell(p + 5, "not an exit status (0..=255)"))?;
             rows.push(Row {
-                point: c[0].parse().map_err(|_| bad())?,
+                point,
                 values: c[1..p].iter().map(|s| (*s).to_string()).collect(),
-                cycles: num(c[p])?,
-                ns: c[p + 1].to_string(),
-                payload: num(c[p + 2])?,
-                gbps: c[p + 3].to_string(),
-                descriptors: num(c[p + 4])?,
-                exit: c[p + 5].parse().map_err(|_| bad())?,
-                host_seconds: c[p + 6].to_string(),
+                cycles: int(p)?,
+                ns: real(p + 1, false)?,
+                payload: int(p + 2)?,
+                gbps: real(p + 3, false)?,
+                descriptors: int(p + 4)?,
+                exit,
+                host_seconds: real(p + 6, true)?,
             });
         }
         Ok(Csv { names, rows })
@@ -200,6 +232,7 @@ pub(super) fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), S
     let mut names: Option<Vec<String>> = None;
     let mut shards_seen = BTreeMap::new();
     let mut rows: Vec<Row> = Vec::new();
+    let mut seen_points: BTreeMap<usize, String> = BTreeMap::new();
     let mut total_shards = None;
     for (file, text) in parts {
         let first = text.lines().next().unwrap_or("");
@@ -236,11 +269,25 @@ pub(super) fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), S
             Some(_) => {}
         }
         for r in csv.rows {
+            if r.point >= meta.as_ref().map_or(0, |m| m.points) {
+                return Err(format!(
+                    "{file}: point {} is past the sweep's {} points",
+                    r.point,
+                    meta.as_ref().map_or(0, |m| m.points)
+                ));
+            }
             if r.point % n != i {
                 return Err(format!(
                     "{file}: point {} does not belong to shard {i}/{n}",
                     r.point
                 ));
+            }
+            if let Some(other) = seen_points.insert(r.point, file.clone()) {
+                return Err(if other == *file {
+                    format!("{file}: point {} appears twice", r.point)
+                } else {
+                    format!("{file}: point {} is also in {other}", r.point)
+                });
             }
             rows.push(r);
         }
@@ -253,12 +300,8 @@ pub(super) fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), S
         return Err(format!("missing shard(s) {missing:?} of {n}"));
     }
     rows.sort_by_key(|r| r.point);
-    let indices: Vec<usize> = rows.iter().map(|r| r.point).collect();
-    if indices != (0..meta.points).collect::<Vec<_>>() {
-        return Err(format!(
-            "the parts hold points {indices:?}, expected 0..{} once each",
-            meta.points
-        ));
+    if let Some(k) = (0..meta.points).find(|k| !seen_points.contains_key(k)) {
+        return Err(format!("point {k} of 0..{} is in no part", meta.points));
     }
     Ok((render_csv(&names, &rows, None), meta))
 }
@@ -279,6 +322,67 @@ pub(super) mod tests {
             exit: 0,
             host_seconds: String::new(),
         }
+    }
+
+    #[test]
+    fn bad_rows_name_the_line_the_column_and_why() {
+        let head = "point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds";
+        assert_eq!(header(&["bytes".to_string()]), head);
+        let err = |rows: &str| Csv::parse(&format!("# c\n{head}\n{rows}")).unwrap_err();
+        let good = "0,128,100,117.6,128,1.088,4,0,";
+        assert!(Csv::parse(&format!("{head}\n{good}\n")).is_ok());
+        assert_eq!(
+            err(&format!("{good}\n0,128,1x0,117.6,128,1.088,4,0,\n")),
+            "line 4: column `cycles` = `1x0`: not a whole number"
+        );
+        assert_eq!(
+            err("0,128,100,117.6,128,1.088,4\n"),
+            "line 3: 7 columns, the header has 9 (point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds)"
+        );
+        assert_eq!(
+            err("0,128,100,fast,128,1.088,4,0,\n"),
+            "line 3: column `ns` = `fast`: not a number"
+        );
+        assert_eq!(
+            err("0,128,100,117.6,128,1.088,4,300,\n"),
+            "line 3: column `exit` = `300`: not an exit status (0..=255)"
+        );
+        assert_eq!(
+            err("0,128,100,117.6,18446744073709551616,1.088,4,0,\n"),
+            "line 3: column `payload_bytes` = `18446744073709551616`: too large (at most 18446744073709551615)"
+        );
+        assert_eq!(
+            err("-1,128,100,117.6,128,1.088,4,0,\n"),
+            "line 3: column `point` = `-1`: not a whole number"
+        );
+        assert_eq!(
+            err("0,128,100,117.6,128,1.088,4,0,soon\n"),
+            "line 3: column `host_seconds` = `soon`: not a number (or empty)"
+        );
+    }
+
+    #[test]
+    fn merge_names_the_point_that_is_missing_or_doubled() {
+        let names = vec!["bytes".to_string()];
+        let meta = SweepMeta {
+            points: 3,
+            x: None,
+            published: Published::Auto,
+            trace: "t.trace".into(),
+        };
+        let part = |i: usize, points: &[usize]| {
+            let mine: Vec<Row> = points.iter().map(|&k| row(k, 128, 1.0)).collect();
+            (
+                format!("p{i}"),
+                render_csv(&names, &mine, Some(((i, 2), &meta))),
+            )
+        };
+        let e = merge(&[part(0, &[0]), part(1, &[1])]).unwrap_err();
+        assert_eq!(e, "point 2 of 0..3 is in no part");
+        let e = merge(&[part(0, &[0, 2, 2]), part(1, &[1])]).unwrap_err();
+        assert_eq!(e, "p0: point 2 appears twice");
+        let e = merge(&[part(0, &[0, 2, 4]), part(1, &[1])]).unwrap_err();
+        assert_eq!(e, "p0: point 4 is past the sweep's 3 points");
     }
 
     #[test]

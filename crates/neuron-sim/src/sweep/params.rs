@@ -45,6 +45,13 @@ fn is_ident(s: &str) -> bool {
 
 /// An integer: decimal or `0x` hex, `_` separators, optional `Ki`/`Mi`/`Gi`.
 fn parse_int(s: &str) -> Option<u64> {
+    int_of(s).ok()
+}
+
+/// [`parse_int`] with the reason when `s` is none: not a number, or a
+/// number beyond 64 bits (the message says the range).
+fn int_of(s: &str) -> Result<u64, String> {
+    let not_a_number = || format!("`{s}` is not a number");
     let (body, mult) = if let Some(b) = s.strip_suffix("Ki") {
         (b, 1u64 << 10)
     } else if let Some(b) = s.strip_suffix("Mi") {
@@ -56,14 +63,25 @@ fn parse_int(s: &str) -> Option<u64> {
     };
     let body = body.replace('_', "");
     if !body.starts_with(|c: char| c.is_ascii_digit()) {
-        return None;
+        return Err(not_a_number());
     }
-    let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()?
-    } else {
-        body.parse::<u64>().ok()?
+    let (digits, radix) = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        Some(h) => (h, 16),
+        None => (body.as_str(), 10),
     };
-    v.checked_mul(mult)
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(not_a_number());
+    }
+    u64::from_str_radix(digits, radix)
+        .ok()
+        .and_then(|v| v.checked_mul(mult))
+        .ok_or_else(|| {
+            format!(
+                "`{s}` is too large: a value is at most {} ({:#x})",
+                u64::MAX,
+                u64::MAX
+            )
+        })
 }
 
 /// Parses `NAME=ITEMS` (module docs).
@@ -95,8 +113,14 @@ fn parse_item(item: &str, out: &mut Vec<Value>) -> Result<(), String> {
         return Err("empty value".into());
     }
     let Some((a, rest)) = item.split_once("..") else {
-        if let Some(v) = parse_int(item) {
-            out.push(Value::Int(v));
+        if item.starts_with(|c: char| c.is_ascii_digit()) {
+            out.push(Value::Int(int_of(item).map_err(|e| {
+                if e.contains("too large") {
+                    e
+                } else {
+                    format!("`{item}` is neither a number nor a word")
+                }
+            })?));
         } else if item
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-.:/".contains(c))
@@ -108,12 +132,12 @@ fn parse_item(item: &str, out: &mut Vec<Value>) -> Result<(), String> {
         }
         return Ok(());
     };
-    let start = parse_int(a).ok_or_else(|| format!("`{a}` is not a number (in `{item}`)"))?;
+    let start = int_of(a).map_err(|e| format!("{e} (in `{item}`)"))?;
     let (end, step) = match rest.find(['*', '+']) {
         Some(i) => (&rest[..i], Some((&rest[i..i + 1], &rest[i + 1..]))),
         None => (rest, None),
     };
-    let end = parse_int(end).ok_or_else(|| format!("`{end}` is not a number (in `{item}`)"))?;
+    let end = int_of(end).map_err(|e| format!("{e} (in `{item}`)"))?;
     if end < start {
         return Err(format!("`{item}`: the range ends before it starts"));
     }
@@ -252,9 +276,7 @@ fn tokens(expr: &str) -> Result<Vec<Tok>, String> {
             }
             let w = &expr[s..i];
             if w.starts_with(|ch: char| ch.is_ascii_digit()) {
-                out.push(Tok::Num(
-                    parse_int(w).ok_or_else(|| format!("`{w}` is not a number"))?,
-                ));
+                out.push(Tok::Num(int_of(w)?));
             } else {
                 out.push(Tok::Name(w.to_string()));
             }
@@ -511,6 +533,30 @@ mod tests {
             assert!(parse_param(bad).is_err(), "{bad}");
         }
         assert!(parse_param("n=1..100000000").is_err());
+    }
+
+    #[test]
+    fn numbers_beyond_64_bits_are_too_large_not_words() {
+        let too_large =
+            "is too large: a value is at most 18446744073709551615 (0xffffffffffffffff)";
+        for (spec, what) in [
+            ("n=18446744073709551616", "`18446744073709551616`"),
+            ("n=0x1_0000_0000_0000_0000", "`0x1_0000_0000_0000_0000`"),
+            ("n=17179869184Gi", "`17179869184Gi`"),
+            ("n=1..18446744073709551616", "`18446744073709551616`"),
+        ] {
+            let e = parse_param(spec).unwrap_err();
+            assert!(e.starts_with(&format!("{what} {too_large}")), "{spec}: {e}");
+        }
+        assert_eq!(
+            ints(&parse_param("n=18446744073709551615").unwrap()),
+            vec![u64::MAX]
+        );
+        let e = parse_param("n=12ab").unwrap_err();
+        assert_eq!(e, "`12ab` is neither a number nor a word");
+        let vars = BTreeMap::new();
+        let e = substitute("{99999999999999999999}", &vars).unwrap_err();
+        assert!(e.contains(too_large), "{e}");
     }
 
     #[test]
