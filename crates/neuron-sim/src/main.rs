@@ -463,8 +463,8 @@ fn cmd_csr_decode(
     let value = u32::try_from(value.0)
         .map_err(|_| bad_input(format!("value {value} does not fit in 32 bits")))?;
     let reg = map
-        .lookup(register)
-        .ok_or_else(|| bad_input(format!("block {block} has no register `{register}`")))?;
+        .try_lookup(register)
+        .map_err(|e| bad_input(format!("block {block}: {e}")))?;
     let fields: Vec<(String, String)> = reg
         .spec()
         .decode(value)

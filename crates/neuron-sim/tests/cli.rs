@@ -433,3 +433,22 @@ fn text_inputs_that_are_not_utf8_name_line_column_and_byte() {
         "{e}"
     );
 }
+
+#[test]
+fn csr_decode_says_an_index_is_out_of_range_not_that_the_register_is_missing() {
+    let o = run(&["csr", "decode", "notific", "NQ_SIZE[16]", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).trim(),
+        "neuron-sim: block notific: index 16 of NQ_SIZE is out of range: NQ_SIZE has indices 0..=15"
+    );
+    let o = run(&["csr", "decode", "notific", "NQ_SIZE[15]", "0x40"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["csr", "decode", "udma_m2s_q", "NOPE", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("block udma_m2s_q: no register `NOPE`"),
+        "{}",
+        stderr(&o)
+    );
+}
