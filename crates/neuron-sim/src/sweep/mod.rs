@@ -25,6 +25,8 @@ use clap::{Args, Subcommand};
 use crate::{Failure, Maps, bad_input};
 
 mod csv;
+#[cfg(test)]
+mod fuzz;
 mod params;
 mod run;
 mod svg;
