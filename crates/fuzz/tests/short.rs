@@ -113,3 +113,19 @@ fn the_harness_reports_panics_and_hangs() {
     assert_eq!(r.findings.len(), 1, "{r}");
     assert_eq!(r.findings[0].kind, fuzz::FindingKind::Timeout);
 }
+
+/// `cargo xtask fuzz` lists every target of this crate.
+#[test]
+fn xtask_knows_every_target() {
+    let xtask = std::fs::read_to_string(fuzz::corpus::root().join("xtask/src/fuzz.rs")).unwrap();
+    // rustfmt may break a row over lines: compare without white space.
+    let xtask: String = xtask.chars().filter(|c| !c.is_whitespace()).collect();
+    for t in fuzz::targets::all() {
+        let test = format!("\"fuzz_{}\"", t.name.replace('-', "_"));
+        assert!(
+            xtask.contains(&format!("(\"{}\",\"fuzz\"", t.name)) && xtask.contains(&test),
+            "xtask/src/fuzz.rs TARGETS lacks {} ({test})",
+            t.name
+        );
+    }
+}
