@@ -51,6 +51,10 @@ pub struct Budget {
     pub rss_growth_bytes: u64,
     /// Seed of the random sequence (mixed with the target name).
     pub seed: u64,
+    /// End the process when an input is still allocating past the limit
+    /// (it cannot be stopped otherwise); false reports it and abandons its
+    /// worker thread.
+    pub end_process_on_runaway: bool,
 }
 
 impl Budget {
@@ -71,6 +75,7 @@ impl Budget {
             ),
             rss_growth_bytes: var("NEURON_FUZZ_RSS_MIB").map_or(512, |v| v as u64) << 20,
             seed: var("NEURON_FUZZ_SEED").map_or(0x5EED, |v| v as u64),
+            end_process_on_runaway: true,
         }
     }
 }
@@ -275,6 +280,7 @@ impl Runner {
                 );
             }
             if rss_bytes().is_some_and(|now| now > limit) {
+                self.worker = Worker::start(self.exec);
                 // Still allocating: it cannot be stopped from here, so the
                 // input is saved and the process ends before the machine
                 // runs out of memory.
@@ -375,7 +381,7 @@ pub fn campaign(target: &Target, budget: &Budget) -> Report {
                     saved: save(target.name, kind, &input),
                     input,
                 };
-                if memory_runaway {
+                if memory_runaway && budget.end_process_on_runaway {
                     eprintln!("fuzz {}: {finding}", target.name);
                     eprintln!(
                         "fuzz {}: ending the process to stop the allocation",

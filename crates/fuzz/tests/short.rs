@@ -91,6 +91,7 @@ fn the_harness_reports_panics_and_hangs() {
         input_timeout: std::time::Duration::from_millis(300),
         rss_growth_bytes: 1 << 30,
         seed: 1,
+        end_process_on_runaway: false,
     };
     let r = fuzz::campaign(&t, &budget);
     assert_eq!(r.findings.len(), 1, "{r}");
@@ -112,6 +113,31 @@ fn the_harness_reports_panics_and_hangs() {
     let r = fuzz::campaign(&t, &budget);
     assert_eq!(r.findings.len(), 1, "{r}");
     assert_eq!(r.findings[0].kind, fuzz::FindingKind::Timeout);
+    // 256 MiB touched against a 64 MiB limit.
+    fn allocates_on_m(input: &[u8]) -> fuzz::harness::Outcome {
+        if input.contains(&b'M') {
+            let v = vec![7u8; 256 << 20];
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            return Ok(v.iter().step_by(4096).all(|&b| b == 7));
+        }
+        Ok(true)
+    }
+    fn mem_seeds() -> Vec<Vec<u8>> {
+        vec![b"ok".to_vec(), b"M".to_vec()]
+    }
+    let t = fuzz::Target {
+        corpus: mem_seeds,
+        exec: allocates_on_m,
+        ..t
+    };
+    let budget = fuzz::Budget {
+        rss_growth_bytes: 64 << 20,
+        ..budget
+    };
+    let r = fuzz::campaign(&t, &budget);
+    assert_eq!(r.findings.len(), 1, "{r}");
+    assert_eq!(r.findings[0].kind, fuzz::FindingKind::Memory);
+    assert_eq!(r.findings[0].input, b"M");
 }
 
 /// `cargo xtask fuzz` lists every target of this crate.
