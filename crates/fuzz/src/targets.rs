@@ -82,7 +82,7 @@ pub fn all() -> Vec<Target> {
             name: "ioctl-replay",
             about: "Recording::from_jsonl and ioctl_bus::replay on a fresh driver",
             corpus: corpus::recordings,
-            generate: None,
+            generate: Some(gen_replay),
             exec: exec_replay,
             max_len: 256 << 10,
         },
@@ -369,4 +369,39 @@ fn exec_replay(input: &[u8]) -> Outcome {
     let dev = soc::Device::trn2().map_err(|e| e.to_string())?;
     let mut driver = kdriver::KernelDriver::new(dev, kdriver::KdriverConfig::default())?;
     Ok(ioctl_bus::replay(&rec, &mut driver).is_ok())
+}
+
+/// A recording with one 4- or 8-byte field of one ioctl argument replaced
+/// by a boundary value (sizes, handles, offsets, counts).
+fn gen_replay(rng: &mut Rng) -> Vec<u8> {
+    let recordings = corpus::recordings();
+    let Some(rec) = rng.pick(&recordings) else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(rec);
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    for _ in 0..1 + rng.below(2) {
+        let i = rng.below(lines.len());
+        let Some(line) = lines.get_mut(i) else {
+            continue;
+        };
+        let Some(start) = line.find("\"arg_in\":\"").map(|p| p + 10) else {
+            continue;
+        };
+        let hex_len = line[start..].find('"').unwrap_or(0);
+        let width = if rng.one_in(2) { 8 } else { 4 };
+        if hex_len < width * 2 {
+            continue;
+        }
+        let at = start + 2 * width * rng.below(hex_len / (2 * width));
+        let v = rng.interesting_u64();
+        let field: String = v.to_le_bytes()[..width]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        line.replace_range(at..at + 2 * width, &field);
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out.into_bytes()
 }
