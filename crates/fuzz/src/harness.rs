@@ -451,7 +451,7 @@ fn preview(input: &[u8]) -> String {
         .flat_map(char::escape_default)
         .collect();
     if text.chars().count() > 600 {
-        s.push_str("…");
+        s.push('…');
     }
     s
 }

@@ -161,7 +161,7 @@ fn gen_trace(rng: &mut Rng) -> Vec<u8> {
 
 fn desc_seeds() -> Vec<Vec<u8>> {
     let mut out = vec![vec![0u8; 16], vec![0xFF; 16]];
-    if let Ok(d) = dma_abi::tx(4096, 0x2000_0000_00, dma_abi::Flags::default()) {
+    if let Ok(d) = dma_abi::tx(4096, 0x20_0000_0000, dma_abi::Flags::default()) {
         out.push(d.to_bytes().to_vec());
     }
     if let Ok(d) = dma_abi::rx(256, 0x4000_0000_1000) {

@@ -160,7 +160,7 @@ impl TimingConfig {
                     "parameter `{name}` = {text} must be ≥ {min}"
                 )));
             }
-            if !(v <= MAX_INT_PARAM as f64) {
+            if v.is_nan() || v > MAX_INT_PARAM as f64 {
                 return Err(TimingError(format!(
                     "parameter `{name}` = {text} is too large: at most {MAX_INT_PARAM}"
                 )));
