@@ -32,6 +32,7 @@ mod run;
 mod svg;
 
 use csv::{Csv, Row, SweepMeta, merge, render_csv};
+use params::MAX_VALUES;
 pub(crate) use params::{Published, Template, parse_param, payload_of};
 use run::Plan;
 pub(crate) use run::{DeviceFactory, Job, Measured, jobs_of, run_jobs};
@@ -134,6 +135,11 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         match params.iter_mut().find(|q| q.name == p.name) {
             Some(q) => *q = p,
             None => params.push(p),
+        }
+        if params.iter().map(|p| p.values.len()).sum::<usize>() > MAX_VALUES {
+            return Err(bad_input(format!(
+                "--param {spec}: the parameters have more than {MAX_VALUES} values in all"
+            )));
         }
     }
     let shard = args
