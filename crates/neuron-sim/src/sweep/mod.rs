@@ -38,6 +38,9 @@ use run::Plan;
 pub(crate) use run::{DeviceFactory, Job, Measured, jobs_of, run_jobs};
 use svg::render_svg;
 
+/// Points whose substituted traces are held and run at a time.
+const JOB_BATCH: usize = 1024;
+
 // ------------------------------------------------------------------ CLI
 
 /// `neuron-sim sweep`.
@@ -153,17 +156,26 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     let selected: Vec<usize> = (0..plan.points.len())
         .filter(|k| shard.is_none_or(|(i, n)| k % n == i))
         .collect();
-    let jobs_list = selected
-        .iter()
-        .map(|&k| plan.job(k, args.timing_only))
-        .collect::<Result<Vec<_>, _>>()?;
-    let results = run_jobs(&factory, &jobs_list, args.jobs);
+    // Every point's trace is checked before anything runs, but only a batch
+    // of substituted traces is held at a time (a million points of a long
+    // template would not fit in memory).
+    for &k in &selected {
+        plan.job(k, args.timing_only)?;
+    }
     let mut rows = Vec::new();
     let mut worst = 0u8;
-    for (job, r) in jobs_list.iter().zip(results) {
-        let m = r.map_err(|e| bad_input(format!("point {} ({}): {e}", job.point, job.label)))?;
-        worst = worst.max(m.exit);
-        rows.push(Row::new(job, &m, !args.no_host_time));
+    for batch in selected.chunks(JOB_BATCH) {
+        let jobs_list = batch
+            .iter()
+            .map(|&k| plan.job(k, args.timing_only))
+            .collect::<Result<Vec<_>, _>>()?;
+        let results = run_jobs(&factory, &jobs_list, args.jobs);
+        for (job, r) in jobs_list.iter().zip(results) {
+            let m =
+                r.map_err(|e| bad_input(format!("point {} ({}): {e}", job.point, job.label)))?;
+            worst = worst.max(m.exit);
+            rows.push(Row::new(job, &m, !args.no_host_time));
+        }
     }
     let x = args.plot.x.clone().or(template.x.clone());
     let published = args
