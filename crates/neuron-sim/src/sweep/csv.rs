@@ -295,9 +295,12 @@ pub(super) fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), S
     let (Some(meta), Some(names), Some(n)) = (meta, names, total_shards) else {
         return Err("no parts to merge".into());
     };
-    let missing: Vec<usize> = (0..n).filter(|i| !shards_seen.contains_key(i)).collect();
-    if !missing.is_empty() {
-        return Err(format!("missing shard(s) {missing:?} of {n}"));
+    // The first gap is found within the shards given (N may be huge).
+    if let Some(first) = (0..n).find(|i| !shards_seen.contains_key(i)) {
+        return Err(format!(
+            "missing shard {first}/{n}: {} of the {n} shards are not given",
+            n - shards_seen.len()
+        ));
     }
     rows.sort_by_key(|r| r.point);
     if let Some(k) = (0..meta.points).find(|k| !seen_points.contains_key(k)) {
@@ -383,6 +386,31 @@ pub(super) mod tests {
         assert_eq!(e, "p0: point 2 appears twice");
         let e = merge(&[part(0, &[0, 2, 4]), part(1, &[1])]).unwrap_err();
         assert_eq!(e, "p0: point 4 is past the sweep's 3 points");
+    }
+
+    #[test]
+    fn a_huge_shard_count_is_reported_without_listing_every_shard() {
+        // Found by the fuzz campaign (sweep-merge): N = u64::MAX made the
+        // merge collect every missing shard index (memory without bound).
+        let names = vec!["bytes".to_string()];
+        let meta = SweepMeta {
+            points: 6,
+            x: None,
+            published: Published::Auto,
+            trace: "t.trace".into(),
+        };
+        let n = usize::MAX;
+        let part = render_csv(&names, &[row(0, 128, 1.0)], Some(((0, n), &meta)));
+        let started = std::time::Instant::now();
+        let e = merge(&[("p0".into(), part)]).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(
+            e,
+            format!(
+                "missing shard 1/{n}: {} of the {n} shards are not given",
+                n - 1
+            )
+        );
     }
 
     #[test]

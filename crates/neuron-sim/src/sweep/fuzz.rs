@@ -96,7 +96,24 @@ fn merge_seeds() -> Vec<Vec<u8>> {
             .collect();
         out.push(parts.join(PART_BREAK).into_bytes());
     }
+    out.extend(findings("sweep-merge"));
     out
+}
+
+/// Inputs the campaign found problems with, kept as seeds once fixed
+/// (`crates/neuron-sim/tests/data/fuzz/TARGET/`).
+fn findings(target: &str) -> Vec<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fuzz")
+        .join(target);
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files.iter().filter_map(|p| std::fs::read(p).ok()).collect()
 }
 
 fn exec_merge(input: &[u8]) -> Outcome {
@@ -165,4 +182,16 @@ fn fuzz_sweep_template() {
 #[test]
 fn fuzz_sweep_merge() {
     short("sweep-merge");
+}
+
+/// Past findings, fixed: each runs within a second and without a problem.
+#[test]
+fn past_findings_stay_fixed() {
+    let found = findings("sweep-merge");
+    assert!(!found.is_empty());
+    for input in found {
+        let started = std::time::Instant::now();
+        assert!(exec_merge(&input).is_ok());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
 }
