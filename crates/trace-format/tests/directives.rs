@@ -630,9 +630,9 @@ fn host_strings_print_back_to_themselves() {
         "alloc m size=0x3000 device usage=weight hint=plain\n",
         "alloc m size=0x100 device\ncopyin m file=\"dir/a\u{0}b c.bin\"\n",
     ] {
-        let first = trace_format::parse(src, "t").unwrap();
+        let first = parse(src, "t").unwrap();
         let printed = first.to_string();
-        let again = trace_format::parse(&printed, "printed").unwrap();
+        let again = parse(&printed, "printed").unwrap();
         assert_eq!(again.to_string(), printed, "{src:?}");
         let (a, b) = (&first.statements, &again.statements);
         assert_eq!(a.len(), b.len());
