@@ -135,7 +135,7 @@ fn full_run_equals_the_merge_of_three_shards_byte_for_byte() {
         s(&d.join("x.csv")),
     ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("missing shard(s) [2] of 3"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing shard 2/3 (1 of 3 not given)"));
     std::fs::remove_dir_all(&d).ok();
 }
 

@@ -298,7 +298,7 @@ pub(super) fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), S
     // The first gap is found within the shards given (N may be huge).
     if let Some(first) = (0..n).find(|i| !shards_seen.contains_key(i)) {
         return Err(format!(
-            "missing shard {first}/{n}: {} of the {n} shards are not given",
+            "missing shard {first}/{n} ({} of {n} not given)",
             n - shards_seen.len()
         ));
     }
@@ -406,10 +406,7 @@ pub(super) mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
         assert_eq!(
             e,
-            format!(
-                "missing shard 1/{n}: {} of the {n} shards are not given",
-                n - 1
-            )
+            format!("missing shard 1/{n} ({} of {n} not given)", n - 1)
         );
     }
 
