@@ -10,6 +10,8 @@
 //!   host` (ioctl bus and runtime copy-in, `crates/host-exec/benches/host.rs`),
 //!   then `cargo bench -p timeline --bench export` (the Perfetto export of a
 //!   1 M-descriptor run, `crates/timeline/benches/export.rs`).
+//! - `fuzz [--seconds N] [--target T] [--seed S] [--release] [--list]`: the
+//!   fuzz campaign (`docs/fuzzing.md`), every target (or T) for N seconds.
 //! - `calibrate [ARGS..]`: run the calibration traces (`traces/calib/`) and
 //!   rewrite the calibration table of `docs/timing.md`
 //!   (`cargo run --release -p neuron-sim -- calibrate --write docs/timing.md ARGS..`).
@@ -20,6 +22,7 @@ use std::process::{Command, ExitCode};
 use clap::{Parser, Subcommand};
 
 mod codegen;
+mod fuzz;
 
 #[derive(Debug, Parser)]
 #[command(name = "xtask", about = "neuron-sim repository automation")]
@@ -47,6 +50,25 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run the fuzz campaign (docs/fuzzing.md): every target, or one, for
+    /// N seconds each; findings are saved under target/fuzz-findings/.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        /// Only this target (`--list` names them).
+        #[arg(long)]
+        target: Option<String>,
+        /// Seed of the random sequence (default: the short run's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Optimised build: more inputs per second.
+        #[arg(long)]
+        release: bool,
+        /// List the targets.
+        #[arg(long)]
+        list: bool,
+    },
     /// Run the calibration traces and rewrite the table in docs/timing.md
     /// (`neuron-sim calibrate --write docs/timing.md`, release build).
     Calibrate {
@@ -63,6 +85,22 @@ fn main() -> ExitCode {
         Cmd::Ci => ci(&project_root()),
         Cmd::Bench { args } => bench(&project_root(), &args),
         Cmd::Calibrate { args } => calibrate(&project_root(), &args),
+        Cmd::Fuzz {
+            seconds,
+            target,
+            seed,
+            release,
+            list,
+        } => fuzz::run(
+            &project_root(),
+            &fuzz::Options {
+                seconds,
+                target,
+                seed,
+                release,
+                list,
+            },
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

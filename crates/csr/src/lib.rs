@@ -28,5 +28,5 @@ pub mod regfile;
 pub use access::Access;
 pub use catalog::{BUILTIN_MAPS, BuiltinMap, Catalog, catalog};
 pub use error::{CsrAccessError, CsrMapError, CsrMapErrorDetails, CsrMapErrorKind};
-pub use map::{ArraySpec, CsrMap, FieldSpec, RegMasks, RegRef, RegisterSpec};
+pub use map::{ArraySpec, CsrMap, FieldSpec, LookupError, RegMasks, RegRef, RegisterSpec};
 pub use regfile::{CsrDump, CsrDumpEntry, Delta, HwSlot, ReadOutcome, RegFile, WriteOutcome};

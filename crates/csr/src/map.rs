@@ -354,6 +354,59 @@ impl CsrMap {
         self.find(name, index).and_then(|o| self.register_at(o))
     }
 
+    /// [`CsrMap::lookup`] with the reason when nothing is found: an unknown
+    /// name, an index out of range (with the valid range), a skipped
+    /// position, a missing or unwanted index, or bad syntax.
+    pub fn try_lookup(&self, text: &str) -> Result<RegRef<'_>, LookupError> {
+        if let Some(r) = self.lookup(text) {
+            return Ok(r);
+        }
+        let trimmed = text.trim();
+        let (name, index) = match trimmed.split_once('[') {
+            None => (trimmed, None),
+            Some((name, rest)) => {
+                let Some(inner) = rest.strip_suffix(']') else {
+                    return Err(LookupError::Syntax {
+                        text: trimmed.to_string(),
+                    });
+                };
+                match parse_u64(inner).ok().and_then(|i| u32::try_from(i).ok()) {
+                    Some(i) => (name.trim(), Some(i)),
+                    None => {
+                        return Err(LookupError::BadIndex {
+                            text: trimmed.to_string(),
+                            index: inner.to_string(),
+                        });
+                    }
+                }
+            }
+        };
+        let key = name.to_ascii_uppercase();
+        let Some(spec) = self.names.get(&key).and_then(|&r| self.registers.get(r)) else {
+            return Err(LookupError::NoRegister {
+                name: name.to_string(),
+            });
+        };
+        let name = spec.name.clone();
+        Err(match (&spec.array, index) {
+            (None, _) => LookupError::NotAnArray { name },
+            (Some(a), None) => LookupError::NeedsIndex {
+                name,
+                count: a.count,
+            },
+            (Some(a), Some(index)) if index >= a.count => LookupError::IndexOutOfRange {
+                name,
+                index,
+                count: a.count,
+            },
+            (Some(a), Some(index)) => LookupError::Skipped {
+                name,
+                index,
+                count: a.count,
+            },
+        })
+    }
+
     /// Field values of `value` read from register `reg` (named as in
     /// [`CsrMap::lookup`]; see [`RegisterSpec::decode`]). `None` if there is
     /// no such register.
@@ -604,6 +657,94 @@ fn serde_message(e: &serde_json::Error) -> String {
 }
 
 /// Splits `NAME` / `NAME[idx]`.
+/// Why [`CsrMap::try_lookup`] found no register.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LookupError {
+    /// Not `NAME` or `NAME[INDEX]`.
+    Syntax {
+        /// The text as given.
+        text: String,
+    },
+    /// The index is not a number.
+    BadIndex {
+        /// The text as given.
+        text: String,
+        /// The index part.
+        index: String,
+    },
+    /// No register has this name.
+    NoRegister {
+        /// The name as given.
+        name: String,
+    },
+    /// An index was given for a single register.
+    NotAnArray {
+        /// The register.
+        name: String,
+    },
+    /// An array was named without an index.
+    NeedsIndex {
+        /// The register array.
+        name: String,
+        /// Its index positions.
+        count: u32,
+    },
+    /// The index is past the array's end.
+    IndexOutOfRange {
+        /// The register array.
+        name: String,
+        /// The index given.
+        index: u32,
+        /// Its index positions.
+        count: u32,
+    },
+    /// The index is a skipped position of the array.
+    Skipped {
+        /// The register array.
+        name: String,
+        /// The index given.
+        index: u32,
+        /// Its index positions.
+        count: u32,
+    },
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let range = |count: u32| match count {
+            0 => "no indices".to_string(),
+            n => format!("indices 0..={}", n - 1),
+        };
+        match self {
+            Self::Syntax { text } => write!(f, "`{text}`: expected NAME or NAME[INDEX]"),
+            Self::BadIndex { text, index } => write!(
+                f,
+                "`{text}`: `{index}` is not an index (a decimal or 0x number)"
+            ),
+            Self::NoRegister { name } => write!(f, "no register `{name}`"),
+            Self::NotAnArray { name } => write!(f, "{name} is not an array: no index"),
+            Self::NeedsIndex { name, count } => write!(
+                f,
+                "{name} is an array: give an index, e.g. {name}[0] ({})",
+                range(*count)
+            ),
+            Self::IndexOutOfRange { name, index, count } => write!(
+                f,
+                "index {index} of {name} is out of range: {name} has {}",
+                range(*count)
+            ),
+            Self::Skipped { name, index, count } => write!(
+                f,
+                "index {index} of {name} is not part of the array (another register sits \
+                 there); {name} has {} except the skipped ones",
+                range(*count)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LookupError {}
+
 fn split_index(text: &str) -> Option<(&str, Option<u32>)> {
     let text = text.trim();
     match text.split_once('[') {

@@ -292,3 +292,38 @@ fn axi_queue_error_status_is_read_clear_and_state_bits_are_ro() {
     let out = rf.write(cfg, 1 << 12 | 1).unwrap();
     assert_eq!(out.ignored, 1 << 12 | 1);
 }
+
+#[test]
+fn lookup_failures_say_what_is_wrong_with_the_name() {
+    let m = block("notific");
+    let e = |text: &str| m.try_lookup(text).unwrap_err().to_string();
+    // Only the index is out of range: the register exists.
+    assert_eq!(
+        e("NQ_SIZE[16]"),
+        "index 16 of NQ_SIZE is out of range: NQ_SIZE has indices 0..=15"
+    );
+    assert_eq!(
+        e("nq_size[0x10]"),
+        "index 16 of NQ_SIZE is out of range: NQ_SIZE has indices 0..=15"
+    );
+    assert_eq!(
+        e("NQ_SIZE"),
+        "NQ_SIZE is an array: give an index, e.g. NQ_SIZE[0] (indices 0..=15)"
+    );
+    assert_eq!(e("NOPE"), "no register `NOPE`");
+    assert_eq!(
+        e("NQ_SIZE[x]"),
+        "`NQ_SIZE[x]`: `x` is not an index (a decimal or 0x number)"
+    );
+    assert_eq!(e("NQ_SIZE[1"), "`NQ_SIZE[1`: expected NAME or NAME[INDEX]");
+    assert_eq!(m.try_lookup("NQ_SIZE[15]").unwrap().name(), "NQ_SIZE[15]");
+    // Skipped positions of an array are other registers' aliases.
+    let lr = block("q7_local_reg");
+    assert_eq!(
+        lr.try_lookup("LR[39]").unwrap().name(),
+        "MEMCOPY_CARVEOUT_CFG"
+    );
+    let q = block("udma_m2s_q");
+    let e = q.try_lookup("q_cfg[0]").unwrap_err().to_string();
+    assert_eq!(e, "Q_CFG is not an array: no index");
+}

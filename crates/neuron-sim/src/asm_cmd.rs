@@ -42,8 +42,7 @@ pub(crate) fn cmd_disasm(file: &Path, output: Option<&Path>, full: bool) -> Resu
 
 /// `asm FILE -o OUT`: text lines to the binary stream.
 pub(crate) fn cmd_asm(file: &Path, output: &Path) -> Result<u8, Failure> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+    let text = crate::input::read_text(file, "instruction-word text")?;
     let bytes = inst::asm(&text).map_err(|errors| {
         let mut msg: Vec<String> = errors
             .iter()

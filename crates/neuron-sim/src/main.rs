@@ -28,6 +28,7 @@ macro_rules! outln {
 
 mod asm_cmd;
 mod calibrate;
+mod input;
 mod ioctl_cmd;
 mod perfetto_cmd;
 mod record_cmd;
@@ -92,8 +93,7 @@ impl Maps {
             .collect();
         paths.sort();
         for p in paths {
-            let text = std::fs::read_to_string(&p)
-                .map_err(|e| bad_input(format!("cannot read {}: {e}", p.display())))?;
+            let text = input::read_text(&p, "CSR map")?;
             let map = csr::CsrMap::from_json(&text, &p.display().to_string())
                 .map_err(|e| bad_input(e.to_string()))?;
             catalog.insert(map);
@@ -111,8 +111,7 @@ impl Maps {
         let timing = match timing {
             None => sim_core::TimingConfig::default_config(),
             Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| bad_input(format!("cannot read --timing {}: {e}", p.display())))?;
+                let text = input::read_text(p, "--timing")?;
                 sim_core::TimingConfig::from_json(&text)
             }
         }
@@ -120,9 +119,7 @@ impl Maps {
         let map = match &self.soc_map {
             None => soc_map::trn2(),
             Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|e| {
-                    bad_input(format!("cannot read --soc-map {}: {e}", p.display()))
-                })?;
+                let text = input::read_text(p, "--soc-map")?;
                 soc_map::SocMap::from_json(&text, &p.display().to_string())
             }
         }
@@ -467,8 +464,8 @@ fn cmd_csr_decode(
     let value = u32::try_from(value.0)
         .map_err(|_| bad_input(format!("value {value} does not fit in 32 bits")))?;
     let reg = map
-        .lookup(register)
-        .ok_or_else(|| bad_input(format!("block {block} has no register `{register}`")))?;
+        .try_lookup(register)
+        .map_err(|e| bad_input(format!("block {block}: {e}")))?;
     let fields: Vec<(String, String)> = reg
         .spec()
         .decode(value)
@@ -500,8 +497,7 @@ fn cmd_step(
     mut filter: step::StopFilter,
     when: Option<&str>,
 ) -> Result<u8, Failure> {
-    let source = std::fs::read_to_string(trace)
-        .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
+    let source = input::read_text(trace, "trace")?;
     let dev = maps.device()?;
     if let Some(w) = when {
         let (addr, value) = w
@@ -671,8 +667,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         })?;
         opts.record = Some(Box::new(std::io::BufWriter::new(f)));
     }
-    let source = std::fs::read_to_string(trace)
-        .map_err(|e| bad_input(format!("cannot read trace {}: {e}", trace.display())))?;
+    let source = input::read_text(trace, "trace")?;
     let mut dev = maps.device_with_timing(timing)?;
     dev.set_timing_only(timing_only);
     record_cmd::start(&mut dev, reg_log, vcd)?;

@@ -362,3 +362,93 @@ fn bad_cli_arguments_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot read trace"), "{}", stderr(&o));
 }
+
+fn tmp_bytes(name: &str, contents: &[u8]) -> PathBuf {
+    let p = tmp(name, "");
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+/// Every text input names the file, the line and column and the byte
+/// offset of the first byte that is not UTF-8 (it used to say only
+/// "stream did not contain valid UTF-8").
+#[test]
+fn text_inputs_that_are_not_utf8_name_line_column_and_byte() {
+    // Line 3, column 5, byte offset 4 + 10 + 4 = 18.
+    let bad = b"run\n# comment\nrun \xff\n";
+    let trace = tmp_bytes("bad-utf8.trace", bad);
+    let timing = tmp_bytes("bad-utf8-timing.json", bad);
+    let socmap = tmp_bytes("bad-utf8-soc.json", bad);
+    let asm = tmp_bytes("bad-utf8.asm", bad);
+    let csr_dir = tmp("unused", "").parent().unwrap().join("csr-utf8");
+    std::fs::create_dir_all(&csr_dir).unwrap();
+    std::fs::write(csr_dir.join("udma_gen.json"), bad).unwrap();
+    let out = tmp("bad-utf8.bin", "");
+    let t = trace.to_str().unwrap();
+    let good = tmp("good-utf8.trace", "run\n");
+    let cases: Vec<(Vec<&str>, &PathBuf)> = vec![
+        (vec!["run", t], &trace),
+        (vec!["step", t], &trace),
+        (
+            vec![
+                "run",
+                "--timing",
+                timing.to_str().unwrap(),
+                good.to_str().unwrap(),
+            ],
+            &timing,
+        ),
+        (vec!["--soc-map", socmap.to_str().unwrap(), "map"], &socmap),
+        (
+            vec!["asm", asm.to_str().unwrap(), "-o", out.to_str().unwrap()],
+            &asm,
+        ),
+        (vec!["sweep", t, "--csv", out.to_str().unwrap()], &trace),
+        (vec!["sweep", "merge", t], &trace),
+    ];
+    for (args, file) in cases {
+        let o = run(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains(&format!("{}:3:5: ", file.display())),
+            "{args:?}: {e}"
+        );
+        assert!(e.contains("not valid UTF-8"), "{args:?}: {e}");
+        assert!(e.contains("byte 0xff at byte offset 18"), "{args:?}: {e}");
+    }
+    let csr = csr_dir.join("udma_gen.json");
+    let o = run(&["--csr-maps", csr_dir.to_str().unwrap(), "csr", "list"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains(&format!("{}:3:5: ", csr.display())), "{e}");
+    assert!(e.contains("byte 0xff at byte offset 18"), "{e}");
+    // A sequence cut off by the end of the file.
+    let cut = tmp_bytes("cut-utf8.trace", b"run\n\xe2\x82");
+    let o = run(&["run", cut.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert!(e.contains(&format!("{}:2:1: ", cut.display())), "{e}");
+    assert!(
+        e.contains("cut off by the end of the file at byte offset 4"),
+        "{e}"
+    );
+}
+
+#[test]
+fn csr_decode_says_an_index_is_out_of_range_not_that_the_register_is_missing() {
+    let o = run(&["csr", "decode", "notific", "NQ_SIZE[16]", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).trim(),
+        "neuron-sim: block notific: index 16 of NQ_SIZE is out of range: NQ_SIZE has indices 0..=15"
+    );
+    let o = run(&["csr", "decode", "notific", "NQ_SIZE[15]", "0x40"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["csr", "decode", "udma_m2s_q", "NOPE", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("block udma_m2s_q: no register `NOPE`"),
+        "{}",
+        stderr(&o)
+    );
+}

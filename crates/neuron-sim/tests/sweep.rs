@@ -135,7 +135,7 @@ fn full_run_equals_the_merge_of_three_shards_byte_for_byte() {
         s(&d.join("x.csv")),
     ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("missing shard(s) [2] of 3"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing shard 2/3 (1 of 3 not given)"));
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -291,6 +291,10 @@ fn bad_input_exits_2_with_a_location() {
         (vec!["--param", "n=9..1"], "ends before it starts"),
         (vec!["--shard", "3/3"], "need 0 ≤ I < N"),
         (
+            vec!["--param", "n=18446744073709551616"],
+            "`18446744073709551616` is too large: a value is at most 18446744073709551615",
+        ),
+        (
             vec!["--x", "nope", "--svg", "/dev/null"],
             "no such parameter",
         ),
@@ -302,5 +306,43 @@ fn bad_input_exits_2_with_a_location() {
         let err = String::from_utf8_lossy(&o.stderr).to_string();
         assert!(err.contains(want), "{a:?}: {err}");
     }
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn merge_names_the_line_column_and_what_is_wrong() {
+    let d = tmp_dir("merge-bad");
+    let t = d.join("t.trace");
+    std::fs::write(&t, "#@ param n=1,2\nrun cycles={n}\n").unwrap();
+    let part = d.join("p0.csv");
+    let o = run(&[
+        "sweep",
+        s(&t),
+        "--shard",
+        "0/1",
+        "--csv",
+        s(&part),
+        "--no-host-time",
+    ]);
+    ok(&o);
+    let text = read(&part);
+    // Break the cycles cell of the second row (line 4 of the file).
+    let lines: Vec<&str> = text.lines().collect();
+    let mut cells: Vec<&str> = lines[3].split(',').collect();
+    cells[2] = "12x";
+    let broken = cells.join(",");
+    let mut out: Vec<&str> = lines.clone();
+    out[3] = &broken;
+    std::fs::write(&part, out.join("\n") + "\n").unwrap();
+    let o = run(&["sweep", "merge", s(&part)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains(&format!(
+            "{}: line 4: column `cycles` = `12x`: not a whole number",
+            part.display()
+        )),
+        "{err}"
+    );
     std::fs::remove_dir_all(&d).ok();
 }

@@ -22,14 +22,27 @@ pub struct TimingParam {
     pub source: String,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TimingFile {
     #[serde(default)]
     #[allow(dead_code)]
     description: String,
-    parameters: BTreeMap<String, TimingParam>,
+    parameters: BTreeMap<String, RawParam>,
 }
+
+/// A parameter with its value's text as written, so that messages can
+/// quote it exactly (an f64 would print u64::MAX as 18446744073709552000).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawParam {
+    value: Box<serde_json::value::RawValue>,
+    unit: String,
+    source: String,
+}
+
+/// Largest value of an integer parameter.
+const MAX_INT_PARAM: u64 = 1_000_000_000_000;
 
 /// A bad timing file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,17 +121,53 @@ impl TimingConfig {
     pub fn from_json(text: &str) -> Result<Self, TimingError> {
         let file: TimingFile =
             serde_json::from_str(text).map_err(|e| TimingError(format!("invalid JSON: {e}")))?;
-        let p = &file.parameters;
-        let get = |name: &str| -> Result<f64, TimingError> {
+        let mut params = BTreeMap::new();
+        for (name, raw) in &file.parameters {
+            let text = raw.value.get();
+            let value = serde_json::from_str::<f64>(text)
+                .ok()
+                .or_else(|| {
+                    // Numbers beyond f64 (`1e400`) read as infinite; strings do not.
+                    text.parse::<f64>().ok().filter(|v| v.is_infinite())
+                })
+                .ok_or_else(|| {
+                    TimingError(format!(
+                        "parameter `{name}`: `value` must be a number, not {text}"
+                    ))
+                })?;
+            params.insert(
+                name.clone(),
+                (
+                    text,
+                    TimingParam {
+                        value,
+                        unit: raw.unit.clone(),
+                        source: raw.source.clone(),
+                    },
+                ),
+            );
+        }
+        let p = &params;
+        let get = |name: &str| -> Result<(f64, &str), TimingError> {
             p.get(name)
-                .map(|t| t.value)
+                .map(|(text, t)| (t.value, *text))
                 .ok_or_else(|| TimingError(format!("parameter `{name}` is missing")))
         };
         let int = |name: &str, min: u64| -> Result<u64, TimingError> {
-            let v = get(name)?;
-            if v.fract() != 0.0 || v < min as f64 || v > 1e12 {
+            let (v, text) = get(name)?;
+            if v < min as f64 {
                 return Err(TimingError(format!(
-                    "parameter `{name}` = {v} must be a whole number ≥ {min}"
+                    "parameter `{name}` = {text} must be ≥ {min}"
+                )));
+            }
+            if v.is_nan() || v > MAX_INT_PARAM as f64 {
+                return Err(TimingError(format!(
+                    "parameter `{name}` = {text} is too large: at most {MAX_INT_PARAM}"
+                )));
+            }
+            if v.fract() != 0.0 {
+                return Err(TimingError(format!(
+                    "parameter `{name}` = {text} must be a whole number"
                 )));
             }
             Ok(v as u64)
@@ -131,22 +180,22 @@ impl TimingConfig {
                 )));
             }
         }
-        let clock_ghz = get("clock_ghz")?;
+        let (clock_ghz, text) = get("clock_ghz")?;
         if !(clock_ghz.is_finite() && clock_ghz > 0.0 && clock_ghz < 100.0) {
             return Err(TimingError(format!(
-                "parameter `clock_ghz` = {clock_ghz} must be in (0, 100)"
+                "parameter `clock_ghz` = {text} must be in (0, 100)"
             )));
         }
-        let hbm_stack_gbps = get("hbm_stack_gbps")?;
+        let (hbm_stack_gbps, text) = get("hbm_stack_gbps")?;
         if !(hbm_stack_gbps.is_finite() && (0.0..1e6).contains(&hbm_stack_gbps)) {
             return Err(TimingError(format!(
-                "parameter `hbm_stack_gbps` = {hbm_stack_gbps} must be in [0, 1e6) (0: no limit)"
+                "parameter `hbm_stack_gbps` = {text} must be in [0, 1e6) (0: no limit)"
             )));
         }
-        let xbar_column_cycles = get("xbar_column_cycles")?;
+        let (xbar_column_cycles, text) = get("xbar_column_cycles")?;
         if !(xbar_column_cycles.is_finite() && (0.0..1e3).contains(&xbar_column_cycles)) {
             return Err(TimingError(format!(
-                "parameter `xbar_column_cycles` = {xbar_column_cycles} must be in [0, 1000)"
+                "parameter `xbar_column_cycles` = {text} must be in [0, 1000)"
             )));
         }
         Ok(Self {
@@ -169,7 +218,7 @@ impl TimingConfig {
             q7_vector_copy_bytes_per_cycle: int("q7_vector_copy_bytes_per_cycle", 1)?,
             hbm_stack_gbps,
             xbar_column_cycles,
-            params: file.parameters,
+            params: params.into_iter().map(|(k, (_, t))| (k, t)).collect(),
         })
     }
 
@@ -323,5 +372,65 @@ mod tests {
         let text = DEFAULT_TIMING_JSON.replace("\"value\": 32,", "\"value\": 32.5,");
         let e = TimingConfig::from_json(&text).unwrap_err();
         assert!(e.0.contains("beat_bytes"), "{e}");
+    }
+
+    /// The default file with `burst_gap_cycles` set to `value` (as written).
+    fn with_gap(value: &str) -> String {
+        let gap = DEFAULT_TIMING_JSON
+            .find("\"burst_gap_cycles\"")
+            .expect("burst_gap_cycles in the defaults");
+        let at = gap
+            + DEFAULT_TIMING_JSON[gap..]
+                .find("\"value\": 1,")
+                .expect("its value");
+        format!(
+            "{}\"value\": {value},{}",
+            &DEFAULT_TIMING_JSON[..at],
+            &DEFAULT_TIMING_JSON[at + "\"value\": 1,".len()..]
+        )
+    }
+
+    #[test]
+    fn too_large_values_are_printed_as_written() {
+        // u64::MAX used to print as 18446744073709552000 "must be a whole number".
+        for v in [
+            "18446744073709551615",
+            "18446744073709551616",
+            "1e300",
+            "1000000000001",
+        ] {
+            let e = TimingConfig::from_json(&with_gap(v))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("`burst_gap_cycles` = {v} is too large")),
+                "{e}"
+            );
+            assert!(e.contains("at most 1000000000000"), "{e}");
+        }
+        let e = TimingConfig::from_json(&with_gap("2.50"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`burst_gap_cycles` = 2.50 must be a whole number"),
+            "{e}"
+        );
+        let e = TimingConfig::from_json(&with_gap("-1"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`burst_gap_cycles` = -1 must be ≥ 0"), "{e}");
+        let e = TimingConfig::from_json(&with_gap("\"3\""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`burst_gap_cycles`: `value` must be a number"),
+            "{e}"
+        );
+        assert_eq!(
+            TimingConfig::from_json(&with_gap("1000000000000"))
+                .unwrap()
+                .burst_gap_cycles,
+            1_000_000_000_000
+        );
     }
 }

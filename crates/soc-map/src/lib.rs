@@ -10,6 +10,7 @@ pub mod addr4;
 pub mod addr8;
 pub mod hex;
 pub mod map;
+mod precheck;
 pub mod spec;
 pub mod table;
 
@@ -18,6 +19,7 @@ pub use addr4::{Addr4, Addr4Error, Addr4Mode, PartitionOffset, PartitionTarget};
 pub use addr8::{Addr8, Addr8Error, TableOffset};
 pub use hex::{Hex, Hex32, ParseHexError, parse_u64};
 pub use map::{Decoded, Hole, MapError, Partitions, Region, RegionId, SocMap};
+pub use precheck::{MAX_NAME_BYTES, MAX_REGIONS, MAX_TEXT_BYTES};
 pub use spec::{MapSpec, NodeSpec, PartitionSpec, RegionKind};
 
 /// The built-in Trn2 map, `csr-maps/soc-map.json`.

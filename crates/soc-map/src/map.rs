@@ -178,6 +178,9 @@ impl SocMap {
 
     /// Expands and validates a parsed spec.
     pub fn from_spec(spec: MapSpec) -> Result<Self, MapError> {
+        // Counts, names and placements first: a bad count must not build
+        // its instances (docs/address-map.md "Validation").
+        crate::precheck::check(&spec)?;
         let mut b = Builder {
             spec: &spec,
             regions: Vec::new(),

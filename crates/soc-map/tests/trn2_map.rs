@@ -282,3 +282,110 @@ fn geometry_constants_match_the_map() {
         );
     }
 }
+
+/// The built-in map with one JSON edit applied (the shape of the fuzz
+/// reproducers: one number changed in the real map).
+fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(soc_map::TRN2_MAP_JSON).unwrap();
+    edit(&mut v);
+    serde_json::to_string(&v).unwrap()
+}
+
+/// Loads `json`, expecting an error, and checks it came back fast.
+fn bad_fast(json: &str) -> String {
+    let started = std::time::Instant::now();
+    let e = bad(json);
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(500),
+        "took {took:?} to report: {e}"
+    );
+    e
+}
+
+#[test]
+fn an_absurd_count_is_refused_before_any_instance_is_built() {
+    // The second SENG cluster with 100,000 engines instead of 32: the old
+    // loader built 3.8 M regions (11 s, 2.3 GB) before it reported a
+    // duplicate name.
+    for count in [100_000_u64, 32_000_000, u64::from(u32::MAX)] {
+        let e = bad_fast(&edited(|v| v["regions"][2]["count"] = count.into()));
+        assert!(e.contains("regions[2] \"eng\""), "{e}");
+        assert!(e.contains(&format!("count {count} is too large")), "{e}");
+        assert!(e.contains("at most 65536 regions"), "{e}");
+    }
+    // A count that fits the budget but collides with the next cluster's
+    // names: reported from the declarations, naming both.
+    let e = bad_fast(&edited(|v| v["regions"][2]["count"] = 33.into()));
+    assert!(e.contains("regions[3] \"eng\""), "{e}");
+    assert!(e.contains("duplicate region name `eng64`"), "{e}");
+    assert!(e.contains("regions[2] \"eng\" (eng32..eng64)"), "{e}");
+}
+
+#[test]
+fn an_array_past_its_parent_is_refused_from_its_declaration() {
+    // 17 queues of 0x1000 from 0x1000 in a 0x20000 M2S block fit; 32 do not:
+    // queue 31 is the first past the block.
+    let e = bad_fast(&edited(|v| {
+        v["templates"]["udma_unit"][0]["children"][0]["count"] = 32.into();
+    }));
+    assert!(
+        e.contains("regions[1] \"eng\" / children[0] \"m2s\" / children[0] \"q\""),
+        "{e}"
+    );
+    assert!(e.contains("instance 31 (`q31`)"), "{e}");
+    assert!(
+        e.contains("does not fit inside the parent `m2s` (size 0x20000)"),
+        "{e}"
+    );
+    let e = bad_fast(&edited(|v| {
+        v["templates"]["udma_unit"][0]["children"][0]["count"] = 4_000_000_000_u64.into();
+    }));
+    assert!(e.contains("does not fit inside the parent `m2s`"), "{e}");
+    // Instances closer than their size overlap each other.
+    let e = bad_fast(&edited(|v| {
+        v["templates"]["udma_unit"][0]["children"][0]["stride"] = "0x800".into();
+    }));
+    assert!(
+        e.contains("stride 0x800 is smaller than the instance size 0x1000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn duplicate_sibling_names_are_found_from_the_declarations() {
+    let e = bad(r#"{"device": "x", "regions": [
+        {"name": "a", "kind": "memory", "base": "0x0", "count": 4, "stride": "0x100", "size": "0x100"},
+        {"name": "a2", "kind": "memory", "base": "0x1000", "size": "0x100"} ]}"#);
+    assert!(
+        e.contains("regions[1] \"a2\": duplicate region name `a2`"),
+        "{e}"
+    );
+    assert!(e.contains("regions[0] \"a\" (a0..a3)"), "{e}");
+    let e = bad(r#"{"device": "x", "regions": [
+        {"name": "b", "kind": "memory", "base": "0x0", "size": "0x100"},
+        {"name": "b", "kind": "memory", "base": "0x1000", "size": "0x100"} ]}"#);
+    assert!(
+        e.contains("regions[1] \"b\": duplicate region name `b`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn long_text_copied_into_every_instance_is_bounded() {
+    // A 1 MiB description on an array of 4,096 regions would be copied
+    // 4,096 times (4 GiB).
+    let desc = "x".repeat(1 << 20);
+    let json = format!(
+        r#"{{"device": "x", "regions": [ {{"name": "a", "kind": "memory", "base": "0x0",
+        "count": 4096, "stride": "0x100", "size": "0x100", "description": "{desc}"}} ]}}"#
+    );
+    let e = bad_fast(&json);
+    assert!(e.contains("regions[0] \"a\""), "{e}");
+    assert!(e.contains("MiB of names and text"), "{e}");
+    let long = "n".repeat(300);
+    let e = bad(&format!(
+        r#"{{"device": "x", "regions": [ {{"name": "{long}", "kind": "memory", "size": "0x100"}} ]}}"#
+    ));
+    assert!(e.contains("longer than 64 bytes"), "{e}");
+}

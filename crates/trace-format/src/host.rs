@@ -258,7 +258,7 @@ impl HostData {
                 Ok(())
             }
             HostData::File { path, offset } => {
-                write!(f, " file={:?}", path.path)?;
+                write!(f, " file={path}")?;
                 if *offset != 0 {
                     write!(f, " file_offset={offset:#x}")?;
                 }
@@ -299,7 +299,12 @@ impl HostOp {
                     write!(f, " align={align:#x}")?;
                 }
                 if let Some(h) = hint {
-                    write!(f, " hint={h:?}")?;
+                    // Quoted as the lexer reads it back (not Rust's `{:?}`).
+                    let h = FileRef {
+                        path: h.clone(),
+                        span: crate::span::Span::default(),
+                    };
+                    write!(f, " hint={h}")?;
                 }
                 if let Some(a) = allocator {
                     write!(f, " allocator={a}")?;

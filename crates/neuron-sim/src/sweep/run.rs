@@ -1,0 +1,241 @@
+//! Running a sweep: one job per point, each on its own device.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use soc::Device;
+use soc_map::SocMap;
+
+use super::params::{Param, Template, Value, payload_of, points, substitute};
+use crate::{Failure, Maps, bad_input};
+
+/// The points of one sweep.
+pub(super) struct Plan {
+    pub(super) names: Vec<String>,
+    pub(super) points: Vec<Vec<Value>>,
+    pub(super) template: String,
+    pub(super) file: String,
+    pub(super) base: PathBuf,
+}
+
+impl Plan {
+    pub(super) fn new(
+        trace: &Path,
+        template: &Template,
+        params: Vec<Param>,
+    ) -> Result<Self, Failure> {
+        let points = points(&params).map_err(bad_input)?;
+        Ok(Plan {
+            names: params.into_iter().map(|p| p.name).collect(),
+            points,
+            template: template.text.clone(),
+            file: trace.display().to_string(),
+            base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
+        })
+    }
+
+    /// The job of point `k`: the substituted trace.
+    pub(super) fn job(&self, k: usize, timing_only: bool) -> Result<Job, Failure> {
+        let values = self.points.get(k).cloned().unwrap_or_default();
+        let vars: BTreeMap<String, Value> = self
+            .names
+            .iter()
+            .cloned()
+            .zip(values.iter().cloned())
+            .collect();
+        let label = label(
+            &self.names,
+            &values.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        );
+        let source = substitute(&self.template, &vars)
+            .map_err(|e| bad_input(format!("{}: {e}", self.file)))?;
+        let payload = payload_of(&source).map_err(|e| bad_input(format!("{}: {e}", self.file)))?;
+        Ok(Job {
+            point: k,
+            label,
+            values: values.iter().map(ToString::to_string).collect(),
+            name: format!("{}[{k}]", self.file),
+            source,
+            base: self.base.clone(),
+            payload,
+            timing_only,
+        })
+    }
+}
+
+/// Every point's job of `trace` over `params`.
+pub(crate) fn jobs_of(
+    trace: &Path,
+    template: &Template,
+    params: &[Param],
+    timing_only: bool,
+) -> Result<Vec<Job>, Failure> {
+    let plan = Plan::new(trace, template, params.to_vec())?;
+    (0..plan.points.len())
+        .map(|k| plan.job(k, timing_only))
+        .collect()
+}
+
+pub(super) fn label(names: &[String], values: &[String]) -> String {
+    names
+        .iter()
+        .zip(values)
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// ---------------------------------------------------------------- running
+
+/// Builds one fresh device per run from the same map, CSR catalog and
+/// timing (each thread its own device).
+pub(crate) struct DeviceFactory {
+    catalog: &'static csr::Catalog,
+    map: SocMap,
+    timing: sim_core::TimingConfig,
+}
+
+impl DeviceFactory {
+    /// From the CLI's maps and `--timing`.
+    pub(crate) fn new(maps: &Maps, timing: Option<&Path>) -> Result<Self, Failure> {
+        let proto = maps.device_with_timing(timing)?;
+        Ok(Self {
+            catalog: proto.catalog(),
+            map: proto.map().clone(),
+            timing: proto.timing().clone(),
+        })
+    }
+
+    /// The DMA clock of the timing the devices get.
+    pub(crate) fn clock_ghz(&self) -> f64 {
+        self.timing.clock_ghz
+    }
+
+    fn device(&self) -> Result<Device, String> {
+        Device::with_timing(self.map.clone(), self.catalog, self.timing.clone())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// One trace run of a sweep or a calibration.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    /// Point index.
+    pub point: usize,
+    /// `name=value …` for messages.
+    pub label: String,
+    /// Parameter values as written in the CSV.
+    pub values: Vec<String>,
+    /// Trace name for messages and reports.
+    pub name: String,
+    /// The trace text.
+    pub source: String,
+    /// Directory for the trace's relative file names.
+    pub base: PathBuf,
+    /// `#@ payload` bytes, if given.
+    pub payload: Option<u64>,
+    /// Timing-only mode.
+    pub timing_only: bool,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Measured {
+    /// Simulated cycles at the end of the trace.
+    pub cycles: u64,
+    /// The same in ns.
+    pub ns: f64,
+    /// Bytes that count for the bandwidth.
+    pub payload: u64,
+    /// Descriptors completed (TX + RX).
+    pub descriptors: u64,
+    /// The trace's exit status (0 ok, 1 expectation failed, 2 bad input).
+    pub exit: u8,
+    /// Host wall-clock seconds.
+    pub host_seconds: f64,
+    /// The first failure or error, if any.
+    pub problem: Option<String>,
+}
+
+fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
+    let mut dev = factory.device()?;
+    dev.set_timing_only(job.timing_only);
+    dev.set_trace(false);
+    let mut files = crate::DirFiles {
+        base: job.base.clone(),
+    };
+    let started = Instant::now();
+    let (report, _session) = host_exec::run_source(dev, &job.source, &job.name, &mut files)
+        .map_err(|errors| errors.join("\n"))?;
+    let host_seconds = started.elapsed().as_secs_f64();
+    let s = &report.summary;
+    let problem = report
+        .errors
+        .iter()
+        .chain(&report.failures)
+        .next()
+        .map(ToString::to_string);
+    Ok(Measured {
+        cycles: s.cycles,
+        ns: s.sim_ns,
+        payload: job.payload.unwrap_or(s.bytes),
+        descriptors: s.descriptors,
+        exit: report.exit_code(),
+        host_seconds,
+        problem,
+    })
+}
+
+/// Runs `jobs` on up to `threads` threads (default: the host's available
+/// parallelism), each job on its own device; results in job order.
+pub(crate) fn run_jobs(
+    factory: &DeviceFactory,
+    jobs: &[Job],
+    threads: Option<usize>,
+) -> Vec<Result<Measured, String>> {
+    let threads = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, jobs.len().max(1));
+    if threads == 1 {
+        return jobs.iter().map(|j| run_one(factory, j)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<Measured, String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break };
+                        mine.push((i, run_one(factory, job)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec![(usize::MAX, Err("a sweep thread panicked".into()))])
+            })
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    let mut out: Vec<Result<Measured, String>> = (0..jobs.len())
+        .map(|_| Err("not run".to_string()))
+        .collect();
+    for (i, r) in done {
+        match out.get_mut(i) {
+            Some(slot) => *slot = r,
+            None => {
+                if let (Some(first), Err(e)) = (out.first_mut(), r) {
+                    *first = Err(e);
+                }
+            }
+        }
+    }
+    out
+}
