@@ -49,22 +49,30 @@ impl StallReport {
             self.cycle
         );
         for w in &self.waits {
-            out.push_str(&format!(
-                "\n  {} {} ({}) waits on {} for {}; engine {}{}",
-                w.inst,
-                w.kind,
-                w.source,
-                w.queue,
-                w.waiting_for,
-                w.engine_state,
-                if w.faults.is_empty() {
-                    "; no error cause bit set".to_string()
-                } else {
-                    format!("; faults: {}", w.faults.join(", "))
-                }
-            ));
+            out.push_str(&format!("\n  {}", w.describe(true)));
         }
         out
+    }
+}
+
+impl StalledWait {
+    /// One line: the word, the queue it polls (with what would end the
+    /// wait when `detail`), the engine's state and faults.
+    pub fn describe(&self, detail: bool) -> String {
+        let wait = if detail {
+            format!(" for {}", self.waiting_for)
+        } else {
+            String::new()
+        };
+        let faults = if self.faults.is_empty() {
+            "; no error cause bit set".to_string()
+        } else {
+            format!("; faults: {}", self.faults.join(", "))
+        };
+        format!(
+            "{} {} ({}) waits on {}{wait}; engine {}{faults}",
+            self.inst, self.kind, self.source, self.queue, self.engine_state
+        )
     }
 }
 

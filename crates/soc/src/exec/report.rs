@@ -275,19 +275,7 @@ impl RunReport {
                 st.cycle
             ));
             for w in &st.waits {
-                out.push_str(&format!(
-                    "  stall: {} {} ({}) waits on {}; {}{}\n",
-                    w.inst,
-                    w.kind,
-                    w.source,
-                    w.queue,
-                    w.engine_state,
-                    if w.faults.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", w.faults.join(", "))
-                    }
-                ));
+                out.push_str(&format!("  stall: {}\n", w.describe(false)));
             }
         }
         out.push_str(&format!(
