@@ -602,3 +602,33 @@ read32 eng0.m2s.q0.q_tx_pkt == {n}
         chunks.iter().max()
     );
 }
+
+/// Issue 11 item 8 (docs/trace-format.md §4.4): `run cycles=N` is N more
+/// cycles and `run until=N` is until cycle N, even with nothing pending.
+#[test]
+fn bounded_runs_on_an_idle_device_let_the_time_pass() {
+    let r = run("run until=5000\nrun cycles=250\nrun until=100\nrun\n");
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert!(
+        r.steps[0].text.starts_with("run: cycle 0 -> 5000 "),
+        "{}",
+        r.steps[0].text
+    );
+    assert!(
+        r.steps[1].text.starts_with("run: cycle 5000 -> 5250 "),
+        "{}",
+        r.steps[1].text
+    );
+    // Already past cycle 100: nothing.
+    assert!(
+        r.steps[2].text.starts_with("run: cycle 5250 -> 5250 "),
+        "{}",
+        r.steps[2].text
+    );
+    assert!(
+        r.steps[3].text.starts_with("run: cycle 5250 -> 5250 "),
+        "{}",
+        r.steps[3].text
+    );
+    assert_eq!(r.summary.cycles, 5250);
+}
