@@ -113,11 +113,7 @@ impl Stream {
                     chunk.copy_from_slice(&period[..chunk.len()]);
                 }
             }
-            Self::Pattern { kind, seed } => {
-                for (i, b) in buf.iter_mut().enumerate() {
-                    *b = kind.byte_at(*seed, index.wrapping_add(i as u64));
-                }
-            }
+            Self::Pattern { kind, seed } => kind.fill(*seed, index, buf),
             Self::File { file, offset } => {
                 let start = offset.checked_add(index).ok_or(Errno::EFAULT)?;
                 file.read_at(start, buf).map_err(|_| Errno::EFAULT)?;

@@ -26,7 +26,7 @@ use crate::record::{Access, Master, Recorder, RegLog, Waves, access_line};
 mod cores;
 mod fabric;
 mod stall;
-use fabric::{DmaBus, engine_blocks};
+use fabric::{DmaBus, RegCache, engine_blocks};
 pub use stall::{StallReport, StalledWait};
 
 /// A side effect a register access had, in the order it happened.
@@ -167,7 +167,12 @@ struct Fabric {
     memory: DeviceMemory,
     regs: BTreeMap<RegionId, RegFile<'static>>,
     events: Vec<DeviceEvent>,
-    engine_blocks: BTreeMap<RegionId, EngineBlockRef>,
+    /// The engine block each region is, indexed by region id.
+    engine_blocks: Vec<Option<EngineBlockRef>>,
+    /// Register targets already decoded (the firmware polls the same few
+    /// completion heads; a full decode and name lookup each time cost most
+    /// of an instruction trace's run).
+    reg_cache: RegCache,
     /// EVT_SEM region → core (TPB index), for waking the firmware.
     sem_cores: BTreeMap<RegionId, u8>,
     /// Cores whose semaphores changed since the firmware last looked
@@ -245,7 +250,9 @@ pub enum OnStall {
 pub struct Device {
     fabric: Fabric,
     unit_maps: &'static UnitMaps,
-    timing: TimingConfig,
+    /// Shared, so that a firmware run can hold it while the firmware
+    /// borrows the device (a clone per poll cost a map copy).
+    timing: std::sync::Arc<TimingConfig>,
     /// Engines by id (created on first touch).
     engines: Vec<Option<Engine>>,
     /// Firmware runs so far (each a scheduler event, for speed reports).
@@ -354,6 +361,7 @@ impl Device {
                 regs: BTreeMap::new(),
                 events: Vec::new(),
                 engine_blocks,
+                reg_cache: RegCache::default(),
                 sem_cores,
                 sem_touched: 0,
                 master: Master::default(),
@@ -361,7 +369,7 @@ impl Device {
                 hbm,
             },
             unit_maps,
-            timing,
+            timing: std::sync::Arc::new(timing),
             engines: Vec::new(),
             wake: WakeTree::default(),
             now: Cycle(0),
@@ -576,7 +584,7 @@ impl Device {
 
     /// Register value without side effects (for debuggers and decoders).
     pub fn peek_reg(&self, t: RegTarget) -> Option<u32> {
-        if let Some(r) = self.fabric.engine_blocks.get(&t.region) {
+        if let Some(r) = self.fabric.engine_block(t.region) {
             if let Some(e) = self.engine(r.engine) {
                 return e.peek(r.block, t.offset);
             }
@@ -601,7 +609,7 @@ impl Device {
             if self.fabric.rec.is_some() {
                 return self.read32_recorded(addr, t);
             }
-            if let Some(r) = self.fabric.engine_blocks.get(&t.region).copied() {
+            if let Some(r) = self.fabric.engine_block(t.region) {
                 return self
                     .engine_mut(r.engine)
                     .mmio_read(r.block, t.offset)
@@ -628,7 +636,7 @@ impl Device {
         if self.fabric.rec.is_some() {
             return self.write32_recorded(addr, t, value);
         }
-        match self.fabric.engine_blocks.get(&t.region).copied() {
+        match self.fabric.engine_block(t.region) {
             Some(r) => self.engine_write(addr, t, r, value).map(Some),
             None => self.fabric.csr_write(addr, t, value).map(Some),
         }
@@ -641,7 +649,7 @@ impl Device {
         if let Some(rec) = self.fabric.rec.as_deref_mut() {
             rec.cycle = now;
         }
-        let (value, after) = match self.fabric.engine_blocks.get(&t.region).copied() {
+        let (value, after) = match self.fabric.engine_block(t.region) {
             Some(r) => {
                 self.wave_watch(r.engine, r.block);
                 let e = self.engine_mut(r.engine);
@@ -677,7 +685,7 @@ impl Device {
         if let Some(rec) = self.fabric.rec.as_deref_mut() {
             rec.cycle = now;
         }
-        let w = match self.fabric.engine_blocks.get(&t.region).copied() {
+        let w = match self.fabric.engine_block(t.region) {
             Some(r) => self.engine_write(addr, t, r, value)?,
             None => self.fabric.csr_write(addr, t, value)?,
         };

@@ -396,6 +396,43 @@ impl FillPattern {
         }
     }
 
+    /// Fills `buf` with the bytes from offset `start` of a fill with this
+    /// pattern and `seed` (what [`FillPattern::byte_at`] gives, a word at a
+    /// time).
+    pub fn fill(self, seed: u64, start: u64, buf: &mut [u8]) {
+        match self {
+            FillPattern::Incr8 => {
+                let mut b = seed.wrapping_add(start) as u8;
+                for x in buf.iter_mut() {
+                    *x = b;
+                    b = b.wrapping_add(1);
+                }
+            }
+            FillPattern::Incr32 => {
+                // Bytes up to the next word boundary, whole words, the rest.
+                let n = buf.len();
+                let lead = usize::try_from((4 - start % 4) % 4)
+                    .unwrap_or(0)
+                    .min(buf.len());
+                for (k, x) in buf[..lead].iter_mut().enumerate() {
+                    *x = self.byte_at(seed, start.wrapping_add(k as u64));
+                }
+                let first = start.wrapping_add(lead as u64);
+                let mut word = seed.wrapping_add(first / 4) as u32;
+                let mut chunks = buf[lead..].chunks_exact_mut(4);
+                for c in &mut chunks {
+                    c.copy_from_slice(&word.to_le_bytes());
+                    word = word.wrapping_add(1);
+                }
+                let tail = chunks.into_remainder();
+                let tail_start = start.wrapping_add((n - tail.len()) as u64);
+                for (k, x) in tail.iter_mut().enumerate() {
+                    *x = self.byte_at(seed, tail_start.wrapping_add(k as u64));
+                }
+            }
+        }
+    }
+
     /// The byte at offset `i` of a fill with this pattern and `seed`.
     pub fn byte_at(self, seed: u64, i: u64) -> u8 {
         match self {

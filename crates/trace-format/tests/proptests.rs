@@ -424,3 +424,21 @@ proptest! {
 fn example_parses() {
     assert!(parse_checked(EXAMPLE).is_some());
 }
+
+proptest! {
+    /// The word-at-a-time fill gives exactly the bytes of `byte_at`, from
+    /// any start and for any length (partial words at both ends).
+    #[test]
+    fn pattern_fill_is_byte_at(
+        incr32 in any::<bool>(),
+        seed in any::<u64>(),
+        start in any::<u64>(),
+        len in 0usize..64,
+    ) {
+        let kind = if incr32 { FillPattern::Incr32 } else { FillPattern::Incr8 };
+        let mut buf = vec![0u8; len];
+        kind.fill(seed, start, &mut buf);
+        let want: Vec<u8> = (0..len as u64).map(|i| kind.byte_at(seed, start.wrapping_add(i))).collect();
+        prop_assert_eq!(buf, want);
+    }
+}

@@ -53,6 +53,48 @@ pub struct UnitOffsets {
     pub axi_queue_error_status: [u64; QUEUES],
     pub axi_queue_cfg: [u64; QUEUES],
     pub m2s_crc_init: [u64; QUEUES],
+    /// The scheduler's registers (looked up by name once, not at every
+    /// configuration refresh); `None` where a map has no such register.
+    pub sched: SchedOffsets,
+}
+
+/// Scheduler and rate-limiter registers (docs/timing.md).
+#[derive(Clone, Copy, Debug)]
+pub struct SchedOffsets {
+    /// M2S queue DWRR_CFG_1..3.
+    pub q_dwrr: [Option<u64>; 3],
+    /// M2S queue rate limiter (`RLIMIT_*`, `RLIMIT_MASK`).
+    pub q_rlimit: RlimitOffsets,
+    /// M2S stream rate limiter (`STREAM_RLIMIT_*`, `STREAM_RLIMIT_MASK`).
+    pub stream_rlimit: RlimitOffsets,
+    /// M2S DWRR_CFG_SCHED.
+    pub dwrr_cfg_sched: Option<u64>,
+    /// M2S RLIMIT_GEN_CFG.
+    pub rlimit_gen_cfg: Option<u64>,
+}
+
+/// One token bucket's registers.
+#[derive(Clone, Copy, Debug)]
+pub struct RlimitOffsets {
+    /// `…CFG_1S`.
+    pub cfg_1s: Option<u64>,
+    /// `…TOKEN_SIZE_1`.
+    pub token_size_1: Option<u64>,
+    /// `…CFG_CYCLE`.
+    pub cfg_cycle: Option<u64>,
+    /// The bucket's mask register.
+    pub mask: Option<u64>,
+}
+
+impl RlimitOffsets {
+    fn of(map: &CsrMap, prefix: &str, mask: &str) -> Self {
+        RlimitOffsets {
+            cfg_1s: map.find(&format!("{prefix}CFG_1S"), None),
+            token_size_1: map.find(&format!("{prefix}TOKEN_SIZE_1"), None),
+            cfg_cycle: map.find(&format!("{prefix}CFG_CYCLE"), None),
+            mask: map.find(mask, None),
+        }
+    }
 }
 
 /// One secondary IOFIC group's registers (driver-facts §2.6).
@@ -205,6 +247,17 @@ impl UnitMaps {
             axi_queue_error_status: arr(udma_gen, "AXI_QUEUE_ERROR_STATUS")?,
             axi_queue_cfg: arr(udma_gen, "AXI_QUEUE_CFG")?,
             m2s_crc_init: arr(sdma_app, "NOTIFIC_M2S_CRC_INIT")?,
+            sched: SchedOffsets {
+                q_dwrr: [
+                    m2s_q.find("DWRR_CFG_1", None),
+                    m2s_q.find("DWRR_CFG_2", None),
+                    m2s_q.find("DWRR_CFG_3", None),
+                ],
+                q_rlimit: RlimitOffsets::of(m2s_q, "RLIMIT_", "RLIMIT_MASK"),
+                stream_rlimit: RlimitOffsets::of(m2s, "STREAM_RLIMIT_", "STREAM_RLIMIT_MASK"),
+                dwrr_cfg_sched: m2s.find("DWRR_CFG_SCHED", None),
+                rlimit_gen_cfg: m2s.find("RLIMIT_GEN_CFG", None),
+            },
         };
         Ok(Self {
             m2s,

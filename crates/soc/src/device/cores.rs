@@ -125,7 +125,7 @@ impl Device {
         };
         let now = self.now;
         self.cur_key = (now.0, 0, u16::from(tpb));
-        let timing = self.timing.clone();
+        let timing = std::sync::Arc::clone(&self.timing);
         let prev = self.set_bus_master(Master::Firmware(tpb));
         let next = {
             let mut bus = crate::firmware::DeviceFwBus { device: self };

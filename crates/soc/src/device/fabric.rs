@@ -6,8 +6,8 @@ use super::*;
 
 /// Engine register regions of the map: `engN.<block>` and the broadcast
 /// mirrors `engN.bcast.<block>`.
-pub(super) fn engine_blocks(map: &SocMap) -> BTreeMap<RegionId, EngineBlockRef> {
-    let mut out = BTreeMap::new();
+pub(super) fn engine_blocks(map: &SocMap) -> Vec<Option<EngineBlockRef>> {
+    let mut out = vec![None; map.regions.len()];
     for (id, r) in map.regions.iter().enumerate() {
         let Some(rest) = r.name.strip_prefix("eng") else {
             continue;
@@ -23,20 +23,53 @@ pub(super) fn engine_blocks(map: &SocMap) -> BTreeMap<RegionId, EngineBlockRef> 
             None => (false, path),
         };
         if let Some(block) = UnitBlock::from_suffix(path) {
-            out.insert(
-                id,
-                EngineBlockRef {
-                    engine,
-                    block,
-                    broadcast,
-                },
-            );
+            out[id] = Some(EngineBlockRef {
+                engine,
+                block,
+                broadcast,
+            });
         }
     }
     out
 }
 
+/// Entries of the register-target cache (direct-mapped by address).
+const REG_CACHE_ENTRIES: usize = 1024;
+
+/// Register targets already decoded, by address: the map and the CSR maps
+/// never change for a device, so a decoded register stays valid.
+pub(super) struct RegCache(Box<[std::cell::Cell<(u64, RegionId, u64)>]>);
+
+impl Default for RegCache {
+    fn default() -> Self {
+        RegCache(
+            (0..REG_CACHE_ENTRIES)
+                .map(|_| std::cell::Cell::new((u64::MAX, 0, 0)))
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Debug for RegCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RegCache")
+    }
+}
+
+impl RegCache {
+    fn slot(&self, addr: u64) -> Option<&std::cell::Cell<(u64, RegionId, u64)>> {
+        // Engine register blocks repeat every 1 MiB: hash every bit in.
+        let h = (addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
+        self.0.get(h as usize % REG_CACHE_ENTRIES)
+    }
+}
+
 impl Fabric {
+    /// The engine block region `region` is, if any.
+    pub(super) fn engine_block(&self, region: RegionId) -> Option<EngineBlockRef> {
+        self.engine_blocks.get(region).copied().flatten()
+    }
+
     pub(super) fn block_of(&self, region: RegionId) -> Option<&'static CsrMap> {
         let catalog = self.catalog;
         self.map
@@ -55,6 +88,23 @@ impl Fabric {
     }
 
     pub(super) fn reg_target(&self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
+        // Only aligned addresses are cached (the empty key, u64::MAX, is not).
+        if addr & 3 == 0
+            && let Some(c) = self.reg_cache.slot(addr)
+        {
+            let (a, region, offset) = c.get();
+            if a == addr {
+                return Ok(Some(RegTarget { region, offset }));
+            }
+        }
+        let t = self.decode_reg_target(addr)?;
+        if let (Some(t), Some(c)) = (t, self.reg_cache.slot(addr)) {
+            c.set((addr, t.region, t.offset));
+        }
+        Ok(t)
+    }
+
+    fn decode_reg_target(&self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
         let d = self.map.decode(addr);
         let Some(region) = d.region else {
             return Ok(None);
@@ -315,7 +365,7 @@ impl Bus for DmaBus<'_> {
                         addr,
                         message: "not a register".into(),
                     })?;
-                if self.fabric.engine_blocks.contains_key(&t.region) {
+                if self.fabric.engine_block(t.region).is_some() {
                     self.posted.push((addr, value, self.engine));
                     return Ok(());
                 }

@@ -317,13 +317,16 @@ pub(super) fn step(
                 FillContent::Pattern { kind, seed } => {
                     // Probe the whole range first so a fault changes nothing.
                     probe_write(device, addr, *len)?;
+                    let mut chunk =
+                        vec![0u8; usize::try_from((*len).min(CHUNK_BYTES)).unwrap_or(0)];
                     let mut done = 0u64;
                     while done < *len {
-                        let n = (*len - done).min(CHUNK_BYTES);
-                        let chunk: Vec<u8> =
-                            (done..done + n).map(|i| kind.byte_at(*seed, i)).collect();
-                        device.write_bytes(addr + done, &chunk).map_err(fault)?;
-                        done += n;
+                        let n = (*len - done).min(CHUNK_BYTES) as usize;
+                        kind.fill(*seed, done, &mut chunk[..n]);
+                        device
+                            .write_bytes(addr + done, &chunk[..n])
+                            .map_err(fault)?;
+                        done += n as u64;
                     }
                 }
             }

@@ -127,15 +127,16 @@ impl Engine {
                 .sdma_app
                 .value(self.maps.offsets.m2s_crc_init[qi])
                 .unwrap_or(0xFFFF_FFFF);
-            let d1 = self.q_reg(q, "DWRR_CFG_1");
+            let dwrr = self.maps.offsets.sched.q_dwrr;
+            let d1 = self.q_reg(q, dwrr[0]);
             qc.dwrr = (
                 d1 & (1 << 24) != 0,
-                self.q_reg(q, "DWRR_CFG_2") & 0xFF,
-                self.q_reg(q, "DWRR_CFG_3") & 0xFF,
+                self.q_reg(q, dwrr[1]) & 0xFF,
+                self.q_reg(q, dwrr[2]) & 0xFF,
                 d1 & 0xFF_FFFF,
                 d1 & (1 << 25) != 0,
             );
-            qc.bucket = self.bucket_cfg("RLIMIT_", &self.regs.m2s_q[qi], "RLIMIT_MASK");
+            qc.bucket = self.bucket_cfg(&self.regs.m2s_q[qi], self.maps.offsets.sched.q_rlimit);
             if let Some(queue) = self.q.get_mut(qi) {
                 queue.cfg = qc;
             }
@@ -171,7 +172,7 @@ impl Engine {
                 ((v >> 8) & 0xFF) as u8,
             );
         }
-        c.stream_bucket = self.bucket_cfg("STREAM_RLIMIT_", &self.regs.m2s, "STREAM_RLIMIT_MASK");
+        c.stream_bucket = self.bucket_cfg(&self.regs.m2s, self.maps.offsets.sched.stream_rlimit);
         self.cfg = c;
     }
 

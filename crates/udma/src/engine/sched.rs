@@ -81,28 +81,23 @@ impl Engine {
         self.schedule_kick(self.data_free_at);
     }
 
-    pub(super) fn q_reg(&self, q: u8, name: &str) -> u32 {
+    /// M2S queue `q`'s register at `off` (0 where the map has none).
+    pub(super) fn q_reg(&self, q: u8, off: Option<u64>) -> u32 {
         let f = &self.regs.m2s_q[usize::from(q) % QUEUES];
-        f.map()
-            .find(name, None)
-            .and_then(|o| f.value(o).ok())
-            .unwrap_or(0)
+        off.and_then(|o| f.value(o).ok()).unwrap_or(0)
     }
 
-    pub(super) fn m2s_reg(&self, name: &str) -> u32 {
-        let f = &self.regs.m2s;
-        f.map()
-            .find(name, None)
-            .and_then(|o| f.value(o).ok())
-            .unwrap_or(0)
+    /// The M2S engine register at `off` (0 where the map has none).
+    pub(super) fn m2s_reg(&self, off: Option<u64>) -> u32 {
+        off.and_then(|o| self.regs.m2s.value(o).ok()).unwrap_or(0)
     }
 
     /// The M2S scheduler configuration (wiki-facts §D.4): DWRR only when
     /// DWRR_CFG_SCHED.EN_DWRR is set and DESC_PREF_CFG_2.PREF_FORCE_RR is
     /// clear; otherwise round-robin among queues.
     pub(super) fn arbitration(&self) -> Arbitration {
-        let sched = self.m2s_reg("DWRR_CFG_SCHED");
-        let force_rr = self.m2s_reg("DESC_PREF_CFG_2") & (1 << 16) != 0;
+        let sched = self.m2s_reg(self.maps.offsets.sched.dwrr_cfg_sched);
+        let force_rr = self.m2s_reg(Some(self.maps.offsets.m2s_desc_pref_cfg_2)) & (1 << 16) != 0;
         Arbitration {
             dwrr: sched & 1 != 0 && !force_rr,
             packet_mode: sched & (1 << 4) != 0,
@@ -176,32 +171,22 @@ impl Engine {
 
     pub(super) fn bucket_cfg(
         &self,
-        prefix: &str,
         file: &RegFile<'static>,
-        mask_name: &str,
+        offs: crate::regs::RlimitOffsets,
     ) -> Option<BucketCfg> {
-        let get = |n: &str| {
-            file.map()
-                .find(&format!("{prefix}{n}"), None)
-                .and_then(|o| file.value(o).ok())
-                .unwrap_or(0)
-        };
-        let cfg = get("CFG_1S");
-        let mask = file
-            .map()
-            .find(mask_name, None)
-            .and_then(|o| file.value(o).ok())
-            .unwrap_or(0x3);
+        let get = |o: Option<u64>| o.and_then(|o| file.value(o).ok()).unwrap_or(0);
+        let cfg = get(offs.cfg_1s);
+        let mask = offs.mask.and_then(|o| file.value(o).ok()).unwrap_or(0x3);
         let enabled = cfg & (1 << 24) != 0 && mask & 0x2 == 0;
         let paused = cfg & (1 << 25) != 0 && mask & 0x2 == 0;
         if !enabled && !paused {
             return None;
         }
-        let short = u64::from(self.m2s_reg("RLIMIT_GEN_CFG") & 0xFFFF).max(1);
+        let short = u64::from(self.m2s_reg(self.maps.offsets.sched.rlimit_gen_cfg) & 0xFFFF).max(1);
         Some(BucketCfg {
             max_burst: cfg & 0xFF_FFFF,
-            token_bytes: get("TOKEN_SIZE_1"),
-            period_cycles: short * (u64::from(get("CFG_CYCLE")) + 1),
+            token_bytes: get(offs.token_size_1),
+            period_cycles: short * (u64::from(get(offs.cfg_cycle)) + 1),
             paused,
         })
     }
