@@ -245,6 +245,13 @@ enum Cmd {
         /// `--perfetto FILE` and its filters.
         #[command(flatten)]
         perfetto: perfetto_cmd::PerfettoArgs,
+        /// Print only failed statements, errors and the summary.
+        #[arg(short, long, conflicts_with = "verbose")]
+        quiet: bool,
+        /// Also print every device event under its statement (DMA
+        /// doorbells, prefetches, packets, faults, firmware micro-ops).
+        #[arg(short, long)]
+        verbose: bool,
     },
 }
 
@@ -352,6 +359,8 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             reg_log,
             vcd,
             perfetto,
+            quiet,
+            verbose,
         } => cmd_run(
             &maps,
             &trace,
@@ -364,6 +373,13 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 reg_log: reg_log.as_deref(),
                 vcd: vcd.as_deref(),
                 perfetto: &perfetto,
+                level: if quiet {
+                    run_output::Level::Quiet
+                } else if verbose {
+                    run_output::Level::Verbose
+                } else {
+                    run_output::Level::Normal
+                },
             },
         ),
     }
@@ -640,6 +656,8 @@ struct RunOpts<'a> {
     vcd: Option<&'a Path>,
     /// `--perfetto FILE` and its filters.
     perfetto: &'a perfetto_cmd::PerfettoArgs,
+    /// `-q` / `-v`.
+    level: run_output::Level,
 }
 
 fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
@@ -652,6 +670,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         reg_log,
         vcd,
         perfetto,
+        level,
     } = *o;
     let timeline = perfetto.plan()?;
     let mut opts = host_exec::SessionOptions {
@@ -686,15 +705,20 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     };
     let out = std::sync::Arc::new(std::sync::Mutex::new(run_output::RunOutput::new(
         format,
+        level,
         name.clone(),
         timeline.is_some(),
         std::sync::Arc::clone(&interrupt),
     )));
+    // Engines build event records only for a consumer that shows them.
+    let wants_events = json || timeline.is_some() || level == run_output::Level::Verbose;
+    dev.set_trace(wants_events);
     dev.set_event_sink(Some(run_output::event_sink(&out)));
-    let mut hooks = run_output::RunHooks {
-        out: std::sync::Arc::clone(&out),
-        interrupt: std::sync::Arc::clone(&interrupt),
-    };
+    let mut hooks = run_output::RunHooks::new(
+        std::sync::Arc::clone(&out),
+        std::sync::Arc::clone(&interrupt),
+        !json && level != run_output::Level::Quiet,
+    );
     let started = std::time::Instant::now();
     let (report, mut session) =
         match host_exec::run_source_observed(dev, &source, &name, &mut files, opts, &mut hooks) {
@@ -708,6 +732,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
                 return Err(bad_input(msg));
             }
         };
+    hooks.finish();
     let host = session.used().then(|| session.report());
     let events = session.device_mut().events_processed();
     let speed = HostSpeed::measure(started.elapsed(), &report, events);
@@ -746,7 +771,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         }
         out.finish_json(&v);
     } else {
-        let mut tail = report.tail_text();
+        let mut tail = report.tail_text_with(level != run_output::Level::Quiet);
         if let Some(h) = &host {
             tail.push_str(&h.to_text());
         }

@@ -85,9 +85,21 @@ pub(crate) enum Format {
     Json,
 }
 
+/// How much the text output shows (docs/user-guide.md §Output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// `-q`: failed and erroneous statements, then the summary.
+    Quiet,
+    /// Every statement's line, then the summary.
+    Normal,
+    /// `-v`: also every device event under its statement.
+    Verbose,
+}
+
 /// The consumer of a run's statements and events.
 pub(crate) struct RunOutput {
     format: Format,
+    level: Level,
     trace: String,
     out: Box<dyn Write + Send>,
     /// The current statement's event lines (text) or objects (JSON).
@@ -105,12 +117,14 @@ pub(crate) struct RunOutput {
 impl RunOutput {
     pub(crate) fn new(
         format: Format,
+        level: Level,
         trace: String,
         keep_timeline: bool,
         interrupt: Arc<AtomicUsize>,
     ) -> Self {
         RunOutput {
             format,
+            level,
             trace,
             out: Box::new(io::BufWriter::new(io::stdout())),
             events: Spill::default(),
@@ -124,6 +138,13 @@ impl RunOutput {
 
     /// Events of the running statement, in the device's order.
     fn events(&mut self, events: Vec<DeviceEvent>) {
+        let shown = self.format == Format::Json || self.level == Level::Verbose;
+        if !shown {
+            if let Some(t) = self.timeline.as_mut() {
+                t.extend(events);
+            }
+            return;
+        }
         let mut text = String::new();
         for e in &events {
             match self.format {
@@ -149,6 +170,13 @@ impl RunOutput {
     /// A statement finished.
     fn statement(&mut self, record: &StepRecord) {
         let r = match self.format {
+            Format::Text
+                if self.level == Level::Quiet
+                    && record.status == soc::exec::Status::Ok
+                    && record.text != QUIT_MARK =>
+            {
+                Ok(())
+            }
             Format::Text => {
                 let line = if record.text == QUIT_MARK {
                     format!(
@@ -328,13 +356,79 @@ pub(crate) fn event_sink(out: &Shared) -> soc::device::EventSink {
 }
 
 /// The executor hooks of a streamed run: statement records to the output,
-/// and the interrupt flag.
+/// the interrupt flag, and the progress line.
 pub(crate) struct RunHooks {
-    pub(crate) out: Shared,
-    pub(crate) interrupt: Arc<AtomicUsize>,
+    out: Shared,
+    interrupt: Arc<AtomicUsize>,
+    progress: Option<Progress>,
+}
+
+/// Events between two looks at the clock for the progress line.
+const PROGRESS_EVENTS: u32 = 1 << 14;
+
+/// The progress line: drawn on stderr once a run has lasted a second, only
+/// when stderr is a terminal; cleared at the end.
+struct Progress {
+    started: std::time::Instant,
+    events: u32,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn tick(&mut self, device: &Device) {
+        self.events += 1;
+        if self.events < PROGRESS_EVENTS {
+            return;
+        }
+        self.events = 0;
+        let elapsed = self.started.elapsed();
+        if elapsed < std::time::Duration::from_secs(1) {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::with_draw_target(
+                None,
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            b
+        });
+        let now = device.now().0;
+        let events = device.events_processed();
+        bar.set_message(format!(
+            "cycle {now} ({:.1} µs simulated), {events} events, {:.0} events per host second",
+            device.timing().ns(now) / 1000.0,
+            events as f64 / elapsed.as_secs_f64().max(1e-9)
+        ));
+        bar.tick();
+    }
 }
 
 impl RunHooks {
+    /// Hooks for a run; `progress`: draw the progress line on a terminal.
+    pub(crate) fn new(out: Shared, interrupt: Arc<AtomicUsize>, progress: bool) -> Self {
+        use std::io::IsTerminal;
+        RunHooks {
+            out,
+            interrupt,
+            progress: (progress && io::stderr().is_terminal()).then(|| Progress {
+                started: std::time::Instant::now(),
+                events: 0,
+                bar: None,
+            }),
+        }
+    }
+
+    /// Clears the progress line.
+    pub(crate) fn finish(&mut self) {
+        if let Some(b) = self.progress.as_mut().and_then(|p| p.bar.take()) {
+            b.finish_and_clear();
+        }
+    }
+
     fn control(&self) -> Control {
         if self.interrupt.load(Ordering::Relaxed) == 0 {
             Control::Continue
@@ -362,11 +456,23 @@ impl ExecHooks for RunHooks {
         c
     }
 
-    fn during_run(&mut self, _device: &mut Device) -> Control {
+    fn during_run(&mut self, device: &mut Device) -> Control {
+        if let Some(p) = self.progress.as_mut() {
+            p.tick(device);
+        }
         self.control()
     }
 
     fn statement(&mut self, record: &StepRecord) {
+        // The line goes above the progress line, not through it.
+        if let Some(b) = self.progress.as_ref().and_then(|p| p.bar.as_ref()) {
+            b.suspend(|| {
+                if let Ok(mut o) = self.out.lock() {
+                    o.statement(record);
+                }
+            });
+            return;
+        }
         if let Ok(mut o) = self.out.lock() {
             o.statement(record);
         }

@@ -73,7 +73,7 @@ fn cli(args: &[&str]) -> std::process::Output {
 fn streamed_text_is_the_report_text() {
     for name in SAMPLES {
         let path = traces().join(name);
-        let o = cli(&["run", path.to_str().unwrap()]);
+        let o = cli(&["run", path.to_str().unwrap(), "-v"]);
         let out = String::from_utf8(o.stdout).unwrap();
         let (want, _) = in_memory(name);
         let (body, last) = out.trim_end_matches('\n').rsplit_once('\n').unwrap();
@@ -209,5 +209,82 @@ fn sigint_stops_a_run_which_reports_what_it_did() {
     );
     // The statement after the interrupted `run` did not run.
     assert!(!rest.contains(":16: "), "{rest}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Issue 12 item 4: the default shows every statement and no event lines,
+/// `-q` only failed statements and the summary, `-v` everything.
+#[test]
+fn output_levels() {
+    let path = traces().join("fw-tile-load-bf16.trace");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", path.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = cli(&args);
+        assert_eq!(o.status.code(), Some(0));
+        (
+            String::from_utf8(o.stdout).unwrap(),
+            String::from_utf8(o.stderr).unwrap(),
+        )
+    };
+    let (normal, err) = run(&[]);
+    let (verbose, _) = run(&["-v"]);
+    let (quiet, qerr) = run(&["-q"]);
+    let events = |t: &str| t.lines().filter(|l| l.starts_with("    ")).count();
+    assert_eq!(events(&normal), 0, "{normal}");
+    assert!(events(&verbose) > 100);
+    let statement_lines = |t: &str| {
+        t.lines()
+            .filter(|l| l.contains("fw-tile-load-bf16.trace:"))
+            .count()
+    };
+    assert_eq!(statement_lines(&normal), 22);
+    assert_eq!(statement_lines(&quiet), 0, "{quiet}");
+    assert!(
+        quiet.contains("22 statements, 16 expectations passed, 0 failed"),
+        "{quiet}"
+    );
+    assert!(
+        !quiet.contains("  eng0.q0:"),
+        "-q leaves the per-queue lines out: {quiet}"
+    );
+    assert!(normal.contains("  eng0.q0:"));
+    // Not a terminal: no progress line, in any mode.
+    assert!(err.is_empty() && qerr.is_empty(), "{err}{qerr}");
+    // A failed statement shows in -q.
+    let dir = tmp_dir("levels");
+    let t = dir.join("f.trace");
+    std::fs::write(
+        &t,
+        "write32 tpb0.sem.set[1] 5\nread32 tpb0.sem.read[1] == 6\n",
+    )
+    .unwrap();
+    let o = cli(&["run", t.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("f.trace:2: FAILED read32"), "{out}");
+    assert!(!out.contains("f.trace:1:"), "{out}");
+    let o = cli(&["run", t.to_str().unwrap(), "-q", "-v"]);
+    assert_eq!(o.status.code(), Some(2), "-q and -v exclude each other");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A run that lasts more than a second draws no progress line when
+/// stderr is not a terminal, and never with --json or -q.
+#[test]
+fn no_progress_line_off_a_terminal() {
+    let dir = tmp_dir("progress");
+    let trace = ring_trace(&dir, 1 << 16);
+    for extra in [&[][..], &["-q"][..], &["--json"][..]] {
+        let mut args = vec!["run", trace.to_str().unwrap(), "--timing-only"];
+        args.extend_from_slice(extra);
+        let o = cli(&args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}");
+        assert!(
+            o.stderr.is_empty(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

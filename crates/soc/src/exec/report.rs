@@ -220,6 +220,12 @@ impl RunReport {
 
     /// The text after the statement lines: failures, errors, the summary.
     pub fn tail_text(&self) -> String {
+        self.tail_text_with(true)
+    }
+
+    /// [`RunReport::tail_text`], with or without a line per queue (`run
+    /// -q` leaves them out: a chip's 128 queues are 13 KB).
+    pub fn tail_text_with(&self, per_queue: bool) -> String {
         let mut out = String::new();
         // As for errors, the step line showed a multi-line message in full.
         for f in &self.failures {
@@ -242,7 +248,7 @@ impl RunReport {
                 "simulated {} cycles ({:.1} ns): {} bytes, {} packets, {} descriptors\n",
                 sm.cycles, sm.sim_ns, sm.bytes, sm.packets, sm.descriptors
             ));
-            for (name, q) in &sm.queues {
+            for (name, q) in sm.queues.iter().filter(|_| per_queue) {
                 out.push_str(&format!(
                     "  {name}: {} packets, {} bytes, {} TX + {} RX descriptors, cycles {}..{}, {} GB/s\n",
                     q.packets,
