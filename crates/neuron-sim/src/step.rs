@@ -302,6 +302,7 @@ impl Stepper {
             };
             match &fw.kind {
                 FwEventKind::MicroOp { text } => micro_ops.push(text.clone()),
+                FwEventKind::Log { text } => micro_ops.push(format!("log: {text}")),
                 FwEventKind::InlineChunk {
                     engine,
                     queue,

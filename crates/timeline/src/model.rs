@@ -371,7 +371,7 @@ impl Builder {
                 inst.args.push_u("bytes", *bytes);
                 inst.args.push_u("generate_cycles", *cycles);
             }
-            K::MicroOp { .. } => {}
+            K::MicroOp { .. } | K::Log { .. } => {}
             K::RingsInit {
                 engine,
                 queue,

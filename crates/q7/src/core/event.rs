@@ -65,6 +65,13 @@ pub enum FwEventKind {
         /// The log line.
         text: String,
     },
+    /// Another line of the firmware's own log (`bounds:(…)`,
+    /// `rdma_desc_gen […]`, the `[TX]`/`[RX]` handshake, notices of what
+    /// is not delivered; docs/firmware.md "Firmware log lines").
+    Log {
+        /// The log line.
+        text: String,
+    },
     /// The firmware programmed a queue pair's rings (DGE context init).
     RingsInit {
         /// Device engine id.

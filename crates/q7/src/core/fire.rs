@@ -200,7 +200,7 @@ impl Q7Core {
                     Some((slot, m2s_count, count, e, r))
                 })
                 .collect();
-        let log = |text: String| FwEventKind::MicroOp { text };
+        let log = |text: String| FwEventKind::Log { text };
         for (_, _, count, e, r) in &unrung {
             events.push(log(format!(
                 "[RX] Writing tail pointer increment: eng{}.s2m.q{} RDRTP_INC += {count}",

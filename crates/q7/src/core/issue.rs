@@ -451,7 +451,7 @@ impl Q7Core {
             log.extend(self.rdma_gen_log(g, queue_id));
         }
         for text in log {
-            self.event(now, &q.tag, FwEventKind::MicroOp { text });
+            self.event(now, &q.tag, FwEventKind::Log { text });
         }
         for oob in &plan.out_of_bounds {
             self.event(
@@ -490,7 +490,7 @@ impl Q7Core {
             self.event(
                 now,
                 &q.tag,
-                FwEventKind::MicroOp {
+                FwEventKind::Log {
                     text: format!(
                         "error notification for {notified} fault(s) not delivered: the DGE \
                          notification record ({{dma_map:16, num_packets:12, dma_group_id:1}}) has \
@@ -621,7 +621,7 @@ impl Q7Core {
             *s = Some(rings);
         }
         for text in notification_queues(bus, &self.layout, e) {
-            self.event(now, tag, FwEventKind::MicroOp { text });
+            self.event(now, tag, FwEventKind::Log { text });
         }
         Ok(())
     }

@@ -373,7 +373,7 @@ pub fn fw_event_text(e: &q7::FwEvent) -> String {
         } => format!(
             "{head} {kind}: {descriptors} descriptors on {engines} engines, {bytes} bytes, generation {cycles} cycles"
         ),
-        K::MicroOp { text } => format!("{head} {text}"),
+        K::MicroOp { text } | K::Log { text } => format!("{head} {text}"),
         K::Generated {
             engine,
             queue,
