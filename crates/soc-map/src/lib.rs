@@ -18,7 +18,7 @@ pub use addr::{PsumAddr, SbufAddr, SocAddr};
 pub use addr4::{Addr4, Addr4Error, Addr4Mode, PartitionOffset, PartitionTarget};
 pub use addr8::{Addr8, Addr8Error, TableOffset};
 pub use hex::{Hex, Hex32, ParseHexError, parse_u64};
-pub use map::{Decoded, Hole, MapError, Partitions, Region, RegionId, SocMap};
+pub use map::{Decoded, Hole, MapData, MapError, Partitions, Region, RegionId, SocMap};
 pub use precheck::{MAX_NAME_BYTES, MAX_REGIONS, MAX_TEXT_BYTES};
 pub use spec::{MapSpec, NodeSpec, PartitionSpec, RegionKind};
 
@@ -27,7 +27,7 @@ pub const TRN2_MAP_JSON: &str = include_str!("../../../csr-maps/soc-map.json");
 
 /// Loads the built-in Trn2 map.
 pub fn trn2() -> Result<SocMap, MapError> {
-    // Parsed once per process; each caller gets its own copy.
+    // Parsed once per process; every caller shares it (a clone is a reference count).
     static MAP: std::sync::OnceLock<Result<SocMap, MapError>> = std::sync::OnceLock::new();
     MAP.get_or_init(|| SocMap::from_json(TRN2_MAP_JSON, "csr-maps/soc-map.json"))
         .clone()

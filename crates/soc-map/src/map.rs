@@ -151,9 +151,22 @@ pub struct Decoded {
     pub hole: Option<Hole>,
 }
 
-/// The expanded, validated map of one device.
+/// The expanded, validated map of one device. Cheap to clone: every
+/// clone shares one [`MapData`] (a device, a host session and a sweep
+/// point each hold the map; none changes it).
 #[derive(Clone, Debug)]
-pub struct SocMap {
+pub struct SocMap(std::sync::Arc<MapData>);
+
+impl std::ops::Deref for SocMap {
+    type Target = MapData;
+    fn deref(&self) -> &MapData {
+        &self.0
+    }
+}
+
+/// The contents of a [`SocMap`].
+#[derive(Debug)]
+pub struct MapData {
     /// Device name.
     pub device: String,
     /// Every region; parents before children.
@@ -207,7 +220,7 @@ impl SocMap {
             check_siblings(&regions, &kids, &regions[id].name)?;
             regions[id].children = kids;
         }
-        let mut map = SocMap {
+        let mut map = MapData {
             device: spec.device.clone(),
             regions,
             roots,
@@ -215,9 +228,11 @@ impl SocMap {
             spec,
         };
         map.resolve_aliases(pending_aliases)?;
-        Ok(map)
+        Ok(SocMap(std::sync::Arc::new(map)))
     }
+}
 
+impl MapData {
     fn resolve_aliases(&mut self, pending: Vec<(RegionId, String)>) -> Result<(), MapError> {
         for (id, target_name) in pending {
             let r = &self.regions[id];

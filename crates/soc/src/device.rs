@@ -173,6 +173,8 @@ struct Fabric {
     /// completion heads; a full decode and name lookup each time cost most
     /// of an instruction trace's run).
     reg_cache: RegCache,
+    /// Leaf memories already decoded (no register in them).
+    mem_ranges: fabric::MemRanges,
     /// EVT_SEM region → core (TPB index), for waking the firmware.
     sem_cores: BTreeMap<RegionId, u8>,
     /// Cores whose semaphores changed since the firmware last looked
@@ -280,6 +282,12 @@ pub struct Device {
     parked: Vec<Option<Cycle>>,
     /// Cores parked.
     n_parked: usize,
+    /// Per parked core: its polls read memory, so any change may end the
+    /// wait ([`Q7Core::polls_memory`]).
+    parked_on_memory: Vec<bool>,
+    /// Per engine id: the cores (bit per TPB) whose firmware owns it and
+    /// polls its completion heads.
+    engine_cores: Vec<u32>,
     /// A change woke a parked core inside the engine loop.
     unparked: bool,
     /// The run order key of the event being processed (or the last one):
@@ -362,6 +370,7 @@ impl Device {
                 events: Vec::new(),
                 engine_blocks,
                 reg_cache: RegCache::default(),
+                mem_ranges: fabric::MemRanges::default(),
                 sem_cores,
                 sem_touched: 0,
                 master: Master::default(),
@@ -382,6 +391,8 @@ impl Device {
             fw_seen: Vec::new(),
             parked: Vec::new(),
             n_parked: 0,
+            parked_on_memory: Vec::new(),
+            engine_cores: Vec::new(),
             unparked: false,
             cur_key: (0, 2, 0),
             sink: SinkSlot(None),
@@ -626,8 +637,17 @@ impl Device {
     /// semantics and route side effects; `Ok(Some(..))` reports what the
     /// register did (including a read-only register left unchanged).
     pub fn write32(&mut self, addr: u64, value: u32) -> Result<Option<RegWrite>, BusFault> {
-        self.touch();
-        let Some(t) = self.fabric.reg_target(addr)? else {
+        let target = self.fabric.reg_target(addr);
+        // A write to an engine's registers changes what that engine's
+        // owners poll, nothing another core reads (docs/firmware.md §Stalls).
+        match &target {
+            Ok(Some(t)) => match self.fabric.engine_block(t.region) {
+                Some(r) => self.touch_cores(self.engine_owners(r.engine)),
+                None => self.touch(),
+            },
+            _ => self.touch(),
+        }
+        let Some(t) = target? else {
             self.fabric
                 .memory
                 .write(&self.fabric.map, addr, &value.to_le_bytes())?;
@@ -908,6 +928,7 @@ impl Device {
                 let Some(Some(engine)) = self.engines.get_mut(i) else {
                     break;
                 };
+                let crhp_moves = engine.crhp_moves();
                 let mut bus = DmaBus {
                     fabric: &mut self.fabric,
                     posted: &mut self.posted,
@@ -916,9 +937,14 @@ impl Device {
                 };
                 engine.step(at, &mut bus, &self.timing);
                 let next = engine.next_event();
+                let owners = if engine.crhp_moves() == crhp_moves {
+                    0
+                } else {
+                    self.engine_owners(id)
+                };
                 self.wake.set(id, next);
                 self.cur_key = (at.0, 1, id);
-                self.touch();
+                self.touch_cores(owners);
                 if self.activity & (EVENT_FLUSH_STEPS - 1) == 0 && self.sink.0.is_some() {
                     self.flush_events();
                 }

@@ -317,6 +317,10 @@ pub struct Engine {
     kicks: Vec<(Cycle, u64)>,
     /// Internal events processed so far (simulator speed reporting).
     events_done: u64,
+    /// Times a queue's completion head register (TCRHP/RCRHP) changed
+    /// value: what a firmware polling for completions can observe
+    /// (docs/firmware.md §Stalls).
+    crhp_moves: u64,
     /// Last write completion in the unit (write barrier / SOW ordering).
     last_write_end: Cycle,
     /// Packets in flight (slab) and free slots.
@@ -396,6 +400,7 @@ impl Engine {
             trace: false,
             log: Vec::new(),
             events_done: 0,
+            crhp_moves: 0,
             now: Cycle(0),
             crc_cache: crate::datapath::CrcCache::default(),
             doorbell_latency: timing.doorbell_latency_cycles,
@@ -486,6 +491,13 @@ impl Engine {
     /// scheduling kicks, packet completions).
     pub fn events_done(&self) -> u64 {
         self.events_done
+    }
+
+    /// How many times a completion head register (TCRHP/RCRHP of any
+    /// queue) has changed value: a firmware that only polls completion heads
+    /// sees nothing new while this stays the same (docs/firmware.md §Stalls).
+    pub fn crhp_moves(&self) -> u64 {
+        self.crhp_moves
     }
 
     /// The cycle of the next internal event, if any.

@@ -63,6 +63,14 @@ impl Q7Core {
         }
     }
 
+    /// Whether the firmware's polls read memory (the inline path's
+    /// completion tag), which any engine's write can change; otherwise they
+    /// read only completion heads of the core's own engines, and a change
+    /// elsewhere cannot end the wait (docs/firmware.md §Stalls).
+    pub fn polls_memory(&self) -> bool {
+        matches!(self.stage, Stage::Inline(_))
+    }
+
     /// What the firmware is polling for, one entry per engine queue it
     /// waits on (a stall report: docs/firmware.md §Stalls). `bus` is read
     /// for the completion heads; pass one without side effects.

@@ -47,10 +47,18 @@ impl Device {
             self.fw_next.resize(i + 1, None);
             self.fw_seen.resize(i + 1, u64::MAX);
             self.parked.resize(i + 1, None);
+            self.parked_on_memory.resize(i + 1, false);
         }
         if self.cores[i].is_none() {
             let layout = crate::firmware::core_layout(&self.fabric.map, self.fabric.catalog, tpb)
                 .map_err(|m| DeviceError(format!("tpb{tpb} firmware: {m}")))?;
+            for e in &layout.engines {
+                let id = usize::from(e.id);
+                if self.engine_cores.len() <= id {
+                    self.engine_cores.resize(id + 1, 0);
+                }
+                self.engine_cores[id] |= 1 << tpb;
+            }
             self.cores[i] = Some(Q7Core::new(layout));
         }
         self.cores[i]
@@ -123,6 +131,13 @@ impl Device {
             }
             return;
         };
+        // A core that runs is not parked (a semaphore change can schedule a
+        // parked core without unparking it).
+        if let Some(p) = self.parked.get_mut(i)
+            && p.take().is_some()
+        {
+            self.n_parked -= 1;
+        }
         let now = self.now;
         self.cur_key = (now.0, 0, u16::from(tpb));
         let timing = std::sync::Arc::clone(&self.timing);
@@ -136,6 +151,7 @@ impl Device {
             self.fabric.events.push(DeviceEvent::Firmware(e));
         }
         let polling = core.polling_only();
+        let on_memory = core.polls_memory();
         self.cores[i] = Some(core);
         self.fw_next[i] = next;
         if let Some(seen) = self.fw_seen.get_mut(i) {
@@ -149,6 +165,7 @@ impl Device {
         {
             self.fw_next[i] = None;
             self.parked[i] = Some(n);
+            self.parked_on_memory[i] = on_memory;
             self.n_parked += 1;
         }
         // The firmware's own semaphore updates need not wake it again.

@@ -34,7 +34,7 @@ pub(super) fn engine_blocks(map: &SocMap) -> Vec<Option<EngineBlockRef>> {
 }
 
 /// Entries of the register-target cache (direct-mapped by address).
-const REG_CACHE_ENTRIES: usize = 1024;
+const REG_CACHE_ENTRIES: usize = 8192;
 
 /// Register targets already decoded, by address: the map and the CSR maps
 /// never change for a device, so a decoded register stays valid.
@@ -59,8 +59,37 @@ impl std::fmt::Debug for RegCache {
 impl RegCache {
     fn slot(&self, addr: u64) -> Option<&std::cell::Cell<(u64, RegionId, u64)>> {
         // Engine register blocks repeat every 1 MiB: hash every bit in.
-        let h = (addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
+        let h = (addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51;
         self.0.get(h as usize % REG_CACHE_ENTRIES)
+    }
+}
+
+/// Address ranges of leaf memories (HBM, SBUF, RAMs) seen by
+/// [`Fabric::reg_target`]: an address inside one holds no register, so
+/// the descriptor and completion writes of a run skip the map search.
+#[derive(Debug, Default)]
+pub(super) struct MemRanges {
+    /// `[base, end)` per entry; empty entries are `(0, 0)`.
+    ranges: [std::cell::Cell<(u64, u64)>; MEM_RANGE_ENTRIES],
+    /// The entry the next new range replaces.
+    next: std::cell::Cell<usize>,
+}
+
+/// Memories a run touches at once (a few HBM stacks, SBUFs, DGE memory).
+const MEM_RANGE_ENTRIES: usize = 8;
+
+impl MemRanges {
+    fn contains(&self, addr: u64) -> bool {
+        self.ranges.iter().any(|r| {
+            let (base, end) = r.get();
+            addr >= base && addr < end
+        })
+    }
+
+    fn insert(&self, base: u64, end: u64) {
+        let i = self.next.get() % MEM_RANGE_ENTRIES;
+        self.ranges[i].set((base, end));
+        self.next.set(i + 1);
     }
 }
 
@@ -97,6 +126,9 @@ impl Fabric {
                 return Ok(Some(RegTarget { region, offset }));
             }
         }
+        if self.mem_ranges.contains(addr) {
+            return Ok(None);
+        }
         let t = self.decode_reg_target(addr)?;
         if let (Some(t), Some(c)) = (t, self.reg_cache.slot(addr)) {
             c.set((addr, t.region, t.offset));
@@ -110,6 +142,17 @@ impl Fabric {
             return Ok(None);
         };
         let r = self.map.region(region);
+        // A leaf memory holds no register anywhere in it (its pads and
+        // holes are the memory path's faults, not a register's).
+        if r.children.is_empty()
+            && matches!(
+                r.kind,
+                RegionKind::Memory | RegionKind::Host | RegionKind::Sbuf | RegionKind::Psum
+            )
+        {
+            self.mem_ranges.insert(r.base, r.end());
+            return Ok(None);
+        }
         let has_regs = matches!(r.kind, RegionKind::Csr)
             || (matches!(r.kind, RegionKind::Container) && r.block.is_some());
         if !has_regs {

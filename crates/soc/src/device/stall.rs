@@ -124,16 +124,36 @@ impl Device {
     /// parked core at the first poll that, in the run order, comes after
     /// the event making the change ([`Device::cur_key`]).
     pub(super) fn touch(&mut self) {
+        self.touch_cores(u32::MAX);
+    }
+
+    /// The cores (bit per TPB) whose firmware owns engine `id`.
+    pub(super) fn engine_owners(&self, id: u16) -> u32 {
+        self.engine_cores.get(usize::from(id)).copied().unwrap_or(0)
+    }
+
+    /// Notes a change only the cores in `cores` (bit per TPB) can see
+    /// through their completion-head polls: counts it, and wakes those of
+    /// them that are parked, and every parked core whose polls read memory,
+    /// as [`Device::touch`] does. A core left parked would have read the
+    /// same values.
+    pub(super) fn touch_cores(&mut self, cores: u32) {
         self.activity += 1;
         if self.n_parked == 0 {
             return;
         }
         let period = self.timing.q7_poll_cycles.max(1);
         let (t, class, id) = self.cur_key;
+        let mut woke = 0;
         for (i, slot) in self.parked.iter_mut().enumerate() {
+            let sees = cores & (1 << i) != 0 || self.parked_on_memory.get(i) == Some(&true);
+            if !sees {
+                continue;
+            }
             let Some(p) = slot.take() else {
                 continue;
             };
+            woke += 1;
             // Polls at cycle t run before the engines of cycle t and after
             // the cores with a lower index (Device::run_while).
             let after = |c: u64| c > t || (c == t && class == 0 && i > usize::from(id));
@@ -152,8 +172,10 @@ impl Device {
                 *f = Some(f.map_or(Cycle(next), |c| c.min(Cycle(next))));
             }
         }
-        self.n_parked = 0;
-        self.unparked = true;
+        if woke > 0 {
+            self.n_parked -= woke;
+            self.unparked = true;
+        }
     }
 
     /// Every event up to and including cycle `at` is behind: the clock

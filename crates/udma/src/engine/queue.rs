@@ -209,8 +209,13 @@ impl Engine {
         let f = self.qfile(dir, q);
         f.hw_update_slot(hot.head, |_| head);
         f.hw_update_slot(hot.tail, |_| tail);
-        f.hw_update_slot(hot.comp_head, |_| comp);
+        let mut moved = false;
+        f.hw_update_slot(hot.comp_head, |old| {
+            moved = old != comp;
+            comp
+        });
         f.hw_update_slot(hot.status, |s| (s & (1 << 29 | 1 << 30)) | status);
+        self.crhp_moves += u64::from(moved);
     }
 
     pub(super) fn doorbell(
