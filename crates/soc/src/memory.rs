@@ -117,22 +117,53 @@ pub struct MemTarget {
     pub offset: u64,
 }
 
-/// A plain (non-partitioned) memory region seen last, so runs of
-/// accesses to the same region skip the map search.
+/// A memory region resolved recently, so runs of accesses to the same few
+/// regions (a DMA's source, destination and completion ring) skip the map
+/// search. For SBUF/PSUM the partition geometry is kept: an access that
+/// starts in a partition pad is resolved in full (it faults).
 #[derive(Clone, Copy, Debug)]
 struct LastRegion {
     base: u64,
     size_bytes: u64,
     region: RegionId,
     storage: RegionId,
+    /// (stride, count, populated bytes) of a partitioned memory.
+    partitions: Option<(u64, u32, u64)>,
 }
+
+impl LastRegion {
+    /// The target of `[addr, addr + len)`, if this region resolves it
+    /// exactly as [`DeviceMemory::resolve`] would.
+    fn hit(&self, addr: u64, len: u64) -> Option<MemTarget> {
+        let off = addr.wrapping_sub(self.base);
+        if addr < self.base || off >= self.size_bytes || len > self.size_bytes - off {
+            return None;
+        }
+        if let Some((stride, count, populated)) = self.partitions {
+            let p = off / stride;
+            if p >= u64::from(count) || off % stride >= populated {
+                return None;
+            }
+        }
+        Some(MemTarget {
+            region: self.region,
+            storage: self.storage,
+            offset: off,
+        })
+    }
+}
+
+/// Regions [`DeviceMemory`] remembers.
+const RECENT_REGIONS: usize = 4;
 
 /// Every memory of the device, created lazily.
 #[derive(Debug, Default)]
 pub struct DeviceMemory {
     /// Stores by region id (O(1) lookup on the data path).
     stores: Vec<Option<Backing>>,
-    last: std::cell::Cell<Option<LastRegion>>,
+    /// Recently resolved regions; `last` indexes the latest.
+    recent: [std::cell::Cell<Option<LastRegion>>; RECENT_REGIONS],
+    last: std::cell::Cell<usize>,
     /// Timing-only mode: DMA copies longer than [`TIMING_ONLY_MIN_SKIP_BYTES`]
     /// are checked (faults stay identical) but move no bytes.
     skip_payload: bool,
@@ -194,29 +225,39 @@ impl DeviceMemory {
         })
     }
 
-    /// [`DeviceMemory::resolve`] with a one-region cache for plain memories
-    /// (HBM, host, RAMs): a hit skips the map search.
+    /// [`DeviceMemory::resolve`] with a cache of the last few regions: a
+    /// hit skips the map search.
     fn target(&self, map: &SocMap, addr: u64, len: u64) -> Result<MemTarget, BusFault> {
-        if let Some(l) = self.last.get() {
-            let off = addr.wrapping_sub(l.base);
-            if addr >= l.base && off < l.size_bytes && len <= l.size_bytes - off {
-                return Ok(MemTarget {
-                    region: l.region,
-                    storage: l.storage,
-                    offset: off,
-                });
+        let last = self.last.get();
+        for k in 0..RECENT_REGIONS {
+            let i = (last + k) % RECENT_REGIONS;
+            if let Some(t) = self.recent[i].get().and_then(|l| l.hit(addr, len)) {
+                self.last.set(i);
+                return Ok(t);
             }
         }
         let t = Self::resolve(map, addr, len)?;
         let r = map.region(t.region);
-        if matches!(r.kind, RegionKind::Memory | RegionKind::Host) {
-            self.last.set(Some(LastRegion {
-                base: r.base,
-                size_bytes: r.size_bytes,
-                region: t.region,
-                storage: t.storage,
-            }));
+        if !r.children.is_empty() {
+            return Ok(t);
         }
+        let partitions = match r.kind {
+            RegionKind::Memory | RegionKind::Host => None,
+            RegionKind::Sbuf | RegionKind::Psum => match r.partitions {
+                Some(p) if p.stride_bytes > 0 => Some((p.stride_bytes, p.count, p.populated_bytes)),
+                _ => return Ok(t),
+            },
+            _ => return Ok(t),
+        };
+        let i = (last + 1) % RECENT_REGIONS;
+        self.recent[i].set(Some(LastRegion {
+            base: r.base,
+            size_bytes: r.size_bytes,
+            region: t.region,
+            storage: t.storage,
+            partitions,
+        }));
+        self.last.set(i);
         Ok(t)
     }
 
@@ -243,9 +284,12 @@ impl DeviceMemory {
     /// plain-memory access (the ring just read): no map search, no fault
     /// built, nothing allocated; anything else is left alone.
     pub fn touch(&self, addr: u64, len: u64) {
-        let Some(l) = self.last.get() else {
+        let Some(l) = self.recent[self.last.get() % RECENT_REGIONS].get() else {
             return;
         };
+        if l.partitions.is_some() {
+            return;
+        }
         let off = addr.wrapping_sub(l.base);
         if addr >= l.base
             && off < l.size_bytes

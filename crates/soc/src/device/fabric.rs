@@ -344,6 +344,24 @@ pub(super) struct DmaBus<'a> {
 }
 
 impl DmaBus<'_> {
+    /// A DMA write of one register: into an engine block it is posted
+    /// (applied after the writing engine's step); elsewhere it applies now.
+    fn write_reg(&mut self, addr: u64, t: RegTarget, value: u32) -> Result<(), AccessError> {
+        if self.fabric.engine_block(t.region).is_some() {
+            self.posted.push((addr, value, self.engine));
+            return Ok(());
+        }
+        let prev = self.enter();
+        let w = self.fabric.csr_write(addr, t, value);
+        if let Some(prev) = prev {
+            if let Ok(w) = &w {
+                self.fabric.log_access(true, addr, t, value, w.old, w.new);
+            }
+            self.fabric.master = prev;
+        }
+        w.map(|_| ()).map_err(|e| access_error(e, addr))
+    }
+
     /// Before a register access while recording: the engine is the master.
     pub(super) fn enter(&mut self) -> Option<Master> {
         let rec = self.fabric.rec.as_deref_mut()?;
@@ -396,6 +414,12 @@ impl Bus for DmaBus<'_> {
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError> {
+        // A register (a semaphore increment, a doorbell) is found by the
+        // cached register decode first; memory goes the memory path.
+        if let ([b0, b1, b2, b3], Ok(Some(t))) = (data, self.fabric.reg_target(addr)) {
+            let value = u32::from_le_bytes([*b0, *b1, *b2, *b3]);
+            return self.write_reg(addr, t, value);
+        }
         match self.fabric.memory.write(&self.fabric.map, addr, data) {
             Ok(()) => Ok(()),
             Err(BusFault::NotMemory { .. }) if data.len() == 4 => {
@@ -408,25 +432,24 @@ impl Bus for DmaBus<'_> {
                         addr,
                         message: "not a register".into(),
                     })?;
-                if self.fabric.engine_block(t.region).is_some() {
-                    self.posted.push((addr, value, self.engine));
-                    return Ok(());
-                }
-                let prev = self.enter();
-                let w = self.fabric.csr_write(addr, t, value);
-                if let Some(prev) = prev {
-                    if let Ok(w) = &w {
-                        self.fabric.log_access(true, addr, t, value, w.old, w.new);
-                    }
-                    self.fabric.master = prev;
-                }
-                w.map(|_| ()).map_err(|e| access_error(e, addr))
+                self.write_reg(addr, t, value)
             }
             Err(e) => Err(access_error(e, addr)),
         }
     }
 
     fn copy(&mut self, src: u64, dst: u64, len: u64) -> Result<(), AccessError> {
+        // Memory to a register (a 4-byte semaphore increment as the last
+        // packet of a transfer), found by the cached register decode.
+        if len <= 8
+            && matches!(self.fabric.reg_target(dst), Ok(Some(_)))
+            && matches!(self.fabric.reg_target(src), Ok(None))
+        {
+            let mut buf = [0u8; 8];
+            let n = len as usize;
+            self.read(src, &mut buf[..n])?;
+            return self.write(dst, &buf[..n]);
+        }
         match self.fabric.memory.copy(&self.fabric.map, src, dst, len) {
             Ok(()) => Ok(()),
             // A copy into a register aperture (a 4-byte semaphore increment
