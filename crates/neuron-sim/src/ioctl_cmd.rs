@@ -45,8 +45,7 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
             Ok(0)
         }
         IoctlCmd::Replay { file, json } => {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+            let text = crate::input::read_text(&file, "ioctl recording")?;
             let rec = ioctl_bus::Recording::from_jsonl(&text).map_err(|e| {
                 bad_input(format!(
                     "{}:{}:{}: {}",

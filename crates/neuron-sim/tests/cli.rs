@@ -405,6 +405,7 @@ fn text_inputs_that_are_not_utf8_name_line_column_and_byte() {
         ),
         (vec!["sweep", t, "--csv", out.to_str().unwrap()], &trace),
         (vec!["sweep", "merge", t], &trace),
+        (vec!["ioctl", "replay", t], &trace),
     ];
     for (args, file) in cases {
         let o = run(&args);

@@ -162,7 +162,18 @@ fn tmp_dir(test: &str) -> PathBuf {
 
 #[test]
 fn sigint_stops_a_run_which_reports_what_it_did() {
-    let dir = tmp_dir("sigint");
+    interrupted_run("INT", 130);
+}
+
+#[test]
+fn sigterm_stops_a_run_which_reports_what_it_did() {
+    interrupted_run("TERM", 143);
+}
+
+/// Issue 11 item 1: a run killed by `signal` flushes its statement log and
+/// the report of what already ran, and exits 128 + the signal number.
+fn interrupted_run(signal: &str, code: i32) {
+    let dir = tmp_dir(&format!("sig{signal}"));
     let trace = ring_trace(&dir, 1 << 20);
     let mut child = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
         .args(["run", trace.to_str().unwrap(), "--timing-only"])
@@ -187,7 +198,7 @@ fn sigint_stops_a_run_which_reports_what_it_did() {
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")
-            .args(["-INT", &pid])
+            .args([&format!("-{signal}"), &pid])
             .status()
             .unwrap()
             .success()
@@ -195,14 +206,19 @@ fn sigint_stops_a_run_which_reports_what_it_did() {
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{seen}{rest}");
+    assert_eq!(status.code(), Some(code), "{seen}{rest}");
     // Interrupted during the `run`, or just before it.
     assert!(
-        rest.contains(":15: interrupted by SIGINT at cycle ")
-            || rest.contains(":15: not run: interrupted by SIGINT at cycle "),
+        rest.contains(&format!(":15: interrupted by SIG{signal} at cycle "))
+            || rest.contains(&format!(
+                ":15: not run: interrupted by SIG{signal} at cycle "
+            )),
         "{rest}"
     );
-    assert!(rest.contains("\ninterrupted by SIGINT at cycle"), "{rest}");
+    assert!(
+        rest.contains(&format!("\ninterrupted by SIG{signal} at cycle")),
+        "{rest}"
+    );
     assert!(
         rest.contains(" statements, "),
         "the summary is printed: {rest}"
