@@ -6,12 +6,17 @@
 //! - `ci`: the checks CI runs (fmt, clippy, tests).
 //! - `bench [ARGS..]`: the speed benchmarks, one after the other, each given
 //!   `-- ARGS..`: `cargo bench -p soc --bench dma` (the DMA model,
-//!   `crates/soc/benches/dma.rs`), then `cargo bench -p host-exec --bench
+//!   `crates/soc/benches/dma/`), then `cargo bench -p host-exec --bench
 //!   host` (ioctl bus and runtime copy-in, `crates/host-exec/benches/host.rs`),
 //!   then `cargo bench -p timeline --bench export` (the Perfetto export of a
-//!   1 M-descriptor run, `crates/timeline/benches/export.rs`).
+//!   1 M-descriptor run, `crates/timeline/benches/export.rs`), then `cargo
+//!   bench -p neuron-sim --bench run` (the whole `neuron-sim run` process on
+//!   the chip trace, `crates/neuron-sim/benches/run.rs`).
 //! - `fuzz [--seconds N] [--target T] [--seed S] [--release] [--list]`: the
 //!   fuzz campaign (`docs/fuzzing.md`), every target (or T) for N seconds.
+//! - `rss [--gib-per-stack N]`: peak RSS of `neuron-sim run` on a
+//!   generated chip trace with N GiB (default 1) of payload per HBM stack,
+//!   under `/usr/bin/time -v`, against the bytes it touches (`rss.rs`).
 //! - `calibrate [ARGS..]`: run the calibration traces (`traces/calib/`) and
 //!   rewrite the calibration table of `docs/timing.md`
 //!   (`cargo run --release -p neuron-sim -- calibrate --write docs/timing.md ARGS..`).
@@ -23,6 +28,7 @@ use clap::{Parser, Subcommand};
 
 mod codegen;
 mod fuzz;
+mod rss;
 
 #[derive(Debug, Parser)]
 #[command(name = "xtask", about = "neuron-sim repository automation")]
@@ -42,8 +48,9 @@ enum Cmd {
     /// Run the CI checks: fmt, clippy (deny warnings), tests.
     Ci,
     /// Run the speed benchmarks: `cargo bench -p soc --bench dma -- ARGS`,
-    /// `cargo bench -p host-exec --bench host -- ARGS`, then `cargo bench
-    /// -p timeline --bench export -- ARGS`.
+    /// `cargo bench -p host-exec --bench host -- ARGS`, `cargo bench -p
+    /// timeline --bench export -- ARGS`, then `cargo bench -p neuron-sim
+    /// --bench run -- ARGS`.
     Bench {
         /// Passed to each benchmark binary (divan: a name filter, `--list`,
         /// `--sample-count N`, ...).
@@ -69,6 +76,14 @@ enum Cmd {
         #[arg(long)]
         list: bool,
     },
+    /// Peak RSS of `neuron-sim run` on a generated chip trace with N GiB of
+    /// payload per HBM stack (under /usr/bin/time -v) against the bytes it
+    /// touches; the budget is touched bytes + 10 %.
+    Rss {
+        /// GiB of source per HBM stack (4 stacks, 8 cores).
+        #[arg(long, default_value_t = 1)]
+        gib_per_stack: u64,
+    },
     /// Run the calibration traces and rewrite the table in docs/timing.md
     /// (`neuron-sim calibrate --write docs/timing.md`, release build).
     Calibrate {
@@ -85,6 +100,7 @@ fn main() -> ExitCode {
         Cmd::Ci => ci(&project_root()),
         Cmd::Bench { args } => bench(&project_root(), &args),
         Cmd::Calibrate { args } => calibrate(&project_root(), &args),
+        Cmd::Rss { gib_per_stack } => rss::run(&project_root(), gib_per_stack),
         Cmd::Fuzz {
             seconds,
             target,
@@ -186,6 +202,7 @@ const BENCH_TARGETS: &[(&str, &str)] = &[
     ("soc", "dma"),
     ("host-exec", "host"),
     ("timeline", "export"),
+    ("neuron-sim", "run"),
 ];
 
 /// Runs every target of [`BENCH_TARGETS`] with `args`; stops at the first

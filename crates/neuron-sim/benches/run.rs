@@ -1,0 +1,230 @@
+//! Host speed of `neuron-sim run` as a user runs it: the whole process on
+//! the chip trace (issue 12 item 2, docs/user-guide.md §14).
+//!
+//! `process`: spawns the `neuron-sim` binary of this package (Cargo builds
+//! it for the bench and names it in `CARGO_BIN_EXE_neuron-sim`: the
+//! release-profile binary under `cargo bench`, the debug one under `cargo
+//! test --benches`) as `neuron-sim run --json [--timing-only]
+//! traces/calib/chip-8-cores-hbm.trace`, reads all of its output and waits
+//! for it to exit. Timed: spawn to exit — process start, the built-in maps,
+//! parse, link, the firmware run of 8 cores × 4 DIRECT2D words (9,216
+//! descriptors, 64 MiB), the report. The simulated time comes from the
+//! run's own `--json` report (`sim_ns`, read in an untimed sanity run that
+//! also checks the report: no errors; with payload every expectation
+//! holds, timing-only only the data checks fail).
+//!
+//! After divan's table a summary prints the median process time, the
+//! simulated time, the slowdown versus real time (process time /
+//! simulated time), the host time the run itself reports (`host.host_seconds`:
+//! the trace's execution without process start and report), and the
+//! budget check of issue 12: the chip stream, timing-only, end to end as a
+//! process, at most 150× slower than real time. It also gives the size of
+//! `neuron-sim run -q` on the trace (issue 12 asks under 2 KB).
+//!
+//! Run: `cargo bench -p neuron-sim --bench run` or `cargo xtask bench`.
+//! `cargo test -p neuron-sim --benches` runs each case once (debug binary).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use divan::counter::ItemsCount;
+use divan::{Bencher, black_box};
+
+/// The binary under test, built by Cargo for this bench.
+const BIN: &str = env!("CARGO_BIN_EXE_neuron-sim");
+/// `traces/calib/chip-8-cores-hbm.trace` (calibration row (e)).
+const CHIP_TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../traces/calib/chip-8-cores-hbm.trace"
+);
+/// Data checks of the chip trace (they fail in timing-only mode).
+const CHIP_DATA_EXPECTS: u64 = 8;
+
+/// One process run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Case {
+    /// `--timing-only`.
+    timing_only: bool,
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("chip-8-cores")?;
+        if self.timing_only {
+            f.write_str("-t")?;
+        }
+        Ok(())
+    }
+}
+
+const CASES: &[Case] = &[Case { timing_only: true }, Case { timing_only: false }];
+
+/// What the sanity run's report said.
+#[derive(Clone, Copy, Debug)]
+struct Report {
+    sim_ns: f64,
+    tx_descriptors: u64,
+    /// The run's own host seconds (`host.host_seconds`).
+    run_host_s: f64,
+}
+
+static RUNS: Mutex<BTreeMap<String, Vec<Duration>>> = Mutex::new(BTreeMap::new());
+static REPORTS: Mutex<BTreeMap<String, Report>> = Mutex::new(BTreeMap::new());
+/// Bytes `run -q` printed (with payload: every check holds).
+static QUIET_BYTES: Mutex<Option<usize>> = Mutex::new(None);
+
+fn command(c: Case, quiet: bool) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("run");
+    cmd.arg(if quiet { "-q" } else { "--json" });
+    if c.timing_only {
+        cmd.arg("--timing-only");
+    }
+    cmd.arg(CHIP_TRACE)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn spawn(c: Case, quiet: bool) -> Output {
+    command(c, quiet)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"))
+}
+
+/// Exit status the run must end with: 1 in timing-only mode (the data
+/// checks fail), 0 with payload.
+fn want_exit(c: Case) -> i32 {
+    i32::from(c.timing_only)
+}
+
+fn check_exit(c: Case, out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(want_exit(c)),
+        "{c}: {BIN} exited {}; stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn sanity(c: Case) -> Report {
+    let out = spawn(c, false);
+    check_exit(c, &out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{c}: the --json report does not parse: {e}"));
+    let num = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{c}: no {k}"));
+    assert_eq!(v["errors"].as_array().map(Vec::len), Some(0), "{c}: errors");
+    let failed = num("expectations_failed") as u64;
+    let want_failed = if c.timing_only { CHIP_DATA_EXPECTS } else { 0 };
+    assert_eq!(failed, want_failed, "{c}: failed expectations");
+    let r = Report {
+        sim_ns: num("sim_ns"),
+        tx_descriptors: num("tx_descriptors") as u64,
+        run_host_s: v["host"]["host_seconds"].as_f64().unwrap_or(f64::NAN),
+    };
+    assert_eq!(r.tx_descriptors, 4608, "{c}: TX descriptors");
+    REPORTS.lock().unwrap().insert(c.to_string(), r);
+    if !c.timing_only {
+        let q = spawn(c, true);
+        check_exit(c, &q);
+        *QUIET_BYTES.lock().unwrap() = Some(q.stdout.len() + q.stderr.len());
+    }
+    r
+}
+
+#[divan::bench(args = CASES, sample_count = 20, sample_size = 1)]
+fn process(bencher: Bencher, c: Case) {
+    let r = sanity(c);
+    let key = c.to_string();
+    bencher
+        .counter(ItemsCount::new(r.tx_descriptors))
+        .bench_local(|| {
+            let t = Instant::now();
+            let out = spawn(c, false);
+            let d = t.elapsed();
+            check_exit(c, &out);
+            RUNS.lock().unwrap().entry(key.clone()).or_default().push(d);
+            black_box(out);
+        });
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn summary() {
+    let runs = RUNS.lock().unwrap();
+    let reports = REPORTS.lock().unwrap();
+    if runs.is_empty() {
+        return;
+    }
+    println!(
+        "\nsummary (median wall time of the whole `neuron-sim run --json` process on \
+         traces/calib/chip-8-cores-hbm.trace; slowdown = process time / simulated time; \
+         run host = the host time the run reports itself)"
+    );
+    println!(
+        "{:<16} {:>10} {:>10} {:>12} {:>12} {:>10}",
+        "case", "process", "run host", "sim time", "TX desc/s", "slowdown"
+    );
+    let mut slowdown_t = None;
+    for c in CASES {
+        let (Some(r), Some(rep)) = (runs.get(&c.to_string()), reports.get(&c.to_string())) else {
+            continue;
+        };
+        let t = median(r).as_secs_f64();
+        let slowdown = t / (rep.sim_ns * 1e-9);
+        if c.timing_only {
+            slowdown_t = Some(slowdown);
+        }
+        println!(
+            "{:<16} {:>8.1}ms {:>8.1}ms {:>10.1}us {:>12.0} {:>9.0}x",
+            c.to_string(),
+            t * 1e3,
+            rep.run_host_s * 1e3,
+            rep.sim_ns / 1e3,
+            rep.tx_descriptors as f64 / t,
+            slowdown
+        );
+    }
+    let budget = |name: &str, ok: bool, detail: String| {
+        println!(
+            "budget {name}: {} ({detail})",
+            if ok { "met" } else { "MISSED" }
+        );
+    };
+    if let Some(s) = slowdown_t {
+        budget(
+            "chip stream (8 cores), timing-only, end to end as a process <= 150x slower than real time (issue 12)",
+            s <= 150.0,
+            format!("{s:.0}x"),
+        );
+    }
+    if let Some(n) = *QUIET_BYTES.lock().unwrap() {
+        budget(
+            "`neuron-sim run -q` on the chip trace prints under 2 KB (issue 12)",
+            n < 2048,
+            format!("{n} bytes"),
+        );
+    }
+}
+
+fn main() {
+    // As divan decides: `cargo bench` passes `--bench`; `cargo test
+    // --benches` does not, and runs each case once (a smoke test).
+    let args: Vec<String> = std::env::args().collect();
+    let bench = args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test");
+    divan::main();
+    if bench {
+        summary();
+    }
+}
