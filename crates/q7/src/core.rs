@@ -53,6 +53,13 @@ pub trait FwBus {
         let _ = addr;
         None
     }
+    /// Whether every register read is observed (a register-access log
+    /// records): then the firmware reads each completion head every time
+    /// its loop does. Otherwise one poll reads each queue's heads once —
+    /// nothing the poll does moves them (default: observed).
+    fn logs_reads(&self) -> bool {
+        true
+    }
 }
 
 /// A wait-mode comparison: (semaphore value, threshold) → pass.

@@ -476,6 +476,12 @@ impl Device {
     }
 
     /// The recorded waveforms, if [`Device::record_waves`] is on.
+    /// Whether a recorder (register-access log or waveforms) is on.
+    pub(crate) fn recording(&self) -> bool {
+        self.fabric.rec.is_some()
+    }
+
+    /// The waveform recorder, if on.
     pub fn waves(&self) -> Option<&Waves> {
         self.fabric.rec.as_deref().and_then(|r| r.waves.as_ref())
     }

@@ -202,6 +202,10 @@ pub(crate) struct DeviceFwBus<'a> {
 }
 
 impl FwBus for DeviceFwBus<'_> {
+    fn logs_reads(&self) -> bool {
+        self.device.recording()
+    }
+
     fn read32(&mut self, addr: u64) -> Result<u32, String> {
         self.device.read32(addr).map_err(|e| e.to_string())
     }

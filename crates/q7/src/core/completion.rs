@@ -186,6 +186,10 @@ impl Q7Core {
 
     /// Applies finished instructions' EVENTS updates, oldest first.
     pub(super) fn poll_inflight(&mut self, now: Cycle, bus: &mut dyn FwBus) {
+        // Each queue's heads, read once per poll unless every read is
+        // observed ([`FwBus::logs_reads`]).
+        let mut heads: [Option<Option<(u64, u64)>>; SLOTS] = [None; SLOTS];
+        let once = !bus.logs_reads();
         let mut i = 0;
         while i < self.inflight.len() {
             let (reads, writes) = {
@@ -193,7 +197,11 @@ impl Q7Core {
                 let mut reads = true;
                 let mut writes = true;
                 for &(slot, m_target, s_target) in &f.targets {
-                    match self.completed(bus, slot) {
+                    let done = match heads.get_mut(usize::from(slot)) {
+                        Some(h) if once => *h.get_or_insert_with(|| self.completed(bus, slot)),
+                        _ => self.completed(bus, slot),
+                    };
+                    match done {
                         Some((m, s)) => {
                             reads &= m >= m_target;
                             writes &= s >= s_target;
