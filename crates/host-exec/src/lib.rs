@@ -958,9 +958,26 @@ pub fn run_source_observed(
 ) -> Result<(soc::exec::RunReport, HostSession), Vec<String>> {
     let trace = trace_format::parse(source, file)
         .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-    let linked = soc::exec::link(&dev, &trace, file)
+    run_trace_observed(dev, &trace, file, files, opts, hooks)
+}
+
+/// [`run_source_observed`] for statements already parsed (or built, as
+/// `soc::exec::stream_trace` builds those of a bare instruction stream).
+///
+/// # Errors
+///
+/// Every name the trace cannot resolve; the runtime's set-up error.
+pub fn run_trace_observed(
+    dev: Device,
+    trace: &trace_format::Trace,
+    file: &str,
+    files: &mut dyn TraceFiles,
+    opts: SessionOptions,
+    hooks: &mut dyn soc::exec::ExecHooks,
+) -> Result<(soc::exec::RunReport, HostSession), Vec<String>> {
+    let linked = soc::exec::link(&dev, trace, file)
         .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
     let mut session = HostSession::with_options(dev, opts).map_err(|e| vec![e])?;
-    let report = soc::exec::run_linked_host(&mut session, &trace, &linked, file, files, hooks);
+    let report = soc::exec::run_linked_host(&mut session, trace, &linked, file, files, hooks);
     Ok((report, session))
 }

@@ -252,7 +252,20 @@ enum Cmd {
         /// doorbells, prefetches, packets, faults, firmware micro-ops).
         #[arg(short, long)]
         verbose: bool,
+        /// Run the file as a binary stream of 64-byte instruction words (as
+        /// `asm` writes them) on this core's Q7 firmware (tpb0 … tpb7), with
+        /// the default DGE configuration; a file ending in .bin needs it.
+        #[arg(long, value_name = "tpbN", value_parser = parse_core)]
+        core: Option<u8>,
     },
+}
+
+/// `--core tpbN`.
+fn parse_core(text: &str) -> Result<u8, String> {
+    text.strip_prefix("tpb")
+        .and_then(|n| n.parse::<u8>().ok())
+        .filter(|&n| n < 8 && text == format!("tpb{n}"))
+        .ok_or_else(|| format!("`{text}` is not a core (expected tpb0 … tpb7)"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -361,10 +374,12 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             perfetto,
             quiet,
             verbose,
+            core,
         } => cmd_run(
             &maps,
             &trace,
             &RunOpts {
+                core,
                 snapshot: csr_snapshot.as_deref(),
                 json,
                 timing: timing.as_deref(),
@@ -656,8 +671,18 @@ struct RunOpts<'a> {
     vcd: Option<&'a Path>,
     /// `--perfetto FILE` and its filters.
     perfetto: &'a perfetto_cmd::PerfettoArgs,
+    /// `--core tpbN`: the file is a binary instruction stream for this core.
+    core: Option<u8>,
     /// `-q` / `-v`.
     level: run_output::Level,
+}
+
+/// What `run` runs.
+enum Input {
+    /// A text trace.
+    Text(String),
+    /// A binary instruction stream on this core (`--core`).
+    Stream(u8),
 }
 
 fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
@@ -671,6 +696,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         vcd,
         perfetto,
         level,
+        core,
     } = *o;
     let timeline = perfetto.plan()?;
     let mut opts = host_exec::SessionOptions {
@@ -686,7 +712,26 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         })?;
         opts.record = Some(Box::new(std::io::BufWriter::new(f)));
     }
-    let source = input::read_text(trace, "trace")?;
+    let what = match core {
+        Some(core) => {
+            // A bad stream is bad input before anything runs.
+            let bytes = std::fs::read(trace)
+                .map_err(|e| bad_input(format!("cannot read {}: {e}", trace.display())))?;
+            soc::exec::read_stream(&soc::exec::InMemoryFile(bytes))
+                .map_err(|m| bad_input(format!("{}: {m}; nothing was run", trace.display())))?;
+            Input::Stream(core)
+        }
+        None if trace
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("bin")) =>
+        {
+            return Err(bad_input(format!(
+                "{}: a .bin file is a binary instruction stream: name the core whose firmware runs it (--core tpb0 … tpb7)",
+                trace.display()
+            )));
+        }
+        None => Input::Text(input::read_text(trace, "trace")?),
+    };
     let mut dev = maps.device_with_timing(timing)?;
     dev.set_timing_only(timing_only);
     record_cmd::start(&mut dev, reg_log, vcd)?;
@@ -720,18 +765,27 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         !json && level != run_output::Level::Quiet,
     );
     let started = std::time::Instant::now();
-    let (report, mut session) =
-        match host_exec::run_source_observed(dev, &source, &name, &mut files, opts, &mut hooks) {
-            Ok(r) => r,
-            Err(errors) => {
-                let mut msg = String::new();
-                for e in &errors {
-                    msg.push_str(&format!("{e}\n"));
-                }
-                msg.push_str(&format!("{} error(s); nothing was run", errors.len()));
-                return Err(bad_input(msg));
+    let ran = match &what {
+        Input::Text(source) => {
+            host_exec::run_source_observed(dev, source, &name, &mut files, opts, &mut hooks)
+        }
+        Input::Stream(tpb) => {
+            let file_name = trace.file_name().unwrap_or_default().to_string_lossy();
+            let statements = soc::exec::stream_trace(*tpb, &file_name);
+            host_exec::run_trace_observed(dev, &statements, &name, &mut files, opts, &mut hooks)
+        }
+    };
+    let (report, mut session) = match ran {
+        Ok(r) => r,
+        Err(errors) => {
+            let mut msg = String::new();
+            for e in &errors {
+                msg.push_str(&format!("{e}\n"));
             }
-        };
+            msg.push_str(&format!("{} error(s); nothing was run", errors.len()));
+            return Err(bad_input(msg));
+        }
+    };
     hooks.finish();
     let host = session.used().then(|| session.report());
     let events = session.device_mut().events_processed();

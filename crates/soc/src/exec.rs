@@ -22,11 +22,15 @@ mod desc;
 mod link;
 mod report;
 mod statement;
+mod stream;
 
 use desc::*;
 pub use link::*;
 pub use report::*;
 pub use statement::*;
+pub use stream::{
+    DEFAULT_CARVEOUT_CFG, DEFAULT_DMA_CFG, MAX_STREAM_WORDS, read_stream, stream_trace,
+};
 
 /// Largest dump printed to the run output; larger dumps need `file=`.
 pub const MAX_PRINTED_DUMP_BYTES: u64 = 64 * 1024;

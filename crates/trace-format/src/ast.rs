@@ -126,6 +126,16 @@ pub enum StatementKind {
         /// Column of the first character of `text`.
         text_column: u32,
     },
+    /// `inst_stream CORE file=PATH` — queue every 64-byte word of a binary
+    /// instruction stream (what `neuron-sim asm` writes) on a core's Q7
+    /// firmware, in file order; PATH is relative to the trace file's
+    /// directory (docs/trace-format.md §4.6).
+    InstStream {
+        /// The core, `tpb0` … `tpb7`.
+        core: u8,
+        /// The stream file.
+        path: FileRef,
+    },
     /// `memcpy CORE local=DRAM hbm=ADDR len=N (read | write)` — the core's
     /// firmware runs `neuron_memcpy` (seed 004 §5): by the selected method,
     /// between its dataram (local address 0x80000..0x90000) and `hbm`.
@@ -260,6 +270,7 @@ impl StatementKind {
             StatementKind::Run { .. } => "run",
             StatementKind::Wait { .. } => "wait",
             StatementKind::Inst { .. } => "inst",
+            StatementKind::InstStream { .. } => "inst_stream",
             StatementKind::Memcpy { .. } => "memcpy",
             StatementKind::MemcpyMethod { .. } => "memcpy_method",
             StatementKind::IcacheInit { .. } => "icache_init",
@@ -285,6 +296,7 @@ impl StatementKind {
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
             | StatementKind::Inst { .. }
+            | StatementKind::InstStream { .. }
             | StatementKind::MemcpyMethod { .. }
             | StatementKind::IcacheInit { .. }
             | StatementKind::Host { .. }
@@ -307,6 +319,7 @@ impl StatementKind {
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
             | StatementKind::Inst { .. }
+            | StatementKind::InstStream { .. }
             | StatementKind::MemcpyMethod { .. }
             | StatementKind::IcacheInit { .. }
             | StatementKind::Host { .. }
@@ -501,7 +514,9 @@ impl Statement {
             addr.clear_spans();
         }
         match &mut self.kind {
-            StatementKind::Load { path, .. } => path.span = Span::default(),
+            StatementKind::Load { path, .. } | StatementKind::InstStream { path, .. } => {
+                path.span = Span::default();
+            }
             StatementKind::Dump { file: Some(f), .. } => f.span = Span::default(),
             StatementKind::Desc { queue, fields } => {
                 queue.clear_spans();
@@ -611,6 +626,7 @@ impl fmt::Display for StatementKind {
             StatementKind::Desc { queue, fields } => write!(f, " {queue} {fields}"),
             StatementKind::Doorbell { queue, count } => write!(f, " {queue} {count}"),
             StatementKind::Inst { core, text, .. } => write!(f, " tpb{core} {text}"),
+            StatementKind::InstStream { core, path } => write!(f, " tpb{core} file={path}"),
             StatementKind::Memcpy {
                 core,
                 local,

@@ -349,6 +349,16 @@ static DIRECTIVES: &[DirectiveSpec] = &[
         build: build_memcpy,
     },
     DirectiveSpec {
+        name: "inst_stream",
+        usage: "inst_stream CORE file=PATH",
+        positionals: &[req("core", ValueKind::Choice(CORES))],
+        compare: None,
+        compare_ops: &[],
+        keys: &[req("file", ValueKind::Path)],
+        flags: &[],
+        build: build_inst_stream,
+    },
+    DirectiveSpec {
         name: "memcpy_method",
         usage: "memcpy_method CORE M",
         positionals: &[
@@ -1630,6 +1640,12 @@ fn build_memcpy(args: &mut Args<'_>) -> Option<StatementKind> {
         len,
         is_read,
     })
+}
+
+fn build_inst_stream(args: &mut Args<'_>) -> Option<StatementKind> {
+    let core = core_index(args.positional(0))?;
+    let path = args.key_path("file")?;
+    Some(StatementKind::InstStream { core, path })
 }
 
 fn build_icache_init(args: &mut Args<'_>) -> Option<StatementKind> {

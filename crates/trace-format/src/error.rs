@@ -33,7 +33,12 @@ impl ParseError {
 }
 
 impl fmt::Display for ParseError {
+    /// `FILE:LINE:COLUMN: message`; `FILE: message` for line 0 (a statement
+    /// no line holds, such as those of a bare instruction stream).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return write!(f, "{}: {}", self.file, self.message);
+        }
         write!(
             f,
             "{}:{}:{}: {}",

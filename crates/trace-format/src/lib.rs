@@ -24,8 +24,8 @@
 //! assert_eq!(
 //!     errors[0].to_string(),
 //!     "t.trace:1:1: unknown directive 'wirte32' (expected one of: write32, read32, \
-//!      fill, write, load, expect, dump, desc, doorbell, memcpy, memcpy_method, icache_init, \
-//!      icache_fill, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'write32'?"
+//!      fill, write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, \
+//!      icache_init, icache_fill, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'write32'?"
 //! );
 //! ```
 //!

@@ -869,3 +869,48 @@ fn icache_directives_parse_and_print_back() {
     let e = parse("icache_fill tpb0 fetch=0x0 lines=32\n", "t.trace").unwrap_err();
     assert!(e[0].message.contains("lines"), "{}", e[0].message);
 }
+
+#[test]
+fn inst_stream_names_a_core_and_a_file() {
+    let t = parse(
+        "inst_stream tpb2 file=\"kernels/k 1.bin\"   # a comment\n",
+        "t.trace",
+    )
+    .unwrap();
+    let s = &t.statements[0];
+    let StatementKind::InstStream { core, path } = &s.kind else {
+        panic!("{:?}", s.kind);
+    };
+    assert_eq!(*core, 2);
+    assert_eq!(path.path, "kernels/k 1.bin");
+    assert_eq!((path.span.line, path.span.column), (1, 23));
+    assert_eq!(s.kind.directive(), "inst_stream");
+    assert_eq!(
+        s.kind.to_string(),
+        "inst_stream tpb2 file=\"kernels/k 1.bin\""
+    );
+    // Printed text parses back to the same statement.
+    let mut again = parse(&t.to_string(), "printed").unwrap();
+    let mut t = t;
+    t.clear_spans();
+    again.clear_spans();
+    assert_eq!(t, again);
+    // `inst_stream` is not an `inst` line.
+    assert!(parse("inst_stream tpb0 DIRECT2D\n", "t.trace").is_err());
+}
+
+#[test]
+fn inst_stream_errors() {
+    let cases = [
+        ("inst_stream tpb0\n", "file"),
+        ("inst_stream file=k.bin\n", "core"),
+        ("inst_stream tpb8 file=k.bin\n", "tpb8"),
+        ("inst_stream tpb0 file=k.bin len=64\n", "len"),
+    ];
+    for (text, needle) in cases {
+        let e = parse(text, "t.trace").unwrap_err();
+        let msg = e[0].to_string();
+        assert!(msg.starts_with("t.trace:1:"), "{text}: {msg}");
+        assert!(msg.contains(needle), "{text}: {msg}");
+    }
+}

@@ -303,6 +303,10 @@ pub fn step_line(trace: &str, s: &StepRecord) -> String {
         Status::Failed => "FAILED ",
         Status::Error => "ERROR ",
     };
+    if s.line == 0 {
+        // A statement no line holds (a bare instruction stream's).
+        return format!("{trace}: {mark}{}\n", s.text);
+    }
     format!("{trace}:{}: {mark}{}\n", s.line, s.text)
 }
 

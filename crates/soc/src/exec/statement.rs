@@ -91,6 +91,9 @@ pub(super) fn step(
                 word.kind().name()
             )))
         }
+        StatementKind::InstStream { core, path } => {
+            stream::queue_stream(device, *core, path, s.span.line, files)
+        }
         StatementKind::Memcpy {
             core,
             local,
