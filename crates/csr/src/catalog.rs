@@ -114,7 +114,15 @@ impl Catalog {
 
     /// The map of block type `name` (case-insensitive).
     pub fn block(&self, name: &str) -> Option<&CsrMap> {
-        self.maps.get(&name.to_ascii_lowercase())
+        // Keys are lower case: most callers pass a key as it is, so look it
+        // up before paying for a lower-cased copy.
+        match self.maps.get(name) {
+            Some(m) => Some(m),
+            None if name.bytes().any(|c| c.is_ascii_uppercase()) => {
+                self.maps.get(&name.to_ascii_lowercase())
+            }
+            None => None,
+        }
     }
 
     /// Block names in insertion (documentation) order.

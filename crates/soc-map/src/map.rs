@@ -1,8 +1,9 @@
 //! The expanded SoC map: every concrete region with its absolute base, and
 //! address decoding.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::spec::{MapSpec, NodeSpec, RegionKind};
 
@@ -28,7 +29,7 @@ pub struct Region {
     /// Dotted full name, e.g. `eng0.m2s.q0`, `tpb0.sbuf`, `hbm1`.
     pub name: String,
     /// The spec name stem (`q`, `sbuf`, `eng`).
-    pub stem: String,
+    pub stem: Arc<str>,
     /// Array index in names, if the region is an array instance.
     pub index: Option<u32>,
     /// Absolute base address.
@@ -38,7 +39,7 @@ pub struct Region {
     /// What the region holds.
     pub kind: RegionKind,
     /// CSR block map name, if the region (or container) has registers.
-    pub block: Option<String>,
+    pub block: Option<Arc<str>>,
     /// SBUF/PSUM geometry.
     pub partitions: Option<Partitions>,
     /// The region this one mirrors (same bytes).
@@ -50,11 +51,11 @@ pub struct Region {
     /// Children sorted by base.
     pub children: Vec<RegionId>,
     /// Symbolic shortcuts for traces (see [`crate::spec::NodeSpec::symbols`]).
-    pub symbols: BTreeMap<String, String>,
+    pub symbols: Arc<BTreeMap<String, String>>,
     /// Free text from the map.
-    pub description: String,
+    pub description: Arc<str>,
     /// Spec section the numbers come from.
-    pub source: String,
+    pub source: Arc<str>,
 }
 
 impl Region {
@@ -155,7 +156,7 @@ pub struct Decoded {
 /// clone shares one [`MapData`] (a device, a host session and a sweep
 /// point each hold the map; none changes it).
 #[derive(Clone, Debug)]
-pub struct SocMap(std::sync::Arc<MapData>);
+pub struct SocMap(Arc<MapData>);
 
 impl std::ops::Deref for SocMap {
     type Target = MapData;
@@ -173,7 +174,7 @@ pub struct MapData {
     pub regions: Vec<Region>,
     /// Top-level regions sorted by base.
     pub roots: Vec<RegionId>,
-    by_name: BTreeMap<String, RegionId>,
+    by_name: HashMap<String, RegionId>,
     /// The spec the map was expanded from (for the compact table).
     pub spec: MapSpec,
 }
@@ -197,13 +198,13 @@ impl SocMap {
         let mut b = Builder {
             spec: &spec,
             regions: Vec::new(),
-            by_name: BTreeMap::new(),
+            by_name: HashMap::new(),
             include_depth: 0,
             pending_aliases: Vec::new(),
         };
         let mut roots = Vec::new();
         for (i, node) in spec.regions.iter().enumerate() {
-            let path = format!("regions[{i}] \"{}\"", node.name);
+            let path = || format!("regions[{i}] \"{}\"", node.name);
             roots.extend(b.expand(node, None, 0, "", None, &path)?);
         }
         let Builder {
@@ -228,7 +229,7 @@ impl SocMap {
             spec,
         };
         map.resolve_aliases(pending_aliases)?;
-        Ok(SocMap(std::sync::Arc::new(map)))
+        Ok(SocMap(Arc::new(map)))
     }
 }
 
@@ -384,7 +385,7 @@ fn check_siblings(regions: &[Region], sorted: &[RegionId], parent: &str) -> Resu
 struct Builder<'s> {
     spec: &'s MapSpec,
     regions: Vec<Region>,
-    by_name: BTreeMap<String, RegionId>,
+    by_name: HashMap<String, RegionId>,
     include_depth: usize,
     /// (alias region, name of the region it mirrors), resolved after expansion.
     pending_aliases: Vec<(RegionId, String)>,
@@ -399,10 +400,10 @@ impl Builder<'_> {
         parent_base: u64,
         parent_name: &str,
         parent_local_index: Option<u32>,
-        path: &str,
+        path: &dyn Fn() -> String,
     ) -> Result<Vec<RegionId>, MapError> {
         let err = |message: String| MapError {
-            path: path.to_string(),
+            path: path(),
             message,
         };
         if let Some(only) = &node.only_parent_indices {
@@ -548,6 +549,12 @@ impl Builder<'_> {
             template_children.extend(kids);
         }
 
+        // Shared by every instance of this node.
+        let stem: Arc<str> = node.name.as_str().into();
+        let block: Option<Arc<str>> = node.block.as_deref().map(Into::into);
+        let symbols = Arc::new(node.symbols.clone());
+        let description: Arc<str> = node.description.as_str().into();
+        let source: Arc<str> = node.source.as_str().into();
         let mut ids = Vec::with_capacity(placements.len());
         for (local, (index, rel_base)) in placements.into_iter().enumerate() {
             let base = parent_base
@@ -598,20 +605,20 @@ impl Builder<'_> {
             }
             self.regions.push(Region {
                 name: name.clone(),
-                stem: node.name.clone(),
+                stem: stem.clone(),
                 index,
                 base,
                 size_bytes: node.size.0,
                 kind,
-                block: node.block.clone(),
+                block: block.clone(),
                 partitions,
                 alias_of: None,
                 window_bytes: node.window.map(|w| w.0),
                 parent,
                 children: Vec::new(),
-                symbols: node.symbols.clone(),
-                description: node.description.clone(),
-                source: node.source.clone(),
+                symbols: symbols.clone(),
+                description: description.clone(),
+                source: source.clone(),
             });
             self.by_name.insert(name.clone(), id);
             let local = u32::try_from(local).ok();
@@ -625,7 +632,7 @@ impl Builder<'_> {
                 .chain(&node.children)
                 .enumerate()
             {
-                let cpath = format!("{path} / children[{ci}] \"{}\"", child.name);
+                let cpath = || format!("{} / children[{ci}] \"{}\"", path(), child.name);
                 let kids = self.expand(child, Some(id), base, &name, local, &cpath)?;
                 self.regions[id].children.extend(kids);
             }

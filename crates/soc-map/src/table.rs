@@ -149,7 +149,7 @@ pub fn expanded(map: &SocMap) -> Vec<ExpandedRow> {
                 base: Hex(r.base),
                 size: Hex(r.size_bytes),
                 kind: r.kind,
-                block: r.block.clone(),
+                block: r.block.as_deref().map(str::to_string),
             }
         })
         .collect()
@@ -183,7 +183,7 @@ pub fn render_table(rows: &[TableRow]) -> String {
                 r.count,
                 r.stride.map(|s| s.to_string()).unwrap_or_default(),
                 kind,
-                r.block.clone().unwrap_or_default(),
+                r.block.as_deref().unwrap_or_default().to_string(),
                 r.notes
             )
             .trim_end(),

@@ -93,12 +93,12 @@ pub fn describe(device: &Device, addr: u64) -> AddressInfo {
     info.offset = Some(Hex(d.offset));
     info.alias_of = r.alias_of.map(|a| map.name(a).to_string());
     if !r.description.is_empty() {
-        info.description = Some(r.description.clone());
+        info.description = Some(r.description.to_string());
     }
     let has_regs = matches!(r.kind, RegionKind::Csr)
         || (matches!(r.kind, RegionKind::Container) && r.block.is_some());
     if has_regs {
-        info.block = r.block.clone();
+        info.block = r.block.as_deref().map(str::to_string);
         info.reason = None;
         match device.block_of(id).map(|b| (b, b.element_at(d.offset))) {
             Some((block, Ok(reg))) => {

@@ -338,14 +338,19 @@ impl Device {
         catalog: &'static Catalog,
         timing: TimingConfig,
     ) -> Result<Self, DeviceError> {
+        let mut known: std::collections::BTreeSet<&str> = Default::default();
         for r in &map.regions {
             if let Some(b) = &r.block
+                && !known.contains(&**b)
                 && catalog.block(b).is_none()
             {
                 return Err(DeviceError(format!(
                     "soc map: region `{}` names CSR block `{b}`, which is not in csr-maps/",
                     r.name
                 )));
+            }
+            if let Some(b) = &r.block {
+                known.insert(b);
             }
         }
         let unit_maps = unit_maps_for(catalog)?;
@@ -354,7 +359,7 @@ impl Device {
         let hbm_ranges = map
             .regions
             .iter()
-            .filter(|r| r.parent.is_none() && r.stem == "hbm" && r.kind == RegionKind::Memory)
+            .filter(|r| r.parent.is_none() && &*r.stem == "hbm" && r.kind == RegionKind::Memory)
             .map(|r| (r.base, r.end()))
             .collect();
         let hbm = HbmBandwidth::new(hbm_ranges, &timing);

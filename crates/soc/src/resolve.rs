@@ -102,11 +102,7 @@ fn resolve_path(
         }
     }
     let Some(mut region) = region else {
-        let roots: Vec<&str> = map
-            .roots
-            .iter()
-            .map(|&r| map.region(r).stem.as_str())
-            .collect();
+        let roots: Vec<&str> = map.roots.iter().map(|&r| &*map.region(r).stem).collect();
         let mut stems: Vec<&str> = Vec::new();
         for stem in roots {
             if !stems.contains(&stem) {

@@ -44,6 +44,8 @@ pub struct UnitOffsets {
     pub m2s_cfg_len: u64,
     pub m2s_desc_pref_cfg_2: u64,
     pub m2s_pref_queue_en: u64,
+    /// DESC_PREF_CFG_3 of (M2S, S2M); `None` where a map has none.
+    pub desc_pref_cfg_3: [Option<u64>; 2],
     pub s2m_state: u64,
     pub s2m_change_state: u64,
     pub s2m_err_log_mask: u64,
@@ -236,6 +238,10 @@ impl UnitMaps {
             m2s_cfg_len: off(m2s, &["CFG_LEN"], None)?,
             m2s_desc_pref_cfg_2: off(m2s, &["DESC_PREF_CFG_2"], None)?,
             m2s_pref_queue_en: off(m2s, &["PREF_QUEUE_EN"], None)?,
+            desc_pref_cfg_3: [
+                m2s.find("DESC_PREF_CFG_3", None),
+                s2m.find("DESC_PREF_CFG_3", None),
+            ],
             s2m_state: off(s2m, &["STATE"], None)?,
             s2m_change_state: off(s2m, &["CHANGE_STATE"], None)?,
             s2m_err_log_mask: off(s2m, &["ERR_LOG_MASK"], None)?,

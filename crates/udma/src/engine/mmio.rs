@@ -35,7 +35,7 @@ impl Engine {
         let doorbell = matches!(b, UnitBlock::M2sQ(_)) && offset == o.m2s_q.drtp_inc
             || matches!(b, UnitBlock::S2mQ(_)) && offset == o.s2m_q.drtp_inc;
         if !doorbell {
-            self.refresh_config();
+            self.refresh_after_write(b, offset);
         }
         match b {
             UnitBlock::M2sQ(q) | UnitBlock::S2mQ(q) => {
@@ -93,54 +93,83 @@ impl Engine {
         Some(out)
     }
 
-    /// Re-reads every register the hot paths need into `self.cfg`.
+    /// Re-reads every register the hot paths need into `self.cfg` and each
+    /// queue's configuration.
     pub(super) fn refresh_config(&mut self) {
-        let mut c = Cfg::default();
         for q in 0..QUEUES as u8 {
-            let qi = usize::from(q);
-            let mut qc = QueueCfg::default();
-            for dir in [Dir::M2s, Dir::S2m] {
-                let d = dir_idx(dir);
-                let qo = self.qoff(dir);
-                let cfg = self.qval(dir, q, qo.cfg);
-                qc.en[d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
-                let lo = u64::from(self.qval(dir, q, qo.drbp_low) & 0xFFFF_FFC0);
-                let hi = u64::from(self.qval(dir, q, qo.drbp_high));
-                qc.ring_base[d] = (hi << 32) | lo;
-                qc.ring_len[d] = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
-                qc.comp_en[d] = self.qval(dir, q, qo.comp_cfg) & 1 != 0;
-                let lo = u64::from(self.qval(dir, q, qo.crbp_low) & 0xFFFF_FFC0);
-                let hi = u64::from(self.qval(dir, q, qo.crbp_high));
-                qc.comp_base[d] = (hi << 32) | lo;
-            }
-            let mask_off = self.maps.offsets.m2s_q.rlimit_mask.unwrap_or(0x74);
-            qc.dmb_pause = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7) & 0x4 == 0;
-            let pkt_off = self.maps.offsets.s2m_q.pkt_cfg.unwrap_or(0x5C);
-            let pkt = self.regs.s2m_q[qi].value(pkt_off).unwrap_or(0);
-            qc.hdr_split = if pkt & (3 << 16) != 0 {
-                u64::from(pkt & 0xFFFF)
-            } else {
-                0
-            };
-            qc.crc_init = self
-                .regs
-                .sdma_app
-                .value(self.maps.offsets.m2s_crc_init[qi])
-                .unwrap_or(0xFFFF_FFFF);
-            let dwrr = self.maps.offsets.sched.q_dwrr;
-            let d1 = self.q_reg(q, dwrr[0]);
-            qc.dwrr = (
-                d1 & (1 << 24) != 0,
-                self.q_reg(q, dwrr[1]) & 0xFF,
-                self.q_reg(q, dwrr[2]) & 0xFF,
-                d1 & 0xFF_FFFF,
-                d1 & (1 << 25) != 0,
-            );
-            qc.bucket = self.bucket_cfg(&self.regs.m2s_q[qi], self.maps.offsets.sched.q_rlimit);
-            if let Some(queue) = self.q.get_mut(qi) {
-                queue.cfg = qc;
-            }
+            self.refresh_queue_config(q);
         }
+        self.refresh_engine_config();
+    }
+
+    /// Refreshes what a register write of block `b` at `offset` can change:
+    /// a queue block feeds only that queue's configuration; the M2S and S2M
+    /// engine blocks feed the engine configuration (and, through
+    /// RLIMIT_GEN_CFG, every queue's rate limiter); the SDMA-app block feeds
+    /// the queues' CRC seeds. No other block is read by the refresh.
+    fn refresh_after_write(&mut self, b: UnitBlock, offset: u64) {
+        match b {
+            UnitBlock::M2sQ(q) | UnitBlock::S2mQ(q) => self.refresh_queue_config(q),
+            UnitBlock::M2s if Some(offset) == self.maps.offsets.sched.rlimit_gen_cfg => {
+                self.refresh_config()
+            }
+            UnitBlock::M2s | UnitBlock::S2m => self.refresh_engine_config(),
+            UnitBlock::SdmaApp => self.refresh_config(),
+            _ => {}
+        }
+    }
+
+    /// Re-reads queue `q`'s configuration registers (both directions, its
+    /// scheduler, rate limiter and CRC seed) into the queue.
+    fn refresh_queue_config(&mut self, q: u8) {
+        let qi = usize::from(q) % QUEUES;
+        let mut qc = QueueCfg::default();
+        for dir in [Dir::M2s, Dir::S2m] {
+            let d = dir_idx(dir);
+            let qo = self.qoff(dir);
+            let cfg = self.qval(dir, q, qo.cfg);
+            qc.en[d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
+            let lo = u64::from(self.qval(dir, q, qo.drbp_low) & 0xFFFF_FFC0);
+            let hi = u64::from(self.qval(dir, q, qo.drbp_high));
+            qc.ring_base[d] = (hi << 32) | lo;
+            qc.ring_len[d] = self.qval(dir, q, qo.drl) & 0xFF_FFFF;
+            qc.comp_en[d] = self.qval(dir, q, qo.comp_cfg) & 1 != 0;
+            let lo = u64::from(self.qval(dir, q, qo.crbp_low) & 0xFFFF_FFC0);
+            let hi = u64::from(self.qval(dir, q, qo.crbp_high));
+            qc.comp_base[d] = (hi << 32) | lo;
+        }
+        let mask_off = self.maps.offsets.m2s_q.rlimit_mask.unwrap_or(0x74);
+        qc.dmb_pause = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7) & 0x4 == 0;
+        let pkt_off = self.maps.offsets.s2m_q.pkt_cfg.unwrap_or(0x5C);
+        let pkt = self.regs.s2m_q[qi].value(pkt_off).unwrap_or(0);
+        qc.hdr_split = if pkt & (3 << 16) != 0 {
+            u64::from(pkt & 0xFFFF)
+        } else {
+            0
+        };
+        qc.crc_init = self
+            .regs
+            .sdma_app
+            .value(self.maps.offsets.m2s_crc_init[qi])
+            .unwrap_or(0xFFFF_FFFF);
+        let dwrr = self.maps.offsets.sched.q_dwrr;
+        let d1 = self.q_reg(q, dwrr[0]);
+        qc.dwrr = (
+            d1 & (1 << 24) != 0,
+            self.q_reg(q, dwrr[1]) & 0xFF,
+            self.q_reg(q, dwrr[2]) & 0xFF,
+            d1 & 0xFF_FFFF,
+            d1 & (1 << 25) != 0,
+        );
+        qc.bucket = self.bucket_cfg(&self.regs.m2s_q[qi], self.maps.offsets.sched.q_rlimit);
+        if let Some(queue) = self.q.get_mut(qi) {
+            queue.cfg = qc;
+        }
+    }
+
+    /// Re-reads the engine-level configuration (M2S and S2M unit registers).
+    fn refresh_engine_config(&mut self) {
+        let mut c = Cfg::default();
         let cfg_len = self
             .regs
             .m2s
@@ -160,12 +189,9 @@ impl Engine {
             .value(self.maps.offsets.m2s_pref_queue_en)
             .unwrap_or(0xFFFF) as u16;
         c.arb = self.arbitration();
+        let pref3 = self.maps.offsets.desc_pref_cfg_3;
         for (d, file) in [(0, &self.regs.m2s), (1, &self.regs.s2m)] {
-            let v = file
-                .map()
-                .find("DESC_PREF_CFG_3", None)
-                .and_then(|o| file.value(o).ok())
-                .unwrap_or(0);
+            let v = pref3[d].and_then(|o| file.value(o).ok()).unwrap_or(0);
             c.pref[d] = (
                 (v & 0xF) as u8,
                 ((v >> 4) & 0xF) as u8,
