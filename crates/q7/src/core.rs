@@ -60,6 +60,25 @@ pub trait FwBus {
     fn logs_reads(&self) -> bool {
         true
     }
+    /// A counter of engine `engine` that moves whenever any of its
+    /// registers may have changed (a hardware step, a register write, a
+    /// read that cleared bits); `None` where the bus keeps none. While it
+    /// stands still, a completion head read before reads the same again.
+    fn engine_epoch(&self, engine: u16) -> Option<u64> {
+        let _ = engine;
+        None
+    }
+}
+
+/// Completion heads (TCRHP, RCRHP) read from an engine, and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HeadsSeen {
+    /// The engine epoch just after the reads.
+    pub(crate) epoch: u64,
+    /// The M2S and S2M head register addresses read.
+    pub(crate) addrs: (u64, u64),
+    /// The raw values read.
+    pub(crate) values: (u32, u32),
 }
 
 /// A wait-mode comparison: (semaphore value, threshold) → pass.
@@ -146,6 +165,10 @@ pub struct Q7Core {
     queue: VecDeque<Queued>,
     stage: Stage,
     rings: Vec<Option<Rings>>,
+    /// Per engine slot: the completion heads last read, with the
+    /// addresses read and the engine epoch after the read
+    /// ([`FwBus::engine_epoch`]).
+    heads_seen: Vec<std::cell::Cell<Option<HeadsSeen>>>,
     inflight: VecDeque<Inflight>,
     events: Vec<FwEvent>,
     next_seq: u64,
@@ -175,6 +198,7 @@ impl Q7Core {
     pub fn new(layout: CoreLayout) -> Self {
         Self {
             rings: vec![None; layout.engines.len()],
+            heads_seen: vec![std::cell::Cell::new(None); layout.engines.len()],
             layout,
             queue: VecDeque::new(),
             stage: Stage::Idle,

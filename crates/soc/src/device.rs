@@ -486,6 +486,15 @@ impl Device {
         self.fabric.rec.is_some()
     }
 
+    /// Engine `id`'s register epoch ([`Engine::reg_epoch`]); `None` before
+    /// the engine exists.
+    pub(crate) fn engine_reg_epoch(&self, id: u16) -> Option<u64> {
+        self.engines
+            .get(usize::from(id))
+            .and_then(Option::as_ref)
+            .map(Engine::reg_epoch)
+    }
+
     /// The waveform recorder, if on.
     pub fn waves(&self) -> Option<&Waves> {
         self.fabric.rec.as_deref().and_then(|r| r.waves.as_ref())

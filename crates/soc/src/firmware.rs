@@ -206,6 +206,10 @@ impl FwBus for DeviceFwBus<'_> {
         self.device.recording()
     }
 
+    fn engine_epoch(&self, engine: u16) -> Option<u64> {
+        self.device.engine_reg_epoch(engine)
+    }
+
     fn read32(&mut self, addr: u64) -> Result<u32, String> {
         self.device.read32(addr).map_err(|e| e.to_string())
     }

@@ -357,6 +357,8 @@ pub struct Engine {
     /// Values right after reset and the driver-default masks, per block
     /// that differs from the map's reset values (M2S, S2M, GEN).
     init: Vec<(UnitBlock, RegFile<'static>)>,
+    /// See [`Engine::reg_epoch`].
+    reg_epoch: u64,
 }
 
 /// Slots of the queue registers the hot paths write.
@@ -405,6 +407,7 @@ impl Engine {
             crc_cache: crate::datapath::CrcCache::default(),
             doorbell_latency: timing.doorbell_latency_cycles,
             init: Vec::new(),
+            reg_epoch: 0,
             stream_bucket: Bucket::default(),
             cfg: Cfg::default(),
             inflight: Vec::new(),
@@ -544,6 +547,7 @@ impl Engine {
     /// Processes every event due at or before `now`. DMA reads and writes go
     /// through `bus`.
     pub fn step(&mut self, now: Cycle, bus: &mut dyn Bus, timing: &TimingConfig) {
+        self.reg_epoch += 1;
         loop {
             // The earlier of the next queued event and the next kick.
             if let Some(&(kick_at, kick_seq)) = self.kicks.last()

@@ -12,7 +12,18 @@ use crate::event::EventKind;
 impl Engine {
     /// A software read of a register (read side effects apply).
     pub fn mmio_read(&mut self, b: UnitBlock, offset: u64) -> Option<u32> {
-        self.regs.file_mut(b)?.read(offset).ok().map(|o| o.value)
+        let out = self.regs.file_mut(b)?.read(offset).ok()?;
+        if out.cleared != 0 {
+            self.reg_epoch += 1;
+        }
+        Some(out.value)
+    }
+
+    /// A counter that moves whenever any register of the engine may have
+    /// changed: at every hardware step, register write and read that
+    /// cleared bits. Equal epochs mean equal register contents.
+    pub fn reg_epoch(&self) -> u64 {
+        self.reg_epoch
     }
 
     /// A register value without side effects.
@@ -30,6 +41,7 @@ impl Engine {
         now: Cycle,
     ) -> Option<csr::WriteOutcome<'static>> {
         self.now = self.now.max(now);
+        self.reg_epoch += 1;
         let out = self.regs.file_mut(b)?.write(offset, value).ok()?;
         let o = self.maps.offsets;
         let doorbell = matches!(b, UnitBlock::M2sQ(_)) && offset == o.m2s_q.drtp_inc
