@@ -164,8 +164,9 @@ impl QDir {
     }
 }
 
-/// Register-derived configuration, refreshed after every register write
-/// (except doorbells) so the hot paths read plain fields.
+/// Register-derived configuration, refreshed after a register write (only
+/// the part the written block feeds; never for doorbells) so the hot paths
+/// read plain fields.
 #[derive(Clone, Debug, Default)]
 struct Cfg {
     encode_64k: bool,

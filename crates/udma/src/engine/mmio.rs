@@ -307,3 +307,74 @@ impl Engine {
         f.value(off).unwrap_or(0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use proptest::prelude::*;
+    use sim_core::{Cycle, TimingConfig};
+
+    use super::*;
+    use crate::UnitMaps;
+
+    /// Every register-derived setting, printed (the settings hold no
+    /// comparable types of their own).
+    fn derived(e: &Engine) -> String {
+        let queues: Vec<String> = e.q.iter().map(|q| format!("{:?}", q.cfg)).collect();
+        format!("{:?} {queues:?}", e.cfg)
+    }
+
+    /// The blocks a write may reach, the queue blocks by index.
+    fn block(i: u8, q: u8) -> UnitBlock {
+        match i % 6 {
+            0 => UnitBlock::M2s,
+            1 => UnitBlock::M2sQ(q % QUEUES as u8),
+            2 => UnitBlock::S2m,
+            3 => UnitBlock::S2mQ(q % QUEUES as u8),
+            4 => UnitBlock::SdmaApp,
+            _ => UnitBlock::Gen,
+        }
+    }
+
+    proptest! {
+        /// The refresh after a write (one queue, the engine block, or all)
+        /// leaves exactly the settings a refresh of everything computes.
+        #[test]
+        fn a_partial_refresh_equals_a_full_one(
+            writes in proptest::collection::vec((0u8..6, 0u8..16, 0usize..512, any::<u32>()), 1..40)
+        ) {
+            let timing = TimingConfig::default_config().unwrap();
+            let mut e = Engine::new(0, UnitMaps::builtin().unwrap(), &timing);
+            for (i, (b, q, reg, value)) in writes.into_iter().enumerate() {
+                let b = block(b, q);
+                let offsets: Vec<u64> = e
+                    .regs
+                    .file(b)
+                    .unwrap()
+                    .map()
+                    .elements()
+                    .map(|r| r.offset())
+                    .collect();
+                let offset = offsets[reg % offsets.len()];
+                e.mmio_write(b, offset, value, Cycle(i as u64));
+                let partial = derived(&e);
+                e.refresh_config();
+                prop_assert_eq!(partial, derived(&e), "after {:?} {:#x} = {:#x}", b, offset, value);
+            }
+        }
+    }
+
+    #[test]
+    fn the_register_epoch_moves_with_writes_not_with_plain_reads() {
+        let timing = TimingConfig::default_config().unwrap();
+        let mut e = Engine::new(0, UnitMaps::builtin().unwrap(), &timing);
+        let crhp = e.maps.offsets.m2s_q.crhp;
+        let before = e.reg_epoch();
+        e.mmio_read(UnitBlock::M2sQ(0), crhp);
+        assert_eq!(e.reg_epoch(), before, "a plain read changes nothing");
+        let cfg = e.maps.offsets.m2s_q.cfg;
+        e.mmio_write(UnitBlock::M2sQ(0), cfg, 0x3_0000, Cycle(1));
+        assert!(e.reg_epoch() > before, "a write moves the epoch");
+    }
+}
