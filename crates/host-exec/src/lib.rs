@@ -479,6 +479,13 @@ impl HostSession {
                 r.map_err(|s| self.fail(s, format!("copyout {name}: {s}")))?;
                 let seen = seen?;
                 let digest = seen.sha256.map(|d| hex(&d)).unwrap_or_default();
+                if check.is_some()
+                    && let Some(why) = self.copy_out_stale(t.id, *offset, len)
+                {
+                    return Ok(HostOutcome::Skipped(format!(
+                        "copyout {name}: {len} bytes: skipped (timing-only): {why}"
+                    )));
+                }
                 match check {
                     None => Ok(HostOutcome::Done(format!(
                         "copyout {name}: {len} bytes at offset {offset:#x}, sha256 {digest}"
@@ -674,6 +681,17 @@ impl HostSession {
             return Err(e);
         }
         let dir = if to_device { "in" } else { "out" };
+        if !to_device
+            && let Some(why) = names.iter().find_map(|n| {
+                let id = self.tensors.get(n)?.id;
+                self.copy_out_stale(id, 0, len)
+            })
+        {
+            return Ok(HostOutcome::Skipped(format!(
+                "batch_copy {dir}: {} tensors × {len} bytes: skipped (timing-only): {why}",
+                names.len()
+            )));
+        }
         if to_device {
             return Ok(HostOutcome::Done(format!(
                 "batch_copy {dir}: {} tensors × {len} bytes in one ioctl",
@@ -833,6 +851,31 @@ fn runtime_event_line(e: &RuntimeEvent) -> Option<String> {
     }
 }
 
+impl HostSession {
+    /// In timing-only mode, why a copy-out of `len` bytes at `offset` of a
+    /// tensor cannot be checked: its device-to-host copy moved no payload
+    /// (longer than `TIMING_ONLY_MIN_SKIP_BYTES`), or the device bytes it
+    /// reads are the destination of a copy that moved none. `None` in data
+    /// mode.
+    fn copy_out_stale(&mut self, id: DmemId, offset: u64, len: u64) -> Option<String> {
+        let addr = self
+            .dmem
+            .get(id)
+            .map(|d| d.pa + d.align_offset_bytes + offset);
+        let dev = HostRuntime::device(self);
+        if !dev.timing_only() {
+            return None;
+        }
+        if len > soc::memory::TIMING_ONLY_MIN_SKIP_BYTES {
+            return Some("the device-to-host copy moved no payload".into());
+        }
+        let b = dev.stale_byte_in(addr?, len)?;
+        Some(format!(
+            "device byte {b:#x} is the destination of a DMA copy that moved no payload"
+        ))
+    }
+}
+
 impl HostRuntime for HostSession {
     fn device(&mut self) -> &mut Device {
         let Self { dmem, detached, .. } = self;
@@ -865,7 +908,7 @@ impl HostRuntime for HostSession {
             None => r,
             Some(want) => {
                 let (got, text) = match r {
-                    Ok(HostOutcome::Done(t)) => (NrtStatus::Success, t),
+                    Ok(HostOutcome::Done(t) | HostOutcome::Skipped(t)) => (NrtStatus::Success, t),
                     Ok(HostOutcome::Checked { text, held }) => (
                         if held {
                             NrtStatus::Success
@@ -903,6 +946,7 @@ impl HostRuntime for HostSession {
         };
         match r {
             Ok(HostOutcome::Done(t)) => Ok(HostOutcome::Done(with(t))),
+            Ok(HostOutcome::Skipped(t)) => Ok(HostOutcome::Skipped(with(t))),
             Ok(HostOutcome::Checked { text, held }) => Ok(HostOutcome::Checked {
                 text: with(text),
                 held,

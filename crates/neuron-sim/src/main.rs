@@ -257,6 +257,10 @@ enum Cmd {
         /// the default DGE configuration; a file ending in .bin needs it.
         #[arg(long, value_name = "tpbN", value_parser = parse_core)]
         core: Option<u8>,
+        /// Exit 1 when the run raised a fault no `expect_fault` claimed
+        /// (masked causes excepted; for CI, docs/user-guide.md §Faults).
+        #[arg(long)]
+        fail_on_fault: bool,
     },
 }
 
@@ -375,11 +379,13 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             quiet,
             verbose,
             core,
+            fail_on_fault,
         } => cmd_run(
             &maps,
             &trace,
             &RunOpts {
                 core,
+                fail_on_fault,
                 snapshot: csr_snapshot.as_deref(),
                 json,
                 timing: timing.as_deref(),
@@ -675,6 +681,8 @@ struct RunOpts<'a> {
     core: Option<u8>,
     /// `-q` / `-v`.
     level: run_output::Level,
+    /// `--fail-on-fault`.
+    fail_on_fault: bool,
 }
 
 /// What `run` runs.
@@ -697,8 +705,24 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         perfetto,
         level,
         core,
+        fail_on_fault,
     } = *o;
     let timeline = perfetto.plan()?;
+    // Output files are checked before anything runs: a path that cannot be
+    // written is found now, not after a long run.
+    for (path, what) in [
+        (snapshot, "CSR snapshot"),
+        (reg_log, "register-access log"),
+        (vcd, "VCD"),
+        (
+            timeline.as_ref().map(|t| t.path.as_path()),
+            "Perfetto trace",
+        ),
+    ] {
+        if let Some(p) = path {
+            check_writable(p, what)?;
+        }
+    }
     let mut opts = host_exec::SessionOptions {
         keep_driver_events: timeline.is_some(),
         ..host_exec::SessionOptions::default()
@@ -794,10 +818,17 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     let mut out = out
         .lock()
         .map_err(|_| bad_input("the run output is unusable (a thread panicked)"))?;
-    record_cmd::finish(session.device_mut(), reg_log, vcd)?;
+    // A failed output is reported after the run's report, which is
+    // printed in any case.
+    let mut output_errors: Vec<Failure> = Vec::new();
+    if let Err(e) = record_cmd::finish(session.device_mut(), reg_log, vcd) {
+        output_errors.push(e);
+    }
     if let Some(plan) = &timeline {
         let events = out.take_timeline();
-        perfetto_cmd::write(plan, &report, &events, session.driver_events())?;
+        if let Err(e) = perfetto_cmd::write(plan, &report, &events, session.driver_events()) {
+            output_errors.push(e);
+        }
     }
     let interrupted = (signal != 0).then(|| {
         format!(
@@ -848,17 +879,67 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     if let Some(path) = snapshot {
         let snap = session.device_mut().csr_snapshot();
         let text = if path.extension().is_some_and(|e| e == "json") {
-            to_json(&snap)? + "\n"
+            to_json(&snap).map(|t| t + "\n")
         } else {
-            snap.to_yaml()
+            Ok(snap.to_yaml())
         };
-        std::fs::write(path, text)
-            .map_err(|e| bad_input(format!("cannot write CSR snapshot {}: {e}", path.display())))?;
+        if let Err(e) = text.and_then(|t| {
+            std::fs::write(path, t).map_err(|e| {
+                bad_input(format!("cannot write CSR snapshot {}: {e}", path.display()))
+            })
+        }) {
+            output_errors.push(e);
+        }
+    }
+    if !output_errors.is_empty() {
+        let message = output_errors
+            .into_iter()
+            .map(|f| f.message)
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(bad_input(format!(
+            "{message}\n(the run completed; its report is above)"
+        )));
     }
     if signal != 0 {
         return Ok(u8::try_from(128 + signal).unwrap_or(130));
     }
-    Ok(report.exit_code())
+    let code = report.exit_code();
+    if code == 0 && fail_on_fault && report.summary.unexpected_faults > 0 {
+        eprintln!(
+            "--fail-on-fault: {} unexpected fault(s) (listed under `faults:`; claim the intended ones with expect_fault)",
+            report.summary.unexpected_faults
+        );
+        return Ok(1);
+    }
+    Ok(code)
+}
+
+/// Fails when `path` cannot be written (its directory is missing, it is a
+/// directory, or it is not writable), before a run spends time on it. A
+/// file this check creates is removed again.
+fn check_writable(path: &Path, what: &str) -> Result<(), Failure> {
+    let existed = path.exists();
+    if path.is_dir() {
+        return Err(bad_input(format!(
+            "cannot write {what} {}: it is a directory; nothing was run",
+            path.display()
+        )));
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| {
+            bad_input(format!(
+                "cannot write {what} {}: {e}; nothing was run",
+                path.display()
+            ))
+        })?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

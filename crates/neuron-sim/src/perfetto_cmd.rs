@@ -30,7 +30,7 @@ pub(crate) struct PerfettoArgs {
 /// Where the timeline goes and what it keeps, checked before the run.
 #[derive(Debug)]
 pub(crate) struct Plan {
-    path: PathBuf,
+    pub(crate) path: PathBuf,
     filter: timeline::Filter,
 }
 

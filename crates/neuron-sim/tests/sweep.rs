@@ -197,7 +197,7 @@ fn params_override_defaults_and_timing_only_keeps_cycles() {
     assert_eq!(rows.len(), 2);
     assert!(rows[0].starts_with("0,128,3,"), "{}", rows[0]);
     assert!(rows[1].starts_with("1,8192,3,"), "{}", rows[1]);
-    // --timing-only: same cycles (the data expectation then fails: exit 1).
+    // --timing-only: same cycles (the data expectation is then skipped).
     let fast = run(&[
         "sweep",
         TRACE,
@@ -216,9 +216,10 @@ fn params_override_defaults_and_timing_only_keeps_cycles() {
             .collect()
     };
     assert_eq!(cycles(&text), cycles(&ftext));
-    // 8 KiB moves no payload in timing-only mode: its expectation fails.
-    assert_eq!(fast.status.code(), Some(1), "{ftext}");
-    assert!(ftext.lines().nth(2).unwrap().ends_with(",1,"), "{ftext}");
+    // 8 KiB moves no payload in timing-only mode: its expectation cannot
+    // be checked, so it is skipped (neither passed nor failed: exit 0).
+    assert_eq!(fast.status.code(), Some(0), "{ftext}");
+    assert!(ftext.lines().nth(2).unwrap().ends_with(",0,"), "{ftext}");
 }
 
 /// A minimal XML check: tags balance and the document is one `<svg>`.

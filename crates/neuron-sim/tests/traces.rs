@@ -25,6 +25,9 @@ struct Golden {
     exit_code: u8,
     output: Vec<String>,
     csr_snapshot: CsrSnapshot,
+    /// Faults no `expect_fault` claimed (what `--fail-on-fault` fails on).
+    #[serde(skip)]
+    unexpected_faults: u64,
 }
 
 fn run(path: &Path) -> Golden {
@@ -76,6 +79,7 @@ fn run_with(path: &Path, mode: Mode) -> Golden {
             .map(str::to_string)
             .collect(),
         csr_snapshot: session.device_mut().csr_snapshot(),
+        unexpected_faults: report.summary.unexpected_faults,
     }
 }
 
@@ -89,6 +93,15 @@ fn golden_traces() {
             golden.exit_code,
             0,
             "{}: {:#?}",
+            path.display(),
+            golden.output
+        );
+        // Every golden trace claims the faults it raises on purpose, so
+        // each passes `run --fail-on-fault`.
+        assert_eq!(
+            golden.unexpected_faults,
+            0,
+            "{}: a fault no expect_fault claims: {:#?}",
             path.display(),
             golden.output
         );

@@ -417,6 +417,12 @@ impl Device {
         self.fabric.memory.skip_payload()
     }
 
+    /// The first byte of `[addr, addr + len)` a timing-only DMA copy should
+    /// have written and did not (a check that reads it is skipped).
+    pub fn stale_byte_in(&self, addr: u64, len: u64) -> Option<u64> {
+        self.fabric.memory.stale().first_in(addr, len)
+    }
+
     /// Records engine events (on by default; off for benchmarks).
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;

@@ -145,6 +145,10 @@ pub enum HostOutcome {
         /// Whether it held.
         held: bool,
     },
+    /// A check that could not be made: timing-only mode did not move the
+    /// bytes it reads (docs/user-guide.md §Timing-only mode). The text
+    /// says so.
+    Skipped(String),
 }
 
 /// The host runtime behind the v3 statements: the runtime's allocator and
@@ -269,6 +273,11 @@ pub struct Executor {
     /// and forgotten when the trace writes the queue's ring registers or
     /// Q_SW_CTRL.
     next: BTreeMap<(u16, Dir, u8), (u32, u8)>,
+    /// Faults an `expect_fault` matched: (engine, direction, queue, cause,
+    /// action) of each tally it claimed.
+    claimed_faults: Vec<(u16, Dir, Option<u8>, String, &'static str)>,
+    /// Warnings of the statement running, taken after it.
+    warnings: Vec<String>,
 }
 
 impl Executor {
@@ -366,10 +375,12 @@ pub fn run_linked_host(
         statements: 0,
         expectations_passed: 0,
         expectations_failed: 0,
+        expectations_skipped: 0,
         summary: Summary::of(host.device()),
         steps: Vec::new(),
         failures: Vec::new(),
         errors: Vec::new(),
+        warnings: Vec::new(),
     };
     if let Err(e) = host.device().boot_firmware() {
         report.errors.push(located(
@@ -403,6 +414,7 @@ pub fn run_linked_host(
             (Ok(_), StatementKind::Host { op, status }) => match host.host_op(op, *status, files) {
                 Ok(HostOutcome::Done(t)) => Ok(Outcome::Done(t)),
                 Ok(HostOutcome::Checked { text, held }) => Ok(Outcome::Expectation { text, held }),
+                Ok(HostOutcome::Skipped(text)) => Ok(Outcome::Skipped(text)),
                 Err(m) => Err((None, m)),
             },
             (Ok(_), _) => step(host.device(), &mut exec, s, r, files, hooks),
@@ -413,6 +425,10 @@ pub fn run_linked_host(
             Ok(Outcome::Expectation { text, held: true }) => {
                 report.expectations_passed += 1;
                 (Status::Ok, text)
+            }
+            Ok(Outcome::Skipped(text)) => {
+                report.expectations_skipped += 1;
+                (Status::Skipped, text)
             }
             Ok(Outcome::Expectation { text, held: false }) => {
                 report.expectations_failed += 1;
@@ -428,6 +444,11 @@ pub fn run_linked_host(
         };
         report.statements += 1;
         let quit = text == QUIT_MARK;
+        let mut text = text;
+        for w in exec.warnings.drain(..) {
+            text.push_str(&format!("\n  warning: {w}"));
+            report.warnings.push(located(file, s.span, w));
+        }
         let mut record = StepRecord {
             line: s.span.line,
             directive: s.kind.directive(),
@@ -451,6 +472,7 @@ pub fn run_linked_host(
     }
     host.device().set_bus_master(prev_master);
     report.summary = Summary::of(host.device());
+    report.summary.claim_faults(&exec.claimed_faults);
     report
 }
 
@@ -459,7 +481,12 @@ pub const QUIT_MARK: &str = "(quit)";
 
 enum Outcome {
     Done(String),
-    Expectation { text: String, held: bool },
+    Expectation {
+        text: String,
+        held: bool,
+    },
+    /// A check timing-only mode cannot make (its text says why).
+    Skipped(String),
 }
 
 type StepError = (Option<Span>, String);

@@ -7,6 +7,9 @@ use soc_map::{Hole, RegionId, RegionKind, SocMap};
 
 use crate::fault::BusFault;
 
+mod stale;
+pub use stale::StaleRanges;
+
 /// The storage behind one memory region.
 #[derive(Debug)]
 enum Backing {
@@ -167,6 +170,8 @@ pub struct DeviceMemory {
     /// Timing-only mode: DMA copies longer than [`TIMING_ONLY_MIN_SKIP_BYTES`]
     /// are checked (faults stay identical) but move no bytes.
     skip_payload: bool,
+    /// Timing-only mode: the bytes skipped copies should have written.
+    stale: StaleRanges,
 }
 
 /// In timing-only mode, DMA copies of at most this many bytes still move
@@ -323,7 +328,9 @@ impl DeviceMemory {
         let t = self.target(map, addr, data.len() as u64)?;
         self.store_mut(map, t.storage)
             .write(t.offset, data)
-            .map_err(|f| Self::fault(map, t, addr, f))
+            .map_err(|f| Self::fault(map, t, addr, f))?;
+        self.stale.clear(addr, data.len() as u64);
+        Ok(())
     }
 
     /// Sets `len` bytes at `addr` to `byte`.
@@ -331,7 +338,9 @@ impl DeviceMemory {
         let t = self.target(map, addr, len)?;
         self.store_mut(map, t.storage)
             .fill(t.offset, len, byte)
-            .map_err(|f| Self::fault(map, t, addr, f))
+            .map_err(|f| Self::fault(map, t, addr, f))?;
+        self.stale.clear(addr, len);
+        Ok(())
     }
 
     /// Copies `len` bytes from `src` to `dst` page to page, without a bounce
@@ -357,6 +366,7 @@ impl DeviceMemory {
                 )
             };
             if flat(s) && flat(d) {
+                self.stale.mark(dst, len);
                 return Ok(());
             }
         }
@@ -367,7 +377,17 @@ impl DeviceMemory {
             .store_offset(map, s, len, false)
             .map_err(|f| (Self::fault(map, s, src, f), src))?;
         if self.skip_payload && len > TIMING_ONLY_MIN_SKIP_BYTES {
-            return Ok(()); // timing-only: checked, not moved (DESIGN §4)
+            // Timing-only: checked, not moved (DESIGN §4).
+            self.stale.mark(dst, len);
+            return Ok(());
+        }
+        if !self.stale.is_empty() {
+            // A small copy moves its bytes: stale ones stay stale.
+            if self.stale.first_in(src, len).is_some() {
+                self.stale.mark(dst, len);
+            } else {
+                self.stale.clear(dst, len);
+            }
         }
         if s.storage == d.storage {
             let store = self.store_mut(map, s.storage);
@@ -428,6 +448,11 @@ impl DeviceMemory {
     /// Whether timing-only mode is on.
     pub fn skip_payload(&self) -> bool {
         self.skip_payload
+    }
+
+    /// The bytes timing-only copies left unwritten (empty in data mode).
+    pub fn stale(&self) -> &StaleRanges {
+        &self.stale
     }
 
     /// Host bytes allocated by all stores (sparse pages).

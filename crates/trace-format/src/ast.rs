@@ -109,6 +109,19 @@ pub enum StatementKind {
         /// Descriptors posted: 1 ..= [`MAX_DOORBELL`](crate::MAX_DOORBELL).
         count: u32,
     },
+    /// `expect_fault QUEUE [cause=NAME] [count=N]` — an expectation: the
+    /// queue has raised a fault (matching `cause`, `count` times when
+    /// given) by now; the faults it matches are expected, so
+    /// `--fail-on-fault` does not fail on them (docs/trace-format.md §4.9).
+    ExpectFault {
+        /// The queue (never has a slot).
+        queue: QueueRef,
+        /// The cause: `SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE` or the bit
+        /// name alone (`DATA_WR_AXI_RESPONSE`); `None`: any cause.
+        cause: Option<String>,
+        /// Exactly this many raises; `None`: at least one.
+        count: Option<u64>,
+    },
     /// `run [cycles=N | until=N]` — advance simulated time (v2).
     Run {
         /// How far.
@@ -267,6 +280,7 @@ impl StatementKind {
             StatementKind::Dump { .. } => "dump",
             StatementKind::Desc { .. } => "desc",
             StatementKind::Doorbell { .. } => "doorbell",
+            StatementKind::ExpectFault { .. } => "expect_fault",
             StatementKind::Run { .. } => "run",
             StatementKind::Wait { .. } => "wait",
             StatementKind::Inst { .. } => "inst",
@@ -295,6 +309,7 @@ impl StatementKind {
             | StatementKind::Wait { addr, .. } => Some(addr),
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
+            | StatementKind::ExpectFault { .. }
             | StatementKind::Inst { .. }
             | StatementKind::InstStream { .. }
             | StatementKind::MemcpyMethod { .. }
@@ -318,6 +333,7 @@ impl StatementKind {
             | StatementKind::Wait { addr, .. } => Some(addr),
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
+            | StatementKind::ExpectFault { .. }
             | StatementKind::Inst { .. }
             | StatementKind::InstStream { .. }
             | StatementKind::MemcpyMethod { .. }
@@ -355,12 +371,12 @@ impl StatementKind {
         }
     }
 
-    /// The queue of a `desc` or `doorbell`.
+    /// The queue of a `desc`, `doorbell` or `expect_fault`.
     pub fn queue(&self) -> Option<&QueueRef> {
         match self {
-            StatementKind::Desc { queue, .. } | StatementKind::Doorbell { queue, .. } => {
-                Some(queue)
-            }
+            StatementKind::Desc { queue, .. }
+            | StatementKind::Doorbell { queue, .. }
+            | StatementKind::ExpectFault { queue, .. } => Some(queue),
             _ => None,
         }
     }
@@ -524,7 +540,9 @@ impl Statement {
                     a.clear_spans();
                 }
             }
-            StatementKind::Doorbell { queue, .. } => queue.clear_spans(),
+            StatementKind::Doorbell { queue, .. } | StatementKind::ExpectFault { queue, .. } => {
+                queue.clear_spans()
+            }
             _ => {}
         }
     }
@@ -625,6 +643,20 @@ impl fmt::Display for StatementKind {
             }
             StatementKind::Desc { queue, fields } => write!(f, " {queue} {fields}"),
             StatementKind::Doorbell { queue, count } => write!(f, " {queue} {count}"),
+            StatementKind::ExpectFault {
+                queue,
+                cause,
+                count,
+            } => {
+                write!(f, " {queue}")?;
+                if let Some(c) = cause {
+                    write!(f, " cause={c}")?;
+                }
+                if let Some(n) = count {
+                    write!(f, " count={n}")?;
+                }
+                Ok(())
+            }
             StatementKind::Inst { core, text, .. } => write!(f, " tpb{core} {text}"),
             StatementKind::InstStream { core, path } => write!(f, " tpb{core} file={path}"),
             StatementKind::Memcpy {

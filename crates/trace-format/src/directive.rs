@@ -10,6 +10,12 @@
 
 use std::fmt;
 
+mod host_ops;
+mod table;
+
+use host_ops::*;
+use table::DIRECTIVES;
+
 use crate::addr::{AddrExpr, QueueRef, parse_addr_at, parse_queue_at};
 use crate::ast::{
     Compare, ExpectCheck, FileRef, FillContent, FillPattern, RunMode, Statement, StatementKind,
@@ -60,6 +66,9 @@ pub enum ValueKind {
     Name,
     /// A comma-separated list of identifiers (`a,b,c`).
     Names,
+    /// Identifiers joined by dots: a register field (`SEC_B_INT_CAUSE.PKT_LEN_MISMATCH`)
+    /// or a field name alone.
+    Field,
     /// A queue path (`eng0.m2s.q0`); with `slot`, also `eng0.m2s.q0[5]`.
     Queue {
         /// Whether a ring slot index is allowed.
@@ -84,6 +93,9 @@ impl ValueKind {
             ValueKind::HexExact(n) => format!("{} hex digits", n * 2),
             ValueKind::Name => "a name (letters, digits, '_')".into(),
             ValueKind::Names => "names separated by commas (like a,b,c)".into(),
+            ValueKind::Field => {
+                "a cause name (like SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE or PKT_LEN)".into()
+            }
             ValueKind::Queue { slot: false } => "a queue (like eng0.m2s.q0)".into(),
             ValueKind::Queue { slot: true } => {
                 "a queue (like eng0.m2s.q0 or eng0.m2s.q0[5])".into()
@@ -197,407 +209,6 @@ const COPYOUT_KEYS: &[Param] = &[
     opt("len", ValueKind::Len),
     opt("sha256", ValueKind::Sha256),
     opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
-];
-
-static DIRECTIVES: &[DirectiveSpec] = &[
-    DirectiveSpec {
-        name: "write32",
-        usage: "write32 ADDR VALUE",
-        positionals: &[ADDR, req("value", ValueKind::U32)],
-        compare: None,
-        compare_ops: &[],
-        keys: &[],
-        flags: &[],
-        build: build_write32,
-    },
-    DirectiveSpec {
-        name: "read32",
-        usage: "read32 ADDR [== VALUE] [mask=M]",
-        positionals: &[ADDR],
-        compare: Some(ValueKind::U32),
-        compare_ops: &[Compare::Eq],
-        keys: &[opt("mask", ValueKind::U32)],
-        flags: &[],
-        build: build_read32,
-    },
-    DirectiveSpec {
-        name: "fill",
-        usage: "fill ADDR len=N (byte=B | pattern=incr8|incr32 [seed=S])",
-        positionals: &[ADDR],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            req("len", ValueKind::Len),
-            opt("byte", ValueKind::U8),
-            opt("pattern", ValueKind::Choice(PATTERNS)),
-            opt("seed", ValueKind::U64),
-        ],
-        flags: &[],
-        build: build_fill,
-    },
-    DirectiveSpec {
-        name: "write",
-        usage: "write ADDR bytes=HEX",
-        positionals: &[ADDR],
-        compare: None,
-        compare_ops: &[],
-        keys: &[req("bytes", ValueKind::HexBytes)],
-        flags: &[],
-        build: build_write,
-    },
-    DirectiveSpec {
-        name: "load",
-        usage: "load ADDR file=PATH [offset=N] [len=N]",
-        positionals: &[ADDR],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            req("file", ValueKind::Path),
-            opt("offset", ValueKind::U64),
-            opt("len", ValueKind::Len),
-        ],
-        flags: &[],
-        build: build_load,
-    },
-    DirectiveSpec {
-        name: "expect",
-        usage: "expect ADDR (bytes=HEX | len=N sha256=HEX)",
-        positionals: &[ADDR],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            opt("bytes", ValueKind::HexBytes),
-            opt("len", ValueKind::Len),
-            opt("sha256", ValueKind::Sha256),
-        ],
-        flags: &[],
-        build: build_expect,
-    },
-    DirectiveSpec {
-        name: "dump",
-        usage: "dump ADDR len=N [file=PATH]",
-        positionals: &[ADDR],
-        compare: None,
-        compare_ops: &[],
-        keys: &[req("len", ValueKind::Len), opt("file", ValueKind::Path)],
-        flags: &[],
-        build: build_dump,
-    },
-    // v2: the DMA engines.
-    DirectiveSpec {
-        name: "desc",
-        usage: "desc QUEUE (len=N (src|dst|addr)=ADDR [KEY=VALUE…] [FLAG…] | raw=HEX)",
-        positionals: &[req("queue", ValueKind::Queue { slot: true })],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            opt(
-                "len",
-                ValueKind::Int {
-                    min: 1,
-                    max: MAX_DESC_LEN as u64,
-                },
-            ),
-            opt("src", ValueKind::Addr),
-            opt("dst", ValueKind::Addr),
-            opt("addr", ValueKind::Addr),
-            opt("buf2", ValueKind::Addr),
-            opt("ring_id", ValueKind::Int { min: 0, max: 3 }),
-            opt("op", ValueKind::Choice(CmeOp::NAMES)),
-            opt("cce", ValueKind::Choice(CceOp::NAMES)),
-            opt("in_dtype", ValueKind::Choice(Dtype::NAMES)),
-            opt("out_dtype", ValueKind::Choice(Dtype::NAMES)),
-            opt("scale", ValueKind::Float),
-            opt("crc_iv", ValueKind::Int { min: 0, max: 7 }),
-            opt("word1", ValueKind::U32),
-            opt("raw", ValueKind::HexExact(16)),
-        ],
-        flags: DescFlag::NAMES,
-        build: build_desc,
-    },
-    DirectiveSpec {
-        name: "doorbell",
-        usage: "doorbell QUEUE N",
-        positionals: &[
-            req("queue", ValueKind::Queue { slot: false }),
-            req(
-                "count",
-                ValueKind::Int {
-                    min: 1,
-                    max: MAX_DOORBELL as u64,
-                },
-            ),
-        ],
-        compare: None,
-        compare_ops: &[],
-        keys: &[],
-        flags: &[],
-        build: build_doorbell,
-    },
-    DirectiveSpec {
-        name: "memcpy",
-        usage: "memcpy CORE local=DRAM hbm=ADDR len=N (read | write)",
-        positionals: &[req("core", ValueKind::Choice(CORES))],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            req("local", ValueKind::U32),
-            req("hbm", ValueKind::Addr),
-            req("len", ValueKind::Len),
-        ],
-        flags: &["read", "write"],
-        build: build_memcpy,
-    },
-    DirectiveSpec {
-        name: "inst_stream",
-        usage: "inst_stream CORE file=PATH",
-        positionals: &[req("core", ValueKind::Choice(CORES))],
-        compare: None,
-        compare_ops: &[],
-        keys: &[req("file", ValueKind::Path)],
-        flags: &[],
-        build: build_inst_stream,
-    },
-    DirectiveSpec {
-        name: "memcpy_method",
-        usage: "memcpy_method CORE M",
-        positionals: &[
-            req("core", ValueKind::Choice(CORES)),
-            req("method", ValueKind::Int { min: 0, max: 255 }),
-        ],
-        compare: None,
-        compare_ops: &[],
-        keys: &[],
-        flags: &[],
-        build: build_memcpy_method,
-    },
-    DirectiveSpec {
-        name: "icache_init",
-        usage: "icache_init CORE block_size=N",
-        positionals: &[req("core", ValueKind::Choice(CORES))],
-        compare: None,
-        compare_ops: &[],
-        keys: &[req("block_size", ValueKind::U32)],
-        flags: &[],
-        build: build_icache_init,
-    },
-    DirectiveSpec {
-        name: "icache_fill",
-        usage: "icache_fill CORE fetch=ADDR lines=N",
-        positionals: &[req("core", ValueKind::Choice(CORES))],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            req("fetch", ValueKind::Addr),
-            req("lines", ValueKind::Int { min: 1, max: 31 }),
-        ],
-        flags: &[],
-        build: build_icache_fill,
-    },
-    DirectiveSpec {
-        name: "run",
-        usage: "run [cycles=N | until=N]",
-        positionals: &[],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            opt(
-                "cycles",
-                ValueKind::Int {
-                    min: 1,
-                    max: u64::MAX,
-                },
-            ),
-            opt("until", ValueKind::U64),
-        ],
-        flags: &[],
-        build: build_run,
-    },
-    DirectiveSpec {
-        name: "wait",
-        usage: "wait ADDR (== | != | >=) VALUE [mask=M] [timeout=N]",
-        positionals: &[ADDR],
-        compare: Some(ValueKind::U32),
-        compare_ops: &[Compare::Eq, Compare::Ne, Compare::Ge],
-        keys: &[
-            opt("mask", ValueKind::U32),
-            opt(
-                "timeout",
-                ValueKind::Int {
-                    min: 1,
-                    max: u64::MAX,
-                },
-            ),
-        ],
-        flags: &[],
-        build: build_wait,
-    },
-    // v3: the host runtime (dmem) through the ioctl bus.
-    DirectiveSpec {
-        name: "alloc",
-        usage: "alloc NAME size=N [device | host] [channel=C] [nc=N] [usage=U] [align=A] [hint=TEXT] [allocator=A] [status=S]",
-        positionals: &[req("name", ValueKind::Name)],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            req("size", ValueKind::Len),
-            opt("channel", ValueKind::Int { min: 0, max: 3 }),
-            opt("nc", ValueKind::Int { min: 0, max: 7 }),
-            opt("usage", ValueKind::Choice(crate::host::USAGE_NAMES)),
-            opt("align", ValueKind::U64),
-            opt("hint", ValueKind::Path),
-            opt("allocator", ValueKind::Name),
-            opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
-        ],
-        flags: &["device", "host"],
-        build: build_alloc,
-    },
-    DirectiveSpec {
-        name: "allocator",
-        usage: "allocator NAME [nc=N] [status=S]",
-        positionals: &[req("name", ValueKind::Name)],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            opt("nc", ValueKind::Int { min: 0, max: 7 }),
-            opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
-        ],
-        flags: &[],
-        build: build_allocator,
-    },
-    DirectiveSpec {
-        name: "allocator_destroy",
-        usage: "allocator_destroy NAME [status=S]",
-        positionals: &[req("name", ValueKind::Name)],
-        compare: None,
-        compare_ops: &[],
-        keys: &[opt("status", ValueKind::Choice(crate::host::STATUS_NAMES))],
-        flags: &[],
-        build: build_allocator_destroy,
-    },
-    DirectiveSpec {
-        name: "scratchpad",
-        usage: "scratchpad NAME size=N [nc=N] [status=S]",
-        positionals: &[req("name", ValueKind::Name)],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            req("size", ValueKind::Len),
-            opt("nc", ValueKind::Int { min: 0, max: 7 }),
-            opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
-        ],
-        flags: &[],
-        build: build_scratchpad,
-    },
-    DirectiveSpec {
-        name: "copyin",
-        usage: "copyin NAME (byte=B | pattern=incr8|incr32 [seed=S] | file=PATH [file_offset=N]) [offset=N] [len=N] [status=S]",
-        positionals: &[req("name", ValueKind::Name)],
-        compare: None,
-        compare_ops: &[],
-        keys: HOST_DATA_KEYS,
-        flags: &[],
-        build: build_copyin,
-    },
-    DirectiveSpec {
-        name: "copyout",
-        usage: "copyout NAME [offset=N] [len=N] [byte=B | pattern=incr8|incr32 [seed=S] | file=PATH [file_offset=N] | sha256=HEX] [status=S]",
-        positionals: &[req("name", ValueKind::Name)],
-        compare: None,
-        compare_ops: &[],
-        keys: COPYOUT_KEYS,
-        flags: &[],
-        build: build_copyout,
-    },
-    DirectiveSpec {
-        name: "batch_copy",
-        usage: "batch_copy (in | out) tensors=A,B,... len=N (byte=B | pattern=incr8|incr32 [seed=S]) [status=S]",
-        positionals: &[],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            req("tensors", ValueKind::Names),
-            req("len", ValueKind::Len),
-            opt("byte", ValueKind::U8),
-            opt("pattern", ValueKind::Choice(PATTERNS)),
-            opt("seed", ValueKind::U64),
-            opt("status", ValueKind::Choice(crate::host::STATUS_NAMES)),
-        ],
-        flags: &["in", "out"],
-        build: build_batch_copy,
-    },
-    DirectiveSpec {
-        name: "free",
-        usage: "free NAME [status=S]",
-        positionals: &[req("name", ValueKind::Name)],
-        compare: None,
-        compare_ops: &[],
-        keys: &[opt("status", ValueKind::Choice(crate::host::STATUS_NAMES))],
-        flags: &[],
-        build: build_free,
-    },
-    DirectiveSpec {
-        name: "acquire",
-        usage: "acquire NAME [status=S]",
-        positionals: &[req("name", ValueKind::Name)],
-        compare: None,
-        compare_ops: &[],
-        keys: &[opt("status", ValueKind::Choice(crate::host::STATUS_NAMES))],
-        flags: &[],
-        build: build_acquire,
-    },
-    DirectiveSpec {
-        name: "mem_stats",
-        usage: "mem_stats",
-        positionals: &[],
-        compare: None,
-        compare_ops: &[],
-        keys: &[],
-        flags: &[],
-        build: build_mem_stats,
-    },
-    DirectiveSpec {
-        name: "runtime",
-        usage: "runtime [zerocopy=on|off] [bar4_write_size=N] [dml_log=N] [dml_verbose=on|off] [metrics=on|off]",
-        positionals: &[],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            opt("zerocopy", ValueKind::Choice(ON_OFF)),
-            opt(
-                "bar4_write_size",
-                ValueKind::Int {
-                    min: 0,
-                    max: 0xffff,
-                },
-            ),
-            opt(
-                "dml_log",
-                ValueKind::Int {
-                    min: 0,
-                    max: 1 << 20,
-                },
-            ),
-            opt("dml_verbose", ValueKind::Choice(ON_OFF)),
-            opt("metrics", ValueKind::Choice(ON_OFF)),
-        ],
-        flags: &[],
-        build: build_runtime,
-    },
-    DirectiveSpec {
-        name: "driver",
-        usage: "driver [aligned_alloc=on|off] [attached=on|off] [drop_batch=N]",
-        positionals: &[],
-        compare: None,
-        compare_ops: &[],
-        keys: &[
-            opt("aligned_alloc", ValueKind::Choice(ON_OFF)),
-            opt("attached", ValueKind::Choice(ON_OFF)),
-            opt("drop_batch", ValueKind::U64),
-        ],
-        flags: &[],
-        build: build_driver,
-    },
 ];
 
 /// All directives of the language, in documentation order.
@@ -961,6 +572,16 @@ fn parse_value(kind: ValueKind, word: &Word, what: &str) -> Result<Value, Diag> 
         ValueKind::Queue { slot } => parse_queue_at(text, span, slot, what).map(Value::Queue),
         ValueKind::Name => {
             if is_identifier(text) {
+                Ok(Value::Name(text.to_string()))
+            } else {
+                Err(Diag::new(
+                    span,
+                    format!("{what} expects {}, found {}", kind.describe(), quote(text)),
+                ))
+            }
+        }
+        ValueKind::Field => {
+            if text.split('.').all(is_identifier) {
                 Ok(Value::Name(text.to_string()))
             } else {
                 Err(Diag::new(
@@ -1598,6 +1219,22 @@ fn build_doorbell(args: &mut Args<'_>) -> Option<StatementKind> {
     })
 }
 
+fn build_expect_fault(args: &mut Args<'_>) -> Option<StatementKind> {
+    let Some(Value::Queue(queue)) = args.positional(0) else {
+        return None;
+    };
+    let cause = match args.key("cause") {
+        Some((Value::Name(c), _)) => Some(c),
+        _ => None,
+    };
+    let count = args.key_num("count").map(|(n, _)| n);
+    Some(StatementKind::ExpectFault {
+        queue,
+        cause,
+        count,
+    })
+}
+
 fn core_index(v: Option<Value>) -> Option<u8> {
     match v {
         Some(Value::Choice(c)) => c.strip_prefix("tpb")?.parse().ok(),
@@ -1745,272 +1382,6 @@ fn build_wait(args: &mut Args<'_>) -> Option<StatementKind> {
         mask,
         timeout,
     })
-}
-
-// ---- v3 host operations -------------------------------------------------
-
-/// A host statement, with the `status=` expectation when given.
-fn host_status(args: &mut Args<'_>, op: HostOp) -> Option<StatementKind> {
-    let status = match args.key("status") {
-        Some((Value::Choice(c), _)) => Some(c),
-        _ => None,
-    };
-    Some(StatementKind::Host { op, status })
-}
-
-fn name_arg(args: &mut Args<'_>) -> Option<String> {
-    match args.positional(0) {
-        Some(Value::Name(n)) => Some(n),
-        _ => None,
-    }
-}
-
-fn on_off(args: &mut Args<'_>, key: &str) -> Option<bool> {
-    match args.key(key) {
-        Some((Value::Choice(c), _)) => Some(c == "on"),
-        _ => None,
-    }
-}
-
-/// The optional data spec (byte | pattern [seed] | file [file_offset]);
-/// `Err(())` after reporting a conflict.
-fn host_data(args: &mut Args<'_>) -> Result<Option<HostData>, ()> {
-    let byte = args.key_num("byte");
-    let pattern = args.key("pattern");
-    let seed = args.key_num("seed");
-    let file = args.key_path("file");
-    let file_offset = args.key_num("file_offset");
-    let given =
-        usize::from(byte.is_some()) + usize::from(pattern.is_some()) + usize::from(file.is_some());
-    if given > 1 {
-        let span = args.line;
-        args.error(span, "use one of 'byte', 'pattern' and 'file'");
-        return Err(());
-    }
-    if let (Some((_, span)), None) = (&seed, &pattern) {
-        let span = *span;
-        args.error(span, "'seed' is only used with 'pattern'");
-        return Err(());
-    }
-    if let (Some((_, span)), None) = (&file_offset, &file) {
-        let span = *span;
-        args.error(span, "'file_offset' is only used with 'file'");
-        return Err(());
-    }
-    Ok(match (byte, pattern, file) {
-        (Some((b, _)), _, _) => Some(HostData::Byte(u8::try_from(b).map_err(|_| ())?)),
-        (_, Some((Value::Choice(p), _)), _) => Some(HostData::Pattern {
-            kind: if p == "incr32" {
-                FillPattern::Incr32
-            } else {
-                FillPattern::Incr8
-            },
-            seed: seed.map_or(0, |(s, _)| s),
-        }),
-        (_, _, Some(path)) => Some(HostData::File {
-            path,
-            offset: file_offset.map_or(0, |(o, _)| o),
-        }),
-        _ => None,
-    })
-}
-
-fn build_alloc(args: &mut Args<'_>) -> Option<StatementKind> {
-    let name = name_arg(args)?;
-    let (size, _) = args.key_num("size")?;
-    let host_mem = match args.flags.as_slice() {
-        [("host", _)] => true,
-        [_, (_, second), ..] => {
-            let second = *second;
-            args.error(second, "alloc takes one location: device or host");
-            return None;
-        }
-        _ => false,
-    };
-    let channel = args.key_u32("channel").map(|(c, _)| c);
-    let nc = args.key_u32("nc").map(|(n, _)| n);
-    let usage = match args.key("usage") {
-        Some((Value::Choice(u), _)) => u.to_string(),
-        _ => "tensor".to_string(),
-    };
-    let align = args.key_num("align").map_or(0, |(a, _)| a);
-    let hint = args.key_path("hint").map(|p| p.path);
-    let allocator = match args.key("allocator") {
-        Some((Value::Name(n), _)) => Some(n),
-        _ => None,
-    };
-    host_status(
-        args,
-        HostOp::Alloc {
-            name,
-            size,
-            host: host_mem,
-            channel,
-            nc,
-            usage,
-            align,
-            hint,
-            allocator,
-        },
-    )
-}
-
-fn build_allocator(args: &mut Args<'_>) -> Option<StatementKind> {
-    let name = name_arg(args)?;
-    let nc = args.key_u32("nc").map_or(0, |(n, _)| n);
-    host_status(args, HostOp::Allocator { name, nc })
-}
-
-fn build_allocator_destroy(args: &mut Args<'_>) -> Option<StatementKind> {
-    let name = name_arg(args)?;
-    host_status(args, HostOp::AllocatorDestroy { name })
-}
-
-fn build_scratchpad(args: &mut Args<'_>) -> Option<StatementKind> {
-    let name = name_arg(args)?;
-    let (size, _) = args.key_num("size")?;
-    let nc = args.key_u32("nc").map_or(0, |(n, _)| n);
-    host_status(args, HostOp::Scratchpad { name, size, nc })
-}
-
-fn build_copyin(args: &mut Args<'_>) -> Option<StatementKind> {
-    let name = name_arg(args)?;
-    let offset = args.key_num("offset").map_or(0, |(o, _)| o);
-    let len = args.key_num("len").map(|(l, _)| l);
-    let Some(data) = host_data(args).ok()? else {
-        let (line, usage) = (args.line, args.usage());
-        args.error(
-            line.after(),
-            format!("copyin needs 'byte', 'pattern' or 'file' ({usage})"),
-        );
-        return None;
-    };
-    host_status(
-        args,
-        HostOp::CopyIn {
-            name,
-            data,
-            offset,
-            len,
-        },
-    )
-}
-
-fn build_copyout(args: &mut Args<'_>) -> Option<StatementKind> {
-    let name = name_arg(args)?;
-    let offset = args.key_num("offset").map_or(0, |(o, _)| o);
-    let len = args.key_num("len").map(|(l, _)| l);
-    let digest = match args.key("sha256") {
-        Some((Value::Digest(d), span)) => Some((d, span)),
-        _ => None,
-    };
-    let data = host_data(args).ok()?;
-    let check = match (data, digest) {
-        (Some(_), Some((_, span))) => {
-            args.error(span, "'sha256' cannot be used with a data check");
-            return None;
-        }
-        (Some(d), None) => Some(HostCheck::Data(d)),
-        (None, Some((d, _))) => Some(HostCheck::Sha256(d)),
-        (None, None) => None,
-    };
-    host_status(
-        args,
-        HostOp::CopyOut {
-            name,
-            offset,
-            len,
-            check,
-        },
-    )
-}
-
-fn build_batch_copy(args: &mut Args<'_>) -> Option<StatementKind> {
-    let to_device = match args.flags.as_slice() {
-        [("in", _)] => true,
-        [(_, _)] => false,
-        [] => {
-            let (line, usage) = (args.line, args.usage());
-            args.error(
-                line,
-                format!("batch_copy needs a direction: in or out ({usage})"),
-            );
-            return None;
-        }
-        [_, (_, second), ..] => {
-            let second = *second;
-            args.error(second, "batch_copy takes one direction: in or out");
-            return None;
-        }
-    };
-    let tensors = match args.key("tensors") {
-        Some((Value::Names(n), _)) => n,
-        _ => return None,
-    };
-    let (len, _) = args.key_num("len")?;
-    let Some(data) = host_data(args).ok()? else {
-        let (line, usage) = (args.line, args.usage());
-        args.error(
-            line.after(),
-            format!("batch_copy needs 'byte' or 'pattern' ({usage})"),
-        );
-        return None;
-    };
-    host_status(
-        args,
-        HostOp::BatchCopy {
-            to_device,
-            tensors,
-            len,
-            data,
-        },
-    )
-}
-
-fn build_free(args: &mut Args<'_>) -> Option<StatementKind> {
-    let name = name_arg(args)?;
-    host_status(args, HostOp::Free { name })
-}
-
-fn build_acquire(args: &mut Args<'_>) -> Option<StatementKind> {
-    let name = name_arg(args)?;
-    host_status(args, HostOp::Acquire { name })
-}
-
-fn build_mem_stats(args: &mut Args<'_>) -> Option<StatementKind> {
-    host_status(args, HostOp::MemStats)
-}
-
-fn build_runtime(args: &mut Args<'_>) -> Option<StatementKind> {
-    let zerocopy = on_off(args, "zerocopy");
-    let bar4_write_size = args.key_num("bar4_write_size").map(|(n, _)| n);
-    let dml_log = args.key_num("dml_log").map(|(n, _)| n);
-    let dml_verbose = on_off(args, "dml_verbose");
-    let metrics = on_off(args, "metrics");
-    host_status(
-        args,
-        HostOp::Runtime {
-            zerocopy,
-            bar4_write_size,
-            dml_log,
-            dml_verbose,
-            metrics,
-        },
-    )
-}
-
-fn build_driver(args: &mut Args<'_>) -> Option<StatementKind> {
-    let aligned_alloc = on_off(args, "aligned_alloc");
-    let attached = on_off(args, "attached");
-    let drop_batch = args.key_num("drop_batch").map(|(n, _)| n);
-    host_status(
-        args,
-        HostOp::Driver {
-            aligned_alloc,
-            attached,
-            drop_batch,
-        },
-    )
 }
 
 #[cfg(test)]

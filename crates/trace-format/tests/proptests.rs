@@ -167,6 +167,22 @@ fn statement_v2() -> impl Strategy<Value = StatementKind> {
             .prop_map(|(queue, fields)| StatementKind::Desc { queue, fields }),
         (queue_ref(false), 1..=MAX_DOORBELL)
             .prop_map(|(queue, count)| StatementKind::Doorbell { queue, count }),
+        (
+            queue_ref(false),
+            proptest::option::of(prop::sample::select(
+                &[
+                    "PKT_LEN",
+                    "SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE",
+                    "sec_a_int_cause.first"
+                ][..]
+            )),
+            proptest::option::of(1..=u64::from(u32::MAX)),
+        )
+            .prop_map(|(queue, cause, count)| StatementKind::ExpectFault {
+                queue,
+                cause: cause.map(str::to_string),
+                count,
+            }),
         prop_oneof![
             Just(RunMode::Idle),
             (1..=u64::MAX).prop_map(RunMode::Cycles),

@@ -234,6 +234,35 @@ fn doorbell() {
 }
 
 #[test]
+fn expect_fault() {
+    assert_eq!(
+        one("expect_fault eng0.s2m.q0"),
+        StatementKind::ExpectFault {
+            queue: queue("eng0.s2m.q0", None),
+            cause: None,
+            count: None
+        }
+    );
+    assert_eq!(
+        one("expect_fault eng128.m2s.q3 cause=SEC_A_INT_CAUSE.PREF_RING_ID count=2"),
+        StatementKind::ExpectFault {
+            queue: queue("eng128.m2s.q3", None),
+            cause: Some("SEC_A_INT_CAUSE.PREF_RING_ID".into()),
+            count: Some(2)
+        }
+    );
+    assert_eq!(
+        error("expect_fault eng0.m2s.q0 cause=PKT-LEN"),
+        "t.trace:1:32: 'cause' expects a cause name (like SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE or PKT_LEN), found 'PKT-LEN'"
+    );
+    assert_eq!(
+        error("expect_fault eng0.m2s.q0 count=0"),
+        "t.trace:1:32: 'count' must be greater than 0"
+    );
+    assert!(error("expect_fault eng0.m2s.q0[3]").contains("slot"));
+}
+
+#[test]
 fn run() {
     assert_eq!(
         one("run"),

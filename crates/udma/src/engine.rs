@@ -25,7 +25,7 @@ use sim_core::{Bus, Cycle, EventQueue, TimingConfig};
 use crate::block::{Dir, QUEUES, UnitBlock};
 use crate::event::{EngineEvent, EventKind};
 use crate::regs::{Group, UnitMaps, UnitRegs};
-use crate::stats::QueueStats;
+use crate::stats::{FaultTally, QueueStats};
 
 mod completion;
 mod faults;
@@ -348,6 +348,9 @@ pub struct Engine {
     q: [Queue; QUEUES],
     /// Queue statistics.
     pub stats: [QueueStats; QUEUES],
+    /// Faults raised, one tally per (direction, queue, cause, action), in
+    /// the order first raised.
+    faults: Vec<FaultTally>,
     regs: UnitRegs,
     maps: &'static UnitMaps,
     log: Vec<EngineEvent>,
@@ -400,6 +403,7 @@ impl Engine {
             rr_next: 0,
             events: EventQueue::default(),
             stats: std::array::from_fn(|_| QueueStats::default()),
+            faults: Vec::new(),
             trace: false,
             log: Vec::new(),
             events_done: 0,
@@ -516,6 +520,19 @@ impl Engine {
     /// Direction state.
     pub fn dir_state(&self, d: Dir) -> DirState {
         self.state[dir_idx(d)]
+    }
+
+    /// The faults this engine raised since it was built, in the order
+    /// first raised (kept when a queue or the engine is reset: they are
+    /// the run's record).
+    pub fn faults(&self) -> &[FaultTally] {
+        &self.faults
+    }
+
+    /// True when queue `q`'s `dir` half went NON_ACTIVE after an AXI error
+    /// (wiki-facts §I.4).
+    pub fn queue_non_active(&self, q: u8, dir: Dir) -> bool {
+        self.q[usize::from(q) % QUEUES][dir_idx(dir)].non_active
     }
 
     /// True when no descriptor is posted but unfinished and nothing is pending.

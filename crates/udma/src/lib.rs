@@ -18,4 +18,4 @@ pub use block::{Dir, QUEUES, UnitBlock};
 pub use engine::{DirState, Engine};
 pub use event::{EngineEvent, EventKind};
 pub use regs::{MapMismatch, UnitMaps};
-pub use stats::QueueStats;
+pub use stats::{FaultTally, QueueStats};

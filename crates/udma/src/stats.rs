@@ -20,3 +20,34 @@ pub struct QueueStats {
     /// Cycle the last packet landed.
     pub last_done: Option<u64>,
 }
+
+/// One kind of hardware fault an engine raised: the cause bit, where it
+/// was raised, what the engine did, and how often (docs/user-guide.md
+/// §Faults).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FaultTally {
+    /// Direction concerned.
+    pub dir: crate::block::Dir,
+    /// Queue, when the cause is queue-specific.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<u8>,
+    /// Cause register and field, e.g. `SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE`.
+    pub cause: String,
+    /// `abort` (the direction stopped), `logged` (interrupt raised, abort
+    /// masked) or `masked` (interrupt masked too).
+    pub action: &'static str,
+    /// Times raised.
+    pub count: u64,
+    /// Cycle of the first.
+    pub first_cycle: u64,
+    /// The first one's details (address, expected/found).
+    pub detail: String,
+}
+
+impl FaultTally {
+    /// True when the fault stopped work or raised an interrupt: what
+    /// `--fail-on-fault` counts (a masked cause is configured away).
+    pub fn is_unmasked(&self) -> bool {
+        self.action != "masked"
+    }
+}

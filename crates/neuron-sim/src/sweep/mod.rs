@@ -174,6 +174,12 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
             let m =
                 r.map_err(|e| bad_input(format!("point {} ({}): {e}", job.point, job.label)))?;
             worst = worst.max(m.exit);
+            // On stderr, so a CSV on stdout stays clean: a point that
+            // failed, or moved other bytes than its trace says (a 64 KiB
+            // descriptor read as 0 bytes), is not a silent 0 GB/s.
+            if let Some(p) = &m.problem {
+                eprintln!("point {} ({}): {p}", job.point, job.label);
+            }
             rows.push(Row::new(job, &m, !args.no_host_time));
         }
     }

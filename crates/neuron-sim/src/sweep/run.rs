@@ -154,7 +154,8 @@ pub(crate) struct Measured {
     pub exit: u8,
     /// Host wall-clock seconds.
     pub host_seconds: f64,
-    /// The first failure or error, if any.
+    /// The first error, failure or warning, if any (printed with the
+    /// point).
     pub problem: Option<String>,
 }
 
@@ -174,6 +175,7 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
         .errors
         .iter()
         .chain(&report.failures)
+        .chain(&report.warnings)
         .next()
         .map(ToString::to_string);
     Ok(Measured {

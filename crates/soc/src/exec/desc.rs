@@ -186,12 +186,22 @@ pub(super) fn place_desc(
     }
     let d = dma_abi::Descriptor::from_bytes(&bytes);
     let w0 = d.len_ctrl();
+    let encode_64k = encode_64k(device, q.engine);
+    if w0.len_bytes(true) != w0.len_bytes(encode_64k) {
+        exec.warnings.push(format!(
+            "{}[{idx}]: the engine reads this descriptor's LEN field 0 as 0 bytes, not {}: eng{}.m2s.CFG_LEN.ENCODE_64K is off (its reset state; the driver sets it: write32 eng{}.m2s.cfg_len 0x010fffff)",
+            q.region,
+            w0.len_bytes(true),
+            q.engine,
+            q.engine
+        ));
+    }
     Ok(format!(
         "desc {}[{idx}] at {at:#x}: {} {:#x} len {} ring_id {}{}{}{}{} word1 {:#010x}",
         q.region,
         if q.dir == Dir::M2s { "src" } else { "dst" },
         d.buf_ptr(),
-        w0.len_bytes(true),
+        w0.len_bytes(encode_64k),
         w0.ring_id(),
         if w0.first() { " FIRST" } else { "" },
         if w0.last() { " LAST" } else { "" },
@@ -199,4 +209,26 @@ pub(super) fn place_desc(
         if w0.sow() { " SOW" } else { "" },
         d.word1()
     ))
+}
+
+/// Whether engine `engine` reads a descriptor LEN of 0 as 64 KiB: its
+/// M2S `CFG_LEN.ENCODE_64K` (bit 24) as the register holds it now
+/// (docs/descriptors.md, word 0). An engine without the register reads
+/// as on.
+fn encode_64k(device: &Device, engine: u16) -> bool {
+    let Some(off) = device
+        .catalog()
+        .block("udma_m2s")
+        .and_then(|m| m.find("CFG_LEN", None))
+    else {
+        return true;
+    };
+    let Some(region) = device.map().by_name(&format!("eng{engine}.m2s")) else {
+        return true;
+    };
+    let base = device.map().region(region).base;
+    match device.reg_target(base + off) {
+        Ok(Some(t)) => device.peek_reg(t).is_none_or(|v| v & (1 << 24) != 0),
+        _ => true,
+    }
 }

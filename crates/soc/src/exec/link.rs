@@ -34,6 +34,8 @@ pub enum Linked {
     },
     /// `doorbell`.
     Doorbell(QueueTarget),
+    /// `expect_fault`: the queue whose faults it checks.
+    ExpectFault(QueueTarget),
     /// `inst`: the core and the decoded word.
     Inst {
         /// TPB index.
@@ -54,7 +56,9 @@ impl Linked {
     pub(crate) fn addr(&self) -> u64 {
         match self {
             Linked::Addr(r) => r.addr,
-            Linked::Desc { queue, .. } | Linked::Doorbell(queue) => queue.base,
+            Linked::Desc { queue, .. } | Linked::Doorbell(queue) | Linked::ExpectFault(queue) => {
+                queue.base
+            }
             Linked::Run | Linked::Inst { .. } | Linked::Host | Linked::Deferred => 0,
         }
     }
@@ -147,6 +151,9 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
         }
         StatementKind::Doorbell { queue, .. } => {
             Ok(Linked::Doorbell(resolve_queue(device, queue)?))
+        }
+        StatementKind::ExpectFault { queue, .. } => {
+            Ok(Linked::ExpectFault(resolve_queue(device, queue)?))
         }
         StatementKind::Run { .. } => Ok(Linked::Run),
         StatementKind::Inst {

@@ -13,6 +13,9 @@ pub enum Status {
     Failed,
     /// Bad input or a fault: the statement did not complete.
     Error,
+    /// A check timing-only mode cannot make: the bytes it reads were not
+    /// moved (docs/user-guide.md §Timing-only mode).
+    Skipped,
 }
 
 /// What one statement did.
@@ -59,6 +62,25 @@ pub struct QueueSummary {
     pub last_cycle: Option<u64>,
     /// bytes / (last − first) in GB/s (bytes per ns).
     pub bandwidth_gbps: f64,
+    /// Faults raised on this queue (both directions), all actions.
+    pub faults: u64,
+    /// What stopped on the queue's engine: `m2s aborted` (the engine's
+    /// whole M2S direction), `s2m queue non_active` (this queue after an
+    /// AXI error); empty when nothing did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stopped: Vec<String>,
+}
+
+/// A kind of fault one engine raised (docs/user-guide.md §Faults).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FaultSummary {
+    /// Engine.
+    pub engine: u16,
+    /// Where, what and how often.
+    #[serde(flatten)]
+    pub tally: udma::FaultTally,
+    /// True when a trace's `expect_fault` claimed it.
+    pub expected: bool,
 }
 
 /// The run's totals (DESIGN §6).
@@ -82,6 +104,14 @@ pub struct Summary {
     pub packets: u64,
     /// Per queue, keyed `engN.qQ`.
     pub queues: BTreeMap<String, QueueSummary>,
+    /// Faults raised, all engines and actions (the sum of the `faults`
+    /// counts).
+    pub fault_count: u64,
+    /// Faults that stopped work or raised an interrupt and no
+    /// `expect_fault` claimed: what `--fail-on-fault` fails on.
+    pub unexpected_faults: u64,
+    /// Each kind of fault, by engine, in the order first raised.
+    pub faults: Vec<FaultSummary>,
     /// Per core with Q7 firmware, keyed `tpbN`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub firmware: BTreeMap<String, CoreSummary>,
@@ -116,9 +146,22 @@ impl Summary {
             rx_descriptors: 0,
             packets: 0,
             queues: BTreeMap::new(),
+            fault_count: 0,
+            unexpected_faults: 0,
+            faults: Vec::new(),
             firmware: BTreeMap::new(),
             stall: device.stall_report(),
         };
+        for e in device.engines() {
+            for f in e.faults() {
+                s.fault_count += f.count;
+                s.faults.push(FaultSummary {
+                    engine: e.id(),
+                    tally: f.clone(),
+                    expected: false,
+                });
+            }
+        }
         for c in device
             .cores()
             .filter(|c| !c.stats().is_empty() || !c.is_idle())
@@ -162,11 +205,76 @@ impl Summary {
                     } else {
                         0.0
                     },
+                    faults: 0,
+                    stopped: Vec::new(),
                 },
             );
         }
+        // A queue that faulted stays in the list, with what stopped, even
+        // when it moved nothing.
+        for f in &s.faults {
+            let Some(q) = f.tally.queue else { continue };
+            let Some(e) = device.engine(f.engine) else {
+                continue;
+            };
+            let entry = s
+                .queues
+                .entry(format!("eng{}.q{q}", f.engine))
+                .or_insert_with(|| QueueSummary {
+                    engine: f.engine,
+                    queue: q,
+                    packets: 0,
+                    tx_descriptors: 0,
+                    rx_descriptors: 0,
+                    bytes: 0,
+                    busy_cycles: 0,
+                    first_cycle: None,
+                    last_cycle: None,
+                    bandwidth_gbps: 0.0,
+                    faults: 0,
+                    stopped: Vec::new(),
+                });
+            entry.faults += f.tally.count;
+            for dir in [Dir::M2s, Dir::S2m] {
+                let mut what = Vec::new();
+                if e.dir_state(dir) == udma::DirState::Aborted {
+                    what.push(format!("{} aborted", dir.name()));
+                }
+                if e.queue_non_active(q, dir) {
+                    what.push(format!("{} queue non_active", dir.name()));
+                }
+                for text in what {
+                    if !entry.stopped.contains(&text) {
+                        entry.stopped.push(text);
+                    }
+                }
+            }
+        }
         s.descriptors = s.tx_descriptors + s.rx_descriptors;
+        s.count_unexpected();
         s
+    }
+
+    /// Marks the faults `expect_fault` statements matched as expected
+    /// (keys: engine, direction, queue, cause, action) and recounts
+    /// [`Summary::unexpected_faults`].
+    pub fn claim_faults(&mut self, claimed: &[(u16, Dir, Option<u8>, String, &'static str)]) {
+        for f in &mut self.faults {
+            let t = &f.tally;
+            f.expected |= claimed.iter().any(|(e, d, q, c, a)| {
+                *e == f.engine && *d == t.dir && *q == t.queue && *c == t.cause && *a == t.action
+            });
+        }
+        self.count_unexpected();
+    }
+
+    fn count_unexpected(&mut self) {
+        self.unexpected_faults = self
+            .faults
+            .iter()
+            .filter(|f| f.tally.is_unmasked() && !f.expected)
+            .map(|f| f.tally.count)
+            .sum();
     }
 }
 
@@ -181,6 +289,9 @@ pub struct RunReport {
     pub expectations_passed: usize,
     /// Expectations that failed.
     pub expectations_failed: usize,
+    /// Expectations skipped: in timing-only mode, checks of bytes no DMA
+    /// moved (neither passed nor failed).
+    pub expectations_skipped: usize,
     /// Totals after the run (flattened into the report's JSON: `cycles`,
     /// `sim_ns`, `bytes`, `descriptors`, `queues`, …).
     #[serde(flatten)]
@@ -191,6 +302,9 @@ pub struct RunReport {
     pub failures: Vec<ParseError>,
     /// Bad input and faults met while running.
     pub errors: Vec<ParseError>,
+    /// Statements that will not do what they say (a 64 KiB descriptor the
+    /// engine reads as 0 bytes), `file:line:column: message`.
+    pub warnings: Vec<ParseError>,
 }
 
 impl RunReport {
@@ -237,6 +351,9 @@ impl RunReport {
                 if lines.next().is_some() { " (…)" } else { "" }
             ));
         }
+        for w in &self.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
         // The step line already showed a multi-line message in full.
         for e in &self.errors {
             let text = e.to_string();
@@ -258,6 +375,39 @@ impl RunReport {
                     q.first_cycle.unwrap_or(0),
                     q.last_cycle.unwrap_or(0),
                     q.bandwidth_gbps
+                ));
+                if q.faults > 0 {
+                    // Appended to the line just written.
+                    out.pop();
+                    out.push_str(&format!(
+                        ", {} fault{}{}{}\n",
+                        q.faults,
+                        if q.faults == 1 { "" } else { "s" },
+                        if q.stopped.is_empty() { "" } else { ", " },
+                        q.stopped.join(", ")
+                    ));
+                }
+            }
+        }
+        if sm.fault_count > 0 {
+            out.push_str(&format!(
+                "faults: {} raised, {} unexpected (unmasked and not claimed by expect_fault)\n",
+                sm.fault_count, sm.unexpected_faults
+            ));
+            for f in &sm.faults {
+                let t = &f.tally;
+                let at = match t.queue {
+                    Some(q) => format!("eng{}.{}.q{q}", f.engine, t.dir.name()),
+                    None => format!("eng{}.{}", f.engine, t.dir.name()),
+                };
+                out.push_str(&format!(
+                    "  fault {at} {} ({}) x{}, first at cycle {}{}: {}\n",
+                    t.cause,
+                    t.action,
+                    t.count,
+                    t.first_cycle,
+                    if f.expected { ", expected" } else { "" },
+                    t.detail
                 ));
             }
         }
@@ -285,11 +435,27 @@ impl RunReport {
             }
         }
         out.push_str(&format!(
-            "{} statements, {} expectations passed, {} failed, {} errors\n",
+            "{} statements, {} expectations passed, {} failed, {}{} errors{}\n",
             self.statements,
             self.expectations_passed,
             self.expectations_failed,
-            self.errors.len()
+            if self.expectations_skipped > 0 {
+                format!(
+                    "{} skipped (timing-only: bytes not moved), ",
+                    self.expectations_skipped
+                )
+            } else {
+                String::new()
+            },
+            self.errors.len(),
+            if sm.fault_count > 0 {
+                format!(
+                    ", {} faults ({} unexpected)",
+                    sm.fault_count, sm.unexpected_faults
+                )
+            } else {
+                String::new()
+            }
         ));
         out
     }
@@ -302,6 +468,7 @@ pub fn step_line(trace: &str, s: &StepRecord) -> String {
         Status::Ok => "",
         Status::Failed => "FAILED ",
         Status::Error => "ERROR ",
+        Status::Skipped => "SKIPPED ",
     };
     if s.line == 0 {
         // A statement no line holds (a bare instruction stream's).

@@ -78,6 +78,12 @@ pub(super) fn step(
                 q.region
             )))
         }
+        StatementKind::ExpectFault { cause, count, .. } => {
+            let Linked::ExpectFault(q) = r else {
+                return Err((None, "internal: expect_fault not linked".into()));
+            };
+            Ok(expect_fault(device, exec, q, cause.as_deref(), *count))
+        }
         StatementKind::Inst { core, .. } => {
             let Linked::Inst { word, .. } = r else {
                 return Err((None, "internal: inst not linked".into()));
@@ -238,6 +244,14 @@ pub(super) fn step(
             }
             let now = device.now().0;
             let last = check(device).unwrap_or(0);
+            // A memory word a timing-only copy should have written cannot
+            // change: say so, since it is why the wait failed.
+            let why = match device.stale_byte_in(addr, 4) {
+                Some(b) if !met => format!(
+                    " (timing-only: {b:#x} is the destination of a DMA copy that moved no payload)"
+                ),
+                _ => String::new(),
+            };
             Ok(Outcome::Expectation {
                 text: if met {
                     format!(
@@ -258,7 +272,7 @@ pub(super) fn step(
                         "wait {at} {compare} {value:#x}: timed out at cycle {now} after {} cycles; value {last:#010x}",
                         now - start
                     )
-                },
+                } + &why,
                 held: met,
             })
         }
@@ -295,6 +309,11 @@ pub(super) fn step(
         }
         StatementKind::Read32 { expect, mask, .. } => {
             let value = device.read32(addr).map_err(fault)?;
+            if expect.is_some()
+                && let Some(skip) = skipped_check(device, r, "read32", &at, addr, 4)
+            {
+                return Ok(skip);
+            }
             let m = mask.unwrap_or(u32::MAX);
             let shown = value & m;
             match expect {
@@ -404,6 +423,10 @@ pub(super) fn step(
             ExpectCheck::Bytes(want) => {
                 let mut got = vec![0u8; want.len()];
                 device.read_bytes(addr, &mut got).map_err(fault)?;
+                if let Some(skip) = skipped_check(device, r, "expect", &at, addr, want.len() as u64)
+                {
+                    return Ok(skip);
+                }
                 if &got == want {
                     Ok(Outcome::Expectation {
                         text: format!("expect {at}: {} bytes match", want.len()),
@@ -425,6 +448,9 @@ pub(super) fn step(
             }
             ExpectCheck::Sha256 { len, digest } => {
                 let got = sha256_range(device, addr, *len)?;
+                if let Some(skip) = skipped_check(device, r, "expect", &at, addr, *len) {
+                    return Ok(skip);
+                }
                 let held = &got == digest;
                 let text = if held {
                     format!("expect {at}: sha256 of {len:#x} bytes matches")
@@ -544,4 +570,110 @@ fn stall_text(device: &Device) -> String {
     device
         .stall_report()
         .map_or_else(|| "the device stalled".to_string(), |r| r.to_text())
+}
+
+/// Whether a tally's cause is `want`: the whole name
+/// (`SEC_B_INT_CAUSE.PKT_LEN_MISMATCH`) or the bit name after the dot,
+/// case-insensitive.
+fn cause_matches(cause: &str, want: &str) -> bool {
+    cause.eq_ignore_ascii_case(want)
+        || cause
+            .rsplit_once('.')
+            .is_some_and(|(_, bit)| bit.eq_ignore_ascii_case(want))
+}
+
+/// `expect_fault`: checks the faults queue `q` has raised so far and
+/// claims the ones it matches (docs/trace-format.md §4.9).
+fn expect_fault(
+    device: &Device,
+    exec: &mut Executor,
+    q: &QueueTarget,
+    cause: Option<&str>,
+    count: Option<u64>,
+) -> Outcome {
+    let Some(engine) = device.engine(q.engine) else {
+        return Outcome::Expectation {
+            text: format!("expect_fault {}: no engine {}", q.region, q.engine),
+            held: false,
+        };
+    };
+    let on_queue: Vec<&udma::FaultTally> = engine
+        .faults()
+        .iter()
+        .filter(|f| f.dir == q.dir && f.queue == Some(q.queue))
+        .collect();
+    let matching: Vec<&udma::FaultTally> = on_queue
+        .iter()
+        .copied()
+        .filter(|f| cause.is_none_or(|c| cause_matches(&f.cause, c)))
+        .collect();
+    let n: u64 = matching.iter().map(|f| f.count).sum();
+    let held = match count {
+        Some(want) => n == want,
+        None => n > 0,
+    };
+    let describe = |fs: &[&udma::FaultTally]| {
+        fs.iter()
+            .map(|f| {
+                format!(
+                    "{} ({}) x{} first at cycle {}",
+                    f.cause, f.action, f.count, f.first_cycle
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let wanted = match (cause, count) {
+        (Some(c), Some(k)) => format!("{k} x {c}"),
+        (Some(c), None) => c.to_string(),
+        (None, Some(k)) => format!("{k} faults"),
+        (None, None) => "a fault".to_string(),
+    };
+    let text = if held {
+        for f in &matching {
+            let key = (q.engine, f.dir, f.queue, f.cause.clone(), f.action);
+            if !exec.claimed_faults.contains(&key) {
+                exec.claimed_faults.push(key);
+            }
+        }
+        format!(
+            "expect_fault {}: {} (expected)",
+            q.region,
+            describe(&matching)
+        )
+    } else if on_queue.is_empty() {
+        format!(
+            "expect_fault {}: expected {wanted}, but the queue raised none by cycle {}",
+            q.region,
+            device.now().0
+        )
+    } else {
+        format!(
+            "expect_fault {}: expected {wanted}, found {n} matching; the queue raised {}",
+            q.region,
+            describe(&on_queue)
+        )
+    };
+    Outcome::Expectation { text, held }
+}
+
+/// In timing-only mode, the outcome of a check of `len` bytes at `addr`
+/// that a DMA copy should have written and did not: skipped, never passed
+/// or failed (docs/user-guide.md §Timing-only mode). `None`: the check is
+/// made (registers, and memory no skipped copy wrote).
+fn skipped_check(
+    device: &Device,
+    r: &Linked,
+    what: &str,
+    at: &str,
+    addr: u64,
+    len: u64,
+) -> Option<Outcome> {
+    if matches!(r, Linked::Addr(res) if res.register.is_some()) {
+        return None;
+    }
+    let b = device.stale_byte_in(addr, len)?;
+    Some(Outcome::Skipped(format!(
+        "{what} {at}: skipped (timing-only): byte {b:#x} is the destination of a DMA copy that moved no payload"
+    )))
 }

@@ -5,6 +5,7 @@ use super::{DirState, Engine, dir_idx};
 use crate::block::{Dir, QUEUES};
 use crate::event::EventKind;
 use crate::regs::Group;
+use crate::stats::FaultTally;
 
 /// SEC_A (M2S) cause bits (driver-facts §2.6, wiki-facts §B.2).
 pub(super) mod sec_a {
@@ -68,10 +69,12 @@ impl Engine {
         } else {
             "logged"
         };
+        let cause = format!("{gname}_INT_CAUSE.{cause}");
+        self.tally_fault(dir, queue, &cause, action, &detail);
         self.log(EventKind::Fault {
             dir,
             queue,
-            cause: format!("{gname}_INT_CAUSE.{cause}"),
+            cause,
             detail,
             action: action.to_string(),
         });
@@ -79,6 +82,34 @@ impl Engine {
             self.set_state(dir, DirState::Aborted, 0);
         }
         aborts
+    }
+
+    /// Counts one raised cause in the engine's fault record.
+    fn tally_fault(
+        &mut self,
+        dir: Dir,
+        queue: Option<u8>,
+        cause: &str,
+        action: &'static str,
+        detail: &str,
+    ) {
+        let now = self.now.0;
+        match self
+            .faults
+            .iter_mut()
+            .find(|f| f.dir == dir && f.queue == queue && f.action == action && f.cause == cause)
+        {
+            Some(f) => f.count += 1,
+            None => self.faults.push(FaultTally {
+                dir,
+                queue,
+                cause: cause.to_string(),
+                action,
+                count: 1,
+                first_cycle: now,
+                detail: detail.to_string(),
+            }),
+        }
     }
 
     /// An AXI error on queue `q`: the queue goes NON_ACTIVE (GEN axi_queue,

@@ -1,0 +1,238 @@
+//! DMA faults in a run's results (docs/user-guide.md §Faults): counted in
+//! the summary and `--json`, faulted queues kept in the queue list,
+//! `--fail-on-fault` and `expect_fault`; and output paths checked before a
+//! run, with the report kept when an output fails after it.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A user's copy whose S2M destination lies in the SBUF pad (the
+/// first-use reproducer): the data write faults and aborts S2M.
+const PAD_COPY: &str = "\
+fill hbm0+0x100000 len=4096 pattern=incr8
+write32 eng0.m2s.q0.tdrbp_low 0x01000000
+write32 eng0.m2s.q0.tdrl 256
+write32 eng0.s2m.q0.rdrbp_low 0x01001000
+write32 eng0.s2m.q0.rdrl 256
+write32 eng0.s2m.q0.comp_cfg 0
+write32 eng0.m2s.q0.q_cfg 0x03030000
+write32 eng0.s2m.q0.q_cfg 0x03030000
+write32 eng0.m2s.change_state 1
+write32 eng0.s2m.change_state 1
+desc eng0.s2m.q0 len=4096 dst=tpb0.sbuf[p0]+0x38000
+desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 first last
+doorbell eng0.s2m.q0 1
+doorbell eng0.m2s.q0 1
+run
+";
+
+fn tmp(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+#[test]
+fn a_fault_is_counted_and_its_queue_listed() {
+    let t = tmp("pad.trace", PAD_COPY);
+    let o = run(&["run", t.to_str().unwrap(), "--json"]);
+    // Without --fail-on-fault a fault alone does not fail the run.
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["fault_count"], 1);
+    assert_eq!(v["unexpected_faults"], 1);
+    let f = &v["faults"][0];
+    assert_eq!(f["engine"], 0);
+    assert_eq!(f["dir"], "s2m");
+    assert_eq!(f["queue"], 0);
+    assert_eq!(f["cause"], "SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE");
+    assert_eq!(f["action"], "abort");
+    assert_eq!(f["count"], 1);
+    assert_eq!(f["expected"], false);
+    assert!(f["detail"].as_str().unwrap().contains("unpopulated pad"));
+    let q = &v["queues"]["eng0.q0"];
+    assert_eq!(q["faults"], 1);
+    assert_eq!(q["bytes"], 0);
+    let stopped: Vec<&str> = q["stopped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(stopped, ["s2m aborted", "s2m queue non_active"]);
+
+    let o = run(&["run", t.to_str().unwrap()]);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("  eng0.q0: 0 packets, 0 bytes, 0 TX + 0 RX descriptors, cycles 0..0, 0 GB/s, 1 fault, s2m aborted, s2m queue non_active\n"),
+        "{out}"
+    );
+    assert!(out.contains("faults: 1 raised, 1 unexpected"), "{out}");
+    assert!(
+        out.contains(
+            "  fault eng0.s2m.q0 SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE (abort) x1, first at cycle "
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "15 statements, 0 expectations passed, 0 failed, 0 errors, 1 faults (1 unexpected)\n"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn fail_on_fault_fails_an_unclaimed_fault() {
+    let t = tmp("pad-ci.trace", PAD_COPY);
+    let o = run(&["run", t.to_str().unwrap(), "--fail-on-fault", "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("--fail-on-fault: 1 unexpected fault(s)"),
+        "{}",
+        text(&o.stderr)
+    );
+    // The report is printed in full before the status says why.
+    assert!(text(&o.stdout).contains("faults: 1 raised, 1 unexpected"));
+}
+
+#[test]
+fn expect_fault_claims_the_fault_it_names() {
+    for cause in [
+        "",
+        " cause=DATA_WR_AXI_RESPONSE",
+        " cause=sec_b_int_cause.data_wr_axi_response count=1",
+    ] {
+        let t = tmp(
+            "pad-claimed.trace",
+            &format!("{PAD_COPY}expect_fault eng0.s2m.q0{cause}\n"),
+        );
+        let o = run(&["run", t.to_str().unwrap(), "--fail-on-fault", "--json"]);
+        assert_eq!(o.status.code(), Some(0), "{cause}: {}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["unexpected_faults"], 0, "{cause}");
+        assert_eq!(v["faults"][0]["expected"], true, "{cause}");
+        assert_eq!(v["expectations_passed"], 1, "{cause}");
+    }
+}
+
+#[test]
+fn expect_fault_fails_when_the_fault_is_not_there() {
+    for (claim, message) in [
+        (
+            "expect_fault eng0.s2m.q0 cause=PKT_LEN_MISMATCH",
+            "expect_fault eng0.s2m.q0: expected PKT_LEN_MISMATCH, found 0 matching; the queue raised SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE (abort) x1",
+        ),
+        (
+            "expect_fault eng0.s2m.q0 count=2",
+            "expect_fault eng0.s2m.q0: expected 2 faults, found 1 matching",
+        ),
+        (
+            "expect_fault eng0.m2s.q0",
+            "expect_fault eng0.m2s.q0: expected a fault, but the queue raised none by cycle",
+        ),
+    ] {
+        let t = tmp("pad-wrong.trace", &format!("{PAD_COPY}{claim}\n"));
+        let o = run(&["run", t.to_str().unwrap(), "-q"]);
+        assert_eq!(o.status.code(), Some(1), "{claim}");
+        let out = text(&o.stdout);
+        assert!(
+            out.contains(&format!("pad-wrong.trace:16: FAILED {message}")),
+            "{out}"
+        );
+        // An expectation that failed claims nothing.
+        assert!(out.contains("1 unexpected"), "{out}");
+    }
+    // A name that is not a queue is bad input, found before the run.
+    let t = tmp(
+        "pad-name.trace",
+        &format!("{PAD_COPY}expect_fault eng0.gen\n"),
+    );
+    let o = run(&["run", t.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("nothing was run"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn an_unwritable_output_is_found_before_the_run() {
+    let t = tmp("ok.trace", "write32 tpb0.sem.inc[0] 1\nrun\n");
+    let missing = std::env::temp_dir().join("neuron-sim-no-such-dir/x");
+    let dir = std::env::temp_dir();
+    for (flag, path, why) in [
+        (
+            "--perfetto",
+            missing.to_str().unwrap(),
+            "No such file or directory",
+        ),
+        ("--vcd", dir.to_str().unwrap(), "it is a directory"),
+        (
+            "--csr-snapshot",
+            missing.to_str().unwrap(),
+            "No such file or directory",
+        ),
+        (
+            "--reg-log",
+            missing.to_str().unwrap(),
+            "No such file or directory",
+        ),
+    ] {
+        let o = run(&["run", t.to_str().unwrap(), flag, path]);
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(why) && err.contains("nothing was run"),
+            "{flag}: {err}"
+        );
+        // Nothing ran: no statement line.
+        assert!(text(&o.stdout).is_empty(), "{flag}: {}", text(&o.stdout));
+    }
+    // The check leaves no file behind.
+    let fresh = std::env::temp_dir().join(format!("neuron-sim-check-{}.vcd", std::process::id()));
+    let o = run(&[
+        "run",
+        t.to_str().unwrap(),
+        "--perfetto",
+        missing.to_str().unwrap(),
+        "--vcd",
+        fresh.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!fresh.exists());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_output_that_fails_after_the_run_keeps_the_report() {
+    // /dev/full opens but every write fails (ENOSPC).
+    let t = tmp("full.trace", "write32 tpb0.sem.inc[0] 1\nrun\n");
+    let o = run(&["run", t.to_str().unwrap(), "--vcd", "/dev/full", "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stdout).contains("2 statements, 0 expectations passed, 0 failed, 0 errors"),
+        "{}",
+        text(&o.stdout)
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("cannot write VCD /dev/full") && err.contains("the run completed"),
+        "{err}"
+    );
+}
