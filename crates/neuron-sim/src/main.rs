@@ -536,6 +536,30 @@ fn cmd_step(
 ) -> Result<u8, Failure> {
     let source = input::read_text(trace, "trace")?;
     let dev = maps.device()?;
+    // A filter no doorbell can match would make a session that never stops.
+    for &e in &filter.engines {
+        if dev.map().by_name(&format!("eng{e}")).is_none() {
+            let map = dev.map();
+            let ids: Vec<u64> = map
+                .roots
+                .iter()
+                .filter_map(|&r| map.region(r).name.strip_prefix("eng")?.parse().ok())
+                .collect();
+            return Err(bad_input(format!(
+                "--engine {e}: no such engine (engines: {}..={})",
+                ids.iter().min().copied().unwrap_or(0),
+                ids.iter().max().copied().unwrap_or(0)
+            )));
+        }
+    }
+    for &q in &filter.queues {
+        if usize::from(q) >= udma::QUEUES {
+            return Err(bad_input(format!(
+                "--queue {q}: no such queue (queues: 0..{})",
+                udma::QUEUES - 1
+            )));
+        }
+    }
     if let Some(w) = when {
         let (addr, value) = w
             .split_once(">=")

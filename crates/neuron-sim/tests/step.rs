@@ -144,3 +144,34 @@ fn step_stops_at_the_doorbells_the_firmware_rings() {
     assert_eq!(text.matches("== firmware doorbell").count(), 1, "{text}");
     assert!(text.contains("debugger: 1 stops"), "{text}");
 }
+
+/// A filter no doorbell can match is bad input, not a session that never
+/// stops (issue 13 item 2).
+#[test]
+fn step_refuses_engines_and_queues_that_do_not_exist() {
+    for (flag, value, message) in [
+        (
+            "--engine",
+            "200",
+            "--engine 200: no such engine (engines: 0..=131)",
+        ),
+        ("--queue", "16", "--queue 16: no such queue (queues: 0..15)"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+            .current_dir(root())
+            .args([
+                "step",
+                "traces/copy-hbm-hbm.trace",
+                flag,
+                value,
+                "--script",
+                "/dev/null",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(message), "{err}");
+        assert!(out.stdout.is_empty(), "{flag}: nothing runs");
+    }
+}

@@ -347,3 +347,25 @@ fn merge_names_the_line_column_and_what_is_wrong() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// `--param` for a name the trace never uses is a typo: refused with a
+/// suggestion (issue 13 item 2), instead of a sweep that ignores it.
+#[test]
+fn a_param_the_trace_does_not_use_is_refused() {
+    let o = run(&["sweep", TRACE, "--param", "byts=128"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--param byts=128: tests/data/sweep-copy.trace has no parameter `byts` (no `#@ param byts` and no {…} naming it; its parameters: bytes, eng); did you mean `bytes`?"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    // A name only a placeholder uses (no `#@ param`) is accepted.
+    let dir = std::env::temp_dir().join(format!("neuron-sim-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("placeholder-only.trace");
+    std::fs::write(&t, "write32 tpb0.sem.inc[{n + 1}] 1\n").unwrap();
+    let o = run(&["sweep", t.to_str().unwrap(), "--param", "n=0,2"]);
+    ok(&o);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
+}

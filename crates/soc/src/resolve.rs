@@ -7,6 +7,9 @@ use trace_format::{AddrBase, AddrExpr, Index, PathComponent, Span};
 
 use crate::device::Device;
 
+mod names;
+use names::{did_you_mean, fold_names};
+
 /// A name that does not resolve, with the component to point at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolveError {
@@ -102,21 +105,7 @@ fn resolve_path(
         }
     }
     let Some(mut region) = region else {
-        let roots: Vec<&str> = map.roots.iter().map(|&r| &*map.region(r).stem).collect();
-        let mut stems: Vec<&str> = Vec::new();
-        for stem in roots {
-            if !stems.contains(&stem) {
-                stems.push(stem);
-            }
-        }
-        return Err(err(
-            first.span,
-            format!(
-                "unknown name `{}` (top-level regions: {}; e.g. hbm0, tpb0.sbuf[p5], eng0.m2s.q0.tdrtp_inc)",
-                first.name,
-                stems.join(", ")
-            ),
-        ));
+        return Err(unknown_root(device, first));
     };
     let mut addr = map.region(region).base;
 
@@ -229,33 +218,7 @@ fn resolve_path(
             (part, reg.to_string(), idx)
         } else {
             if rest.len() > 1 {
-                let r = map.region(region);
-                let children: Vec<String> = r
-                    .children
-                    .iter()
-                    .map(|&c| {
-                        map.region(c)
-                            .name
-                            .rsplit('.')
-                            .next()
-                            .unwrap_or("")
-                            .to_string()
-                    })
-                    .take(12)
-                    .collect();
-                return Err(err(
-                    rest[0].span,
-                    format!(
-                        "unknown name `{}` under `{}`{}",
-                        rest[0].name,
-                        r.name,
-                        if children.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (it contains: {})", children.join(", "))
-                        }
-                    ),
-                ));
+                return Err(unknown_inner(device, region, &name, rest, &lower));
             }
             let part = &rest[0];
             let idx = match part.index {
@@ -312,29 +275,23 @@ fn resolve_path(
                 format!("register {} of {} is not an array", spec.name(), r.name)
             }
             _ => {
-                let sub: Vec<String> = r
-                    .children
+                let sub = child_names(device, region);
+                let regs: Vec<String> = block
+                    .registers()
                     .iter()
-                    .map(|&c| {
-                        map.region(c)
-                            .name
-                            .rsplit('.')
-                            .next()
-                            .unwrap_or("")
-                            .to_string()
-                    })
-                    .take(8)
+                    .map(|r| r.name().to_ascii_lowercase())
                     .collect();
                 format!(
-                    "unknown name `{}`: not a register of block {} ({}){}",
+                    "unknown name `{}`: not a register of block {} ({}){}{}",
                     reg_part.name,
                     block.block(),
                     r.name,
                     if sub.is_empty() {
                         String::new()
                     } else {
-                        format!(" nor a sub-region ({})", sub.join(", "))
-                    }
+                        format!(" nor a sub-region ({})", fold_names(&sub))
+                    },
+                    did_you_mean(&reg_part.name, regs.iter().chain(&sub).map(String::as_str))
                 )
             }
         };
@@ -345,4 +302,161 @@ fn resolve_path(
         .map(|e| e.name())
         .unwrap_or_else(|| reg_name.to_ascii_uppercase());
     Ok((addr + offset, Some(element)))
+}
+
+/// The last names of a region's sub-regions, in map order.
+fn child_names(device: &Device, region: RegionId) -> Vec<String> {
+    let map = device.map();
+    map.region(region)
+        .children
+        .iter()
+        .map(|&c| {
+            let n = &map.region(c).name;
+            n.rsplit('.').next().unwrap_or(n).to_string()
+        })
+        .collect()
+}
+
+/// A first name that is no top-level region: an instance that does not
+/// exist (`tpb9`: tpb0..tpb7), or a typo.
+fn unknown_root(device: &Device, first: &PathComponent) -> ResolveError {
+    let map = device.map();
+    let roots: Vec<String> = map
+        .roots
+        .iter()
+        .map(|&r| map.region(r).name.clone())
+        .collect();
+    let stem = first.name.trim_end_matches(|c: char| c.is_ascii_digit());
+    let mut same_stem: Vec<(u64, &String)> = roots
+        .iter()
+        .filter(|r| stem.len() < first.name.len() && r.len() > stem.len() && r.starts_with(stem))
+        .filter_map(|r| r[stem.len()..].parse().ok().map(|n| (n, r)))
+        .collect();
+    same_stem.sort();
+    let same_stem: Vec<&String> = same_stem.into_iter().map(|(_, r)| r).collect();
+    if !same_stem.is_empty() {
+        return err(
+            first.span,
+            format!(
+                "unknown name `{}`: there is no such instance ({})",
+                first.name,
+                fold_names(&same_stem)
+            ),
+        );
+    }
+    let mut stems: Vec<&str> = Vec::new();
+    for &r in &map.roots {
+        let stem = &*map.region(r).stem;
+        if !stems.contains(&stem) {
+            stems.push(stem);
+        }
+    }
+    err(
+        first.span,
+        format!(
+            "unknown name `{}` (top-level regions: {}; e.g. hbm0, tpb0.sbuf[p5], eng0.m2s.q0.tdrtp_inc){}",
+            first.name,
+            stems.join(", "),
+            did_you_mean(&first.name, roots.iter().map(String::as_str))
+        ),
+    )
+}
+
+/// An unknown name followed by more names, under `region` (named
+/// `region_name` as written): blames the component that is wrong — the
+/// name after a map symbol's prefix (`tpb0.sem.rd`), a field after a
+/// register (`q0.Q_CFG.EN_PREF`, refused as such), or an unknown
+/// sub-region.
+fn unknown_inner(
+    device: &Device,
+    region: RegionId,
+    region_name: &str,
+    rest: &[PathComponent],
+    lower: &[String],
+) -> ResolveError {
+    let map = device.map();
+    // A map symbol's prefix (`sem.` of `sem.read`): the name after it is
+    // the wrong one.
+    let mut scope = Some(region);
+    while let Some(sc) = scope {
+        let r = map.region(sc);
+        for k in (1..rest.len()).rev() {
+            let prefix = format!("{}.", lower[..k].join("."));
+            let mut next: Vec<&str> = Vec::new();
+            for key in r.symbols.keys() {
+                if let Some(tail) = key.strip_prefix(&prefix) {
+                    let head = tail.split('.').next().unwrap_or(tail);
+                    if !next.contains(&head) {
+                        next.push(head);
+                    }
+                }
+            }
+            if !next.is_empty() {
+                let written: Vec<&str> = rest[..k].iter().map(|c| c.name.as_str()).collect();
+                return err(
+                    rest[k].span,
+                    format!(
+                        "unknown name `{}` after `{region_name}.{}` (expected one of: {}){}",
+                        rest[k].name,
+                        written.join("."),
+                        fold_names(&next),
+                        did_you_mean(&rest[k].name, next.iter().copied())
+                    ),
+                );
+            }
+        }
+        scope = r.parent;
+    }
+    // A register followed by a field: addresses name whole registers.
+    if let Some(block) = device.block_of(region)
+        && let Some(spec) = block.register(&rest[0].name)
+    {
+        let reg = format!("{region_name}.{}", rest[0].name);
+        let Some(field) = (rest.len() == 2)
+            .then(|| spec.field(&rest[1].name))
+            .flatten()
+        else {
+            let fields: Vec<&str> = spec.fields().iter().map(|f| f.name()).collect();
+            return err(
+                rest[1].span,
+                format!(
+                    "`{}` is not a field of register {} ({reg}), and an address names a whole register{}{}",
+                    rest[1].name,
+                    spec.name(),
+                    if fields.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (its fields: {})", fields.join(", "))
+                    },
+                    did_you_mean(&rest[1].name, fields.iter().copied())
+                ),
+            );
+        };
+        return err(
+            rest[1].span,
+            format!(
+                "`{}.{}` names a field (bits {}, mask {:#010x}): an address names a whole register; use `{reg}` (to check the field: read32 {reg} == VALUE mask={:#x})",
+                spec.name(),
+                field.name(),
+                field.bits(),
+                field.mask(),
+                field.mask()
+            ),
+        );
+    }
+    let children = child_names(device, region);
+    err(
+        rest[0].span,
+        format!(
+            "unknown name `{}` under `{}`{}{}",
+            rest[0].name,
+            map.region(region).name,
+            if children.is_empty() {
+                String::new()
+            } else {
+                format!(" (it contains: {})", fold_names(&children))
+            },
+            did_you_mean(&rest[0].name, children.iter().map(String::as_str))
+        ),
+    )
 }

@@ -199,10 +199,11 @@ fn offsets_that_leave_the_address_space_are_errors() {
 
 #[test]
 fn unknown_top_level_name() {
-    let text = "hbm9+0x10";
+    // (`hbm9` is an instance that does not exist: errors_point_at_the_mistake.)
+    let text = "hmb0+0x10";
     let (msg, span) = error(text);
-    assert_eq!(covered(text, span), "hbm9");
-    assert!(msg.contains("unknown name `hbm9`"), "{msg}");
+    assert_eq!(covered(text, span), "hmb0");
+    assert!(msg.contains("unknown name `hmb0`"), "{msg}");
     // The list of top-level regions names each kind once.
     let list = msg
         .split("top-level regions: ")
@@ -375,4 +376,78 @@ fn index_inside_a_symbol_is_an_error() {
     let (msg, span) = error(text);
     assert_eq!(covered(text, span), "sem[2]");
     assert!(msg.contains("takes no index"), "{msg}");
+}
+
+/// Issue 13 item 2: each error blames the component that is wrong, lists
+/// everything a block contains (ranges folded) and suggests a close name.
+#[test]
+fn errors_point_at_the_mistake() {
+    let cases: &[(&str, &str, &str)] = &[
+        // A map symbol's prefix is fine; the name after it is wrong.
+        (
+            "tpb0.sem.rd[3]",
+            "rd[3]",
+            "unknown name `rd` after `tpb0.sem` (expected one of: dec, inc, read, set)",
+        ),
+        // A field after a register is refused as such, with its mask.
+        (
+            "eng0.m2s.q0.Q_CFG.EN_PREF",
+            "EN_PREF",
+            "`Q_CFG.EN_PREF` names a field (bits 16, mask 0x00010000): an address names a whole register; use `eng0.m2s.q0.Q_CFG` (to check the field: read32 eng0.m2s.q0.Q_CFG == VALUE mask=0x10000)",
+        ),
+        (
+            "eng0.m2s.q0.q_cfg.en_prf",
+            "en_prf",
+            "`en_prf` is not a field of register Q_CFG (eng0.m2s.q0.q_cfg), and an address names a whole register",
+        ),
+        // The whole list, folded: q12..q15 exist too.
+        (
+            "eng0.m2s.q99.q_cfg",
+            "q99",
+            "unknown name `q99` under `eng0.m2s` (it contains: q0..q15)",
+        ),
+        (
+            "eng0.m2ss.q0.q_cfg",
+            "m2ss",
+            "unknown name `m2ss` under `eng0` (it contains: m2s, s2m, gen, gen_ex, sdma_app, notific, bcast); did you mean `m2s`?",
+        ),
+        // Register typos get a suggestion, the S2M counterpart included.
+        (
+            "eng0.m2s.q0.tdrbp_lo",
+            "tdrbp_lo",
+            "unknown name `tdrbp_lo`: not a register of block udma_m2s_q (eng0.m2s.q0); did you mean `tdrbp_low`?",
+        ),
+        (
+            "eng0.s2m.q0.tdrl",
+            "tdrl",
+            "unknown name `tdrl`: not a register of block udma_s2m_q (eng0.s2m.q0); did you mean `rdrl`?",
+        ),
+        // Instances that do not exist name the ones that do.
+        (
+            "tpb9.sbuf[p0]",
+            "tpb9",
+            "unknown name `tpb9`: there is no such instance (tpb0..tpb7)",
+        ),
+        (
+            "eng140.m2s.q0.q_cfg",
+            "eng140",
+            "unknown name `eng140`: there is no such instance (eng0..eng131)",
+        ),
+        (
+            "hbm9+0x0",
+            "hbm9",
+            "unknown name `hbm9`: there is no such instance (hbm0..hbm3)",
+        ),
+    ];
+    for &(text, blamed, message) in cases {
+        let (m, span) = error(text);
+        assert!(
+            m.starts_with(message),
+            "`{text}`:\n  got:  {m}\n  want: {message}"
+        );
+        assert_eq!(covered(text, span), blamed, "`{text}`: {m}");
+    }
+    // A typo of a top-level name gets a suggestion.
+    let (m, _) = error("hmb0+0x10");
+    assert!(m.ends_with("did you mean `hbm0`?"), "{m}");
 }

@@ -338,24 +338,9 @@ impl Args<'_> {
 }
 
 /// The candidate closest to `word` (case-insensitive), if one is close:
-/// within one edit (two for names longer than 4), or a prefix of it (`lenght` → `len`).
+/// see [`closest_name`](crate::closest_name).
 fn closest(word: &str, candidates: impl IntoIterator<Item = &'static str>) -> Option<&'static str> {
-    let lower = word.to_ascii_lowercase();
-    candidates
-        .into_iter()
-        .filter_map(|c| {
-            let d = edit_distance(&lower, c);
-            let max = if c.len() <= 4 { 1 } else { 2 };
-            if d <= max {
-                Some((d, c))
-            } else if c.len() >= 2 && lower.starts_with(c) {
-                Some((lower.len() - c.len(), c))
-            } else {
-                None
-            }
-        })
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, c)| c)
+    crate::closest_name(word, candidates)
 }
 
 /// "; did you mean 'x'?" when a candidate is close to `word`, else "".
@@ -367,7 +352,7 @@ fn suggestion(word: &str, candidates: impl IntoIterator<Item = &'static str>) ->
 }
 
 /// Optimal-string-alignment distance (Levenshtein plus adjacent swaps).
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     if a.len() > 64 || b.len() > 64 {

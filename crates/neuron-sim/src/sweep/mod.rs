@@ -135,6 +135,23 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     let mut params = template.params.clone();
     for spec in &args.params {
         let p = parse_param(spec).map_err(|e| bad_input(format!("--param {spec}: {e}")))?;
+        if !template.params.iter().any(|q| q.name == p.name) && !template.uses(&p.name) {
+            let names: Vec<&str> = template.params.iter().map(|q| q.name.as_str()).collect();
+            return Err(bad_input(format!(
+                "--param {spec}: {} has no parameter `{}` (no `#@ param {}` and no {{…}} naming it; its parameters: {}){}",
+                trace.display(),
+                p.name,
+                p.name,
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                },
+                trace_format::closest_name(&p.name, names.iter().copied())
+                    .map(|c| format!("; did you mean `{c}`?"))
+                    .unwrap_or_default()
+            )));
+        }
         match params.iter_mut().find(|q| q.name == p.name) {
             Some(q) => *q = p,
             None => params.push(p),

@@ -441,6 +441,25 @@ pub(crate) struct Template {
 }
 
 impl Template {
+    /// Whether a `{EXPR}` placeholder of the trace names `name` (as a
+    /// whole identifier): a `--param` for a name nothing uses is a typo.
+    pub(crate) fn uses(&self, name: &str) -> bool {
+        let mut rest = self.text.as_str();
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else { break };
+            let expr = &after[..close];
+            if expr
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w == name)
+            {
+                return true;
+            }
+            rest = &after[close + 1..];
+        }
+        false
+    }
+
     /// Reads the metadata lines.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let mut t = Template {
