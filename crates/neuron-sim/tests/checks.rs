@@ -4,22 +4,14 @@
 //! will read as another length than the trace wrote gets a warning.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn tmp(name: &str, contents: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("neuron-sim-checks-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, contents).unwrap();
-    p
-}
+use std::process::Output;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
-        .args(args)
-        .output()
-        .unwrap()
+use common::{ENG0_Q0_SETUP, run};
+
+fn tmp(name: &str, contents: &str) -> std::path::PathBuf {
+    common::tmp("checks", name, contents)
 }
 
 fn json(o: &Output) -> serde_json::Value {
@@ -89,18 +81,11 @@ fn timing_only_skips_checks_of_bytes_not_moved() {
 
 /// A DMA copy of 4 KiB, with checks on its destination, on bytes the trace
 /// itself wrote, and on a register.
-const DEVICE_COPY: &str = "\
-fill hbm0+0x100000 len=4096 pattern=incr8
+fn device_copy() -> String {
+    format!(
+        "fill hbm0+0x100000 len=4096 pattern=incr8
 write hbm0+0x200000 bytes=aabbccdd
-write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.s2m.q0.comp_cfg 0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 1
-write32 eng0.s2m.change_state 1
+{ENG0_Q0_SETUP}\
 desc eng0.s2m.q0 len=4096 dst=hbm0+0x4000000
 desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 first last
 doorbell eng0.s2m.q0 1
@@ -113,11 +98,13 @@ read32 eng0.m2s.q0.tdrhp == 0x40000001
 fill hbm0+0x4000000 len=16 byte=7
 expect hbm0+0x4000000 bytes=07070707
 expect hbm0+0x4000000 len=32 sha256=0000000000000000000000000000000000000000000000000000000000000000
-";
+"
+    )
+}
 
 #[test]
 fn timing_only_still_checks_bytes_that_did_not_depend_on_a_copy() {
-    let t = tmp("device-copy.trace", DEVICE_COPY);
+    let t = tmp("device-copy.trace", &device_copy());
     let o = run(&["run", t.to_str().unwrap(), "--timing-only", "--json"]);
     let v = json(&o);
     let status: Vec<(u64, String)> = v["steps"]
@@ -157,17 +144,8 @@ fn timing_only_still_checks_bytes_that_did_not_depend_on_a_copy() {
 /// CFG_LEN.ENCODE_64K: LEN 0 is 0 bytes to the engine.
 fn copy_64k(encode: bool) -> String {
     format!(
-        "\
-{}fill hbm0+0x100000 len=65536 pattern=incr8
-write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.s2m.q0.comp_cfg 0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 1
-write32 eng0.s2m.change_state 1
+        "{}fill hbm0+0x100000 len=65536 pattern=incr8
+{ENG0_Q0_SETUP}\
 desc eng0.s2m.q0 len=65536 dst=hbm0+0x4000000
 desc eng0.m2s.q0 len=65536 src=hbm0+0x100000 first last
 doorbell eng0.s2m.q0 1

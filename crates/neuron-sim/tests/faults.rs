@@ -4,51 +4,31 @@
 //! run, with the report kept when an output fails after it.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+
+use common::{ENG0_Q0_SETUP, run, text};
 
 /// A user's copy whose S2M destination lies in the SBUF pad (the
 /// first-use reproducer): the data write faults and aborts S2M.
-const PAD_COPY: &str = "\
-fill hbm0+0x100000 len=4096 pattern=incr8
-write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.s2m.q0.comp_cfg 0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 1
-write32 eng0.s2m.change_state 1
+fn pad_copy() -> String {
+    format!(
+        "fill hbm0+0x100000 len=4096 pattern=incr8\n{ENG0_Q0_SETUP}\
 desc eng0.s2m.q0 len=4096 dst=tpb0.sbuf[p0]+0x38000
 desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 first last
 doorbell eng0.s2m.q0 1
 doorbell eng0.m2s.q0 1
 run
-";
-
-fn tmp(name: &str, contents: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("neuron-sim-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, contents).unwrap();
-    p
+"
+    )
 }
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).to_string()
+fn tmp(name: &str, contents: &str) -> std::path::PathBuf {
+    common::tmp("faults", name, contents)
 }
 
 #[test]
 fn a_fault_is_counted_and_its_queue_listed() {
-    let t = tmp("pad.trace", PAD_COPY);
+    let t = tmp("pad.trace", &pad_copy());
     let o = run(&["run", t.to_str().unwrap(), "--json"]);
     // Without --fail-on-fault a fault alone does not fail the run.
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -98,7 +78,7 @@ fn a_fault_is_counted_and_its_queue_listed() {
 
 #[test]
 fn fail_on_fault_fails_an_unclaimed_fault() {
-    let t = tmp("pad-ci.trace", PAD_COPY);
+    let t = tmp("pad-ci.trace", &pad_copy());
     let o = run(&["run", t.to_str().unwrap(), "--fail-on-fault", "-q"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -119,7 +99,7 @@ fn expect_fault_claims_the_fault_it_names() {
     ] {
         let t = tmp(
             "pad-claimed.trace",
-            &format!("{PAD_COPY}expect_fault eng0.s2m.q0{cause}\n"),
+            &format!("{}expect_fault eng0.s2m.q0{cause}\n", pad_copy()),
         );
         let o = run(&["run", t.to_str().unwrap(), "--fail-on-fault", "--json"]);
         assert_eq!(o.status.code(), Some(0), "{cause}: {}", text(&o.stderr));
@@ -146,7 +126,7 @@ fn expect_fault_fails_when_the_fault_is_not_there() {
             "expect_fault eng0.m2s.q0: expected a fault, but the queue raised none by cycle",
         ),
     ] {
-        let t = tmp("pad-wrong.trace", &format!("{PAD_COPY}{claim}\n"));
+        let t = tmp("pad-wrong.trace", &format!("{}{claim}\n", pad_copy()));
         let o = run(&["run", t.to_str().unwrap(), "-q"]);
         assert_eq!(o.status.code(), Some(1), "{claim}");
         let out = text(&o.stdout);
@@ -160,7 +140,7 @@ fn expect_fault_fails_when_the_fault_is_not_there() {
     // A name that is not a queue is bad input, found before the run.
     let t = tmp(
         "pad-name.trace",
-        &format!("{PAD_COPY}expect_fault eng0.gen\n"),
+        &format!("{}expect_fault eng0.gen\n", pad_copy()),
     );
     let o = run(&["run", t.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));

@@ -1,0 +1,44 @@
+//! Helpers of the CLI integration tests that spawn `neuron-sim` on traces
+//! written to a temporary directory.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Runs the binary with `args`.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Lossy UTF-8.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+/// Writes `contents` to `name` in this test process's directory under the
+/// system temporary directory (`tag` keeps test binaries apart).
+pub fn tmp(tag: &str, name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+/// Engine 0 queue 0 set up for copies: rings at 0x01000000 (TX) and
+/// 0x01001000 (RX) of 256 slots, no RX completion, both queues enabled,
+/// both directions NORMAL (9 lines).
+pub const ENG0_Q0_SETUP: &str = "\
+write32 eng0.m2s.q0.tdrbp_low 0x01000000
+write32 eng0.m2s.q0.tdrl 256
+write32 eng0.s2m.q0.rdrbp_low 0x01001000
+write32 eng0.s2m.q0.rdrl 256
+write32 eng0.s2m.q0.comp_cfg 0
+write32 eng0.m2s.q0.q_cfg 0x03030000
+write32 eng0.s2m.q0.q_cfg 0x03030000
+write32 eng0.m2s.change_state 1
+write32 eng0.s2m.change_state 1
+";
