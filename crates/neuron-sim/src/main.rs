@@ -109,13 +109,15 @@ impl Maps {
     fn device_with_timing(&self, timing: Option<&Path>) -> Result<Device, Failure> {
         let catalog = self.catalog()?;
         let timing = match timing {
-            None => sim_core::TimingConfig::default_config(),
+            None => sim_core::TimingConfig::default_config().map_err(|e| bad_input(e.to_string())),
             Some(p) => {
+                // A timing file gives only what it changes (docs/timing.md).
                 let text = input::read_text(p, "--timing")?;
-                sim_core::TimingConfig::from_json(&text)
+                let name = p.display().to_string();
+                sim_core::TimingConfig::from_json_over_defaults(&text, &name)
+                    .map_err(|e| bad_input(format!("{name}: {e}")))
             }
-        }
-        .map_err(|e| bad_input(e.to_string()))?;
+        }?;
         let map = match &self.soc_map {
             None => soc_map::trn2(),
             Some(p) => {
@@ -206,6 +208,16 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ioctl_cmd::IoctlCmd,
     },
+    /// Print the timing parameters (built-in, or with --timing FILE laid
+    /// over them): value, unit and source of each.
+    Timing {
+        /// A timing file to lay over the defaults, as `run --timing` does.
+        #[arg(long, value_name = "FILE")]
+        timing: Option<PathBuf>,
+        /// Print JSON in the timing-file format (a complete file to edit).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a parameterised trace over a set of points: CSV and an SVG
     /// bandwidth plot (`sweep merge` joins `--shard` parts).
     Sweep(sweep::SweepArgs),
@@ -222,7 +234,8 @@ enum Cmd {
         /// Print the run report as JSON.
         #[arg(long)]
         json: bool,
-        /// Timing configuration (JSON, same keys as crates/sim-core/timing-default.json).
+        /// Timing file (JSON): the parameters it changes, as numbers or
+        /// {value, unit, source}; the rest keep their defaults (docs/timing.md).
         #[arg(long, value_name = "FILE")]
         timing: Option<PathBuf>,
         /// Record every ioctl the host runtime issues to FILE (JSON lines;
@@ -342,6 +355,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         },
         Cmd::Disasm { file, output, full } => asm_cmd::cmd_disasm(&file, output.as_deref(), full),
         Cmd::Asm { file, output } => asm_cmd::cmd_asm(&file, &output),
+        Cmd::Timing { timing, json } => cmd_timing(timing.as_deref(), json),
         Cmd::Sweep(args) => sweep::cmd_sweep(&maps, args),
         Cmd::Calibrate(args) => calibrate::cmd_calibrate(&maps, &args),
         Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd, &maps),
@@ -619,6 +633,31 @@ fn cmd_step(
     }
     outln!("debugger: {} stops", stepper.stops);
     Ok(report.exit_code())
+}
+
+/// `neuron-sim timing [--timing FILE] [--json]`.
+fn cmd_timing(timing: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    let t = match timing {
+        None => sim_core::TimingConfig::default_config().map_err(|e| bad_input(e.to_string()))?,
+        Some(p) => {
+            let text = input::read_text(p, "--timing")?;
+            let name = p.display().to_string();
+            sim_core::TimingConfig::from_json_over_defaults(&text, &name)
+                .map_err(|e| bad_input(format!("{name}: {e}")))?
+        }
+    };
+    if json {
+        let file = serde_json::json!({
+            "description": "neuron-sim timing parameters (neuron-sim timing --json); docs/timing.md",
+            "parameters": t.params,
+        });
+        outln!("{}", to_json(&file)?);
+    } else {
+        for (name, p) in &t.params {
+            outln!("{name:<32} {:>10} {:<22} {}", p.value, p.unit, p.source);
+        }
+    }
+    Ok(0)
 }
 
 fn cmd_decode_desc(hex: &str, json: bool) -> Result<u8, Failure> {

@@ -215,3 +215,60 @@ fn a_sweep_point_with_a_warning_says_so() {
     );
     assert!(err.contains("point 1 (q=1): "), "{err}");
 }
+
+/// A timing file may give only what it changes; `neuron-sim timing`
+/// prints the parameters an installed binary uses (issue 13 item 3).
+#[test]
+fn partial_timing_files_and_the_timing_command() {
+    let partial = tmp("fast-clock.json", r#"{"clock_ghz": 1.7}"#);
+    let o = run(&["timing", "--timing", partial.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v = json(&o);
+    let clock = &v["parameters"]["clock_ghz"];
+    assert_eq!(clock["value"], 1.7);
+    assert_eq!(clock["source"], partial.to_str().unwrap());
+    assert_eq!(v["parameters"]["beat_bytes"]["value"], 32.0);
+    // `timing --json` is a complete timing file.
+    let full = tmp("full.json", &String::from_utf8_lossy(&o.stdout));
+    let t = tmp("sem.trace", "write32 tpb0.sem.inc[0] 1\nrun cycles=1700\n");
+    let o = run(&[
+        "run",
+        t.to_str().unwrap(),
+        "--timing",
+        full.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(json(&o)["sim_ns"], 1000.0);
+    // The text form names each parameter with value, unit and source.
+    let o = run(&["timing"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("clock_ghz ") && l.contains(" 0.85 GHz ")),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 19);
+    // A bad file is named in the message.
+    let bad = tmp("typo.json", r#"{"clock_ghzz": 1}"#);
+    let o = run(&[
+        "run",
+        t.to_str().unwrap(),
+        "--timing",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: timing config: unknown parameter `clock_ghzz`",
+            bad.display()
+        )) && err.contains("did you mean `clock_ghz`?"),
+        "{err}"
+    );
+}

@@ -117,6 +117,106 @@ impl TimingConfig {
             .clone()
     }
 
+    /// Parses a user's timing file over the built-in defaults: it gives
+    /// only the parameters it changes, each as a plain number
+    /// (`"clock_ghz": 1.4`) or in the full form (`{"value": 1.4, "unit":
+    /// "GHz", "source": "…"}`, unit and source optional; a unit must be the
+    /// parameter's), either at the top level or under `"parameters"`
+    /// (docs/timing.md, "Timing files"). A value given as a plain number
+    /// gets `source` = `file`. Unknown names are errors with a suggestion.
+    pub fn from_json_over_defaults(text: &str, file: &str) -> Result<Self, TimingError> {
+        use serde_json::Value;
+        let user: Value =
+            serde_json::from_str(text).map_err(|e| TimingError(format!("invalid JSON: {e}")))?;
+        let Value::Object(top) = user else {
+            return Err(TimingError(
+                "expected a JSON object of parameters (like {\"clock_ghz\": 1.4})".into(),
+            ));
+        };
+        let given = match top.get("parameters") {
+            Some(Value::Object(p)) => {
+                if let Some(k) = top
+                    .keys()
+                    .find(|k| *k != "parameters" && *k != "description")
+                {
+                    return Err(TimingError(format!(
+                        "unknown key `{k}` next to `parameters` (a file has `description` and `parameters`, or parameters at the top level)"
+                    )));
+                }
+                p.clone()
+            }
+            Some(_) => return Err(TimingError("`parameters` must be an object".into())),
+            None => top
+                .into_iter()
+                .filter(|(k, _)| k != "description")
+                .collect(),
+        };
+        let mut merged: Value = serde_json::from_str(DEFAULT_TIMING_JSON)
+            .map_err(|e| TimingError(format!("built-in defaults: {e}")))?;
+        let Some(Value::Object(defaults)) = merged.get_mut("parameters") else {
+            return Err(TimingError("built-in defaults have no parameters".into()));
+        };
+        for (name, v) in given {
+            let Some(Value::Object(slot)) = defaults.get_mut(&name) else {
+                return Err(TimingError(format!(
+                    "unknown parameter `{name}` (known: {}){}",
+                    KNOWN.join(", "),
+                    crate::names::closest_name(&name, KNOWN.iter().copied())
+                        .map(|c| format!("; did you mean `{c}`?"))
+                        .unwrap_or_default()
+                )));
+            };
+            let unit = slot
+                .get("unit")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            match v {
+                Value::Number(_) => {
+                    slot.insert("value".into(), v);
+                    slot.insert("source".into(), Value::from(file));
+                }
+                Value::Object(o) => {
+                    if !o.contains_key("value") {
+                        return Err(TimingError(format!(
+                            "parameter `{name}`: the full form needs `value` ({{\"value\": N, \"unit\": \"{unit}\", \"source\": \"…\"}})"
+                        )));
+                    }
+                    if !o.contains_key("source") {
+                        slot.insert("source".into(), Value::from(file));
+                    }
+                    for (k, x) in o {
+                        match (k.as_str(), &x) {
+                            ("value", _) => {
+                                slot.insert(k, x);
+                            }
+                            ("unit", Value::String(u)) if *u == unit => {}
+                            ("unit", _) => {
+                                return Err(TimingError(format!(
+                                    "parameter `{name}`: unit {x} is not the parameter's unit \"{unit}\""
+                                )));
+                            }
+                            ("source", Value::String(_)) => {
+                                slot.insert(k, x);
+                            }
+                            _ => {
+                                return Err(TimingError(format!(
+                                    "parameter `{name}`: unknown or bad key `{k}` (the full form is {{\"value\": N, \"unit\": \"{unit}\", \"source\": \"…\"}})"
+                                )));
+                            }
+                        }
+                    }
+                }
+                other => {
+                    return Err(TimingError(format!(
+                        "parameter `{name}`: expected a number or {{\"value\": N, …}}, found {other}"
+                    )));
+                }
+            }
+        }
+        Self::from_json(&merged.to_string())
+    }
+
     /// Parses a timing file; every parameter must be present and sane.
     pub fn from_json(text: &str) -> Result<Self, TimingError> {
         let file: TimingFile =
@@ -306,6 +406,51 @@ const KNOWN: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A timing file gives only what it changes, flat or under
+    /// `parameters`, plain or in the full form (issue 13 item 3).
+    #[test]
+    fn partial_files_lay_over_the_defaults() {
+        let d = TimingConfig::default_config().unwrap();
+        for text in [
+            r#"{"clock_ghz": 1.4}"#,
+            r#"{"parameters": {"clock_ghz": 1.4}}"#,
+            r#"{"parameters": {"clock_ghz": {"value": 1.4, "unit": "GHz", "source": "me"}}}"#,
+            r#"{"description": "x", "clock_ghz": {"value": 1.4}}"#,
+        ] {
+            let t = TimingConfig::from_json_over_defaults(text, "t.json").unwrap();
+            assert_eq!(t.clock_ghz, 1.4, "{text}");
+            assert_eq!(t.beat_bytes, d.beat_bytes, "{text}");
+            assert_eq!(t.params["beat_bytes"], d.params["beat_bytes"], "{text}");
+            assert_eq!(t.params["clock_ghz"].unit, "GHz");
+            let want = if text.contains("\"me\"") {
+                "me"
+            } else {
+                "t.json"
+            };
+            assert_eq!(t.params["clock_ghz"].source, want, "{text}");
+        }
+        // The built-in file itself is a (complete) timing file.
+        assert_eq!(
+            TimingConfig::from_json_over_defaults(DEFAULT_TIMING_JSON, "d").unwrap(),
+            d
+        );
+        let e = |text: &str| {
+            TimingConfig::from_json_over_defaults(text, "t.json")
+                .unwrap_err()
+                .0
+        };
+        assert!(e(r#"{"clock_ghzz": 1}"#).ends_with("did you mean `clock_ghz`?"));
+        assert_eq!(
+            e(r#"{"clock_ghz": {"value": 1, "unit": "MHz"}}"#),
+            "parameter `clock_ghz`: unit \"MHz\" is not the parameter's unit \"GHz\""
+        );
+        assert!(e(r#"{"clock_ghz": {"unit": "GHz"}}"#).contains("needs `value`"));
+        assert!(e(r#"{"clock_ghz": "fast"}"#).contains("expected a number"));
+        assert!(e(r#"{"clock_ghz": 0}"#).contains("must be in (0, 100)"));
+        assert!(e(r#"{"parameters": {}, "extra": 1}"#).contains("unknown key `extra`"));
+        assert!(e("[1]").contains("expected a JSON object"));
+    }
 
     /// The shift path for power-of-two sizes equals plain division.
     #[test]

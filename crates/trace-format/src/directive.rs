@@ -338,9 +338,9 @@ impl Args<'_> {
 }
 
 /// The candidate closest to `word` (case-insensitive), if one is close:
-/// see [`closest_name`](crate::closest_name).
+/// see [`sim_core::closest_name`].
 fn closest(word: &str, candidates: impl IntoIterator<Item = &'static str>) -> Option<&'static str> {
-    crate::closest_name(word, candidates)
+    sim_core::closest_name(word, candidates)
 }
 
 /// "; did you mean 'x'?" when a candidate is close to `word`, else "".
@@ -349,31 +349,6 @@ fn suggestion(word: &str, candidates: impl IntoIterator<Item = &'static str>) ->
         Some(c) => format!("; did you mean '{c}'?"),
         None => String::new(),
     }
-}
-
-/// Optimal-string-alignment distance (Levenshtein plus adjacent swaps).
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    if a.len() > 64 || b.len() > 64 {
-        return usize::MAX; // not worth comparing
-    }
-    // Rows i-1, i and i+1 of the distance table.
-    let mut prev2: Vec<usize> = Vec::new();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, &ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            let mut v = (prev[j + 1] + 1).min(cur[j] + 1).min(prev[j] + cost);
-            if i > 0 && j > 0 && ca == b[j - 1] && a[i - 1] == cb {
-                v = v.min(prev2[j - 1] + 1);
-            }
-            cur[j + 1] = v;
-        }
-        prev2 = std::mem::replace(&mut prev, cur);
-    }
-    prev[b.len()]
 }
 
 /// Parses `word` as a value of `kind`; `what` names it in messages.
@@ -1375,10 +1350,10 @@ mod tests {
 
     #[test]
     fn distance() {
-        assert_eq!(edit_distance("wirte32", "write32"), 1);
-        assert_eq!(edit_distance("lenght", "len"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("fil", "fill"), 1);
+        assert_eq!(sim_core::edit_distance("wirte32", "write32"), 1);
+        assert_eq!(sim_core::edit_distance("lenght", "len"), 3);
+        assert_eq!(sim_core::edit_distance("", "abc"), 3);
+        assert_eq!(sim_core::edit_distance("fil", "fill"), 1);
         assert_eq!(
             suggestion("lenght", ["len", "byte"]),
             "; did you mean 'len'?"

@@ -180,29 +180,6 @@ pub fn parse(source: &str, file_name: &str) -> Result<Trace, Vec<ParseError>> {
     }
 }
 
-/// The candidate closest to `word`, case-insensitive, if one is close:
-/// within one edit (two for names longer than 4, adjacent swaps count
-/// one), or a prefix of it (`lenght` → `len`). For "did you mean"
-/// messages: directives, keys, registers, regions, sweep parameters.
-pub fn closest_name<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    let lower = word.to_ascii_lowercase();
-    candidates
-        .into_iter()
-        .filter_map(|c| {
-            let cl = c.to_ascii_lowercase();
-            let d = directive::edit_distance(&lower, &cl);
-            let max = if cl.len() <= 4 { 1 } else { 2 };
-            if d <= max {
-                Some((d, c))
-            } else if cl.len() >= 2 && lower.starts_with(&cl) {
-                Some((lower.len() - cl.len(), c))
-            } else {
-                None
-            }
-        })
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, c)| c)
-}
+/// "Did you mean": the candidate closest to `word` (re-exported from
+/// `sim-core`, which the timing files share it with).
+pub use sim_core::closest_name;

@@ -72,7 +72,7 @@ pub(crate) struct SweepArgs {
     /// Timing-only mode for every point (no payload bytes; same cycles).
     #[arg(long)]
     timing_only: bool,
-    /// Timing configuration (JSON, same keys as crates/sim-core/timing-default.json).
+    /// Timing file (JSON): the parameters it changes; the rest keep their defaults (docs/timing.md).
     #[arg(long, value_name = "FILE")]
     timing: Option<PathBuf>,
     /// Leave the host_seconds column empty (byte-reproducible files).
