@@ -142,6 +142,10 @@ enum Cmd {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Print the map file itself (the built-in one, or --soc-map's): a
+        /// starting point for a custom map.
+        #[arg(long, conflicts_with_all = ["addr", "expand", "json"])]
+        dump: bool,
     },
     /// CSR register maps.
     Csr {
@@ -287,6 +291,11 @@ fn parse_core(text: &str) -> Result<u8, String> {
 
 #[derive(Debug, Subcommand)]
 enum CsrCmd {
+    /// Print a block's built-in map file (JSON, as --csr-maps DIR reads it).
+    Dump {
+        /// Block name, e.g. udma_m2s_q.
+        block: String,
+    },
     /// List a block's registers (or, without BLOCK, the blocks).
     List {
         /// Block name, e.g. udma_m2s_q.
@@ -339,8 +348,12 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         csr_maps: cli.csr_maps,
     };
     match cli.cmd {
-        Cmd::Map { addr, expand, json } => cmd_map(&maps, addr, expand, json),
+        Cmd::Map { dump: true, .. } => cmd_map_dump(&maps),
+        Cmd::Map {
+            addr, expand, json, ..
+        } => cmd_map(&maps, addr, expand, json),
         Cmd::Csr { cmd } => match cmd {
+            CsrCmd::Dump { block } => cmd_csr_dump(&block),
             CsrCmd::List { block, json } => cmd_csr_list(&maps, block.as_deref(), json),
             CsrCmd::Decode {
                 block,
@@ -425,6 +438,36 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, Failure> {
         code: 2,
         message: format!("cannot render JSON: {e}"),
     })
+}
+
+/// `map --dump`: the map file as the device loads it.
+fn cmd_map_dump(maps: &Maps) -> Result<u8, Failure> {
+    match &maps.soc_map {
+        None => out!("{}", soc_map::TRN2_MAP_JSON),
+        Some(p) => out!("{}", input::read_text(p, "--soc-map")?),
+    }
+    Ok(0)
+}
+
+/// `csr dump BLOCK`: the built-in map file of one block.
+fn cmd_csr_dump(block: &str) -> Result<u8, Failure> {
+    let lower = block.to_ascii_lowercase();
+    match csr::BUILTIN_MAPS.iter().find(|m| m.block == lower) {
+        Some(m) => {
+            out!("{}", m.json);
+            Ok(0)
+        }
+        None => {
+            let names: Vec<&str> = csr::BUILTIN_MAPS.iter().map(|m| m.block).collect();
+            Err(bad_input(format!(
+                "unknown CSR block `{block}` (blocks: {}){}",
+                names.join(", "),
+                sim_core::closest_name(block, names.iter().copied())
+                    .map(|c| format!("; did you mean `{c}`?"))
+                    .unwrap_or_default()
+            )))
+        }
+    }
 }
 
 fn cmd_map(maps: &Maps, addr: Option<Hex>, expand: bool, json: bool) -> Result<u8, Failure> {

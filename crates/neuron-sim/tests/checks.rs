@@ -272,3 +272,53 @@ fn partial_timing_files_and_the_timing_command() {
         "{err}"
     );
 }
+
+/// An installed binary is self-contained: it prints its built-in SoC map
+/// and CSR maps, and what it prints loads back (issue 13 item 3).
+#[test]
+fn built_in_maps_print_and_load_back() {
+    let o = run(&["map", "--dump"]);
+    assert_eq!(o.status.code(), Some(0));
+    let map = tmp("soc-map.json", &String::from_utf8_lossy(&o.stdout));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["device"], "trn2");
+    let o = run(&[
+        "--soc-map",
+        map.to_str().unwrap(),
+        "map",
+        "0x2000040010",
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(json(&o)["region"], "tpb0.sbuf");
+
+    let o = run(&["csr", "dump", "UDMA_M2S_Q"]);
+    assert_eq!(o.status.code(), Some(0));
+    let dir = std::env::temp_dir().join(format!("neuron-sim-csr-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("udma_m2s_q.json"), &o.stdout).unwrap();
+    let o = run(&[
+        "--csr-maps",
+        dir.to_str().unwrap(),
+        "csr",
+        "list",
+        "udma_m2s_q",
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("TDRBP_LOW"));
+
+    let o = run(&["csr", "dump", "udma_m2s_qq"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).ends_with("did you mean `udma_m2s_q`?\n"));
+}
