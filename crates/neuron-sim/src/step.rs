@@ -138,7 +138,7 @@ impl Stepper {
             && (self.filter.queues.is_empty() || self.filter.queues.contains(&q.queue))
     }
 
-    /// The command loop at a stop. Returns Quit when the user quits.
+    /// The command loop at a stop (commands: [`COMMANDS`]). Returns Quit when the user quits.
     fn prompt(&mut self, device: &mut Device, focus: Option<(&QueueTarget, u32)>) -> Control {
         self.stops += 1;
         loop {
@@ -183,11 +183,21 @@ impl Stepper {
                     device.now().0,
                     device.timing().ns(device.now().0)
                 ),
-                _ => outln!("unknown command `{line}` (help lists the commands)"),
+                [word, ..] => outln!(
+                    "unknown command `{line}` (help lists the commands){}",
+                    sim_core::closest_name(word, COMMANDS.iter().copied())
+                        .map(|c| format!("; did you mean `{c}`?"))
+                        .unwrap_or_default()
+                ),
             }
         }
     }
 }
+
+/// The prompt's command words, for "did you mean".
+const COMMANDS: &[&str] = &[
+    "next", "step", "continue", "quit", "help", "ring", "regs", "mem", "time",
+];
 
 const HELP: &str = "commands:
   next | n | step | s   run to the next stop (doorbell, cycle, value)

@@ -175,3 +175,26 @@ fn step_refuses_engines_and_queues_that_do_not_exist() {
         assert!(out.stdout.is_empty(), "{flag}: nothing runs");
     }
 }
+
+/// A mistyped prompt command gets a suggestion (issue 13 item 2).
+#[test]
+fn step_suggests_a_command_for_a_typo() {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-step-typo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("typo.step");
+    std::fs::write(&script, "contnue\nrgs\nquit\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .current_dir(root())
+        .args(["step", "traces/copy-hbm-hbm.trace", "--script"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "unknown command `contnue` (help lists the commands); did you mean `continue`?"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `regs`?"), "{text}");
+}
