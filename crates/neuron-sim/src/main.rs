@@ -462,7 +462,7 @@ fn cmd_csr_dump(block: &str) -> Result<u8, Failure> {
             Err(bad_input(format!(
                 "unknown CSR block `{block}` (blocks: {}){}",
                 names.join(", "),
-                sim_core::closest_name(block, names.iter().copied())
+                trace_format::closest_name(block, names.iter().copied())
                     .map(|c| format!("; did you mean `{c}`?"))
                     .unwrap_or_default()
             )))

@@ -185,7 +185,7 @@ impl Stepper {
                 ),
                 [word, ..] => outln!(
                     "unknown command `{line}` (help lists the commands){}",
-                    sim_core::closest_name(word, COMMANDS.iter().copied())
+                    trace_format::closest_name(word, COMMANDS.iter().copied())
                         .map(|c| format!("; did you mean `{c}`?"))
                         .unwrap_or_default()
                 ),

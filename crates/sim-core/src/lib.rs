@@ -2,12 +2,10 @@
 //! interface the hardware models use (DESIGN §3 layer L2, §4 time).
 
 mod bandwidth;
-mod names;
 mod timing;
 mod wake;
 
 pub use bandwidth::HbmBandwidth;
-pub use names::{closest_name, edit_distance};
 pub use timing::{TimingConfig, TimingError, TimingParam};
 pub use wake::WakeTree;
 

@@ -161,7 +161,7 @@ impl TimingConfig {
                 return Err(TimingError(format!(
                     "unknown parameter `{name}` (known: {}){}",
                     KNOWN.join(", "),
-                    crate::names::closest_name(&name, KNOWN.iter().copied())
+                    trace_format::closest_name(&name, KNOWN.iter().copied())
                         .map(|c| format!("; did you mean `{c}`?"))
                         .unwrap_or_default()
                 )));

@@ -338,9 +338,9 @@ impl Args<'_> {
 }
 
 /// The candidate closest to `word` (case-insensitive), if one is close:
-/// see [`sim_core::closest_name`].
+/// see [`closest_name`](crate::closest_name).
 fn closest(word: &str, candidates: impl IntoIterator<Item = &'static str>) -> Option<&'static str> {
-    sim_core::closest_name(word, candidates)
+    crate::closest_name(word, candidates)
 }
 
 /// "; did you mean 'x'?" when a candidate is close to `word`, else "".
@@ -1350,10 +1350,10 @@ mod tests {
 
     #[test]
     fn distance() {
-        assert_eq!(sim_core::edit_distance("wirte32", "write32"), 1);
-        assert_eq!(sim_core::edit_distance("lenght", "len"), 3);
-        assert_eq!(sim_core::edit_distance("", "abc"), 3);
-        assert_eq!(sim_core::edit_distance("fil", "fill"), 1);
+        assert_eq!(crate::edit_distance("wirte32", "write32"), 1);
+        assert_eq!(crate::edit_distance("lenght", "len"), 3);
+        assert_eq!(crate::edit_distance("", "abc"), 3);
+        assert_eq!(crate::edit_distance("fil", "fill"), 1);
         assert_eq!(
             suggestion("lenght", ["len", "byte"]),
             "; did you mean 'len'?"

@@ -45,6 +45,7 @@ mod directive;
 mod error;
 mod host;
 mod lex;
+mod names;
 mod number;
 mod span;
 
@@ -180,6 +181,4 @@ pub fn parse(source: &str, file_name: &str) -> Result<Trace, Vec<ParseError>> {
     }
 }
 
-/// "Did you mean": the candidate closest to `word` (re-exported from
-/// `sim-core`, which the timing files share it with).
-pub use sim_core::closest_name;
+pub use names::{closest_name, edit_distance};

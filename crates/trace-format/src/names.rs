@@ -1,5 +1,6 @@
 //! Suggestions for names that are not known: "did you mean" in trace,
-//! timing-file and CLI messages (docs/user-guide.md §3).
+//! timing-file and CLI messages (docs/user-guide.md §3). Here, in the
+//! lowest layer, so every crate above can use it.
 
 /// The candidate closest to `word`, case-insensitive, if one is close:
 /// within one edit (two for names longer than 4, adjacent swaps count
