@@ -40,7 +40,7 @@ pub struct StepRecord {
 }
 
 /// Figures of one queue (one engine, one queue index, both directions).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct QueueSummary {
     /// Engine id.
     pub engine: u16,
@@ -205,8 +205,7 @@ impl Summary {
                     } else {
                         0.0
                     },
-                    faults: 0,
-                    stopped: Vec::new(),
+                    ..QueueSummary::default()
                 },
             );
         }
@@ -223,16 +222,7 @@ impl Summary {
                 .or_insert_with(|| QueueSummary {
                     engine: f.engine,
                     queue: q,
-                    packets: 0,
-                    tx_descriptors: 0,
-                    rx_descriptors: 0,
-                    bytes: 0,
-                    busy_cycles: 0,
-                    first_cycle: None,
-                    last_cycle: None,
-                    bandwidth_gbps: 0.0,
-                    faults: 0,
-                    stopped: Vec::new(),
+                    ..QueueSummary::default()
                 });
             entry.faults += f.tally.count;
             for dir in [Dir::M2s, Dir::S2m] {
