@@ -1,5 +1,5 @@
 //! CCE in-transfer compute: elementwise `dst = op(dst, src)` with dtype
-//! conversion on load and store (wiki-facts §C.6, §F).
+//! conversion on load and store (docs/references/wiki.md §C.6, §F).
 //!
 //! Arithmetic is done in `f32`: each operand is converted from its dtype
 //! to `f32` (exactly, except 32-bit integers above 2²⁴), combined, and the
@@ -12,17 +12,17 @@ use serde::{Deserialize, Serialize};
 use crate::dtype::{self, Dtype};
 
 /// Maximum elements per CCE descriptor on NC-v3 (and v4)
-/// (`aws_hal_get_sdma_max_cce_elements`, wiki-facts §C.6). Not enforced by
+/// (`aws_hal_get_sdma_max_cce_elements`, docs/references/wiki.md §C.6). Not enforced by
 /// [`reduce`]; the engine model checks it.
 pub const CCE_MAX_ELEMENTS_V3: usize = 2048;
 
-/// Maximum elements per CCE descriptor on NC-v2 (wiki-facts §C.6).
+/// Maximum elements per CCE descriptor on NC-v2 (docs/references/wiki.md §C.6).
 pub const CCE_MAX_ELEMENTS_V2: usize = 1024;
 
 /// Maximum number of source descriptors of one CCE reduce (§C.6).
 pub const CCE_MAX_SOURCES: usize = 32;
 
-/// `SDMA_CCETYPE`, the CCE operation selector (wiki-facts §C.6, §F.1).
+/// `SDMA_CCETYPE`, the CCE operation selector (docs/references/wiki.md §C.6, §F.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[repr(u8)]
 pub enum CceType {
@@ -63,7 +63,7 @@ impl CceType {
 }
 
 /// `NEURON_ISA_TPB_DGE_COMPUTE_OP`, the ISA-level `B = op(A, B)` of a
-/// DMA instruction (seed 004 §2.1; wiki-facts §C.3).
+/// DMA instruction (P9.1 §2.1; docs/references/wiki.md §C.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[repr(u8)]
 pub enum DgeComputeOp {
@@ -137,7 +137,7 @@ pub enum ReduceOp {
         /// The descriptor's FP32 scale (W3).
         scale: f32,
     },
-    /// CCE FMA with explicit operand selectors (wiki-facts §F.2–F.3: the
+    /// CCE FMA with explicit operand selectors (docs/references/wiki.md §F.2–F.3: the
     /// FMA meta descriptor's W2 selects a, b, c among the stored buffer,
     /// the input and the W3 scale): `acc' = a × b + c`, fused.
     FmaSelect {
@@ -221,7 +221,7 @@ impl ReduceOp {
     }
 }
 
-/// An FMA operand selector (wiki-facts §F.3: 0 stored buffer, 1 input
+/// An FMA operand selector (docs/references/wiki.md §F.3: 0 stored buffer, 1 input
 /// buffer, 2 scale).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FmaOperand {
@@ -382,7 +382,7 @@ pub fn reduce_codes(
 
 /// The CCE's running accumulator ("stored buffer") for a multi-source
 /// reduce: one source per M2S descriptor is combined into it, and the
-/// source flagged `last` flushes it to the destination (wiki-facts §F.3).
+/// source flagged `last` flushes it to the destination (docs/references/wiki.md §F.3).
 ///
 /// The accumulator takes its element count from the first source combined
 /// into it; later sources must have the same count. Values are held in

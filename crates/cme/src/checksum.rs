@@ -1,7 +1,7 @@
 //! CRC and checksum algorithms of the CME ("Fast CRC + Memcopy") engine.
 //!
 //! The hardware's polynomials, reflection and final-XOR conventions are
-//! unpublished (wiki-facts §J.2). Following DESIGN §8, every
+//! unpublished (docs/references/wiki.md §J.2). Following docs/references/design.md §8, every
 //! `SDMA_CMETYPE` value is modelled by the *standard* definition of the
 //! algorithm it names; the exact parameters are listed on each
 //! [`ChecksumKind`] variant and in `docs/cme.md`.
@@ -32,16 +32,16 @@ use serde::{Deserialize, Serialize};
 
 /// Reset value of the per-queue CRC initial-value registers
 /// (`tdma_model.notific_cfg_per_queue[q].m2s_crc_init` / `s2m_crc_init`,
-/// wiki-facts §J.1). Pass it as `Checksum::new(kind, Some(HW_CRC_INIT))` to
+/// docs/references/wiki.md §J.1). Pass it as `Checksum::new(kind, Some(HW_CRC_INIT))` to
 /// model a queue whose IV was never reprogrammed.
 pub const HW_CRC_INIT: u32 = 0xFFFF_FFFF;
 
 /// Number of cached CRC IV slots addressed by the descriptor's
-/// `cached_crc_iv_index` field (3 bits, wiki-facts §J.1).
+/// `cached_crc_iv_index` field (3 bits, docs/references/wiki.md §J.1).
 pub const CRC_IV_CACHE_SLOTS: usize = 8;
 
 /// The 3-bit `SDMA_CMETYPE` field (`op_type`, WORD1 bits 22:20) of a CME
-/// descriptor (seed 004 §3; wiki-facts §J.1).
+/// descriptor (P9.1 §3; docs/references/wiki.md §J.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum CmeType {
     /// 0: plain copy, no checksum.

@@ -1,7 +1,7 @@
 //! Element data types of the DMA compute path and their conversion to and
 //! from `f32`.
 //!
-//! Codes are the ISA `DTYPE` / SDMA dtype values (wiki-facts §C.3, §F.1).
+//! Codes are the ISA `DTYPE` / SDMA dtype values (docs/references/wiki.md §C.3, §F.1).
 //! Multi-byte elements are little-endian. FP4 elements are packed two per
 //! byte, element `2k` in bits 3:0 and element `2k + 1` in bits 7:4
 //! (simulator-defined; the packing is not published).
@@ -33,7 +33,7 @@ use crate::CceError;
 ///
 /// Only codes with a documented value are modelled. INT16 (4), UINT16 (5)
 /// and UINT32 (9) come from the host kbin → SDMA dtype remap table
-/// (wiki-facts §F.1, observed); the rest from the ISA `DTYPE` list
+/// (docs/references/wiki.md §F.1, observed); the rest from the ISA `DTYPE` list
 /// (§C.3). The 64-bit integers (1, 0xC) and the CPTC trellis types
 /// (0x19..=0x1F) are not modelled and decode as unknown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

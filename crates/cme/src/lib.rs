@@ -1,5 +1,5 @@
-//! The pure arithmetic behind the SDMA application engines (DESIGN §2,
-//! §8; wiki-facts §C.6, §F, §J):
+//! The pure arithmetic behind the SDMA application engines (docs/references/design.md §2,
+//! §8; docs/references/wiki.md §C.6, §F, §J):
 //!
 //! * [`checksum`](mod@checksum) — the CME ("Fast CRC + Memcopy") CRC/checksum
 //!   algorithms selected by `SDMA_CMETYPE`, as streaming state machines

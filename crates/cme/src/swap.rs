@@ -1,6 +1,6 @@
 //! The CME endian / bit-swap controls: four pairs of word-1 bits (result,
 //! intermediate value, source data, init value; each a byte swap and a bit
-//! swap, driver-facts §3.3). Their exact semantics are unpublished; the
+//! swap, docs/references/driver.md §3.3). Their exact semantics are unpublished; the
 //! definitions here are the simulator's (docs/cme.md §1.4).
 
 /// One byte-swap / bit-swap pair.

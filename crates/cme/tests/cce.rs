@@ -340,7 +340,7 @@ proptest! {
     }
 }
 
-/// FMA operand selectors (wiki-facts §F.2–F.3): the meta descriptor picks
+/// FMA operand selectors (docs/references/wiki.md §F.2–F.3): the meta descriptor picks
 /// a, b, c among stored (acc), input (src) and scale. `stored × input + c`
 /// multiplies element by element (the firmware's MULTIPLY uses c = −0.0,
 /// [`ReduceOp::MULTIPLY_AS_FMA`]); the default selectors (input × scale +

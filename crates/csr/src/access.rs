@@ -24,7 +24,7 @@ pub enum Access {
     #[serde(rename = "W1C")]
     W1c,
     /// Write 0 to clear: a 0 clears the bit, a 1 leaves it; hardware sets it
-    /// (interrupt-cause registers, driver-facts §2.6).
+    /// (interrupt-cause registers, docs/references/driver.md §2.6).
     #[serde(rename = "W0C")]
     W0c,
     /// Read clears: a read returns the bits and then clears them; writes are ignored.
@@ -35,7 +35,7 @@ pub enum Access {
     #[serde(rename = "INC")]
     Inc,
     /// Write-to-decrement: like [`Access::Inc`], but the owner subtracts the
-    /// value (EVT_SEM decrement window, driver-facts §6.4).
+    /// value (EVT_SEM decrement window, docs/references/driver.md §6.4).
     #[serde(rename = "DEC")]
     Dec,
 }

@@ -1,6 +1,6 @@
 //! CSR register maps as data, and the register-file runtime.
 //!
-//! Registers are data (DESIGN §3): every block type's map lives in
+//! Registers are data (docs/references/design.md §3): every block type's map lives in
 //! `csr-maps/<block>.json` (format: `docs/csr-map-format.md`). This crate
 //! loads and validates those maps ([`CsrMap::from_json`]), embeds the
 //! built-in ones ([`catalog()`]), runs one block instance's registers

@@ -10,7 +10,7 @@ use soc_map::{Hex, parse_u64};
 use crate::access::Access;
 use crate::error::{CsrAccessError, CsrMapError, CsrMapErrorDetails, CsrMapErrorKind};
 
-/// Largest block a map may describe (one 1 MiB engine slot, wiki-facts §I.3).
+/// Largest block a map may describe (one 1 MiB engine slot, docs/references/wiki.md §I.3).
 /// The offset → register index is dense, one `u32` per word.
 pub const MAX_BLOCK_SIZE: u64 = 0x10_0000;
 

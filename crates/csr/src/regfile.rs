@@ -300,7 +300,7 @@ impl<'m> RegFile<'m> {
     }
 
     /// `NAME` / `NAME[i]` → value for every element whose stored value differs
-    /// from reset (the CSR snapshot of DESIGN §1).
+    /// from reset (the CSR snapshot of docs/references/design.md §1).
     pub fn diff_from_reset(&self) -> BTreeMap<String, Hex32> {
         let resets = self.map.reset_values();
         self.iter()

@@ -52,7 +52,7 @@ fn every_builtin_map_loads_and_is_named_after_its_file() {
 
 #[test]
 fn m2s_queue_comp_cfg_at_0xa0_resets_to_0() {
-    // driver-facts §2.4; wiki-facts §B.5
+    // docs/references/driver.md §2.4; docs/references/wiki.md §B.5
     assert_eq!(
         reg_at(block("udma_m2s_q"), 0xA0),
         ("COMP_CFG".into(), Access::Rw, 0)
@@ -61,7 +61,7 @@ fn m2s_queue_comp_cfg_at_0xa0_resets_to_0() {
 
 #[test]
 fn s2m_queue_comp_cfg_at_0x54_resets_to_0xf() {
-    // seed 004 §4.2; DESIGN §8
+    // P9.1 §4.2; docs/references/design.md §8
     assert_eq!(
         reg_at(block("udma_s2m_q"), 0x54),
         ("COMP_CFG".into(), Access::Rw, 0xF)
@@ -137,7 +137,7 @@ fn doorbells_at_0x38_with_24_bit_increment() {
 
 #[test]
 fn q_sw_ctrl_offsets_differ_per_direction() {
-    // DESIGN §8: M2S +0xB0, S2M +0x64; RST_Q = 0x100.
+    // docs/references/design.md §8: M2S +0xB0, S2M +0x64; RST_Q = 0x100.
     for (b, off) in [("udma_m2s_q", 0xB0), ("udma_s2m_q", 0x64)] {
         let m = block(b);
         assert_eq!(m.find("q_sw_ctrl", None), Some(off));
@@ -163,7 +163,7 @@ fn q_sw_ctrl_offsets_differ_per_direction() {
 
 #[test]
 fn ring_pointer_registers_match_between_directions() {
-    // driver-facts §2.5: 0x20..0x4C identical in position.
+    // docs/references/driver.md §2.5: 0x20..0x4C identical in position.
     let m2s = block("udma_m2s_q");
     let s2m = block("udma_s2m_q");
     for off in (0x20..=0x50).step_by(4) {
@@ -177,7 +177,7 @@ fn ring_pointer_registers_match_between_directions() {
             assert!(b.starts_with('R'), "{b}");
         }
     }
-    // Ring ids start at 1 after reset (driver-facts §3.6).
+    // Ring ids start at 1 after reset (docs/references/driver.md §3.6).
     for (m, name) in [(m2s, "TDRHP"), (m2s, "TDRTP"), (s2m, "RCRHP")] {
         let spec = m.register(name).unwrap();
         assert_eq!(spec.field("RING_ID").unwrap().reset(), 1);
@@ -187,7 +187,7 @@ fn ring_pointer_registers_match_between_directions() {
 
 #[test]
 fn memcopy_cfg_registers_at_lr_39_and_40() {
-    // wiki-facts §D.3: lr[i] at LOCAL_REG + 0x1000 + i*0x20.
+    // docs/references/wiki.md §D.3: lr[i] at LOCAL_REG + 0x1000 + i*0x20.
     let m = block("q7_local_reg");
     assert_eq!(
         m.find("MEMCOPY_CARVEOUT_CFG", None),
@@ -208,7 +208,7 @@ fn memcopy_cfg_registers_at_lr_39_and_40() {
 
 #[test]
 fn evt_sem_windows() {
-    // driver-facts §6.4: events +0, read +0x1000, set +0x1400, inc +0x1800, dec +0x1C00.
+    // docs/references/driver.md §6.4: events +0, read +0x1000, set +0x1400, inc +0x1800, dec +0x1C00.
     let m = block("evt_sem");
     assert_eq!(m.find("sem_inc", Some(1)), Some(0x1804));
     assert_eq!(m.register_at(0x1804).unwrap().name(), "SEM_INC[1]");

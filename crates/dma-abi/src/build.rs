@@ -17,7 +17,7 @@ use crate::word0::{LenCtrl, LenError};
 use crate::word1::CmeWord;
 
 /// The control flags of word 0 (everything except LEN and the undefined bits
-/// 22:16; driver-facts §3.2).
+/// 22:16; docs/references/driver.md §3.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Flags {
     /// FIRST, bit 26.
@@ -40,7 +40,7 @@ pub struct Flags {
 
 impl Flags {
     /// FIRST | LAST with the given ring id: a single-descriptor packet, as the
-    /// driver builds every TX descriptor (driver-facts §3.2).
+    /// driver builds every TX descriptor (docs/references/driver.md §3.2).
     #[must_use]
     pub const fn single(ring_id: u8) -> Self {
         Self {

@@ -19,7 +19,7 @@ use crate::word1::CmeWord;
 /// Number of hex digits in the text form of a descriptor.
 pub const DESCRIPTOR_HEX_DIGITS: usize = 2 * DESCRIPTOR_BYTES;
 
-/// A descriptor with every field by its spec name (driver-facts §3.1–3.3).
+/// A descriptor with every field by its spec name (docs/references/driver.md §3.1–3.3).
 ///
 /// Word 0 fields sit at the top level; `length` assumes ENCODE_64K is on, as
 /// the driver programs it, so a LEN field of 0 reads 65536.
@@ -63,7 +63,7 @@ pub struct DescriptorDecode {
     pub tx_meta: TxMetaDecode,
 }
 
-/// Word 1 read as the TX CME command word (driver-facts §3.3).
+/// Word 1 read as the TX CME command word (docs/references/driver.md §3.3).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CmeDecode {
     /// Bits 2:0.
@@ -118,7 +118,7 @@ pub struct CmeDecode {
     pub reserved_27_31: u8,
 }
 
-/// The RX (S2M) reading (driver-facts §3.1).
+/// The RX (S2M) reading (docs/references/driver.md §3.1).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RxDecode {
     /// Destination address, bytes 8–15 (= `buf_ptr`).
@@ -127,8 +127,8 @@ pub struct RxDecode {
     pub buf2_ptr_lo: Hex32,
 }
 
-/// The meta-descriptor reading of bytes 8–15 (driver-facts §3.1 `tx_meta`;
-/// CCE W2/W3, wiki-facts §C.6).
+/// The meta-descriptor reading of bytes 8–15 (docs/references/driver.md §3.1 `tx_meta`;
+/// CCE W2/W3, docs/references/wiki.md §C.6).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TxMetaDecode {
     /// Bytes 8–11.

@@ -1,7 +1,7 @@
 //! The 16-byte ring descriptor and its three views.
 //!
 //! One layout, three readings of bytes 4–15 (driver `union udma_desc`,
-//! driver-facts §3.1; seed 004 §3; wiki-facts §C.1, §C.6):
+//! docs/references/driver.md §3.1; P9.1 §3; docs/references/wiki.md §C.1, §C.6):
 //!
 //! | view | +0 (u32) | +4 (u32) | +8 |
 //! |------|----------|----------|----|
@@ -25,8 +25,8 @@ use crate::word1::CmeWord;
 /// Size of one descriptor in bytes.
 pub const DESCRIPTOR_BYTES: usize = 16;
 
-/// One 16-byte udma/SDMA ring descriptor (`SDMA_CME_BD_DESC`, seed 004 §3;
-/// driver `union udma_desc`, driver-facts §3.1), in memory order.
+/// One 16-byte udma/SDMA ring descriptor (`SDMA_CME_BD_DESC`, P9.1 §3;
+/// driver `union udma_desc`, docs/references/driver.md §3.1), in memory order.
 #[derive(
     Clone,
     Copy,
@@ -175,7 +175,7 @@ impl fmt::Debug for Descriptor {
     }
 }
 
-/// The M2S (TX) reading of a [`Descriptor`] (driver-facts §3.1 `tx`).
+/// The M2S (TX) reading of a [`Descriptor`] (docs/references/driver.md §3.1 `tx`).
 #[derive(
     Clone,
     Copy,
@@ -193,7 +193,7 @@ impl fmt::Debug for Descriptor {
 pub struct TxDesc {
     /// +0, word 0.
     pub len_ctrl: U32,
-    /// +4, the CME command word ([`CmeWord`], driver-facts §3.3).
+    /// +4, the CME command word ([`CmeWord`], docs/references/driver.md §3.3).
     pub meta_ctrl: U32,
     /// +8, source SoC address the engine reads.
     pub buf_ptr: U64,
@@ -234,7 +234,7 @@ impl fmt::Debug for TxDesc {
     }
 }
 
-/// The S2M (RX) reading of a [`Descriptor`] (driver-facts §3.1 `rx`).
+/// The S2M (RX) reading of a [`Descriptor`] (docs/references/driver.md §3.1 `rx`).
 #[derive(
     Clone,
     Copy,
@@ -253,7 +253,7 @@ pub struct RxDesc {
     /// +0, word 0.
     pub len_ctrl: U32,
     /// +4, low 32 bits of the second (header-split) buffer; the driver leaves
-    /// it 0 (driver-facts §3.1; header split: seed 004 §4.2).
+    /// it 0 (docs/references/driver.md §3.1; header split: P9.1 §4.2).
     pub buf2_ptr_lo: U32,
     /// +8, destination SoC address the engine writes.
     pub buf1_ptr: U64,
@@ -297,8 +297,8 @@ impl fmt::Debug for RxDesc {
     }
 }
 
-/// The meta-descriptor reading of a [`Descriptor`] (driver-facts §3.1
-/// `tx_meta`; the CCE compute descriptor W0–W3 of wiki-facts §C.6, §F.2: W2 =
+/// The meta-descriptor reading of a [`Descriptor`] (docs/references/driver.md §3.1
+/// `tx_meta`; the CCE compute descriptor W0–W3 of docs/references/wiki.md §C.6, §F.2: W2 =
 /// meta1 holds length and operand selectors, W3 = meta2 the FP32 scale or
 /// constant).
 #[derive(

@@ -1,9 +1,9 @@
 //! Byte-exact DMA wire formats of the Trainium2 (NeuronCore-v3) DMA subsystem.
 //!
-//! The 16-byte udma/SDMA ring descriptor (`SDMA_CME_BD_DESC`, seed 004 §3;
-//! driver-facts §3.1–3.5) as a zerocopy type, with typed views of its two
+//! The 16-byte udma/SDMA ring descriptor (`SDMA_CME_BD_DESC`, P9.1 §3;
+//! docs/references/driver.md §3.1–3.5) as a zerocopy type, with typed views of its two
 //! control words, a builder, and a serializable decode for tools; and the six
-//! 64-byte DMA instruction words (seed 004 §2) in [`inst`]: zerocopy layouts,
+//! 64-byte DMA instruction words (P9.1 §2) in [`inst`]: zerocopy layouts,
 //! validated decode/encode, a serializable decode and the assembler text
 //! form (`docs/instruction-words.md`).
 //!
@@ -13,10 +13,10 @@
 //! | 4–7   | word1: TX `meta_ctrl` (the CME command word) / RX `buf2_ptr_lo` | [`CmeWord`] / `u32` |
 //! | 8–15  | `buf_ptr`: TX source / RX `buf1_ptr` destination; or `meta1`, `meta2` | `u64` / 2 × `u32` |
 //!
-//! **Layout decision** (DESIGN §8 "Descriptor word0"; wiki-facts §L.1 #1): the
+//! **Layout decision** (docs/references/design.md §8 "Descriptor word0"; docs/references/wiki.md §L.1 #1): the
 //! Linux driver's bit layout is authoritative. The DWARF field order quoted in
-//! seed 004 §3 and wiki-facts §C.1 reads bit-reversed against it; the firmware's
-//! generation tag in bits 25:24 (seed 004 §5.1) confirms the driver's RING_ID
+//! P9.1 §3 and docs/references/wiki.md §C.1 reads bit-reversed against it; the firmware's
+//! generation tag in bits 25:24 (P9.1 §5.1) confirms the driver's RING_ID
 //! position. Layout and JSON format are documented in `docs/descriptors.md`.
 //!
 //! Everything here is a pure function of the 16 bytes: any bit pattern decodes,

@@ -1,22 +1,22 @@
 //! Word 0 of the descriptor, `len_ctrl`: length and control flags.
 //!
-//! Driver layout (driver-facts §3.2; wiki-facts §0 fact 14, §L.1 #1;
-//! DESIGN §8 "Descriptor word0"), identical for M2S (TX) and S2M (RX):
+//! Driver layout (docs/references/driver.md §3.2; docs/references/wiki.md §0 fact 14, §L.1 #1;
+//! docs/references/design.md §8 "Descriptor word0"), identical for M2S (TX) and S2M (RX):
 //!
 //! | bits  | name    | meaning |
 //! |-------|---------|---------|
 //! | 15:0  | LEN     | bytes; 0 means 65536 when the engine's `cfg_len.ENCODE_64K` is on (the driver always sets it) |
 //! | 22:16 | —       | undefined in the driver; kept and reported as `reserved` |
-//! | 23    | META    | meta descriptor (word 1 is meta_ctrl, bytes 8–15 are meta1/meta2; wiki-facts §C.6, §F.2) |
-//! | 25:24 | RING_ID | 2-bit ring generation ("phase"), driver-facts §3.6 |
+//! | 23    | META    | meta descriptor (word 1 is meta_ctrl, bytes 8–15 are meta1/meta2; docs/references/wiki.md §C.6, §F.2) |
+//! | 25:24 | RING_ID | 2-bit ring generation ("phase"), docs/references/driver.md §3.6 |
 //! | 26    | FIRST   | first descriptor of a packet (M2S) |
 //! | 27    | LAST    | last descriptor of a packet (M2S) |
 //! | 28    | INT_EN  | interrupt on completion |
 //! | 29    | SOW     | S2M strong-order write (V3+) |
 //! | 30    | DMB     | data memory barrier: previous transfers complete before this one starts (M2S) |
-//! | 31    | CONCAT  | packet continues in the next descriptor (runtime book, wiki-facts §K) |
+//! | 31    | CONCAT  | packet continues in the next descriptor (runtime book, docs/references/wiki.md §K) |
 //!
-//! Seed 004 §3 quotes a DWARF field order (ringid in bits 31:30, concatenate
+//! P9.1 §3 quotes a DWARF field order (ringid in bits 31:30, concatenate
 //! in bit 24, …) that reads bit-reversed against the driver; the firmware's
 //! generation tag lands in bits 25:24 — the driver's RING_ID — which is the
 //! quirk [`with_gen_tag`] reproduces.
@@ -25,13 +25,13 @@ use std::fmt;
 
 use crate::bits::{field, flag};
 
-/// Largest transfer one descriptor can carry, in bytes (driver-facts §3.7,
+/// Largest transfer one descriptor can carry, in bytes (docs/references/driver.md §3.7,
 /// `MAX_DMA_DESC_SIZE`); encoded as LEN = 0.
 pub const MAX_LEN_BYTES: u32 = 0x1_0000;
 
 /// The mask the firmware's `dma_data_transfer` applies to the old word 0
-/// before it ORs in the length and the generation tag (seed 004 §3 QUIRK and
-/// §5.1; wiki-facts §C.1).
+/// before it ORs in the length and the generation tag (P9.1 §3 QUIRK and
+/// §5.1; docs/references/wiki.md §C.1).
 pub const GEN_TAG_BUILD_MASK: u32 = 0xFCFF_0000;
 
 /// Word 0 (`len_ctrl`) of a descriptor. Holds the raw word; every field is
@@ -89,7 +89,7 @@ impl LenCtrl {
     }
 
     /// The byte count: LEN, except that LEN = 0 means 65536 when the engine's
-    /// `ENCODE_64K` is on (driver-facts §3.2; the driver always turns it on).
+    /// `ENCODE_64K` is on (docs/references/driver.md §3.2; the driver always turns it on).
     #[must_use]
     pub const fn len_bytes(self, encode_64k: bool) -> u32 {
         match self.len_field() {
@@ -108,21 +108,21 @@ impl LenCtrl {
     }
 
     field!(
-        /// Bits 22:16, undefined in the driver layout (driver-facts §3.2, marked unknown).
+        /// Bits 22:16, undefined in the driver layout (docs/references/driver.md §3.2, marked unknown).
         /// Non-zero means the descriptor carries bits no documented engine
         /// reads; decoders report them.
         reserved, with_reserved, 22:16
     );
     flag!(
         /// META, bit 23: a meta descriptor — word 1 is meta_ctrl and bytes
-        /// 8–15 hold meta1/meta2 instead of an address (wiki-facts §C.6, §F.2:
+        /// 8–15 hold meta1/meta2 instead of an address (docs/references/wiki.md §C.6, §F.2:
         /// the CCE encoders set `0x800000`).
         meta, with_meta, 23
     );
     field!(
         /// RING_ID, bits 25:24: the ring generation the descriptor was written
-        /// in (driver-facts §3.6: 1 after queue reset, +1 mod 4 per wrap). The
-        /// firmware inline path stores its generation tag here (seed 004 §5.1).
+        /// in (docs/references/driver.md §3.6: 1 after queue reset, +1 mod 4 per wrap). The
+        /// firmware inline path stores its generation tag here (P9.1 §5.1).
         ring_id, with_ring_id, 25:24
     );
     flag!(
@@ -140,7 +140,7 @@ impl LenCtrl {
     );
     flag!(
         /// SOW, bit 29: S2M strong-order write, V3+ (driver
-        /// `S2M_DESC_STRONG_ORDER_WR`; barrier type 3, driver-facts §3.4).
+        /// `S2M_DESC_STRONG_ORDER_WR`; barrier type 3, docs/references/driver.md §3.4).
         sow, with_sow, 29
     );
     flag!(
@@ -150,7 +150,7 @@ impl LenCtrl {
     );
     flag!(
         /// CONCAT, bit 31: the packet continues in the next descriptor (runtime
-        /// book, wiki-facts §0 fact 14 and §K; not named by the driver).
+        /// book, docs/references/wiki.md §0 fact 14 and §K; not named by the driver).
         concat, with_concat, 31
     );
 }
@@ -211,7 +211,7 @@ impl fmt::Display for LenError {
 impl std::error::Error for LenError {}
 
 /// Encodes a byte count as the LEN field: 1..=65535 as is, 65536 → 0
-/// (ENCODE_64K, driver-facts §3.2). Rejects 0 and anything above 65536.
+/// (ENCODE_64K, docs/references/driver.md §3.2). Rejects 0 and anything above 65536.
 pub const fn encode_len(bytes: u32) -> Result<u16, LenError> {
     match bytes {
         0 => Err(LenError::Zero),
@@ -221,7 +221,7 @@ pub const fn encode_len(bytes: u32) -> Result<u16, LenError> {
     }
 }
 
-/// Word 0 as the firmware's inline DMA path builds it (seed 004 §3 QUIRK,
+/// Word 0 as the firmware's inline DMA path builds it (P9.1 §3 QUIRK,
 /// §5.1): exactly `(word0 & 0xFCFF0000) | len | (tag << 24)`.
 ///
 /// Reproduced bit for bit, including its edges:
@@ -238,7 +238,7 @@ pub const fn with_gen_tag(word0: u32, len: u32, tag: u32) -> u32 {
 }
 
 /// The generation tag as the firmware's completion poll reads it:
-/// `(word0 >> 24) & 3`, i.e. RING_ID (seed 004 §5.1).
+/// `(word0 >> 24) & 3`, i.e. RING_ID (P9.1 §5.1).
 #[must_use]
 pub const fn gen_tag(word0: u32) -> u8 {
     ((word0 >> LenCtrl::RING_ID_SHIFT) & 0x3) as u8

@@ -1,7 +1,7 @@
 //! Word 1 of a TX (M2S) descriptor: `meta_ctrl`, the CME command word.
 //!
-//! LSB-first per the driver (driver-facts §3.3, both overlays merged) and the
-//! runtime book (wiki-facts §J.1); the DWARF order of seed 004 §3 / wiki-facts
+//! LSB-first per the driver (docs/references/driver.md §3.3, both overlays merged) and the
+//! runtime book (docs/references/wiki.md §J.1); the DWARF order of P9.1 §3 / docs/references/wiki.md
 //! §C.1 lists the same fields MSB-first and is not used for bit positions.
 //!
 //! | bits  | name | meaning |
@@ -15,13 +15,13 @@
 //! | 17    | store_crc_result | |
 //! | 18    | store_source_crc | |
 //! | 19    | copy_src_data | move the data as well as computing the CRC |
-//! | 22:20 | optype | [`CmeType`]; the [`CceType`] when op = CCE (wiki-facts §C.6) |
+//! | 22:20 | optype | [`CmeType`]; the [`CceType`] when op = CCE (docs/references/wiki.md §C.6) |
 //! | 25:23 | op | [`SdmaOp`] (driver `ssmae_op`): 1 DRE, 2 CME, 4 CCE |
-//! | 26    | write_barrier | barrier type 2 (driver-facts §3.4) |
-//! | 31:27 | reserved | (bit 28 is a V4-only notification bit, wiki-facts §J.1) |
+//! | 26    | write_barrier | barrier type 2 (docs/references/driver.md §3.4) |
+//! | 31:27 | reserved | (bit 28 is a V4-only notification bit, docs/references/wiki.md §J.1) |
 //!
 //! CCE meta descriptors reuse bits 19:0 for their own operand layout (dtype
-//! nibbles, last, use_const; wiki-facts §F.2); [`CmeWord`] decodes them under
+//! nibbles, last, use_const; docs/references/wiki.md §F.2); [`CmeWord`] decodes them under
 //! the CME names, as the hardware word has only one set of positions.
 
 use std::fmt;
@@ -29,10 +29,10 @@ use std::fmt;
 use crate::bits::{field, flag};
 
 /// The word 1 the driver puts in every TX descriptor: a single-block CME COPY
-/// (is_last_block, is_first_block, copy_src_data, op = CME; driver-facts §3.3).
+/// (is_last_block, is_first_block, copy_src_data, op = CME; docs/references/driver.md §3.3).
 pub const DEFAULT_COPY_WORD1: u32 = 0x0108_0003;
 
-/// [`DEFAULT_COPY_WORD1`] with write_barrier (bit 26) set (driver-facts §3.3).
+/// [`DEFAULT_COPY_WORD1`] with write_barrier (bit 26) set (docs/references/driver.md §3.3).
 pub const DEFAULT_COPY_WORD1_WRITE_BARRIER: u32 = 0x0508_0003;
 
 /// TX word 1, the CME command word (`meta_ctrl`). Holds the raw word; fields
@@ -58,7 +58,7 @@ impl CmeWord {
 
     field!(
         /// block_attr, bits 2:0 (b0 is_last_block, b1 is_first_block, b2
-        /// reserved; driver-facts §3.3).
+        /// reserved; docs/references/driver.md §3.3).
         block_attr, with_block_attr, 2:0
     );
     flag!(
@@ -71,7 +71,7 @@ impl CmeWord {
     );
     field!(
         /// cached_crc_iv_index, bits 5:3: which of the 8 cached CRC initial
-        /// values to use (wiki-facts §J.1).
+        /// values to use (docs/references/wiki.md §J.1).
         cached_crc_iv_index, with_cached_crc_iv_index, 5:3
     );
     field!(
@@ -149,12 +149,12 @@ impl CmeWord {
     );
     flag!(
         /// write_barrier, bit 26 (driver overlay `sdma_cme_desc_word`;
-        /// barrier type 2, driver-facts §3.4).
+        /// barrier type 2, docs/references/driver.md §3.4).
         write_barrier, with_write_barrier, 26
     );
     field!(
         /// Bits 31:27, reserved on V3 (bit 28 is a V4-only notification bit,
-        /// wiki-facts §J.1).
+        /// docs/references/wiki.md §J.1).
         reserved, with_reserved, 31:27
     );
 
@@ -173,7 +173,7 @@ impl CmeWord {
     /// Returns a copy set up for CCE in-transfer compute: op = CCE, optype =
     /// `t`, and the input / output dtype codes (4 bits each) in bits 11:8 /
     /// 15:12, which the CCE meta-ctrl reuses over the CME CRC bits
-    /// (wiki-facts §C.6). Codes above 0xF do not fit: `None`.
+    /// (docs/references/wiki.md §C.6). Codes above 0xF do not fit: `None`.
     #[must_use]
     pub const fn with_cce(self, t: CceType, in_dtype: u8, out_dtype: u8) -> Option<Self> {
         if in_dtype > 0xF || out_dtype > 0xF {
@@ -186,7 +186,7 @@ impl CmeWord {
     }
 
     /// Returns a copy set up for the cross-bar transpose: op = DRE (the
-    /// strided/transpose engine, seed 004 §3) with the element's dtype code
+    /// strided/transpose engine, P9.1 §3) with the element's dtype code
     /// in bits 11:8, where the CCE keeps its input dtype. The field is this
     /// simulator's choice (the DRE word's layout is not published): the
     /// data path needs the element size to land a tile transposed.
@@ -202,7 +202,7 @@ impl CmeWord {
     /// The element dtype of a cross-bar transpose word made by
     /// [`CmeWord::with_xbar`] from the default copy word: `None` for any
     /// other word, DRE ones included (the inline path's 0xB8 fill reads as
-    /// DRE and must stay a plain copy, seed 004 §5).
+    /// DRE and must stay a plain copy, P9.1 §5).
     #[must_use]
     pub const fn xbar_dtype(self) -> Option<u8> {
         let base = Self::DEFAULT_COPY.with_op(SdmaOp::Dre).0 & !0x0F00;
@@ -238,7 +238,7 @@ impl CmeWord {
     }
 
     /// optype interpreted for the op: the [`CceType`] when op = CCE, the
-    /// [`CmeType`] otherwise (wiki-facts §C.6, §J.1).
+    /// [`CmeType`] otherwise (docs/references/wiki.md §C.6, §J.1).
     #[must_use]
     pub const fn optype(self) -> OpType {
         match self.op() {
@@ -284,8 +284,8 @@ impl fmt::Debug for CmeWord {
     }
 }
 
-/// `SDMA_CMETYPE`: what the CME computes over the data (seed 004 §3;
-/// wiki-facts §C.1). All eight 3-bit values are named.
+/// `SDMA_CMETYPE`: what the CME computes over the data (P9.1 §3;
+/// docs/references/wiki.md §C.1). All eight 3-bit values are named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum CmeType {
@@ -343,7 +343,7 @@ impl CmeType {
 }
 
 /// `SDMAOP` (driver `ssmae_op`): which application engine handles the
-/// descriptor (seed 004 §3; wiki-facts §C.1, §J.1).
+/// descriptor (P9.1 §3; docs/references/wiki.md §C.1, §J.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SdmaOp {
     /// 1: DRE, the data reordering (strided/transpose) engine.
@@ -392,7 +392,7 @@ impl SdmaOp {
 }
 
 /// `SDMA_CCETYPE`: the compute operation in optype when op = CCE
-/// (wiki-facts §C.6, §F.1).
+/// (docs/references/wiki.md §C.6, §F.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum CceType {

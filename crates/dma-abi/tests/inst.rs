@@ -1,4 +1,4 @@
-//! The six 64-byte instruction words: byte offsets against seed 004 §2, every
+//! The six 64-byte instruction words: byte offsets against P9.1 §2, every
 //! rejection with its message, the text form and the JSON decode.
 #![allow(clippy::unwrap_used)]
 
@@ -183,7 +183,7 @@ fn bitfields_sit_where_the_seed_puts_them() {
     assert_eq!((b[62], b[63]), (0x76, 0x01));
 }
 
-// ---- one test per word: offsets against seed 004 §2 -------------------------------------
+// ---- one test per word: offsets against P9.1 §2 -------------------------------------
 
 #[test]
 fn direct2d_offsets_seed_004_2_2() {

@@ -241,7 +241,7 @@ fn indirect1d() -> impl Strategy<Value = InstWord> {
                 compute_op: c.6,
                 dma_configs: c.7,
             };
-            // wiki-facts §G.1: a silent index gate needs idx_bound_is_err.
+            // docs/references/wiki.md §G.1: a silent index gate needs idx_bound_is_err.
             if w.src_idx_bound_reg.bc_disable_oob_error_notif
                 || w.dst_idx_bound_reg.bc_disable_oob_error_notif
             {

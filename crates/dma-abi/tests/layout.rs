@@ -1,5 +1,5 @@
-//! Bit positions and byte layout against the spec values (driver-facts
-//! §3.1–3.4, seed 004 §3 and §5.1, wiki-facts §C.1, §C.6, §F.2, §J.1).
+//! Bit positions and byte layout against the spec values (docs/references/driver.md
+//! §3.1–3.4, P9.1 §3 and §5.1, docs/references/wiki.md §C.1, §C.6, §F.2, §J.1).
 #![allow(clippy::unwrap_used)]
 
 use dma_abi::{
@@ -85,7 +85,7 @@ fn len_encoding_follows_encode_64k() {
     assert!(LenError::TooLong(70000).to_string().contains("70000"));
 }
 
-// ---- the firmware generation-tag quirk (seed 004 §3, §5.1) -------------
+// ---- the firmware generation-tag quirk (P9.1 §3, §5.1) -------------
 
 #[test]
 fn gen_tag_quirk_is_exactly_the_firmware_expression() {
@@ -144,7 +144,7 @@ fn gen_tag_quirk_keeps_stale_bits_and_64k_sets_bit16() {
 
 #[test]
 fn inline_path_tags_flip_per_wrap_of_four() {
-    // seed 004 §5.1: dma_ring_id starts at 1, ring depth 4, `^= 1` on wrap.
+    // P9.1 §5.1: dma_ring_id starts at 1, ring depth 4, `^= 1` on wrap.
     let mut tag = 1u32;
     let mut idx = 0;
     let mut word0 = 0u32;
@@ -291,7 +291,7 @@ fn crc32c_word_encodes_optype_at_22_20() {
 
 #[test]
 fn cce_meta_ctrl_bases_of_the_runtime_encoders_decode_as_op_cce() {
-    // wiki-facts §F.2: ADD/MIN/MAX base 0x2000000, FMA 0x2100000, EXT
+    // docs/references/wiki.md §F.2: ADD/MIN/MAX base 0x2000000, FMA 0x2100000, EXT
     // 0x2400000, GCE 0x2500000 — "valid bit 25" is op = CCE (§J.1).
     for (raw, ty) in [
         (0x0200_0000, CceType::Add),
@@ -322,7 +322,7 @@ fn cce_meta_ctrl_bases_of_the_runtime_encoders_decode_as_op_cce() {
 
 #[test]
 fn cce_word0_meta_index_is_ring_id_with_meta_bit() {
-    // wiki-facts §F.2: W0 = wrbar | 0x800000 | meta_idx << 24.
+    // docs/references/wiki.md §F.2: W0 = wrbar | 0x800000 | meta_idx << 24.
     let w = LenCtrl::from_raw(0x0080_0000 | (2 << 24));
     assert!(w.meta());
     assert_eq!(w.ring_id(), 2);
@@ -440,6 +440,6 @@ fn with_flags_replaces_flags_and_keeps_len_and_reserved() {
     };
     assert_eq!(LenCtrl::default().with_flags(all).raw(), 0xFF80_0000);
     assert_eq!(LenCtrl::from_raw(0xFF80_0000).flags(), all);
-    // Ring ids wrap mod 4 (driver-facts §3.6: `(id + 1) & 3`).
+    // Ring ids wrap mod 4 (docs/references/driver.md §3.6: `(id + 1) & 3`).
     assert_eq!(LenCtrl::default().with_ring_id(5).ring_id(), 1);
 }

@@ -1,4 +1,4 @@
-//! Host ↔ device transfer (seed 000 §3): the two copy chokepoints with
+//! Host ↔ device transfer (tdrv-dmem §3): the two copy chokepoints with
 //! their asymmetric dispatch, the chunked double-buffered staging engine
 //! `dmem_device_copy`, and the one-ioctl batch copy.
 //!
@@ -15,7 +15,7 @@ use crate::ndl::{COPY_BUF_HALF_BYTES, CopyBuf, DEFAULT_H2T_QID, NdlBatch, NdlHan
 use crate::runtime::Dmem;
 use crate::types::{MemLocation, NrtStatus};
 
-/// Sizes up to this are one whole chunk, synchronous (seed 000 §3).
+/// Sizes up to this are one whole chunk, synchronous (tdrv-dmem §3).
 pub const SINGLE_PASS_MAX_BYTES: u64 = 0x3FFF;
 /// The chunk of a single-pass copy.
 pub const SINGLE_PASS_CHUNK_BYTES: u64 = 0x4000;
@@ -38,7 +38,7 @@ pub struct CopyPlan {
     pub wait_handle: i32,
 }
 
-/// The chunk size and wait mode of `dmem_device_copy` (seed 000 §3,
+/// The chunk size and wait mode of `dmem_device_copy` (tdrv-dmem §3,
 /// byte-exact): `size ≤ 0x3FFF` → one 0x4000 chunk, SYNC; `size >
 /// 0x100000` → 1 MiB chunks, async; otherwise chunk = `((size >> 1) +
 /// 0xFFF) & !0xFFF` (about half, page-rounded), async unless that chunk
@@ -123,7 +123,7 @@ impl Dmem {
     }
 
     /// `dmem_buf_copyin` (@0x229820): host buffer → allocation at `offset`
-    /// (+ `align_offset`), trace type 30. Dispatch (seed 000 §3 QUIRK, in
+    /// (+ `align_offset`), trace type 30. Dispatch (tdrv-dmem §3 QUIRK, in
     /// this order): HOST_DRAM → `ndl_memory_buf_copyin`; else
     /// `test_zerocopy` → `ndl_memory_buf_zerocopyin` (BAR4 threshold
     /// `direct_bar4_write_size`); else the staged [`Dmem::dmem_device_copy`].
@@ -165,7 +165,7 @@ impl Dmem {
     }
 
     /// `dmem_buf_copyout` (@0x2299b0): allocation at `offset` (+
-    /// `align_offset`) → host buffer, trace type 31. Dispatch (seed 000 §3
+    /// `align_offset`) → host buffer, trace type 31. Dispatch (tdrv-dmem §3
     /// QUIRK, the mirror order of copy-in): `test_zerocopy` →
     /// `ndl_memory_buf_zerocopyout` (even for HOST_DRAM); else HOST_DRAM →
     /// `ndl_memory_buf_copyout`; else the staged [`Dmem::dmem_device_copy`].
@@ -205,7 +205,7 @@ impl Dmem {
         }
     }
 
-    /// `dmem_device_copy` (@0x228090), seed 000 §3: stage `size` bytes
+    /// `dmem_device_copy` (@0x228090), tdrv-dmem §3: stage `size` bytes
     /// through the core's bounce buffer in [`device_copy_plan`] chunks,
     /// alternating its two 1 MiB halves, each chunk one
     /// `ndl_memory_copy_as` whose wait handle chains the async slots.
@@ -215,7 +215,7 @@ impl Dmem {
     /// half to the host while this DMA is in flight; after the last chunk,
     /// wait and drain it. If a copy-out launch fails, wait for the previous
     /// transfer and drain the previous chunk's staged bytes before failing
-    /// (seed 000 §3 GOTCHA), so no completed chunk is lost. Any other
+    /// (tdrv-dmem §3 GOTCHA), so no completed chunk is lost. Any other
     /// failure after a launch (a copy-in launch, a host memcpy fault) waits
     /// for the chunk in flight before returning (`drain_fail`), so no DMA
     /// outlives the copy and the next transfer may reuse the bounce buffer.
@@ -429,7 +429,7 @@ impl Dmem {
         self.dmem_batch_transfer_common(batches, false, SysTraceType::CopyOut)
     }
 
-    /// `dmem_batch_transfer_common` (@0x227d80), seed 000 §3: one
+    /// `dmem_batch_transfer_common` (@0x227d80), tdrv-dmem §3: one
     /// `neuron_memcpy_batch_t` per tensor (`mem_handle`, `align_offset +
     /// tensor offset`, the ops, BAR4 threshold, flags 0, context 0), then
     /// one MEM_BUF_ZEROCOPY64_BATCHES ioctl on the default H2T queue,

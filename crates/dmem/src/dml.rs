@@ -1,4 +1,4 @@
-//! DML — the `dma_memory_logger` usage subsystem (seed 000 §5, wiki-facts
+//! DML — the `dma_memory_logger` usage subsystem (tdrv-dmem §5, docs/references/wiki.md
 //! §H.3/§H.4): per-MLA running counters, a fixed-size circular event log,
 //! and the OOM / utilisation report rendered when the kernel says ENOMEM.
 //!
@@ -23,7 +23,7 @@ pub const NUM_CHANNELS: usize = 4;
 /// NeuronCores (TPBs) per device (`memory_usage_nc[8][..]`).
 pub const NUM_NCS: usize = 8;
 
-/// Row width of the per-NC matrix: 22 usages + the grand total (seed 000
+/// Row width of the per-NC matrix: 22 usages + the grand total (tdrv-dmem
 /// §5 QUIRK: `[8][23]`, not `[8][22]`).
 pub const NC_COLUMNS: usize = USAGE_TYPES + 1;
 
@@ -93,7 +93,7 @@ impl fmt::Display for DmlError {
 
 impl std::error::Error for DmlError {}
 
-/// What `dml_add_entry` reads from a `dmem_t` (wiki-facts §H.3).
+/// What `dml_add_entry` reads from a `dmem_t` (docs/references/wiki.md §H.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DmlEntryInput {
     /// `mem_type` (+56).
@@ -116,7 +116,7 @@ pub struct DmlEntryInput {
     pub align_offset: u64,
 }
 
-/// `dma_mem_log_entry_t`, the 64-byte ring element (seed 000 §5):
+/// `dma_mem_log_entry_t`, the 64-byte ring element (tdrv-dmem §5):
 /// a snapshot of the `dmem_t` plus the post-update channel total.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DmlLogEntry {
@@ -143,7 +143,7 @@ pub struct DmlLogEntry {
     pub total_mem_used: u64,
 }
 
-/// `dma_mem_log_t` (1600 B in C; seed 000 §5, wiki-facts §H.3).
+/// `dma_mem_log_t` (1600 B in C; tdrv-dmem §5, docs/references/wiki.md §H.3).
 #[derive(Clone, Debug)]
 pub struct DmemLogger {
     mla_idx: u32,
@@ -176,7 +176,7 @@ impl DmemLogger {
         }
     }
 
-    /// `dml_add_entry` (seed 000 §5): TONGA_DRAM events move
+    /// `dml_add_entry` (tdrv-dmem §5): TONGA_DRAM events move
     /// `memory_usage[channel]`, `memory_usage_nc[nc][usage]` and
     /// `memory_usage_nc[nc][22]` by ±`allocated_size`; every event (host
     /// too) is appended to the ring, overwriting the oldest when full.
@@ -333,7 +333,7 @@ impl DmemLogger {
         self.max_entries
     }
 
-    /// The `MEM_USAGE` trace line (seed 000 §2 step 7 / §4). `Some(hint)`
+    /// The `MEM_USAGE` trace line (tdrv-dmem §2 step 7 / §4). `Some(hint)`
     /// gives the alloc form `"MEM_USAGE: %lu bytes, channel: %u, total
     /// usage: (%lu/%lu), hint:%s"`; `None` the free form (no hint). An alloc
     /// with a NULL hint printed `(null)` under glibc: pass `Some("(null)")`.
@@ -404,10 +404,10 @@ impl DmemLogger {
         s
     }
 
-    /// `dml_log_dev_mem` (wiki-facts §H.4): the device-OOM report for a
+    /// `dml_log_dev_mem` (docs/references/wiki.md §H.4): the device-OOM report for a
     /// failed `size`/`align` allocation of `usage` on ND`nd`:NC`nc`, then the
     /// utilisation table for HBM `channel` (NCs `2·channel` and
-    /// `2·channel+1`, driver-facts §6.3; NCs ≥ 8 are skipped). The table is
+    /// `2·channel+1`, docs/references/driver.md §6.3; NCs ≥ 8 are skipped). The table is
     /// the 13 aggregate columns of [`REPORT_COLUMNS`] or, when verbose, the
     /// 22 usage columns. "ND n Overall" is the sum of the NC rows. The
     /// trailing "HBM … capacity" line is a simulator addition.
@@ -536,7 +536,7 @@ fn render_table(headers: &[&str], rows: &[(String, Vec<u64>)]) -> Vec<String> {
 }
 
 /// The aggregate (non-verbose) report's columns, AWS docs header order
-/// (wiki-facts §H.2). Index 0 is the per-NC grand total.
+/// (docs/references/wiki.md §H.2). Index 0 is the per-NC grand total.
 pub const REPORT_COLUMNS: [&str; 14] = [
     "TOTAL",
     "Model Code",
@@ -582,7 +582,7 @@ impl ReportColumn {
     }
 }
 
-/// `dmem_usage_type_to_aggr_index` (@0x9b9e80) as INFERRED in wiki-facts
+/// `dmem_usage_type_to_aggr_index` (@0x9b9e80) as INFERRED in docs/references/wiki.md
 /// §H.2's caveat: the dumped byte k is read as belonging to usage k+1, and
 /// aggregate index k names header k. Deviations: GENERIC (no byte in the
 /// dump) → Runtime; XT_CC (byte 0x05) → XT CC; NOTIFICATION (byte 0x0b,
@@ -617,14 +617,14 @@ pub const fn report_column(usage: UsageType) -> ReportColumn {
 }
 
 /// The `usage: %s` name in the OOM line: the lower-cased report column of
-/// the usage (TENSOR → `tensors`, as in the public example; wiki-facts
+/// the usage (TENSOR → `tensors`, as in the public example; docs/references/wiki.md
 /// §H.4). Our mapping, not recovered from the binary.
 #[must_use]
 pub fn usage_human_name(usage: UsageType) -> String {
     report_column(usage).header().to_lowercase()
 }
 
-/// `human_readable_byte_size` (wiki-facts §H.4): divide by 1024 while
+/// `human_readable_byte_size` (docs/references/wiki.md §H.4): divide by 1024 while
 /// ≥ 1024 (up to TB), print with 3 decimals (`%.3f`, ties to even like
 /// glibc): `20.188GB`, `82.344KB`, `0.000B`.
 #[must_use]
@@ -675,7 +675,7 @@ mod tests {
 
     #[test]
     fn human_readable_examples() {
-        // wiki-facts §H.4 examples.
+        // docs/references/wiki.md §H.4 examples.
         assert_eq!(
             human_readable_byte_size(20 * GIB + 192 * (1 << 20)),
             "20.188GB"
@@ -750,7 +750,7 @@ mod tests {
 
     #[test]
     fn grand_total_column_is_independent_per_nc() {
-        // Seed 000 §5 QUIRK: [8][23]; NC n's total must not alias NC n+1's
+        // tdrv-dmem §5 QUIRK: [8][23]; NC n's total must not alias NC n+1's
         // column 0 (GENERIC).
         let mut l = DmemLogger::new(0, 8, false);
         l.add_entry(

@@ -1,4 +1,4 @@
-//! What the runtime reports while it works (seed 000 throughout): the
+//! What the runtime reports while it works (tdrv-dmem throughout): the
 //! sys-trace brackets, the `nlog` messages as text, `MEM_USAGE` lines, the
 //! DML dump and OOM report, the ntrace/NDS records, and the diagnostics
 //! this simulator adds (leaks at allocator destroy, double frees).
@@ -30,7 +30,7 @@ impl std::fmt::Display for DmemId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct AllocatorId(pub u32);
 
-/// `nrt_sys_trace_new_event` event types this layer emits (seed 000 §2–§4).
+/// `nrt_sys_trace_new_event` event types this layer emits (tdrv-dmem §2–§4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum SysTraceType {
     /// 30: host → device copy (`dmem_buf_copyin`, batch copy-in).
@@ -77,7 +77,7 @@ pub enum MemEventKind {
 }
 
 /// One allocation still on an allocator's list when it was destroyed
-/// (seed 000 §1 GOTCHA: destroy unlinks, it does not free).
+/// (tdrv-dmem §1 GOTCHA: destroy unlinks, it does not free).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LeakedAllocation {
     /// The allocation (still live; the owner must `dmem_free` it).

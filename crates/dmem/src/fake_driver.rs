@@ -8,7 +8,7 @@
 //! * Async copies: a copy with `pwait_handle` 0 runs at once (SYNC);
 //!   otherwise it is *queued* in the next slot (NONE→1, 1→2, 2→1) and the
 //!   previous slot's copy is run before the ioctl returns, as the driver
-//!   waits for the previous transfer (driver-facts §4.6). A queued copy
+//!   waits for the previous transfer (docs/references/driver.md §4.6). A queued copy
 //!   reads its source only when it runs, so a runtime that reuses a
 //!   bounce half too early reads the wrong bytes. A slot still queued when
 //!   it is reused (nobody waited for it) runs first, as the driver drains

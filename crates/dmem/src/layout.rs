@@ -1,5 +1,5 @@
-//! The C layouts of `dmem_t` and `dmem_allocator_t` (seed 000 §1,
-//! wiki-facts §H.3), and of the NDL handle record, `ndl_device_t` and its
+//! The C layouts of `dmem_t` and `dmem_allocator_t` (tdrv-dmem §1,
+//! docs/references/wiki.md §H.3), and of the NDL handle record, `ndl_device_t` and its
 //! bounce buffers (`docs/host-runtime.md` §4.1), as documentation and data.
 //!
 //! The Rust runtime does not store these bytes; [`crate::DmemT`] keeps the
@@ -30,10 +30,10 @@ const fn f(name: &'static str, offset: usize, size: usize) -> FieldLayout {
 /// A cache line on the host (x86-64).
 pub const CACHE_LINE_BYTES: usize = 64;
 
-/// `sizeof(dmem_t)`: `calloc(0xC0, 1)` (seed 000 §1).
+/// `sizeof(dmem_t)`: `calloc(0xC0, 1)` (tdrv-dmem §1).
 pub const DMEM_T_BYTES: usize = 192;
 
-/// `dmem_t` field offsets (seed 000 §1, wiki-facts §H.3). Bytes
+/// `dmem_t` field offsets (tdrv-dmem §1, docs/references/wiki.md §H.3). Bytes
 /// 0x44..0x7F are never touched (QUIRK: padding that moves `ref_count` to
 /// its own cache line at 128, so the atomic refcount RMW does not
 /// false-share with `mem_handle`/`_pa`); 176..192 is tail padding.
@@ -56,10 +56,10 @@ pub const DMEM_T_LAYOUT: [FieldLayout; 16] = [
     f("allocator", 168, 8),
 ];
 
-/// `sizeof(dmem_allocator_t)` (wiki-facts §H.3).
+/// `sizeof(dmem_allocator_t)` (docs/references/wiki.md §H.3).
 pub const DMEM_ALLOCATOR_T_BYTES: usize = 512;
 
-/// `dmem_allocator_t` field offsets (wiki-facts §H.3): the two sentinels
+/// `dmem_allocator_t` field offsets (docs/references/wiki.md §H.3): the two sentinels
 /// are whole embedded `dmem_t`s; the mutex is a glibc `pthread_mutex_t`
 /// (40 bytes on x86-64).
 pub const DMEM_ALLOCATOR_T_LAYOUT: [FieldLayout; 6] = [
@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn mem_type_and_usage_share_one_8_byte_word() {
-        // Seed 000 §2 QUIRK: the scratchpad page sets both with one store.
+        // tdrv-dmem §2 QUIRK: the scratchpad page sets both with one store.
         let t = offset_of(&DMEM_T_LAYOUT, "mem_type").unwrap();
         let u = offset_of(&DMEM_T_LAYOUT, "mem_usage_type").unwrap();
         assert_eq!(u, t + 4);
@@ -338,7 +338,7 @@ mod tests {
     #[test]
     fn allocator_layout_and_pcore_stash() {
         check_sorted_and_disjoint(&DMEM_ALLOCATOR_T_LAYOUT, DMEM_ALLOCATOR_T_BYTES);
-        // Seed 000 §1 NOTE: `p_dummy_tail[-2].hint = pcore` is pcore@8:
+        // tdrv-dmem §1 NOTE: `p_dummy_tail[-2].hint = pcore` is pcore@8:
         // 0x100 − 2·0xC0 + 0x88 = 0x08.
         let tail = offset_of(&DMEM_ALLOCATOR_T_LAYOUT, "dummy_tail").unwrap();
         let hint = offset_of(&DMEM_T_LAYOUT, "hint").unwrap();

@@ -1,5 +1,5 @@
 //! The host runtime's device-memory allocator (libnrt `tdrv/dma_memory.c`,
-//! seed 000) and its NDL ioctl layer (DESIGN §3, L5: talks only to
+//! tdrv-dmem) and its NDL ioctl layer (docs/references/design.md §3, L5: talks only to
 //! `ioctl-abi` and `ioctl-bus`).
 //!
 //! * [`ndl`] — the NDL leaves: one ioctl each (MEM_ALLOC_V2 mem_type64,

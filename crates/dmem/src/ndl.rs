@@ -1,4 +1,4 @@
-//! NDL — the Neuron Driver Layer leaves the dmem runtime calls (seed 000 §2
+//! NDL — the Neuron Driver Layer leaves the dmem runtime calls (tdrv-dmem §2
 //! "How ndl_memory_alloc becomes a MEM_ALLOC ioctl", §3, §4).
 //!
 //! Every leaf issues at most one ioctl through the [`Transport`] (the open
@@ -90,10 +90,10 @@ pub const NDL_DEVICE_FD: i32 = 3;
 /// Per-NC bounce buffer size (simulator decision, see [`Ndl::open`]).
 pub const COPY_BUF_BYTES: u64 = 2 << 20;
 /// One half of the bounce buffer: the double buffer's ping-pong unit, and
-/// the largest chunk `dmem_device_copy` stages (seed 000 §3: 1 MiB).
+/// the largest chunk `dmem_device_copy` stages (tdrv-dmem §3: 1 MiB).
 pub const COPY_BUF_HALF_BYTES: u64 = COPY_BUF_BYTES / 2;
 
-/// An NDL handle: the user address of its 64-byte record (seed 000 §2:
+/// An NDL handle: the user address of its 64-byte record (tdrv-dmem §2:
 /// `dmem_t.mem_handle` is a pointer to the record, not the kernel cookie).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct NdlHandle(u64);
@@ -106,7 +106,7 @@ impl NdlHandle {
     }
 }
 
-/// The NDL record behind an [`NdlHandle`] (seed 000 §2: `{device, nc_id,
+/// The NDL record behind an [`NdlHandle`] (tdrv-dmem §2: `{device, nc_id,
 /// size, align, host_memory, handle word}`), as this layer tracks it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NdlRecord {
@@ -124,7 +124,7 @@ pub struct NdlRecord {
     pub mapped: bool,
 }
 
-/// A per-NC bounce buffer (`ndl_copy_buf_t`, seed 000 §2 GOTCHA): one per
+/// A per-NC bounce buffer (`ndl_copy_buf_t`, tdrv-dmem §2 GOTCHA): one per
 /// NeuronCore, allocated once at open and shared by every `dmem_t` of the
 /// core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -133,7 +133,7 @@ pub struct CopyBuf {
     pub nc: u32,
     /// Its NDL handle (the copy ioctls name it).
     pub handle: NdlHandle,
-    /// Its physical address, which is also its mmap offset (driver-facts
+    /// Its physical address, which is also its mmap offset (docs/references/driver.md
     /// §1.7): host loads/stores to it go through `Transport::mmap_*`.
     pub pa: u64,
     /// Its size ([`COPY_BUF_BYTES`]).
@@ -141,7 +141,7 @@ pub struct CopyBuf {
 }
 
 /// One tensor of a batch copy, as NDL marshals it into a 40-byte
-/// `neuron_memcpy_batch_t` (seed 000 §3).
+/// `neuron_memcpy_batch_t` (tdrv-dmem §3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NdlBatch {
     /// The tensor's allocation.
@@ -200,7 +200,7 @@ pub fn errno_of(e: &IoctlError) -> Option<Errno> {
 
 impl Ndl {
     /// Opens the device and allocates the per-NC bounce buffers (NDL open,
-    /// seed 000 §2 GOTCHA: "allocated once, at device open").
+    /// tdrv-dmem §2 GOTCHA: "allocated once, at device open").
     ///
     /// Simulator decision: each bounce buffer is [`COPY_BUF_BYTES`] (2 MiB)
     /// of *host* memory, category NCDEV_HOST, used as two 1 MiB halves for
@@ -463,7 +463,7 @@ impl Ndl {
     }
 
     /// `ndl_memory_map`: maps the allocation into the process. There is no
-    /// mmap ioctl (driver-facts §1.7): the mmap offset is the PA, and host
+    /// mmap ioctl (docs/references/driver.md §1.7): the mmap offset is the PA, and host
     /// loads/stores go through `Transport::mmap_*` at that offset, so this
     /// is bookkeeping plus a MEM_GET_PA. Returns the mapping's key (the PA).
     ///
@@ -497,7 +497,7 @@ impl Ndl {
     /// `*wait_handle` goes in as `pwait_handle` (the previous transfer's
     /// handle) and the driver's new `wait_handle` is stored back, so a
     /// caller starting at -1 (NONE) sees ASYNC1, ASYNC2, ASYNC1, … and one
-    /// starting at 0 (SYNC) stays at 0 (driver-facts §4.6). The driver
+    /// starting at 0 (SYNC) stays at 0 (docs/references/driver.md §4.6). The driver
     /// waits for the previous transfer before returning. On error the
     /// variable is left unchanged.
     ///
@@ -531,7 +531,7 @@ impl Ndl {
     /// `ndl_memory_copy_as_wait`: MEM_COPY_ASYNC_WAIT for `wait_handle`.
     ///
     /// Inference (not in the seed): the driver accepts only ASYNC1/ASYNC2
-    /// and fails anything else with EINVAL (driver-facts §1.6), yet the
+    /// and fails anything else with EINVAL (docs/references/driver.md §1.6), yet the
     /// runtime calls this after single-pass SYNC copies (handle 0), which
     /// it treats as success. So NDL treats SYNC (0) and NONE (-1) as
     /// "nothing to wait for" and issues no ioctl. The handle names the
@@ -757,7 +757,7 @@ impl Ndl {
     }
 
     /// `ndl_get_copy_buf` (@0xc44d0): NC `nc`'s bounce buffer. Not an
-    /// ioctl and allocates nothing (seed 000 §2 GOTCHA).
+    /// ioctl and allocates nothing (tdrv-dmem §2 GOTCHA).
     ///
     /// # Errors
     ///

@@ -1,4 +1,4 @@
-//! The dmem runtime (seed 000 §1, §2, §4): handles, allocators, the
+//! The dmem runtime (tdrv-dmem §1, §2, §4): handles, allocators, the
 //! allocation and free paths, GC lists and memory statistics. The copy
 //! paths are in `copy.rs`.
 //!
@@ -9,7 +9,7 @@
 //! - an allocator's intrusive list is index-linked through the arena: its
 //!   `dummy_head`/`dummy_tail` sentinels are arena slots too, so append
 //!   (before the tail) and unlink need no neighbour checks and are O(1)
-//!   (seed 000 §1 "The intrusive list invariant");
+//!   (tdrv-dmem §1 "The intrusive list invariant");
 //! - the C globals/`nrt_gconf` fields this layer reads are the explicit
 //!   [`DmemConfig`]; the `ndl_supports_align_12` latch is per runtime;
 //! - the C mutexes (allocator lock, DML lock, bounce-buffer lock) are
@@ -28,19 +28,19 @@ use crate::event::{
 use crate::ndl::{CopyBuf, Ndl, NdlHandle, errno_of};
 use crate::types::{DmemAction, MemLocation, NrtStatus, USAGE_TYPES, UsageType, category_for};
 
-/// NeuronCores per Trainium2 device (driver-facts §6.1).
+/// NeuronCores per Trainium2 device (docs/references/driver.md §6.1).
 pub const TRN2_NC_COUNT: u32 = 8;
-/// Capacity of one Trainium2 HBM stack (driver-facts §0.1: 4 × 24 GiB).
+/// Capacity of one Trainium2 HBM stack (docs/references/driver.md §0.1: 4 × 24 GiB).
 pub const TRN2_HBM_CAPACITY_BYTES: u64 = 24 << 30;
 
 /// The message `dmem_alloc_aligned` logs once when the driver lacks
-/// aligned allocation (seed 000 §2).
+/// aligned allocation (tdrv-dmem §2).
 pub const MSG_ALIGN_UNSUPPORTED: &str = "(Non-FATAL) aligned memory allocation API not available in driver. Please consider upgrading driver for more efficient memory allocation.";
-/// The hint logged on a device ENOMEM of an aligned request (seed 000 §2).
+/// The hint logged on a device ENOMEM of an aligned request (tdrv-dmem §2).
 pub const MSG_ALIGNED_OOM_HINT: &str = "Aligned allocations may fail even if HBM has space for the actual size requested, due to running out of alignment boundaries";
 
 /// `mem_type` | `mem_usage_type` << 32: the single 8-byte store with which
-/// `dmem_alloc_contiguous_scratchpad_page` sets both fields (seed 000 §2
+/// `dmem_alloc_contiguous_scratchpad_page` sets both fields (tdrv-dmem §2
 /// QUIRK: TONGA_DRAM = 2, SCRATCHPAD = 11).
 pub const SCRATCHPAD_PAGE_TYPE_WORD: u64 = 0xB_0000_0002;
 
@@ -58,13 +58,13 @@ pub fn split_type_word(word: u64) -> (Option<MemLocation>, Option<UsageType>) {
 }
 
 /// `get_default_hbm_index`: a core's HBM on Trainium2 (two NCs per HBM,
-/// driver-facts §6.3).
+/// docs/references/driver.md §6.3).
 #[must_use]
 pub const fn default_hbm_index(nc: u32) -> u32 {
     nc / 2
 }
 
-/// The manual alignment of `dmem_alloc_aligned`'s fallback (seed 000 §2):
+/// The manual alignment of `dmem_alloc_aligned`'s fallback (tdrv-dmem §2):
 /// `((pa + alignment) & -alignment) - pa`, in wrapping u64 arithmetic as
 /// the C computes it. Note an already aligned `pa` gets a full `alignment`
 /// of offset, not 0 — the over-allocation always covers it.
@@ -111,7 +111,7 @@ impl Default for DmemConfig {
     }
 }
 
-/// `dmem_allocator_type_t` (wiki-facts §H.1).
+/// `dmem_allocator_type_t` (docs/references/wiki.md §H.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum AllocatorKind {
     /// `GLOBAL` = 0 (the per-TPB allocators are of this kind).
@@ -120,7 +120,7 @@ pub enum AllocatorKind {
     Model = 1,
 }
 
-/// `dmem_t` (seed 000 §1; C layout in [`crate::layout::DMEM_T_LAYOUT`]).
+/// `dmem_t` (tdrv-dmem §1; C layout in [`crate::layout::DMEM_T_LAYOUT`]).
 /// The list links live in the arena, not here.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DmemT {
@@ -172,7 +172,7 @@ impl DmemT {
     }
 }
 
-/// `dmem_list_t`: a caller-owned GC list of references (seed 000 §4),
+/// `dmem_list_t`: a caller-owned GC list of references (tdrv-dmem §4),
 /// appended in order and released by [`Dmem::dmem_list_free`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DmemList {
@@ -275,7 +275,7 @@ pub struct Dmem {
     events: Vec<RuntimeEvent>,
 }
 
-/// The status of a failed allocation ioctl (seed 000 §2 step 3): ENOMEM is
+/// The status of a failed allocation ioctl (tdrv-dmem §2 step 3): ENOMEM is
 /// NRT_FAIL_HOST_MEM_ALLOC for host memory and NRT_RESOURCE for the
 /// device; anything else (bus failures included) NRT_FAILURE.
 #[must_use]
@@ -360,7 +360,7 @@ impl Dmem {
         &self.config
     }
 
-    /// `dml_init` again with another ring capacity and verbosity (seed 000
+    /// `dml_init` again with another ring capacity and verbosity (tdrv-dmem
     /// §5). Only before anything was logged: the counters start from zero.
     ///
     /// # Errors
@@ -575,7 +575,7 @@ impl Dmem {
         }
     }
 
-    /// The splice of seed 000 §1: insert `i` before `dummy_tail`, set the
+    /// The splice of tdrv-dmem §1: insert `i` before `dummy_tail`, set the
     /// back-pointer. O(1).
     fn list_append(&mut self, a: AllocatorId, i: u32) {
         let Some(tail) = self.allocator(a).map(|al| al.dummy_tail) else {
@@ -662,7 +662,7 @@ impl Dmem {
     }
 
     /// `dmem_allocator_destroy`: unlinks every listed allocation **without
-    /// freeing it** (seed 000 §1 GOTCHA) — each keeps its kernel memory
+    /// freeing it** (tdrv-dmem §1 GOTCHA) — each keeps its kernel memory
     /// and its refcount, loses its allocator back-pointer and links — then
     /// drops the allocator. Returns what was still listed (the leaks, unless
     /// the owner frees them later), also recorded as a
@@ -744,7 +744,7 @@ impl Dmem {
         )
     }
 
-    /// `dmem_alloc_aligned` (@0x228f20), seed 000 §2: while the
+    /// `dmem_alloc_aligned` (@0x228f20), tdrv-dmem §2: while the
     /// `ndl_supports_align_12` latch is set, ask the driver for an aligned
     /// allocation; if that fails with NRT_FAILURE (an old driver rejects the
     /// aligned API), log [`MSG_ALIGN_UNSUPPORTED`] once, clear the latch and
@@ -809,7 +809,7 @@ impl Dmem {
         )
     }
 
-    /// `dmem_alloc_internal` (@0x228640), every step of seed 000 §2 in
+    /// `dmem_alloc_internal` (@0x228640), every step of tdrv-dmem §2 in
     /// order: resolve the core; trace begin (34); project the usage to the
     /// category byte (sentinel 20 → NRT_INVALID "Invalid mem_usage_type %d
     /// for host/device", returned without a trace stop as the seed shows);
@@ -1095,7 +1095,7 @@ impl Dmem {
         }
     }
 
-    /// `dmem_alloc_contiguous_scratchpad_page` (@0x229080), seed 000 §2: a
+    /// `dmem_alloc_contiguous_scratchpad_page` (@0x229080), tdrv-dmem §2: a
     /// contiguous scratchpad page straight from NDL (category 19 on the
     /// core's default HBM), typed TONGA_DRAM/SCRATCHPAD with the one 8-byte
     /// store [`SCRATCHPAD_PAGE_TYPE_WORD`], accounted in DML, and spliced
@@ -1185,7 +1185,7 @@ impl Dmem {
 
     // ---- free, references, GC lists ---------------------------------------
 
-    /// `dmem_free` (@0x2293a0), seed 000 §4: drop a reference; on the last
+    /// `dmem_free` (@0x2293a0), tdrv-dmem §4: drop a reference; on the last
     /// one, trace begin (35), unmap if mapped ("Failed to unmap
     /// allocation! %s"), free the kernel allocation (always; its result is
     /// ignored as in the seed), ntrace, DML FREE, NDS, `MEM_USAGE`, unlink

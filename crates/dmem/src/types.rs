@@ -1,10 +1,10 @@
-//! The dmem enums and the usage → category byte tables (seed 000 §1–§2,
-//! wiki-facts §H.1–H.2).
+//! The dmem enums and the usage → category byte tables (tdrv-dmem §1–§2,
+//! docs/references/wiki.md §H.1–H.2).
 
 use ioctl_abi::enums::MemAllocCategory;
 use serde::Serialize;
 
-/// `dma_mem_usage_type_t`: what an allocation is for (seed 000 §1, 22
+/// `dma_mem_usage_type_t`: what an allocation is for (tdrv-dmem §1, 22
 /// members; `MAX` = 22 is also the DML per-NC grand-total column).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[repr(u32)]
@@ -116,7 +116,7 @@ impl UsageType {
 }
 
 /// Where an allocation lives (`dma_mem_location`: 0 INVALID, 1 HOST_DRAM,
-/// 2 TONGA_DRAM = HBM; wiki-facts §H.1).
+/// 2 TONGA_DRAM = HBM; docs/references/wiki.md §H.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[repr(u32)]
 pub enum MemLocation {
@@ -130,7 +130,7 @@ pub enum MemLocation {
 pub const CATEGORY_INVALID: u8 = 20;
 
 /// `dmem_usage_type_to_host_category` (@0x9b9640), indexed by usage type
-/// (wiki-facts §H.2 bytes). 20 = invalid for host.
+/// (docs/references/wiki.md §H.2 bytes). 20 = invalid for host.
 pub const USAGE_TO_HOST_CATEGORY: [u8; USAGE_TYPES] = [
     0x04, 0x01, 0x01, 0x04, 0x01, 0x04, 0x03, 0x06, 0x04, 0x01, 0x01, 0x14, 0x02, 0x01, 0x04, 0x14,
     0x14, 0x04, 0x11, 0x11, 0x11, 0x11,
@@ -143,7 +143,7 @@ pub const USAGE_TO_DEVICE_CATEGORY: [u8; USAGE_TYPES] = [
 ];
 
 /// The kernel category byte for `usage` at `loc`; `None` for the sentinel
-/// 20 (seed 000 §2 step 1: "Invalid mem_usage_type %d for host/device").
+/// 20 (tdrv-dmem §2 step 1: "Invalid mem_usage_type %d for host/device").
 #[must_use]
 pub fn category_for(loc: MemLocation, usage: UsageType) -> Option<MemAllocCategory> {
     let table = match loc {
@@ -214,7 +214,7 @@ pub(crate) mod tests {
 
     #[test]
     fn device_only_usages_are_invalid_for_host() {
-        // Seed 000 §1: SCRATCHPAD, CC and SCRATCHPAD_NOT_SHARED map to 20.
+        // tdrv-dmem §1: SCRATCHPAD, CC and SCRATCHPAD_NOT_SHARED map to 20.
         let invalid: Vec<_> = UsageType::ALL
             .iter()
             .filter(|&&u| category_for(MemLocation::HostDram, u).is_none())
@@ -230,7 +230,7 @@ pub(crate) mod tests {
 
     #[test]
     fn category_bytes_are_not_usage_numbers() {
-        // Seed 000 GOTCHA: the category byte (not the usage) goes to the
+        // tdrv-dmem GOTCHA: the category byte (not the usage) goes to the
         // kernel; e.g. TENSOR (12) → TENSORS_DEVICE (9) / TENSORS_HOST (2).
         let dev = category_for(MemLocation::TongaDram, UsageType::Tensor).map(|c| c.raw());
         let host = category_for(MemLocation::HostDram, UsageType::Tensor).map(|c| c.raw());

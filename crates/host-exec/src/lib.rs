@@ -1,4 +1,4 @@
-//! The trace executor with the host runtime (DESIGN §3, L5): the
+//! The trace executor with the host runtime (docs/references/design.md §3, L5): the
 //! runtime's dmem allocator ([`dmem::Dmem`]) over the in-process ioctl bus
 //! over the kernel-driver model ([`kdriver::KernelDriver`]), which owns the
 //! device. It implements [`soc::exec::HostRuntime`], so a trace mixes v1/v2

@@ -1,4 +1,4 @@
-//! No sequence of host operations panics the simulator (DESIGN §3: bad
+//! No sequence of host operations panics the simulator (docs/references/design.md §3: bad
 //! input is an error, never a panic), and after any sequence the runtime's
 //! DML counters still equal the live tensors of the trace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

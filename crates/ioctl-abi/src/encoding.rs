@@ -1,4 +1,4 @@
-//! The Linux `_IOC` request-number encoding (driver-facts §1.1).
+//! The Linux `_IOC` request-number encoding (docs/references/driver.md §1.1).
 //!
 //! | bits  | field | width |
 //! |-------|-------|-------|
@@ -35,7 +35,7 @@ const DIR_SHIFT: u32 = 30;
 /// The direction bits of a request number, named as the kernel names them:
 /// from user space's point of view (`Read` = the kernel copies data out to
 /// the caller). The Neuron driver does not check them, and often declares
-/// pure inputs as `_IOR` (driver-facts §1.1).
+/// pure inputs as `_IOR` (docs/references/driver.md §1.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Dir {
     /// `_IO`: 0.

@@ -1,4 +1,4 @@
-//! The enums carried in argument fields (driver-facts §1.5, §2.8).
+//! The enums carried in argument fields (docs/references/driver.md §1.5, §2.8).
 //!
 //! Fields stay raw integers in the structs (any bit pattern must parse);
 //! these enums give them names. Conversions from raw values are fallible.
@@ -183,7 +183,7 @@ impl H2tCtxHandleType {
         self.raw().cast_unsigned()
     }
 
-    /// The handle an async copy gets after `self` (driver-facts §4.6):
+    /// The handle an async copy gets after `self` (docs/references/driver.md §4.6):
     /// NONE → ASYNC1, ASYNC1 → ASYNC2, ASYNC2 → ASYNC1, SYNC → SYNC.
     #[must_use]
     pub const fn next_async(self) -> Self {
@@ -199,7 +199,7 @@ impl H2tCtxHandleType {
 pub const NEURON_DMA_H2T_DEFAULT_QID: i32 = -1;
 
 c_enum! {
-    /// UDMA engine state (`enum udma_state`, driver-facts §2.8).
+    /// UDMA engine state (`enum udma_state`, docs/references/driver.md §2.8).
     UdmaState: u32 {
         Disable = 0 => "DISABLE",
         Idle = 1 => "IDLE",

@@ -1,4 +1,4 @@
-//! The Neuron kernel driver's ioctl ABI as data (DESIGN §3, L0):
+//! The Neuron kernel driver's ioctl ABI as data (docs/references/design.md §3, L0):
 //! request numbers, byte-exact argument structs and errno values.
 //!
 //! * [`encoding`] — the Linux `_IOC` encoding as `const fn`s
@@ -7,7 +7,7 @@
 //!   [`TABLE`], the [`cmd`] constants), each number computed from its
 //!   direction, `nr` and argument size; [`lookup`] (ENOTTY for unknown
 //!   numbers) and [`parse_arg`] (EINVAL for short arguments).
-//! * [`args`] — the argument structs of driver-facts §1.4 as `#[repr(C)]`
+//! * [`args`] — the argument structs of docs/references/driver.md §1.4 as `#[repr(C)]`
 //!   zerocopy types with compile-time size and offset asserts.
 //! * [`enums`] — the enums carried in argument fields (memory categories,
 //!   queue types, H2T handles, UDMA and queue states).
@@ -15,8 +15,8 @@
 //! * [`listing`] — the serializable listing (`neuron-sim ioctl list`) and
 //!   the generated parts of `docs/ioctl-abi.md`.
 //!
-//! Names follow the driver (DESIGN §8): 0xC0384E6C is `MEM_COPY_ASYNC64`,
-//! 0xC0204E81 is `MEM_BUF_ZEROCOPY64_BATCHES`; seed 000's names are
+//! Names follow the driver (docs/references/design.md §8): 0xC0384E6C is `MEM_COPY_ASYNC64`,
+//! 0xC0204E81 is `MEM_BUF_ZEROCOPY64_BATCHES`; tdrv-dmem's names are
 //! recorded as aliases. See `docs/ioctl-abi.md`.
 //!
 //! ```

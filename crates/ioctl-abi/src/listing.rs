@@ -30,7 +30,7 @@ pub struct IoctlListing {
     pub arg: &'static str,
     /// First driver snapshot with the number: `2.24` or `newer`.
     pub since: Since,
-    /// EACCES unless the caller is attached (driver-facts §1.6).
+    /// EACCES unless the caller is attached (docs/references/driver.md §1.6).
     pub attach_gated: bool,
     /// Other names of the number.
     pub aliases: Vec<Alias>,

@@ -1,4 +1,4 @@
-//! The supported ioctls as data (driver-facts §1.2), and the lookup and
+//! The supported ioctls as data (docs/references/driver.md §1.2), and the lookup and
 //! argument-parsing helpers a driver model dispatches with.
 //!
 //! Every number is computed by [`ioc`] from the entry's direction, `nr`
@@ -47,7 +47,7 @@ impl SizeFrom {
     }
 }
 
-/// Which driver snapshot first has the number (driver-facts §0).
+/// Which driver snapshot first has the number (docs/references/driver.md §0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Since {
     /// In aws-neuronx-dkms 2.24 (`[2.24]`), the primary source.
@@ -102,10 +102,10 @@ pub struct IoctlDef {
     /// First driver snapshot with the number.
     pub since: Since,
     /// Fails with EACCES unless the calling process is attached to the
-    /// device (driver-facts §1.6; the gate compares the exact number, so
+    /// device (docs/references/driver.md §1.6; the gate compares the exact number, so
     /// the `*64`/`V2*` variants are not gated).
     pub attach_gated: bool,
-    /// Other names of the same number (seed 000, the RE notes, older
+    /// Other names of the same number (tdrv-dmem, the RE notes, older
     /// drivers).
     pub aliases: &'static [Alias],
     /// One-line summary.
@@ -232,7 +232,7 @@ ioctls! {
         aliases: [];
     /// Physical address of a handle.
     MemGetPa / MEM_GET_PA = Read(25, Pointer MemGetPa), Driver224, gated: true,
-        aliases: ["get-PA" @ "seed 000"];
+        aliases: ["get-PA" @ "tdrv-dmem"];
     /// mmap offset and physical address of a handle.
     MemGetInfo / MEM_GET_INFO = Read(26, Pointer MemGetInfo), Driver224, gated: true, aliases: [];
     /// Fill with a byte value, 32-bit size.
@@ -304,7 +304,7 @@ ioctls! {
         aliases: [];
     /// Allocate with alignment and category, sizes of 4 GiB and more (56 bytes).
     MemAllocV2Mt64 / MEM_ALLOC_V2MT64 = Read(102, Struct MemAllocV2MemType64), Driver224,
-        gated: false, aliases: ["MEM_ALLOC" @ "seed 000"];
+        gated: false, aliases: ["MEM_ALLOC" @ "tdrv-dmem"];
     /// As MEM_ALLOC_V2MT64, also returning the physical address (64 bytes).
     MemAllocV2Mt64Pa / MEM_ALLOC_V2MT64_PA = ReadWrite(102, Struct MemAllocV2MemType64Pa), Newer,
         gated: false, aliases: [];
@@ -315,7 +315,7 @@ ioctls! {
         aliases: [];
     /// Asynchronous copy between handles, 64-bit sizes.
     MemCopyAsync64 / MEM_COPY_ASYNC64 = ReadWrite(108, Struct MemCopyAsync64), Driver224,
-        gated: false, aliases: ["MEM_COPY_ASYNC" @ "seed 000"];
+        gated: false, aliases: ["MEM_COPY_ASYNC" @ "tdrv-dmem"];
     /// Wait for an asynchronous copy.
     MemCopyAsyncWait / MEM_COPY_ASYNC_WAIT = Write(109, Struct MemCopyAsyncWait), Driver224,
         gated: true, aliases: [];
@@ -350,7 +350,7 @@ ioctls! {
     /// Many tensors' zero-copy transfers in one call.
     MemBufZerocopy64Batches / MEM_BUF_ZEROCOPY64_BATCHES =
         ReadWrite(129, Struct MemBufCopy64ZcBatches), Newer, gated: false,
-        aliases: ["MEM_BUF_BATCH_COPY" @ "RE notes (driver-facts §1.3)"];
+        aliases: ["MEM_BUF_BATCH_COPY" @ "RE notes (docs/references/driver.md §1.3)"];
 
     // ---- batched queue init, pinning -------------------------------------
     /// Up to 255 queue inits in one call.
@@ -365,7 +365,7 @@ ioctls! {
 }
 
 /// The `nr`s the driver dispatches by number only, choosing the variant by
-/// the full number or the size afterwards (driver-facts §1.1).
+/// the full number or the size afterwards (docs/references/driver.md §1.1).
 pub const NR_DISPATCHED_FAMILIES: &[u8] = &[23, 24, 28, 38, 102, 105, 108, 111, 124];
 
 /// The table entry of an exact request number.

@@ -1,4 +1,4 @@
-//! Every argument struct's size and field offsets against driver-facts
+//! Every argument struct's size and field offsets against docs/references/driver.md
 //! §1.4 (x86-64 LP64), checked with `size_of` / `offset_of!` and against the
 //! layout data the docs are rendered from.
 #![allow(clippy::unwrap_used)]

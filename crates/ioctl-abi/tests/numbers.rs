@@ -1,5 +1,5 @@
-//! Every computed request number against the published one (driver-facts
-//! §1.2, seed 000), and the lookup / argument errors.
+//! Every computed request number against the published one (docs/references/driver.md
+//! §1.2, tdrv-dmem), and the lookup / argument errors.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
@@ -9,7 +9,7 @@ use ioctl_abi::encoding::{Dir, dir_of, nr_of, size_of, type_of};
 use ioctl_abi::{Errno, Ioctl, IoctlArg, SizeFrom, TABLE, by_name, cmd, lookup, parse_arg};
 use zerocopy::IntoBytes;
 
-/// driver-facts §1.2, typed in from the reference (the table computes its
+/// docs/references/driver.md §1.2, typed in from the reference (the table computes its
 /// own values; this is what they must equal).
 const PUBLISHED: &[(&str, u32)] = &[
     ("DEVICE_RESET", 0x0000_4E01),
@@ -66,7 +66,7 @@ const PUBLISHED: &[(&str, u32)] = &[
     ("HOST_MEM_UNPIN", 0x4008_4E89),
 ];
 
-/// The numbers seed 000 issues (its §"The NDL boundary"), with the name the
+/// The numbers tdrv-dmem issues (its §"The NDL boundary"), with the name the
 /// driver gives them and the name the seed uses.
 const SEED_000: &[(u32, &str, &str)] = &[
     (0x8038_4E66, "MEM_ALLOC_V2MT64", "MEM_ALLOC"),

@@ -1,4 +1,4 @@
-//! The simulated `/dev/neuron` boundary (DESIGN §3, L2).
+//! The simulated `/dev/neuron` boundary (docs/references/design.md §3, L2).
 //!
 //! The host runtime (L5) and the kernel-driver model (L4) meet here and only
 //! here. The host calls [`Transport::ioctl`] with a request number, the
@@ -89,7 +89,7 @@ pub trait Driver {
     ) -> Result<i64, Errno>;
 
     /// A host load from mmapped driver memory; `offset` is the mmap offset
-    /// (for a memory chunk, its physical address, driver-facts §1.7).
+    /// (for a memory chunk, its physical address, docs/references/driver.md §1.7).
     ///
     /// # Errors
     ///

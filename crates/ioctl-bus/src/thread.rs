@@ -1,5 +1,5 @@
 //! The threaded transport: the driver runs on its own device thread and the
-//! host talks to it over crossbeam channels (DESIGN §3: the only threads
+//! host talks to it over crossbeam channels (docs/references/design.md §3: the only threads
 //! the simulator spawns).
 //!
 //! A call is a conversation. The host sends the request, then serves every

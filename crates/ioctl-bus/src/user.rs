@@ -1,5 +1,5 @@
 //! A simulated process address space: the user buffers a host program
-//! hands to ioctls (seed 000's `buffer` arguments, out-pointers).
+//! hands to ioctls (tdrv-dmem's `buffer` arguments, out-pointers).
 
 use std::any::Any;
 use std::collections::BTreeMap;

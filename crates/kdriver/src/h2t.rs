@@ -1,4 +1,4 @@
-//! The driver's own copy path, "H2T" (driver-facts §4): one host-resident
+//! The driver's own copy path, "H2T" (docs/references/driver.md §4): one host-resident
 //! 8192-entry TX/RX ring pair per NeuronCore on engines 128–131, batches of
 //! at most 2031 data pairs closed by a 4-byte marker completion pair, the
 //! RX-before-TX doorbell, CPU polling of the marker with the driver's
@@ -174,14 +174,14 @@ pub struct H2tRegs {
     pub s2m_sw_ctrl: u64,
 }
 
-/// Value of Q_SW_CTRL that resets a queue (RST_Q, DESIGN §8).
+/// Value of Q_SW_CTRL that resets a queue (RST_Q, docs/references/design.md §8).
 pub const Q_SW_CTRL_RST_Q: u32 = 0x100;
-/// Q_CFG paused (EN_PREF/EN_SCHEDULING off) and enabled (driver-facts §2.9).
+/// Q_CFG paused (EN_PREF/EN_SCHEDULING off) and enabled (docs/references/driver.md §2.9).
 pub const Q_CFG_PAUSED: u32 = 0x0300_0000;
 /// Q_CFG enabled.
 pub const Q_CFG_ENABLED: u32 = 0x0303_0000;
 
-/// Initialises one queue pair per `udma_q_init_internal` (driver-facts
+/// Initialises one queue pair per `udma_q_init_internal` (docs/references/driver.md
 /// §2.9): M2S rate-limiter mask, pause, RST_Q, ring base and length, no
 /// completion ring, enable; then S2M likewise.
 ///
@@ -244,7 +244,7 @@ pub fn init_ring(
     Ok(())
 }
 
-/// Engine init for the H2T engines (`sdma_init_engine`, driver-facts §2.7):
+/// Engine init for the H2T engines (`sdma_init_engine`, docs/references/driver.md §2.7):
 /// CFG_LEN at the driver's value, both directions NORMAL.
 ///
 /// # Errors
@@ -389,7 +389,7 @@ impl H2tRing {
         let len = u64::from(self.len);
         let slot = self.tail % len;
         // Ring id: 1 on the first pass after reset, +1 mod 4 per wrap
-        // (driver-facts §3.6).
+        // (docs/references/driver.md §3.6).
         let ring_id = (((self.tail / len) + 1) & 3) as u8;
         let mut flags = Flags::single(ring_id);
         flags.dmb = barrier == Barrier::Dmb;

@@ -1,4 +1,4 @@
-//! The ioctl handlers (driver-facts §1.6), dispatched by exact number.
+//! The ioctl handlers (docs/references/driver.md §1.6), dispatched by exact number.
 
 use ioctl_abi::args::{
     DMA_QUEUE_INIT_BATCH_ENTRIES, DmaAckCompleted, DmaCopyDescriptors, DmaCopyDescriptors64,
@@ -492,7 +492,7 @@ impl KernelDriver {
                 put(arg, &a);
                 Ok(0)
             }
-            // driver-facts §1.2: DEVICE_RESET / DEVICE_RELEASE are no-ops
+            // docs/references/driver.md §1.2: DEVICE_RESET / DEVICE_RELEASE are no-ops
             // that return 0 for this model's single process.
             Ioctl::DeviceReset | Ioctl::DeviceRelease => Ok(0),
             // Known numbers whose handlers are not modelled: the driver

@@ -1,5 +1,5 @@
-//! The Neuron kernel driver model (DESIGN §3, L4): the ioctl handlers of
-//! driver-facts §1.6 behind [`ioctl_bus::Driver`], memory pools and handles
+//! The Neuron kernel driver model (docs/references/design.md §3, L4): the ioctl handlers of
+//! docs/references/driver.md §1.6 behind [`ioctl_bus::Driver`], memory pools and handles
 //! (§5, [`mem`]), and the H2T copy path (§4, [`h2t`]) running as real DMA
 //! on the simulated device's engines 128–131.
 //!
@@ -30,7 +30,7 @@ pub struct KdriverConfig {
     pub attached: bool,
     /// The driver supports aligned MEM_ALLOC_V2* requests. An older driver
     /// (false) refuses a non-zero `align` with EINVAL, which drives the
-    /// runtime's over-allocate fallback (seed 000 §2).
+    /// runtime's over-allocate fallback (tdrv-dmem §2).
     pub aligned_alloc: bool,
     /// The driver knows the 64-bit allocation requests MEM_ALLOC_V2MT64 and
     /// _PA (feature flag MEM_ALLOC64). An older driver
@@ -139,7 +139,7 @@ struct UserQueue {
 }
 
 /// Descriptors of the ring every owned queue is pointed at when its
-/// process exits (`NDMA_QUEUE_DUMMY_RING_DESC_COUNT`, driver-facts §1.6).
+/// process exits (`NDMA_QUEUE_DUMMY_RING_DESC_COUNT`, docs/references/driver.md §1.6).
 pub const DUMMY_RING_DESCS: u32 = 64;
 
 /// One chunk [`KernelDriver::process_exit`] freed.
@@ -371,7 +371,7 @@ impl KernelDriver {
     }
 
     /// The calling process exits (`ndmar_handle_process_exit`, then the
-    /// process's memory, driver-facts §1.6, §5.2): every queue it
+    /// process's memory, docs/references/driver.md §1.6, §5.2): every queue it
     /// initialised that is neither an H2T queue nor NX-reserved (§4.1) is
     /// re-initialised to a [`DUMMY_RING_DESCS`]-entry dummy ring on both
     /// rings — simulator decision: one device-lifespan host chunk — to stop
@@ -614,7 +614,7 @@ impl ioctl_bus::Driver for KernelDriver {
 }
 
 impl KernelDriver {
-    /// An mmapped access must lie inside one chunk (driver-facts §1.7: the
+    /// An mmapped access must lie inside one chunk (docs/references/driver.md §1.7: the
     /// mmap offset is the chunk's pa; host chunks keep the host bit).
     fn mmap_check(&self, offset: u64, len: u64) -> Result<(), Errno> {
         let c = self.mem.chunk_at(offset).ok_or(Errno::EFAULT)?;

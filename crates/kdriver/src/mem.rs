@@ -1,4 +1,4 @@
-//! Device and host memory management (driver-facts §5): per-HBM-channel
+//! Device and host memory management (docs/references/driver.md §5): per-HBM-channel
 //! pools with a 1 GiB small pool on top, the 16 MiB firmware carve-out, the
 //! downward-growing contiguous scratchpad, host memory with the PCIe host
 //! bit, the handle table and the per-category accounting.

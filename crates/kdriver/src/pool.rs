@@ -1,4 +1,4 @@
-//! A `gen_pool`-like range allocator (driver-facts §5.1–5.2): a free list
+//! A `gen_pool`-like range allocator (docs/references/driver.md §5.1–5.2): a free list
 //! of extents with first-fit, aligned first-fit and fixed-address
 //! allocation at a fixed granularity.
 

@@ -1,5 +1,5 @@
 //! Property test of MEM_ALLOC_V2MT64 / MEM_FREE through the ioctl bus
-//! (driver-facts §1.6, §5.2–5.5): random device and host requests (channel,
+//! (docs/references/driver.md §1.6, §5.2–5.5): random device and host requests (channel,
 //! NC, size, alignment, category, including invalid ones) and frees of
 //! live, stale and never-issued handles.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

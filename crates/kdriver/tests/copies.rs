@@ -1,4 +1,4 @@
-//! The driver's copy ioctls and the H2T path under them (driver-facts §1.6,
+//! The driver's copy ioctls and the H2T path under them (docs/references/driver.md §1.6,
 //! §4.3, §4.7), through the in-process transport.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

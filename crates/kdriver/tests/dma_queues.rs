@@ -1,4 +1,4 @@
-//! DMA engine, queue and descriptor ioctls (driver-facts §1.6, §2.8, §2.9)
+//! DMA engine, queue and descriptor ioctls (docs/references/driver.md §1.6, §2.8, §2.9)
 //! and process exit, through the in-process transport.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -1,5 +1,5 @@
 //! The driver model through the in-process transport: every rule of
-//! driver-facts §1.6 the model implements, and real DMA on the H2T path.
+//! docs/references/driver.md §1.6 the model implements, and real DMA on the H2T path.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ioctl_abi::args::{

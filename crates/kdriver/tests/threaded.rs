@@ -1,4 +1,4 @@
-//! The threaded transport (driver on its own device thread, DESIGN §3)
+//! The threaded transport (driver on its own device thread, docs/references/design.md §3)
 //! gives the same results, user memory and device time as the in-process
 //! one for the same call sequence.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

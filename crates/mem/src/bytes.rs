@@ -19,7 +19,7 @@ pub trait Bytes<A: Copy> {
 
     /// Checks that a write of `len` bytes at `addr` would succeed, without
     /// performing it. Defaults to [`Bytes::check_read`]; memories with
-    /// write-only rules (PSUM, wiki-facts §A.2) override it.
+    /// write-only rules (PSUM, docs/references/wiki.md §A.2) override it.
     fn check_write(&self, addr: A, len: usize) -> Result<(), MemFault> {
         self.check_read(addr, len)
     }

@@ -1,6 +1,6 @@
 //! Memory access faults.
 //!
-//! A bad address is hardware behaviour, not a simulator bug (DESIGN §3,
+//! A bad address is hardware behaviour, not a simulator bug (docs/references/design.md §3,
 //! "Hardware faults are state, not panics"): every access returns a
 //! [`MemFault`] value instead of panicking, and the layer above turns it into
 //! error CSR bits.
@@ -28,7 +28,7 @@ pub enum MemFault {
     },
     /// The access touches an address that decodes but has no storage behind
     /// it, e.g. the SBUF pad at 224..256 KiB of each partition
-    /// (wiki-facts §A.1), or it runs from one partition into the next.
+    /// (docs/references/wiki.md §A.1), or it runs from one partition into the next.
     Hole {
         /// First byte of the access.
         offset: u64,
@@ -36,7 +36,7 @@ pub enum MemFault {
         len: u64,
     },
     /// The access breaks an alignment rule, e.g. a PSUM write that is not
-    /// 4-byte typed (wiki-facts §A.2).
+    /// 4-byte typed (docs/references/wiki.md §A.2).
     Misaligned {
         /// First byte of the access.
         offset: u64,

@@ -1,5 +1,5 @@
 //! Memories behind the SoC map: sparse linear memory for HBM and host
-//! memory, and the partitioned SBUF/PSUM of each NeuronCore (DESIGN §2, §3).
+//! memory, and the partitioned SBUF/PSUM of each NeuronCore (docs/references/design.md §2, §3).
 //!
 //! Every memory is reached through [`Bytes<A>`], where `A` is the address
 //! kind the memory understands: `u64` offsets for [`SparseMemory`] and for

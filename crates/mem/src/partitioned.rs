@@ -1,6 +1,6 @@
 //! SBUF and PSUM: 128 partitions laid out in a strided window.
 //!
-//! Geometry (wiki-facts §A.1): SBUF partitions sit 256 KiB apart with
+//! Geometry (docs/references/wiki.md §A.1): SBUF partitions sit 256 KiB apart with
 //! 224 KiB of SRAM behind each; PSUM partitions sit 32 KiB apart with
 //! 16 KiB (8 banks × 2 KiB) behind each. The rest of every stride is a pad
 //! that faults, and a partition is never contiguous with the next one in the
@@ -17,7 +17,7 @@ use soc_map::{PsumAddr, SbufAddr};
 use crate::{Bytes, MemFault, SparseMemory};
 
 /// Alignment in bytes of address and length of every PSUM write: PSUM is
-/// written in 4-byte types only (wiki-facts §A.2, DESIGN §2).
+/// written in 4-byte types only (docs/references/wiki.md §A.2, docs/references/design.md §2).
 pub const PSUM_WRITE_ALIGN_BYTES: u64 = 4;
 
 /// Shape of a partitioned memory.
@@ -34,7 +34,7 @@ pub struct PartitionGeometry {
 }
 
 impl PartitionGeometry {
-    /// NC-v3 SBUF: 128 × 224 KiB in a 256 KiB stride (wiki-facts §A.1).
+    /// NC-v3 SBUF: 128 × 224 KiB in a 256 KiB stride (docs/references/wiki.md §A.1).
     pub const SBUF: PartitionGeometry = PartitionGeometry {
         partitions: PARTITIONS,
         stride_bytes: SBUF_PARTITION_STRIDE_BYTES,
@@ -43,7 +43,7 @@ impl PartitionGeometry {
     };
 
     /// NC-v3 PSUM: 128 × 16 KiB in a 32 KiB stride, 8 banks of 2 KiB
-    /// (wiki-facts §A.1).
+    /// (docs/references/wiki.md §A.1).
     pub const PSUM: PartitionGeometry = PartitionGeometry {
         partitions: PARTITIONS,
         stride_bytes: PSUM_PARTITION_STRIDE_BYTES,
@@ -245,7 +245,7 @@ impl Bytes<u64> for PartitionedMemory {
 }
 
 /// One NeuronCore's SBUF, addressed by [`SbufAddr`] or by linear window
-/// offset (wiki-facts §A.1–A.2). Reads and writes have no alignment rule.
+/// offset (docs/references/wiki.md §A.1–A.2). Reads and writes have no alignment rule.
 #[derive(Clone, Debug)]
 pub struct Sbuf(PartitionedMemory);
 
@@ -320,10 +320,10 @@ impl Bytes<u64> for Sbuf {
 }
 
 /// One NeuronCore's PSUM, addressed by [`PsumAddr`] or by linear window
-/// offset (wiki-facts §A.1–A.2).
+/// offset (docs/references/wiki.md §A.1–A.2).
 ///
 /// On hardware every write to PSUM is a 4-byte type (the fp32/uint32
-/// accumulator domain, wiki-facts §A.2): both `Bytes` implementations refuse
+/// accumulator domain, docs/references/wiki.md §A.2): both `Bytes` implementations refuse
 /// a write whose address or length is not a multiple of
 /// [`PSUM_WRITE_ALIGN_BYTES`] with [`MemFault::Misaligned`]. Reads have no
 /// alignment rule. The bank of a byte is `offset / 2 KiB`
@@ -350,7 +350,7 @@ impl Psum {
 
     /// Checks a PSUM write of `len` bytes at `addr` and returns its backing
     /// offset: placement first (`OutOfRange`, `Hole`), then the 4-byte rule
-    /// (`Misaligned`, wiki-facts §A.2).
+    /// (`Misaligned`, docs/references/wiki.md §A.2).
     pub fn check_psum_write(&self, addr: PsumAddr, len: usize) -> Result<u64, MemFault> {
         let at = self
             .0

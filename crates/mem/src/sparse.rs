@@ -1,10 +1,10 @@
 //! Sparse linear memory: an HBM stack, the host-memory window.
 //!
 //! Storage comes in 64 KiB pages allocated on the first write that puts a
-//! non-zero byte in them, so four 24 GiB HBM stacks (driver-facts §6,
-//! DESIGN §2) cost nothing until used. Data moves page to page with
+//! non-zero byte in them, so four 24 GiB HBM stacks (docs/references/driver.md §6,
+//! docs/references/design.md §2) cost nothing until used. Data moves page to page with
 //! `copy_from_slice`, looking each page up once per contiguous run
-//! (DESIGN §7).
+//! (docs/references/design.md §7).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -13,7 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::{Bytes, MemFault};
 
-/// Size of one backing page: 64 KiB (DESIGN §7).
+/// Size of one backing page: 64 KiB (docs/references/design.md §7).
 pub const PAGE_BYTES: usize = 64 * 1024;
 const PAGE_SHIFT: u32 = PAGE_BYTES.trailing_zeros();
 const PAGE_MASK: u64 = PAGE_BYTES as u64 - 1;

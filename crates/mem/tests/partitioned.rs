@@ -1,4 +1,4 @@
-//! Integration tests: SBUF and PSUM geometry and faults (wiki-facts §A).
+//! Integration tests: SBUF and PSUM geometry and faults (docs/references/wiki.md §A).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mem::{Bytes, MemFault, PartitionedMemory, Psum, Sbuf, SparseMemory};
@@ -52,7 +52,7 @@ fn every_partition_pad_faults_through_both_address_kinds() {
 
 #[test]
 fn linear_window_matches_soc_decode_layout() {
-    // SBUF linear = partition × 256 KiB + offset (wiki-facts §A.2).
+    // SBUF linear = partition × 256 KiB + offset (docs/references/wiki.md §A.2).
     let mut sbuf = Sbuf::new();
     Bytes::<u64>::write(&mut sbuf, 0x3_7ffe + 17 * 0x4_0000, b"xy").unwrap();
     let typed = SbufAddr {

@@ -8,7 +8,7 @@ const TIB: u64 = 1 << 40;
 
 #[test]
 fn four_hbm_stacks_of_24_gib_cost_only_the_pages_written() {
-    // 4 × 24 GiB active HBM (DESIGN §2, driver-facts §6).
+    // 4 × 24 GiB active HBM (docs/references/design.md §2, docs/references/driver.md §6).
     let mut stacks: Vec<SparseMemory> = (0..4).map(|_| SparseMemory::new(24 * GIB)).collect();
     let total: u64 = stacks.iter().map(SparseMemory::size_bytes).sum();
     assert_eq!(total, 96 * GIB);

@@ -1,11 +1,11 @@
 //! `neuron-sim calibrate`: runs the calibration traces (`traces/calib/`,
 //! plus `traces/calib-32k-hbm-sbuf.trace`) and compares the simulated
-//! figures with the published Trainium2 ones (hardware-and-simulators §0,
-//! §A; DESIGN §4). Prints the table, or rewrites it between the markers of
+//! figures with the published Trainium2 ones (docs/references/figures.md §0,
+//! §A; docs/references/design.md §4). Prints the table, or rewrites it between the markers of
 //! docs/timing.md (`--write`, what `cargo xtask calibrate` does), or checks
 //! that the file is current (`--check`).
 //!
-//! Every row has a check: a tolerance (±10 %, DESIGN §4) or the published
+//! Every row has a check: a tolerance (±10 %, docs/references/design.md §4) or the published
 //! shape as inequalities. A row outside its check makes the command exit 1.
 
 use std::path::{Path, PathBuf};
@@ -103,7 +103,7 @@ const FIXED: [&str; 8] = [
 /// The parameterised trace of row (d).
 const SHAPE: &str = "bw-vs-partition-bytes.trace";
 
-/// Tolerance of the ±10 % rows (DESIGN §4).
+/// Tolerance of the ±10 % rows (docs/references/design.md §4).
 const TOLERANCE: f64 = 0.10;
 
 /// `neuron-sim calibrate …`.
@@ -313,7 +313,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
     rows.push(tolerance_row(
         "a",
         "One engine, 32 KiB HBM→SBUF including its 4-byte semaphore write (`traces/calib-32k-hbm-sbuf.trace`)".into(),
-        ("≈ 1416 ns", 1416.0, "hardware-and-simulators §0, §A.3 (NKI DMA overview profile)"),
+        ("≈ 1416 ns", 1416.0, "docs/references/figures.md §0, §A.3 (NKI DMA overview profile)"),
         format!("{} cycles = {:.1} ns", a.cycles, a.ns),
         a.ns,
         vec![a.cycles],
@@ -323,7 +323,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
     rows.push(tolerance_row(
         "b",
         "One engine streaming: 32 × 64 KiB HBM→SBUF descriptors on one queue (`traces/calib/one-engine-stream.trace`)".into(),
-        ("≈ 23 B/ns", 23.0, "hardware-and-simulators §0, §A.7 (NKI DMA bandwidth guide)"),
+        ("≈ 23 B/ns", 23.0, "docs/references/figures.md §0, §A.7 (NKI DMA bandwidth guide)"),
         format!("2 MiB in {} cycles = {:.2} B/ns", b.cycles, gbps(&b)),
         gbps(&b),
         vec![b.cycles],
@@ -333,7 +333,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
     rows.push(tolerance_row(
         "c",
         "16 engines of one core: four DIRECT2D words of [128, 32 KiB] HBM→SBUF (`traces/calib/core-16-engines.trace`)".into(),
-        ("≈ 368 GB/s", 368.0, "hardware-and-simulators §0 (16 × 23 B/ns), §A.3"),
+        ("≈ 368 GB/s", 368.0, "docs/references/figures.md §0 (16 × 23 B/ns), §A.3"),
         format!("16 MiB in {} cycles = {:.1} GB/s", c.cycles, gbps(&c)),
         gbps(&c),
         vec![c.cycles],
@@ -370,7 +370,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
         figure: "Bandwidth vs bytes per partition: eight [128, N] DIRECT2D words HBM→SBUF on 16 engines, N = 128 B … 64 KiB (`traces/calib/bw-vs-partition-bytes.trace`, table below)".into(),
         published: "< 256 B severely overhead-bound; ≥ 2 KiB minimum recommended (near peak); ≥ 4 KiB saturates".into(),
         published_value: 0.0,
-        source: "hardware-and-simulators §A.4 (NKI DMA bandwidth guide)",
+        source: "docs/references/figures.md §A.4 (NKI DMA bandwidth guide)",
         simulated: format!(
             "of the 64 KiB figure ({peak:.1} GB/s): 128 B {:.1} %, 2 KiB {:.1} %, 4 KiB {:.1} %",
             frac(128) * 100.0,
@@ -390,7 +390,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
     rows.push(tolerance_row(
         "e",
         "All 8 cores stream HBM→SBUF, two cores per HBM stack: four [128, 16 KiB] words each (`traces/calib/chip-8-cores-hbm.trace`)".into(),
-        ("≤ 2.9 TB/s chip HBM", 2900.0, "hardware-and-simulators §0, §A.1 (Trn2 chip page), §A.7"),
+        ("≤ 2.9 TB/s chip HBM", 2900.0, "docs/references/figures.md §0, §A.1 (Trn2 chip page), §A.7"),
         format!("64 MiB in {} cycles = {:.1} GB/s", e.cycles, gbps(&e)),
         gbps(&e),
         vec![e.cycles],
@@ -416,7 +416,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
             ),
             published: published.to_string(),
             published_value: pv,
-            source: "hardware-and-simulators §A.2 (NKI DMA overview)",
+            source: "docs/references/figures.md §A.2 (NKI DMA overview)",
             simulated: format!(
                 "{:.1} % (transpose {} cycles = {:.0} ns, copy {} cycles = {:.0} ns)",
                 ratio * 100.0,

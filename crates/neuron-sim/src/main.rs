@@ -1,4 +1,4 @@
-//! `neuron-sim`: the command-line front end (DESIGN §6). Thin: parse
+//! `neuron-sim`: the command-line front end (docs/references/design.md §6). Thin: parse
 //! arguments, call the library crates, print text or `--json`.
 //!
 //! Exit status: 0 ok, 1 a trace expectation failed, 2 bad input.

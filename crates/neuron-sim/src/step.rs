@@ -1,4 +1,4 @@
-//! `neuron-sim step`: the doorbell stepping debugger (DESIGN §1, issue 3).
+//! `neuron-sim step`: the doorbell stepping debugger (docs/references/design.md §1, issue 3).
 //!
 //! Runs a trace and stops before every doorbell write (the `doorbell`
 //! directive or a `write32` to a `TDRTP_INC`/`RDRTP_INC`), optionally only

@@ -1,4 +1,4 @@
-//! Timing calibration (DESIGN §4, docs/timing.md "Calibration"): one
+//! Timing calibration (docs/references/design.md §4, docs/timing.md "Calibration"): one
 //! engine moving 32 KiB HBM→SBUF with its 4-byte semaphore write takes
 //! 1416 ns ± 10 % of simulated time with the default configuration; and
 //! every row of the calibration table (`neuron-sim calibrate` over
@@ -131,7 +131,7 @@ fn row_d_bandwidth_versus_bytes_per_partition_has_the_published_shape() {
             .unwrap()
     };
     // < 256 B: severely overhead-bound; ≥ 2 KiB near; ≥ 4 KiB at peak
-    // (hardware-and-simulators §A.4; the inequalities of docs/timing.md).
+    // (docs/references/figures.md §A.4; the inequalities of docs/timing.md).
     assert!(frac(128) <= 0.5, "128 B at {:.3}", frac(128));
     for b in [2048, 4096, 8192, 16384, 32768, 65536] {
         assert!(frac(b) >= 0.75, "{b} B at {:.3}", frac(b));

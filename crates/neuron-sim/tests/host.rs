@@ -37,7 +37,7 @@ fn run_prints_the_host_summary_and_json() {
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let out = stdout(&o);
     assert!(out.contains("host: "), "{out}");
-    // 0x5000 bytes: two 0x3000-byte chunks each way (seed 000 §3 thresholds).
+    // 0x5000 bytes: two 0x3000-byte chunks each way (tdrv-dmem §3 thresholds).
     assert!(
         out.contains("MEM_COPY_ASYNC64=4 MEM_COPY_ASYNC_WAIT=2"),
         "{out}"

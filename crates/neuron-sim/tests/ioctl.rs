@@ -35,7 +35,7 @@ fn list_json_has_every_ioctl_with_the_required_keys() {
     }
     let find = |v: &str| rows.iter().find(|r| r["value"] == v).unwrap();
 
-    // The numbers seed 000 issues, under the driver's names.
+    // The numbers tdrv-dmem issues, under the driver's names.
     let alloc = find("0x80384E66");
     assert_eq!(alloc["name"], "MEM_ALLOC_V2MT64");
     assert_eq!(alloc["dir"], "R");
@@ -99,7 +99,7 @@ fn list_text_prints_one_line_per_ioctl() {
     assert_eq!(text.lines().count(), rows.as_array().unwrap().len() + 1);
     let line = text.lines().find(|l| l.starts_with("0x80384E66")).unwrap();
     assert!(line.contains("MEM_ALLOC_V2MT64"), "{line}");
-    assert!(line.contains("MEM_ALLOC (seed 000)"), "{line}");
+    assert!(line.contains("MEM_ALLOC (tdrv-dmem)"), "{line}");
 }
 
 #[test]

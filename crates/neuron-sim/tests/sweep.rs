@@ -269,7 +269,7 @@ fn svg_is_well_formed_with_the_published_points() {
     assert_eq!(text.matches("class=\"published-point\"").count(), 2);
     assert!(text.contains("23 B/ns"));
     assert!(text.contains("32 KiB in 1416 ns"));
-    assert!(text.contains("hardware-and-simulators.md"));
+    assert!(text.contains("docs/references/figures.md"));
     std::fs::remove_dir_all(&d).ok();
 }
 

@@ -1,4 +1,4 @@
-//! Timing-only mode (issue 6 item 6, DESIGN §4): skipping payload bytes
+//! Timing-only mode (issue 6 item 6, docs/references/design.md §4): skipping payload bytes
 //! changes no cycle and no CSR. Every golden trace runs in both modes; the
 //! per-statement cycles, the run summary and the CSR snapshot must match.
 //! (Expectations on memory contents naturally differ and are not compared.)

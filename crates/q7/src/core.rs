@@ -1,5 +1,5 @@
-//! The firmware of one core as a state machine (seed 004 §5, §8;
-//! hardware-and-simulators §A.3): instruction queue → EVENTS wait gate →
+//! The firmware of one core as a state machine (P9.1 §5, §8;
+//! docs/references/figures.md §A.3): instruction queue → EVENTS wait gate →
 //! plan → descriptor generation in the carve-out (costing
 //! `q7_decode_cycles` + `q7_desc_write_cycles` per descriptor) → doorbells
 //! → completion polling on the queues' completion heads → EVENTS update.
@@ -179,7 +179,7 @@ pub struct Q7Core {
     /// Descriptors RDMA_DESC_GEN wrote that no RDMA_DESC_START has rung yet:
     /// (engine slot, count per direction).
     unrung: Vec<(u8, u32, u32)>,
-    /// The memcpy method table index (seed 004 §5.3).
+    /// The memcpy method table index (P9.1 §5.3).
     memcpy_method: u8,
     /// The inline path's context after `init_dma_queue`.
     inline: Option<InlineCtx>,
@@ -253,7 +253,7 @@ impl Q7Core {
 
     /// Boots the firmware: the four DGE mailboxes get their defaults
     /// {reserved 0, priority 0xFF, mask 0xFFFF}, which never mask
-    /// (wiki-facts §D.4). The host may reprogram them afterwards (seed 004
+    /// (docs/references/wiki.md §D.4). The host may reprogram them afterwards (P9.1
     /// §5.4: the host API only hands out the mailbox address once the core
     /// is booted). Idempotent.
     pub fn boot(&mut self, bus: &mut dyn FwBus) -> Result<(), String> {
@@ -375,7 +375,7 @@ fn front_tag(q: &VecDeque<Queued>) -> InstTag {
     )
 }
 
-/// SEC_A FIRST (bit 15) and LAST (bit 16) errors (driver-facts §2.6).
+/// SEC_A FIRST (bit 15) and LAST (bit 16) errors (docs/references/driver.md §2.6).
 const FIRST_LAST_ERRORS: u32 = (1 << 15) | (1 << 16);
 
 /// Engine slots a core has.

@@ -1,4 +1,4 @@
-//! The legacy iDMA path (seed 004 §7): `DramRingDMA`, the instruction-cache
+//! The legacy iDMA path (P9.1 §7): `DramRingDMA`, the instruction-cache
 //! refill that pulls IRAM cache lines of `block_size` bytes from DRAM/HBM
 //! into the core's instruction RAM. It drives its own ring pair on the
 //! udma engine and shares no code, CSR or 64-byte word with the DGE tensor

@@ -1,4 +1,4 @@
-//! The custom-op inline DMA path and the memcpy method table (seed 004 §5):
+//! The custom-op inline DMA path and the memcpy method table (P9.1 §5):
 //! `neuron_memcpy` dispatches through a 3-entry method table (scalar copy,
 //! vector copy, `dma_data_transfer`); the DMA method drives one M2S/S2M
 //! queue pair with 4-deep rings in the core's dataram, 64 KiB chunks, a
@@ -12,7 +12,7 @@
 //!   (65536 = 0x1_0000) also sets bit 16 and leaves the length field 0;
 //! * word1 is never written: it stays 0xB8B8B8B8;
 //! * the generation tag flips with XOR 1 (1, 0, 1, …) where the hardware's
-//!   ring id counts +1 mod 4 (wiki-facts §L.1 #7);
+//!   ring id counts +1 mod 4 (docs/references/wiki.md §L.1 #7);
 //! * `neuron_set_memcpy_method` guards with `>= 4`, so it accepts 3 =
 //!   MAX_METHODS, a latent out-of-bounds read of `table[3]` (§5.3).
 
@@ -22,7 +22,7 @@ use dma_abi::LenCtrl;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Methods in the table (`MAX_METHODS`, seed 004 §5.3).
+/// Methods in the table (`MAX_METHODS`, P9.1 §5.3).
 pub const MAX_METHODS: u8 = 3;
 /// The default method: `dma_data_transfer`.
 pub const DEFAULT_METHOD: u8 = 2;
@@ -39,7 +39,7 @@ pub const CHUNK_BYTES: u64 = 65536;
 /// The fill of the three rings at init.
 pub const RING_FILL: u8 = 0xB8;
 /// The dataram window the SDMA can reach (`dram_addr_to_soc_addr`,
-/// seed 004 §6.2).
+/// P9.1 §6.2).
 pub const DATARAM_LOCAL: std::ops::Range<u32> = 0x8_0000..0x9_0000;
 /// `data_scratch_map` (unpublished): the model puts the inline path's
 /// scratch — ring-config words, the three rings, `_dma_ctx_t` — at local
@@ -57,7 +57,7 @@ pub const fn dram_offset(local: u32) -> u64 {
 }
 /// Ring-config words: {0x0C000000, 3} at +0x100/+0x110/+0x120/+0x130.
 pub const RING_CFG_OFFSETS: [u32; 4] = [0x100, 0x110, 0x120, 0x130];
-/// TX ring: the seed's +0x108 moved to the next 64-byte boundary (DESIGN §8
+/// TX ring: the seed's +0x108 moved to the next 64-byte boundary (docs/references/design.md §8
 /// "Inline-path ring layout").
 pub const TX_RING: u32 = 0x140;
 /// Completion ring (the seed's +0x140).
@@ -159,7 +159,7 @@ pub fn updated_word0(old: u32, chunk_bytes: u64, ring_id: u8) -> u32 {
 }
 
 /// What `word0` carries beyond length and ring id, read in the driver
-/// layout (DESIGN §8): the flags set, FIRST missing, undefined bits 22:16.
+/// layout (docs/references/design.md §8): the flags set, FIRST missing, undefined bits 22:16.
 pub fn leaked_flags(word0: u32) -> String {
     let w = LenCtrl::from_raw(word0);
     let mut set: Vec<&str> = Vec::new();

@@ -1,20 +1,20 @@
 //! Where one core's firmware finds things: its local registers, semaphores,
 //! the DGE carve-out and the queue CSRs of its 16 engines. The device builds
 //! a [`CoreLayout`] from the SoC map and the CSR maps (registers are data,
-//! DESIGN §3); this crate only does arithmetic on it.
+//! docs/references/design.md §3); this crate only does arithmetic on it.
 
-/// Engines per NeuronCore (hardware-and-simulators §A.3).
+/// Engines per NeuronCore (docs/references/figures.md §A.3).
 pub const ENGINES_PER_CORE: usize = 16;
-/// SBUF partitions each engine covers: 128 / 16 (hardware-and-simulators §A.3).
+/// SBUF partitions each engine covers: 128 / 16 (docs/references/figures.md §A.3).
 pub const PARTITIONS_PER_ENGINE: u16 = 8;
-/// Largest descriptor: 64 KiB (seed 004 §3, length 0 = 64 KiB).
+/// Largest descriptor: 64 KiB (P9.1 §3, length 0 = 64 KiB).
 pub const MAX_DESC_BYTES: u64 = 65536;
-/// Bytes of one descriptor (seed 004 §3).
+/// Bytes of one descriptor (P9.1 §3).
 pub const DESC_BYTES: u64 = 16;
-/// Ring id the hardware expects after a queue reset (driver-facts §3.6).
+/// Ring id the hardware expects after a queue reset (docs/references/driver.md §3.6).
 pub const INITIAL_RING_ID: u8 = 1;
 /// Ring stride in the carve-out: rings start on 256-byte boundaries
-/// (driver-facts §3.4 ring alignment).
+/// (docs/references/driver.md §3.4 ring alignment).
 pub const RING_ALIGN_BYTES: u64 = 256;
 /// Entries of the semaphore-payload table (one 4-byte little-endian value
 /// per possible `sem_increment` / EVENTS add, 0..=255).
@@ -83,7 +83,7 @@ pub struct EngineLayout {
     pub m2s_q0: u64,
     /// Base of S2M queue 0's block.
     pub s2m_q0: u64,
-    /// Distance between queue blocks (0x1000, seed 004 §4).
+    /// Distance between queue blocks (0x1000, P9.1 §4).
     pub q_stride: u64,
 }
 
@@ -99,7 +99,7 @@ impl EngineLayout {
     }
 }
 
-/// What a core needs to know of another core (RDMA peers, seed 004 §2.6):
+/// What a core needs to know of another core (RDMA peers, P9.1 §2.6):
 /// its partitions and its semaphore increment window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerLayout {
@@ -118,7 +118,7 @@ pub struct PeerLayout {
 }
 
 impl PeerLayout {
-    /// The SoC address of a partition byte (an ADDR4 lane, seed 004 §6.1).
+    /// The SoC address of a partition byte (an ADDR4 lane, P9.1 §6.1).
     pub fn partition_addr(&self, t: soc_map::PartitionTarget) -> u64 {
         match t {
             soc_map::PartitionTarget::Sbuf(a) => {
@@ -166,7 +166,7 @@ pub struct CoreLayout {
     pub sem_stride: u64,
     /// Number of semaphores.
     pub sem_count: u32,
-    /// Base of DGE_MEMORY (seed 004 §6.3).
+    /// Base of DGE_MEMORY (P9.1 §6.3).
     pub dge_memory: u64,
     /// Size of DGE_MEMORY.
     pub dge_memory_bytes: u64,
@@ -180,7 +180,7 @@ pub struct CoreLayout {
     pub psum_stride: u64,
     /// Every core of the device by TPB index (this one included).
     pub peers: Vec<PeerLayout>,
-    /// SoC address of local dataram 0x80000 (`q7_dataram0`, seed 004 §6.2).
+    /// SoC address of local dataram 0x80000 (`q7_dataram0`, P9.1 §6.2).
     pub dataram_soc: u64,
     /// SoC address of the core's Q7 DRAM (`q7_dram0`), whose start holds the
     /// DGE priority-class map (+0x18) and mailboxes (+0x28).
@@ -228,7 +228,7 @@ impl CoreLayout {
         }
     }
 
-    /// The SoC address of a partition byte (an ADDR4 lane, seed 004 §6.1).
+    /// The SoC address of a partition byte (an ADDR4 lane, P9.1 §6.1).
     pub fn partition_addr(&self, t: soc_map::PartitionTarget) -> u64 {
         self.as_peer().partition_addr(t)
     }
@@ -239,8 +239,8 @@ impl CoreLayout {
     }
 }
 
-/// The DGE memcopy configuration of local registers 39 and 40 (seed 004
-/// §6.3; wiki-facts §D.3).
+/// The DGE memcopy configuration of local registers 39 and 40 (P9.1
+/// §6.3; docs/references/wiki.md §D.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct DgeConfig {
     /// MEMCOPY_CARVEOUT_CFG bits 15:0: carve-out offset in 16-byte
@@ -282,7 +282,7 @@ impl DgeConfig {
     }
 
     /// The queue every engine of a transfer uses: one queue id across all
-    /// engines (hardware-and-simulators §A.3), the lowest allowed.
+    /// engines (docs/references/figures.md §A.3), the lowest allowed.
     pub fn queue(&self) -> Option<u8> {
         (self.queue_mask != 0).then(|| self.queue_mask.trailing_zeros() as u8)
     }

@@ -1,4 +1,4 @@
-//! The Q7 firmware of one NeuronCore (DESIGN §2 "Q7 firmware"; seed 004 §2,
+//! The Q7 firmware of one NeuronCore (docs/references/design.md §2 "Q7 firmware"; P9.1 §2,
 //! §6.3, §8): it takes the 64-byte DMA instruction words from its
 //! instruction queue, gates each on its EVENTS wait, **expands** it into
 //! 16-byte descriptors in the DGE carve-out spread over the core's 16 DMA

@@ -1,7 +1,7 @@
 //! Property: whatever the shapes, steps, element size and engine mask, the
 //! descriptor pairs of a DIRECT2D expansion move exactly the elements the
 //! word names, each from its source address to its destination address
-//! (seed 004 §2.2), in pieces of at most 64 KiB.
+//! (P9.1 §2.2), in pieces of at most 64 KiB.
 #![allow(clippy::unwrap_used)]
 
 use dma_abi::inst::{ComputeOp, Dtype, InstKind, InstWord};

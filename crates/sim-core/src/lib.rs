@@ -1,5 +1,5 @@
 //! Simulated time, the timing configuration, the event queue and the bus
-//! interface the hardware models use (DESIGN §3 layer L2, §4 time).
+//! interface the hardware models use (docs/references/design.md §3 layer L2, §4 time).
 
 mod bandwidth;
 mod timing;

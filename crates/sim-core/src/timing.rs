@@ -56,7 +56,7 @@ impl fmt::Display for TimingError {
 
 impl std::error::Error for TimingError {}
 
-/// The timing model's parameters (DESIGN §4).
+/// The timing model's parameters (docs/references/design.md §4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TimingConfig {
     /// DMA clock in GHz (cycles per ns).
@@ -375,7 +375,7 @@ impl TimingConfig {
     }
 }
 
-/// Host memory is reached at PA | bit 46 (driver-facts §6.1); bit 47 is the
+/// Host memory is reached at PA | bit 46 (docs/references/driver.md §6.1); bit 47 is the
 /// die bit.
 fn is_host(addr: u64) -> bool {
     addr & (1 << 46) != 0 && addr & (1 << 47) == 0

@@ -1,4 +1,4 @@
-//! Which unit runs next: the device's scheduler over its engines (DESIGN §4:
+//! Which unit runs next: the device's scheduler over its engines (docs/references/design.md §4:
 //! one global order, earliest cycle first, ties to the lowest unit id).
 //!
 //! A winner (tournament) tree over the units that have had work: each leaf

@@ -5,16 +5,16 @@
 use std::fmt;
 
 /// A device-fabric (SoC) byte address, as DMA engines and the driver see it
-/// (driver-facts §6.3). Host memory is `PA | HOST_BIT`.
+/// (docs/references/driver.md §6.3). Host memory is `PA | HOST_BIT`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SocAddr(pub u64);
 
 impl SocAddr {
     /// The PCIe host bit: host physical memory is reached at `PA | HOST_BIT`
-    /// (driver-facts §6.1, `pci_host_base` = bit 46 on V3).
+    /// (docs/references/driver.md §6.1, `pci_host_base` = bit 46 on V3).
     pub const HOST_BIT: u64 = 1 << 46;
     /// The die bit: die 1 resources are die 0's addresses with bit 47 set
-    /// (driver-facts §6.3, wiki-facts §E.1).
+    /// (docs/references/driver.md §6.3, docs/references/wiki.md §E.1).
     pub const DIE_BIT: u64 = 1 << 47;
 
     /// Host physical address → SoC address.
@@ -34,19 +34,19 @@ impl fmt::Display for SocAddr {
     }
 }
 
-/// Number of SBUF and PSUM partitions per NeuronCore (wiki-facts §A.1).
+/// Number of SBUF and PSUM partitions per NeuronCore (docs/references/wiki.md §A.1).
 pub const PARTITIONS: u32 = 128;
-/// SBUF partition address stride: 256 KiB (wiki-facts §A.1).
+/// SBUF partition address stride: 256 KiB (docs/references/wiki.md §A.1).
 pub const SBUF_PARTITION_STRIDE_BYTES: u32 = 256 * 1024;
-/// SBUF bytes backed by SRAM in each partition on NC-v3: 224 KiB (wiki-facts §A.1).
+/// SBUF bytes backed by SRAM in each partition on NC-v3: 224 KiB (docs/references/wiki.md §A.1).
 pub const SBUF_PARTITION_BYTES: u32 = 224 * 1024;
-/// PSUM partition address stride: 32 KiB (wiki-facts §A.1).
+/// PSUM partition address stride: 32 KiB (docs/references/wiki.md §A.1).
 pub const PSUM_PARTITION_STRIDE_BYTES: u32 = 32 * 1024;
-/// PSUM bytes backed in each partition: 8 banks × 2 KiB = 16 KiB (wiki-facts §A.1).
+/// PSUM bytes backed in each partition: 8 banks × 2 KiB = 16 KiB (docs/references/wiki.md §A.1).
 pub const PSUM_PARTITION_BYTES: u32 = 16 * 1024;
-/// PSUM bank size: 2 KiB (wiki-facts §A.1).
+/// PSUM bank size: 2 KiB (docs/references/wiki.md §A.1).
 pub const PSUM_BANK_BYTES: u32 = 2048;
-/// Start of PSUM in the TPB-local (ADDR4) window (wiki-facts §A.2).
+/// Start of PSUM in the TPB-local (ADDR4) window (docs/references/wiki.md §A.2).
 pub const TPB_LOCAL_PSUM_BASE: u32 = 0x200_0000;
 /// End (exclusive) of PSUM in the TPB-local window.
 pub const TPB_LOCAL_PSUM_END: u32 = 0x240_0000;
@@ -73,7 +73,7 @@ pub struct PsumAddr {
 
 impl PsumAddr {
     /// The PSUM bank (0..8) this byte falls in: in-partition offset / 2 KiB
-    /// (wiki-facts §A.2: the bank is chosen purely by address).
+    /// (docs/references/wiki.md §A.2: the bank is chosen purely by address).
     pub const fn bank(self) -> u32 {
         self.offset / PSUM_BANK_BYTES
     }

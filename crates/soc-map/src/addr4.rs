@@ -1,5 +1,5 @@
 //! ADDR4: the 4-byte TPB-local operand address of the DMA instruction words
-//! (seed 004 §2.1 and §6.1, wiki-facts §C.4 and §I.1).
+//! (P9.1 §2.1 and §6.1, docs/references/wiki.md §C.4 and §I.1).
 //!
 //! The top byte's high six bits are the marker (mask `0xFC`). In immediate
 //! mode the low 26 bits are a *partition offset*:
@@ -21,7 +21,7 @@ use crate::addr::{
     SBUF_PARTITION_STRIDE_BYTES, SbufAddr, TPB_LOCAL_PSUM_BASE,
 };
 
-/// Marker mask of the ADDR4/ADDR8 top byte (wiki-facts §C.4).
+/// Marker mask of the ADDR4/ADDR8 top byte (docs/references/wiki.md §C.4).
 pub const MARKER_MASK: u8 = 0xFC;
 const OFFSET_MASK: u32 = (1 << 18) - 1;
 const MUST_BE_ZERO_MASK: u32 = 0x1F << 18;
@@ -30,7 +30,7 @@ const PSUM_BIT: u32 = 1 << 25;
 /// Partitions per quadrant.
 pub const QUADRANT_PARTITIONS: u32 = 32;
 
-/// ADDR4 marker modes (wiki-facts §C.4).
+/// ADDR4 marker modes (docs/references/wiki.md §C.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Addr4Mode {
     /// 0x00: partition-offset immediate.
@@ -67,7 +67,7 @@ impl Addr4Mode {
     }
 }
 
-/// The partition-offset immediate of an ADDR4 (seed 004 §6.1).
+/// The partition-offset immediate of an ADDR4 (P9.1 §6.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PartitionOffset {
     /// Byte offset inside each partition, < 256 KiB.
@@ -204,7 +204,7 @@ impl PartitionOffset {
     }
 }
 
-/// The TPB-local (29-bit) address of a partition byte (wiki-facts §A.2):
+/// The TPB-local (29-bit) address of a partition byte (docs/references/wiki.md §A.2):
 /// SBUF = partition × 256 KiB + offset; PSUM = 0x200_0000 + partition × 32 KiB + offset.
 pub fn tpb_local(target: PartitionTarget) -> u32 {
     match target {
@@ -227,7 +227,7 @@ pub enum Addr4 {
     },
     /// Markers 0x80/0xC0/0xA0: address from register `reg` (0..64).
     ///
-    /// The register number's bit position is not published (wiki-facts
+    /// The register number's bit position is not published (docs/references/wiki.md
     /// §C.4); the simulator puts it in bits 5:0 with bits 25:6 zero.
     Register {
         /// Register number 0..64.

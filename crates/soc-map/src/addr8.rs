@@ -1,5 +1,5 @@
 //! ADDR8: the 8-byte full-SoC operand address of the DMA instruction words
-//! (seed 004 §2.1, wiki-facts §C.4).
+//! (P9.1 §2.1, docs/references/wiki.md §C.4).
 //!
 //! Byte 7 is the marker (mask `0xFC`); its flag bits compose the mode:
 //!
@@ -16,9 +16,9 @@
 //! +0x08 / +0x04 modifiers.
 //!
 //! In immediate mode bits 57:0 are the SoC address (bits 57:56 are the
-//! relaxed-ordering and ok-to-fail bits of the cross-die layout, wiki-facts
+//! relaxed-ordering and ok-to-fail bits of the cross-die layout, docs/references/wiki.md
 //! §E.1). The operand layout of the register and table modes is not published
-//! (wiki-facts §L.2); the simulator defines it as follows and documents it in
+//! (docs/references/wiki.md §L.2); the simulator defines it as follows and documents it in
 //! `docs/address-map.md`:
 //!
 //! * register modes: bits 5:0 = register number, bits 55:6 zero;

@@ -10,7 +10,7 @@ use crate::spec::{MapSpec, NodeSpec, RegionKind};
 /// Index of a region in [`SocMap::regions`].
 pub type RegionId = usize;
 
-/// Partition geometry of an SBUF/PSUM region (wiki-facts §A.1).
+/// Partition geometry of an SBUF/PSUM region (docs/references/wiki.md §A.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Partitions {
     /// Number of partitions.

@@ -24,7 +24,7 @@ fn builtin_map_loads_and_has_every_engine() {
         }
     }
     assert!(map.by_name("eng132.m2s").is_none());
-    // Broadcast mirrors only on SDMA_0 and SDMA_16 of each cluster (wiki-facts §I.3).
+    // Broadcast mirrors only on SDMA_0 and SDMA_16 of each cluster (docs/references/wiki.md §I.3).
     let with_bcast: Vec<u32> = (0..132)
         .filter(|e| map.by_name(&format!("eng{e}.bcast")).is_some())
         .collect();
@@ -78,7 +78,7 @@ fn issue_examples_decode() {
         Some("tpb0.evt_sem")
     );
     assert_eq!(d.offset, 0x1804);
-    // Engine 0 M2S queue 0 doorbell, S2M queue 0 doorbell (driver-facts §6.2).
+    // Engine 0 M2S queue 0 doorbell, S2M queue 0 doorbell (docs/references/driver.md §6.2).
     assert_eq!(
         name_of(&map, 0x10_0200_1038).as_deref(),
         Some("eng0.m2s.q0")
@@ -88,7 +88,7 @@ fn issue_examples_decode() {
         name_of(&map, 0x10_0202_1038).as_deref(),
         Some("eng0.s2m.q0")
     );
-    // SE_0 channel 5 queue 5 doorbell (wiki-facts §I.3).
+    // SE_0 channel 5 queue 5 doorbell (docs/references/wiki.md §I.3).
     assert_eq!(
         name_of(&map, 0x10_0250_6038).as_deref(),
         Some("eng5.m2s.q5")

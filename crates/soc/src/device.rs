@@ -1,6 +1,6 @@
 //! One Trainium2 device: the address map, its memories, its register blocks
 //! and its DMA engines, reached by SoC address as a bus master would
-//! (DESIGN §2–3).
+//! (docs/references/design.md §2–3).
 //!
 //! Register blocks are instantiated on first access; an untouched block reads
 //! as its reset values. Writes are routed to the block's owner: the 132 UDMA
@@ -109,7 +109,7 @@ pub struct RegWrite {
 }
 
 /// A CSR snapshot: every register that differs from reset, grouped by block
-/// in address order (DESIGN §1: snapshot-test CSR state).
+/// in address order (docs/references/design.md §1: snapshot-test CSR state).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CsrSnapshot {
     /// Blocks with at least one register away from reset, by address.
@@ -404,7 +404,7 @@ impl Device {
         })
     }
 
-    /// Timing-only mode (DESIGN §4, issue 6): DMA copies longer than
+    /// Timing-only mode (docs/references/design.md §4, issue 6): DMA copies longer than
     /// `memory::TIMING_ONLY_MIN_SKIP_BYTES` move no payload, everything
     /// else (faults, cycles, registers, small control writes) is as in data
     /// mode. Memory contents are then not meaningful.
@@ -830,7 +830,7 @@ impl Device {
         report.ok_or_else(|| self.fabric.no_register(addr, t))
     }
 
-    /// The engines a broadcast mirror write reaches (wiki-facts §I.3): the
+    /// The engines a broadcast mirror write reaches (docs/references/wiki.md §I.3): the
     /// mirror on SDMA_0 / SDMA_16 of a cluster addresses broadcast group 0 /
     /// 1, i.e. the 16 engines of that NeuronCore whose SDMA-app
     /// BROADCAST_CFG_GROUP has the bit (reset 0xFFFF: all). Simulator
@@ -879,7 +879,7 @@ impl Device {
 
     /// Runs every event up to and including cycle `at`, then moves the
     /// clock to `at` (time passes even when nothing is pending: a host
-    /// sleeping or polling, driver-facts §4.5).
+    /// sleeping or polling, docs/references/driver.md §4.5).
     pub fn advance_to(&mut self, at: Cycle) -> RunStop {
         let r = self.run(Some(at));
         self.now = self.now.max(at);

@@ -153,7 +153,7 @@ pub enum HostOutcome {
 
 /// The host runtime behind the v3 statements: the runtime's allocator and
 /// the kernel driver, which owns the device. Implemented above the device
-/// layers (DESIGN §3); [`run_linked`] on a bare device has none.
+/// layers (docs/references/design.md §3); [`run_linked`] on a bare device has none.
 pub trait HostRuntime {
     /// The device.
     fn device(&mut self) -> &mut Device;
@@ -269,7 +269,7 @@ pub struct Executor {
     pending: BTreeMap<(u16, Dir, u8), u32>,
     /// (engine, direction, queue) → the software producer slot and the ring
     /// id the hardware will expect there, like a driver's `next_desc_idx`
-    /// (driver-facts §3.6, §3.8). Seeded from the hardware tail on first use
+    /// (docs/references/driver.md §3.6, §3.8). Seeded from the hardware tail on first use
     /// and forgotten when the trace writes the queue's ring registers or
     /// Q_SW_CTRL.
     next: BTreeMap<(u16, Dir, u8), (u32, u8)>,

@@ -1,5 +1,5 @@
 //! The Q7 firmware cores attached to the device: their layouts, built from
-//! the SoC map and the CSR maps (registers are data, DESIGN §3), and the
+//! the SoC map and the CSR maps (registers are data, docs/references/design.md §3), and the
 //! [`FwBus`] the firmware drives the device through.
 
 use csr::Catalog;
@@ -8,7 +8,7 @@ use soc_map::SocMap;
 
 use crate::device::Device;
 
-/// Cores per device (TPB tiles, seed 004 §6).
+/// Cores per device (TPB tiles, P9.1 §6).
 pub const CORES: u8 = 8;
 
 fn offset(catalog: &Catalog, block: &str, reg: &str) -> Result<u64, String> {
@@ -62,7 +62,7 @@ pub fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
     let m = "udma_m2s_q";
     let s = "udma_s2m_q";
     // The firmware addresses both directions with one set of offsets; the
-    // maps must agree (seed 004 §4.1: the ring header is identical).
+    // maps must agree (P9.1 §4.1: the ring header is identical).
     let same = |a: &str, b: &str| -> Result<u64, String> {
         let (x, y) = (offset(catalog, m, a)?, offset(catalog, s, b)?);
         if x != y {
@@ -100,7 +100,7 @@ pub fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
 }
 
 /// The layout of core `tpb`: engines `eng{16·tpb} ..= eng{16·tpb + 15}`
-/// (16 per core, hardware-and-simulators §A.3; the engine↔core numbering is
+/// (16 per core, docs/references/figures.md §A.3; the engine↔core numbering is
 /// a simulator decision, docs/firmware.md).
 pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayout, String> {
     let t = format!("tpb{tpb}");

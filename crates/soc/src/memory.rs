@@ -1,4 +1,4 @@
-//! The memories of one device, reached by SoC address (DESIGN §2): every
+//! The memories of one device, reached by SoC address (docs/references/design.md §2): every
 //! memory region of the map gets a sparse backing store on first use;
 //! aliases (the Q7 dataram aperture) share their target's store.
 
@@ -356,7 +356,7 @@ impl DeviceMemory {
         let s = self.target(map, src, len).map_err(|e| (e, src))?;
         let d = self.target(map, dst, len).map_err(|e| (e, dst))?;
         if self.skip_payload && len > TIMING_ONLY_MIN_SKIP_BYTES {
-            // Timing-only: checked, not moved (DESIGN §4). Plain stores
+            // Timing-only: checked, not moved (docs/references/design.md §4). Plain stores
             // (not SBUF/PSUM) have no pads or write rules: the range check
             // of `target` is the whole check.
             let flat = |t: MemTarget| {
@@ -377,7 +377,7 @@ impl DeviceMemory {
             .store_offset(map, s, len, false)
             .map_err(|f| (Self::fault(map, s, src, f), src))?;
         if self.skip_payload && len > TIMING_ONLY_MIN_SKIP_BYTES {
-            // Timing-only: checked, not moved (DESIGN §4).
+            // Timing-only: checked, not moved (docs/references/design.md §4).
             self.stale.mark(dst, len);
             return Ok(());
         }
@@ -439,7 +439,7 @@ impl DeviceMemory {
         }
     }
 
-    /// Timing-only mode on or off (DESIGN §4): bulk DMA copies skip their
+    /// Timing-only mode on or off (docs/references/design.md §4): bulk DMA copies skip their
     /// payload; every check, cycle and register stays as in data mode.
     pub fn set_skip_payload(&mut self, on: bool) {
         self.skip_payload = on;

@@ -78,7 +78,7 @@ impl StreamCopy {
             let eng = format!("eng{e}");
             // As the driver: max packet 1 MiB − 1, LEN 0 encodes 64 KiB;
             // prefetch refill threshold 65, bursts of 8 above it
-            // (driver-facts §2.7).
+            // (docs/references/driver.md §2.7).
             reg(dev, &format!("{eng}.m2s.cfg_len"), 0x010F_FFFF)?;
             reg(dev, &format!("{eng}.m2s.desc_pref_cfg_3"), 0x0000_4181)?;
             reg(dev, &format!("{eng}.s2m.desc_pref_cfg_3"), 0x0000_4181)?;

@@ -178,7 +178,7 @@ fn q7_dataram_aperture_mirrors_q7_dram() {
     for core in [0u32, 3, 7] {
         let dataram = addr(&d, &format!("tpb0.q7_dataram{core}"));
         let dram = addr(&d, &format!("tpb0.q7_dram{core}"));
-        // Seed 004 §6.2 with SoC_BASE = TPB + 0x8_0280_0000.
+        // P9.1 §6.2 with SoC_BASE = TPB + 0x8_0280_0000.
         assert_eq!(
             dataram,
             0x20_0000_0000 + 0x8_0280_0000 + ((2 * u64::from(core) + 9) << 16)

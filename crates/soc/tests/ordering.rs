@@ -1,4 +1,4 @@
-//! Write-barrier and SOW ordering across queues (driver-facts §3.3–3.4 and
+//! Write-barrier and SOW ordering across queues (docs/references/driver.md §3.3–3.4 and
 //! §4.7, docs/timing.md): writes to host memory take the PCIe latency, so a
 //! small HBM write on another queue lands first — unless its TX word1 has
 //! write_barrier or its RX descriptor has SOW, which hold it until every

@@ -1,5 +1,5 @@
 //! Timelines of a run as Chrome trace-event JSON, the format
-//! ui.perfetto.dev and chrome://tracing open (hardware-and-simulators §D.1).
+//! ui.perfetto.dev and chrome://tracing open (docs/references/figures.md §D.1).
 //!
 //! [`export`] is a pure function from the events a run recorded — the
 //! device's ([`soc::DeviceEvent`]: engine and firmware events, cycle

@@ -150,7 +150,7 @@ pub enum StatementKind {
         path: FileRef,
     },
     /// `memcpy CORE local=DRAM hbm=ADDR len=N (read | write)` — the core's
-    /// firmware runs `neuron_memcpy` (seed 004 §5): by the selected method,
+    /// firmware runs `neuron_memcpy` (P9.1 §5): by the selected method,
     /// between its dataram (local address 0x80000..0x90000) and `hbm`.
     Memcpy {
         /// TPB index.
@@ -164,7 +164,7 @@ pub enum StatementKind {
         /// `read`: HBM into the dataram; `write`: the dataram to HBM.
         is_read: bool,
     },
-    /// `memcpy_method CORE M` — `neuron_set_memcpy_method(M)` (seed 004
+    /// `memcpy_method CORE M` — `neuron_set_memcpy_method(M)` (P9.1
     /// §5.3, with its guard quirk).
     MemcpyMethod {
         /// TPB index.
@@ -173,7 +173,7 @@ pub enum StatementKind {
         method: u8,
     },
     /// `icache_init CORE block_size=N` — the legacy iDMA's `IRAM cache
-    /// init` (seed 004 §7).
+    /// init` (P9.1 §7).
     IcacheInit {
         /// TPB index.
         core: u8,
@@ -181,7 +181,7 @@ pub enum StatementKind {
         block_size: u32,
     },
     /// `icache_fill CORE fetch=ADDR lines=N` — `start_fill_siram`: refill N
-    /// instruction-cache lines from `fetch` (seed 004 §7).
+    /// instruction-cache lines from `fetch` (P9.1 §7).
     IcacheFill {
         /// TPB index.
         core: u8,

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::ast::{FileRef, FillPattern};
 
-/// The 22 `dma_mem_usage_type_t` names (seed 000 §1), lowercase, as `alloc
+/// The 22 `dma_mem_usage_type_t` names (tdrv-dmem §1), lowercase, as `alloc
 /// usage=` accepts them.
 pub const USAGE_NAMES: &[&str] = &[
     "generic",
@@ -196,7 +196,7 @@ pub enum HostOp {
     MemStats,
     /// `runtime [zerocopy=on|off] [bar4_write_size=N] [dml_log=N]
     /// [dml_verbose=on|off] [metrics=on|off]` — the runtime
-    /// configuration seed 000 reads from `nrt_gconf`.
+    /// configuration tdrv-dmem reads from `nrt_gconf`.
     Runtime {
         /// `test_zerocopy`.
         zerocopy: Option<bool>,

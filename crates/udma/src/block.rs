@@ -1,8 +1,8 @@
-//! Which register block of a UDMA unit an access lands in (driver-facts §2.1,
-//! wiki-facts §I.3): the M2S and S2M engine blocks, their 16 queue blocks,
+//! Which register block of a UDMA unit an access lands in (docs/references/driver.md §2.1,
+//! docs/references/wiki.md §I.3): the M2S and S2M engine blocks, their 16 queue blocks,
 //! GEN, GEN_EX, the SDMA app block and the notification block.
 
-/// Queues per direction (driver-facts §2.4: 16 M2S and 16 S2M queues).
+/// Queues per direction (docs/references/driver.md §2.4: 16 M2S and 16 S2M queues).
 pub const QUEUES: usize = 16;
 
 /// Transfer direction of a UDMA half.

@@ -1,4 +1,4 @@
-//! The SDMA data mover for one packet (seed 004 §3–4): TX descriptors name
+//! The SDMA data mover for one packet (P9.1 §3–4): TX descriptors name
 //! the source bytes, RX descriptors the destination buffers; a CME checksum
 //! op computes over the source (docs/cme.md), and the stream is the data
 //! (when `copy_src_data`) followed by the 4-byte result (when `send_crc`).
@@ -11,7 +11,7 @@ use sim_core::{AccessError, Bus};
 use crate::desc::{Cme, RawDesc};
 
 /// Word 1 of the custom-op inline path's descriptors: its rings are filled
-/// with 0xB8 bytes and word 1 is never written (seed 004 §5.1). It reads as
+/// with 0xB8 bytes and word 1 is never written (P9.1 §5.1). It reads as
 /// op DRE; the seed describes the descriptor as a CME copy, so the data
 /// path moves it as one (docs/cme.md §4).
 pub const INLINE_FILL_WORD1: u32 = 0xB8B8_B8B8;
@@ -44,7 +44,7 @@ pub enum MoveError {
 }
 
 /// Checksum state carried between packets, per engine, indexed by
-/// `cached_crc_iv_index` (wiki-facts §J.1; docs/cme.md §4).
+/// `cached_crc_iv_index` (docs/references/wiki.md §J.1; docs/cme.md §4).
 #[derive(Clone, Debug, Default)]
 pub struct CrcCache {
     /// The IV cache: states saved by `store_crc_result`, resumed by
@@ -71,7 +71,7 @@ pub(crate) enum PacketOp {
 /// Decodes a packet's first TX word 1 (docs/cme.md §4). `Err` names why
 /// the simulator refuses it: an op that names no engine, an undefined CCE
 /// type, or a DRE word other than the cross-bar transpose encoding (the
-/// DRE command layout is unpublished, wiki-facts §J.2) — never a silent
+/// DRE command layout is unpublished, docs/references/wiki.md §J.2) — never a silent
 /// copy.
 pub(crate) fn packet_op(word1: u32) -> Result<PacketOp, String> {
     let w = CmeWord::from_raw(word1);
@@ -350,7 +350,7 @@ pub fn move_packet(
 }
 
 /// Bytes a CCE packet writes: the first source's element count (which
-/// sets the accumulator's, wiki-facts §F.3) times the output size.
+/// sets the accumulator's, docs/references/wiki.md §F.3) times the output size.
 pub fn cce_out_len(first_word1: Cme, first_len: u64) -> u64 {
     match (first_word1.cce_dtypes(), first_word1.cce()) {
         (Some((i, o)), Some(_)) => first_len / i.size_bytes().max(1) as u64 * o.size_bytes() as u64,
@@ -358,7 +358,7 @@ pub fn cce_out_len(first_word1: Cme, first_len: u64) -> u64 {
     }
 }
 
-/// CCE in-transfer compute (wiki-facts §F.3; docs/cme.md §4): every TX
+/// CCE in-transfer compute (docs/references/wiki.md §F.3; docs/cme.md §4): every TX
 /// descriptor of the packet is one source, read in its own input dtype
 /// (word1 bits 11:8) and combined into the running accumulator (FP32) with
 /// the packet's operation; the first source loads it. The last source's
@@ -367,7 +367,7 @@ pub fn cce_out_len(first_word1: Cme, first_len: u64) -> u64 {
 /// (B, A), and a single source converts the dtype. An FMA source without a
 /// meta descriptor uses scale 1.0.
 ///
-/// A CCE meta descriptor (word0 bit 23; wiki-facts §F.2) configures the next
+/// A CCE meta descriptor (word0 bit 23; docs/references/wiki.md §F.2) configures the next
 /// source as an FMA with its own operand selectors and scale: meta1 (W2)
 /// bits 25:24 / 27:26 / 29:28 select a, b and c among the stored buffer (0),
 /// the input (1) and the scale (2); meta2 (W3) is the FP32 scale; the
@@ -452,7 +452,7 @@ pub(crate) fn xbar_elem_bytes(word1: u32) -> Option<usize> {
         .filter(|&s| s == 2 || s == 4)
 }
 
-/// The axi2sram cross-bar transpose (wiki-facts §A.7, §G.4; docs/cme.md
+/// The axi2sram cross-bar transpose (docs/references/wiki.md §A.7, §G.4; docs/cme.md
 /// §4): a cross-bar packet's (word1 = the default copy word with op DRE and
 /// the element dtype, [`dma_abi::CmeWord::xbar_dtype`]; [`packet_op`]
 /// refuses other DRE words) R TX descriptors are R source rows of N elements
@@ -654,7 +654,7 @@ mod tests {
 
     #[test]
     fn the_inline_fill_word_stays_a_plain_copy() {
-        // The inline path's never-written word1 reads as DRE (seed 004 §5),
+        // The inline path's never-written word1 reads as DRE (P9.1 §5),
         // and the seed describes that descriptor as a CME copy.
         let tx = [piece(0, 8, INLINE_FILL_WORD1, 0x00)];
         let rx = [piece(0, 8, 0, PART0)];

@@ -1,5 +1,5 @@
 //! A fetched 16-byte descriptor, decoded through `dma-abi` (the byte-exact
-//! layout lives there; driver-facts §3.1–3.3).
+//! layout lives there; docs/references/driver.md §3.1–3.3).
 
 use dma_abi::{CmeType, CmeWord, Descriptor, LenCtrl, SdmaOp};
 
@@ -36,9 +36,9 @@ impl RawDesc {
 
     /// A CCE meta descriptor: META (word0 bit 23) with a meta_ctrl word1
     /// whose op field reads CCE (the encoders set bit 25, "CCE meta valid";
-    /// wiki-facts §F.2). Word 1 is then meta_ctrl, bytes 8–15 hold
+    /// docs/references/wiki.md §F.2). Word 1 is then meta_ctrl, bytes 8–15 hold
     /// meta1/meta2, and it carries no data. META on any other descriptor
-    /// is ignored (the inline path's 0xB8 fill sets it; seed 004 §5).
+    /// is ignored (the inline path's 0xB8 fill sets it; P9.1 §5).
     pub fn meta(self) -> bool {
         self.w0().meta() && Cme(self.word1).op() == SdmaOp::Cce
     }
@@ -121,7 +121,7 @@ impl Cme {
     }
 
     /// CCE input and output dtypes: word1 bits 11:8 and 15:12
-    /// (wiki-facts §C.6), as dtype codes.
+    /// (docs/references/wiki.md §C.6), as dtype codes.
     pub fn cce_dtypes(self) -> Option<(cme::Dtype, cme::Dtype)> {
         let i = cme::Dtype::from_code(((self.0 >> 8) & 0xF) as u8)?;
         let o = cme::Dtype::from_code(((self.0 >> 12) & 0xF) as u8)?;

@@ -1,8 +1,8 @@
 //! One UDMA unit (an M2S/S2M pair with 16 queues per direction) and its SDMA
-//! data path, driven only through its CSRs (seed 004 §4, driver-facts §2–3,
-//! wiki-facts §B).
+//! data path, driven only through its CSRs (P9.1 §4, docs/references/driver.md §2–3,
+//! docs/references/wiki.md §B).
 //!
-//! Time model (DESIGN §4, `docs/timing.md`): a doorbell takes effect after
+//! Time model (docs/references/design.md §4, `docs/timing.md`): a doorbell takes effect after
 //! `doorbell_latency`; each queue prefetches up to 8 descriptors per fetch
 //! (`desc_fetch_latency` + per-descriptor cycles); the unit's data path moves
 //! one packet at a time, queues served round-robin, `transfer_cycles` per
@@ -37,20 +37,20 @@ mod sched;
 
 use faults::{sec_a, sec_b};
 
-/// Descriptors per prefetch burst (driver-facts §2.7 desc_rd_cfg_3 = 8).
+/// Descriptors per prefetch burst (docs/references/driver.md §2.7 desc_rd_cfg_3 = 8).
 const FETCH_BURST: u32 = 8;
-/// Prefetched descriptors a queue may hold (wiki-facts §B.5 desc_pref_cfg
+/// Prefetched descriptors a queue may hold (docs/references/wiki.md §B.5 desc_pref_cfg
 /// fifo_depth reset 0x80).
 const PREFETCH_DEPTH: usize = 128;
-/// Largest ring (driver-facts §3.7: 2^24 − 16 descriptors).
+/// Largest ring (docs/references/driver.md §3.7: 2^24 − 16 descriptors).
 pub const MAX_RING_DESCS: u32 = (1 << 24) - 16;
-/// Smallest ring the driver accepts (driver-facts §3.7).
+/// Smallest ring the driver accepts (docs/references/driver.md §3.7).
 pub const MIN_RING_DESCS: u32 = 32;
 
-/// Ring-id a queue expects after reset (driver-facts §3.6).
+/// Ring-id a queue expects after reset (docs/references/driver.md §3.6).
 pub const INITIAL_RING_ID: u8 = 1;
 
-/// Engine direction state (driver-facts §2.8: 2-bit sub-states 0 idle,
+/// Engine direction state (docs/references/driver.md §2.8: 2-bit sub-states 0 idle,
 /// 1 normal, 2 abort).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DirState {
@@ -102,7 +102,7 @@ struct QDir {
     in_packet: bool,
     pkt_descs: u32,
     pkt_bytes: u64,
-    /// AXI error made the queue NON_ACTIVE (GEN axi_queue, wiki-facts §I.4).
+    /// AXI error made the queue NON_ACTIVE (GEN axi_queue, docs/references/wiki.md §I.4).
     non_active: bool,
     /// Bumped by queue reset; events of an older generation are stale.
     epoch: u32,
@@ -174,11 +174,11 @@ struct Cfg {
     max_descs: u32,
     arb: Arbitration,
     stream_bucket: Option<BucketCfg>,
-    /// Prefetch refill policy per direction, DESC_PREF_CFG_3 (driver-facts
-    /// §2.7, wiki-facts §D.4): (min burst below threshold, min burst above
+    /// Prefetch refill policy per direction, DESC_PREF_CFG_3 (docs/references/driver.md
+    /// §2.7, docs/references/wiki.md §D.4): (min burst below threshold, min burst above
     /// threshold, threshold).
     pref: [(u8, u8, u8); 2],
-    /// M2S PREF_QUEUE_EN: bit q enables queue q's prefetch (wiki-facts
+    /// M2S PREF_QUEUE_EN: bit q enables queue q's prefetch (docs/references/wiki.md
     /// §B.2).
     pref_queue_en: u16,
 }
@@ -387,8 +387,8 @@ fn dir_idx(d: Dir) -> usize {
 impl Engine {
     /// A unit at reset. The 128 SENG engines come up with the prefetch
     /// ring-id error masked (interrupt and abort) as the driver programs them;
-    /// the 4 H2T engines (128–131) keep it armed (driver-facts §2.6,
-    /// DESIGN §8).
+    /// the 4 H2T engines (128–131) keep it armed (docs/references/driver.md §2.6,
+    /// docs/references/design.md §8).
     pub fn new(id: u16, maps: &'static UnitMaps, timing: &TimingConfig) -> Self {
         let mut e = Self {
             id,
@@ -530,7 +530,7 @@ impl Engine {
     }
 
     /// True when queue `q`'s `dir` half went NON_ACTIVE after an AXI error
-    /// (wiki-facts §I.4).
+    /// (docs/references/wiki.md §I.4).
     pub fn queue_non_active(&self, q: u8, dir: Dir) -> bool {
         self.q[usize::from(q) % QUEUES][dir_idx(dir)].non_active
     }

@@ -107,7 +107,7 @@ pub enum EventKind {
         bits: u32,
     },
     /// A ring configuration that breaks the driver's limits
-    /// (driver-facts §3.7); the hardware carries on.
+    /// (docs/references/driver.md §3.7); the hardware carries on.
     RingWarning {
         /// Direction.
         dir: Dir,

@@ -1,6 +1,6 @@
 //! The udma engines (M2S/S2M queues, rings, doorbells, errors) and the SDMA
-//! data path that consumes 16-byte descriptors (DESIGN §2–3, seed 004 §3–4,
-//! driver-facts §2–3).
+//! data path that consumes 16-byte descriptors (docs/references/design.md §2–3, P9.1 §3–4,
+//! docs/references/driver.md §2–3).
 //!
 //! Every behaviour starts from a register write: the owner (the `soc`
 //! device) routes CSR accesses of a unit's blocks to [`Engine::mmio_write`]

@@ -9,7 +9,7 @@ use crate::block::{QUEUES, UnitBlock};
 
 /// Offsets of the queue-block registers the model uses (same names resolve
 /// in both directions: the ring registers are identical in position;
-/// COMP_CFG and Q_SW_CTRL differ, driver-facts §2.5).
+/// COMP_CFG and Q_SW_CTRL differ, docs/references/driver.md §2.5).
 #[derive(Clone, Copy, Debug)]
 pub struct QueueOffsets {
     pub cfg: u64,
@@ -27,9 +27,9 @@ pub struct QueueOffsets {
     pub comp_cfg: u64,
     pub sw_ctrl: u64,
     pub pkt_count: u64,
-    /// M2S only: RLIMIT_MASK (DMB pause, driver-facts §2.4).
+    /// M2S only: RLIMIT_MASK (DMB pause, docs/references/driver.md §2.4).
     pub rlimit_mask: Option<u64>,
-    /// S2M only: PKT_CFG (header split, seed 004 §4.2).
+    /// S2M only: PKT_CFG (header split, P9.1 §4.2).
     pub pkt_cfg: Option<u64>,
 }
 
@@ -99,7 +99,7 @@ impl RlimitOffsets {
     }
 }
 
-/// One secondary IOFIC group's registers (driver-facts §2.6).
+/// One secondary IOFIC group's registers (docs/references/driver.md §2.6).
 #[derive(Clone, Copy, Debug)]
 pub struct IoficOffsets {
     pub cause: u64,

@@ -134,7 +134,7 @@ fn dre_words_other_than_the_cross_bar_fault() {
 }
 
 /// The inline path's never-written word 1 (its rings are filled with 0xB8,
-/// seed 004 §5) reads as op DRE; the seed describes that descriptor as a
+/// P9.1 §5) reads as op DRE; the seed describes that descriptor as a
 /// CME copy, so it moves its bytes.
 #[test]
 fn the_inline_fill_word_is_a_copy() {

@@ -1,6 +1,6 @@
 //! Queue control through the registers: Q_CFG enables, the engine-level
 //! PREF_QUEUE_EN, and each Q_SW_CTRL reset bit (docs/descriptors.md
-//! "Queue control"; wiki-facts §B.2, §B.5, §B.7; driver-facts §2.4, §2.9).
+//! "Queue control"; docs/references/wiki.md §B.2, §B.5, §B.7; docs/references/driver.md §2.4, §2.9).
 
 #![allow(clippy::unwrap_used)]
 
@@ -15,7 +15,7 @@ const NONE: u32 = 0x0300_0000;
 const SRC: u64 = 0x1000_0000;
 const DST: u64 = 0x2000_0000;
 
-/// Q_SW_CTRL bits (seed 004 §4.1).
+/// Q_SW_CTRL bits (P9.1 §4.1).
 const RST_DMB: u32 = 0x1;
 const RST_TAIL_PTR: u32 = 0x2;
 const RST_HEAD_PTR: u32 = 0x4;
@@ -79,7 +79,7 @@ fn q_cfg_en_pref_clear_holds_the_head() {
     assert_eq!(tx_pkts(&rig, 0), 1);
 }
 
-/// Clearing EN_SCHEDULING (the driver's pause, driver-facts §2.9 step 4)
+/// Clearing EN_SCHEDULING (the driver's pause, docs/references/driver.md §2.9 step 4)
 /// stops a running queue: the packet in the data path finishes, no new
 /// packet starts; setting it again resumes in order.
 #[test]
@@ -150,7 +150,7 @@ fn clearing_en_pref_stops_prefetch_of_a_running_queue() {
 // ------------------------------------------------------------- PREF_QUEUE_EN
 
 /// The audit's prefq.trace: PREF_QUEUE_EN bit q clear stops queue q's
-/// prefetch (wiki-facts §B.2), and only queue q's; setting it resumes.
+/// prefetch (docs/references/wiki.md §B.2), and only queue q's; setting it resumes.
 #[test]
 fn pref_queue_en_bit_clear_stops_that_queue_prefetch() {
     let mut rig = Rig::new(0);

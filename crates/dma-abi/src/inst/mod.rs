@@ -1,5 +1,5 @@
-//! The six 64-byte DMA instruction words of NeuronCore-v3 (seed 004 §2;
-//! wiki-facts §C.2–§C.5): byte-exact layouts, typed decoding that rejects
+//! The six 64-byte DMA instruction words of NeuronCore-v3 (P9.1 §2;
+//! docs/references/wiki.md §C.2–§C.5): byte-exact layouts, typed decoding that rejects
 //! what the hardware rejects, encoding, a serializable decode, and the
 //! assembler text form.
 //!
@@ -85,7 +85,7 @@ pub enum InstKind {
     RdmaDescStart,
 }
 
-/// Opcodes that are published but are not one of the six words (wiki-facts
+/// Opcodes that are published but are not one of the six words (docs/references/wiki.md
 /// §C.2), for clearer rejections.
 const OTHER_OPCODES: &[(u8, &str)] = &[
     (0x68, "GATHER (a vector instruction)"),
@@ -96,7 +96,7 @@ const OTHER_OPCODES: &[(u8, &str)] = &[
     (0xe7, "INDIRECT_COPY (a POOL instruction)"),
 ];
 
-/// The EXTENDED sub-opcodes that are not DMA words (wiki-facts §E.6).
+/// The EXTENDED sub-opcodes that are not DMA words (docs/references/wiki.md §E.6).
 const OTHER_EXTENDED: &[(u8, &str)] = &[
     (0, "ENGINE_NOP"),
     (1, "COPY"),

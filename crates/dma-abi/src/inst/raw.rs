@@ -1,5 +1,5 @@
 //! The six 64-byte DMA instruction words as byte-exact zerocopy types, field
-//! for field in seed 004 §2 order (`aws_neuron_isa_tpb_*.h`, each
+//! for field in P9.1 §2 order (`aws_neuron_isa_tpb_*.h`, each
 //! `_Static_assert(sizeof == 64)`).
 //!
 //! These are the wire layouts only: every bit pattern is representable, and
@@ -46,7 +46,7 @@ macro_rules! word_bytes {
 pub struct RawHeader {
     /// +0: `NEURON_ISA_TPB_OPCODE`.
     pub opcode: u8,
-    /// +1: 4 (16-byte records) or 0x10 (dwords), DESIGN §8.
+    /// +1: 4 (16-byte records) or 0x10 (dwords), docs/references/design.md §8.
     pub inst_word_len: u8,
     /// +2.
     pub debug_cmd: u8,
@@ -82,7 +82,7 @@ const _: () = assert!(offset_of!(RawEvents, update_mode) == 2);
 const _: () = assert!(offset_of!(RawEvents, update_idx) == 3);
 const _: () = assert!(offset_of!(RawEvents, semaphore_value) == 4);
 
-/// D1 `NEURON_ISA_TPB_DMA_DIRECT2D_STRUCT`, opcode 0xb8 (seed 004 §2.2).
+/// D1 `NEURON_ISA_TPB_DMA_DIRECT2D_STRUCT`, opcode 0xb8 (P9.1 §2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, Unaligned)]
 #[repr(C)]
 pub struct RawDirect2d {
@@ -143,7 +143,7 @@ const _: () = assert!(offset_of!(RawDirect2d, dst_elem_size) == 60);
 const _: () = assert!(offset_of!(RawDirect2d, in_dtype) == 62);
 const _: () = assert!(offset_of!(RawDirect2d, out_dtype) == 63);
 
-/// D2 `NEURON_ISA_TPB_DMA_INDIRECT1D_STRUCT`, opcode 0xbb (seed 004 §2.3).
+/// D2 `NEURON_ISA_TPB_DMA_INDIRECT1D_STRUCT`, opcode 0xbb (P9.1 §2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, Unaligned)]
 #[repr(C)]
 pub struct RawIndirect1d {
@@ -219,7 +219,7 @@ const _: () = assert!(offset_of!(RawIndirect1d, compute_op) == 60);
 const _: () = assert!(offset_of!(RawIndirect1d, dma_configs) == 61);
 const _: () = assert!(offset_of!(RawIndirect1d, reserved) == 62);
 
-/// D4 `NEURON_ISA_TPB_DMA_DIRECT2D_XPOSE_STRUCT`, opcode 0xbd (seed 004 §2.5).
+/// D4 `NEURON_ISA_TPB_DMA_DIRECT2D_XPOSE_STRUCT`, opcode 0xbd (P9.1 §2.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, Unaligned)]
 #[repr(C)]
 pub struct RawDirect2dXpose {
@@ -277,7 +277,7 @@ const _: () = assert!(offset_of!(RawDirect2dXpose, tile_src_cols) == 61);
 const _: () = assert!(offset_of!(RawDirect2dXpose, semaphore) == 62);
 const _: () = assert!(offset_of!(RawDirect2dXpose, dma_configs) == 63);
 
-/// D3 `NEURON_ISA_TPB_DMA_GATHER_XPOSE_STRUCT`, opcode 0xf1 (seed 004 §2.4).
+/// D3 `NEURON_ISA_TPB_DMA_GATHER_XPOSE_STRUCT`, opcode 0xf1 (P9.1 §2.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, Unaligned)]
 #[repr(C)]
 pub struct RawGatherXpose {
@@ -339,7 +339,7 @@ const _: () = assert!(offset_of!(RawGatherXpose, dtype) == 62);
 const _: () = assert!(offset_of!(RawGatherXpose, flags) == 63);
 
 /// D5 `NEURON_ISA_TPB_EXTENDED_RDMA_DESC_GEN_STRUCT`: header opcode 0xf0
-/// (EXTENDED), extended opcode 8 (seed 004 §2.6, wiki-facts §C.5, §E.6).
+/// (EXTENDED), extended opcode 8 (P9.1 §2.6, docs/references/wiki.md §C.5, §E.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, Unaligned)]
 #[repr(C)]
 pub struct RawRdmaDescGen {
@@ -395,7 +395,7 @@ const _: () = assert!(offset_of!(RawRdmaDescGen, reserved0) == 42);
 const _: () = assert!(offset_of!(RawRdmaDescGen, reserved1) == 44);
 
 /// D6 `NEURON_ISA_TPB_EXTENDED_RDMA_DESC_START_STRUCT`: header opcode 0xf0
-/// (EXTENDED), extended opcode 9; no operands (seed 004 §2.6, wiki-facts §E.6).
+/// (EXTENDED), extended opcode 9; no operands (P9.1 §2.6, docs/references/wiki.md §E.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, Unaligned)]
 #[repr(C)]
 pub struct RawRdmaDescStart {

@@ -1,5 +1,5 @@
-//! The shared building blocks of the six words, typed and validated (seed 004
-//! §2.1; wiki-facts §C.3, §E.7): HEADER, EVENTS and their mode enums,
+//! The shared building blocks of the six words, typed and validated (P9.1
+//! §2.1; docs/references/wiki.md §C.3, §E.7): HEADER, EVENTS and their mode enums,
 //! DMA_CONFIGS, BOUND_CHECK_REG, DGE_COMPUTE_OP, DTYPE and DTYPE_PAIR,
 //! DMA_INDIRECT_FLAGS, the GATHER_TRANSPOSE flags, EXT_COMPLETION_INFO and
 //! IMM_VAL_INST_FIELD.
@@ -200,14 +200,14 @@ macro_rules! open_enum {
 // ---- HEADER -----------------------------------------------------------------
 
 closed_enum! {
-    /// `header.inst_word_len`: the word's length. Seed 004 reads it in
-    /// 16-byte records (4), wiki-facts §C.3 in dwords (0x10); both describe
-    /// the same 64 bytes and both are accepted (DESIGN §8). The assembler
+    /// `header.inst_word_len`: the word's length. P9.1 reads it in
+    /// 16-byte records (4), docs/references/wiki.md §C.3 in dwords (0x10); both describe
+    /// the same 64 bytes and both are accepted (docs/references/design.md §8). The assembler
     /// emits 4 unless told otherwise.
     pub enum InstWordLen ("an inst_word_len") {
-        /// 4: four 16-byte records (seed 004).
+        /// 4: four 16-byte records (P9.1).
         Records = 4 => "4",
-        /// 0x10: sixteen 4-byte dwords (wiki-facts §C.3).
+        /// 0x10: sixteen 4-byte dwords (docs/references/wiki.md §C.3).
         Dwords = 0x10 => "16",
     }
     zero = Records;
@@ -267,7 +267,7 @@ impl Wire for Header {
 // ---- EVENTS -----------------------------------------------------------------
 
 open_enum! {
-    /// `NEURON_ISA_TPB_WAIT_MODE`, the published values (wiki-facts §C.3).
+    /// `NEURON_ISA_TPB_WAIT_MODE`, the published values (docs/references/wiki.md §C.3).
     /// 0x81/0x84/0x85 compare against a register threshold; their names are
     /// the simulator's (the wiki gives only "the same compares").
     pub enum WaitMode ("a wait_mode") {
@@ -289,7 +289,7 @@ open_enum! {
 }
 
 open_enum! {
-    /// `NEURON_ISA_TPB_UPDATE_MODE`, the published values (wiki-facts §C.3).
+    /// `NEURON_ISA_TPB_UPDATE_MODE`, the published values (docs/references/wiki.md §C.3).
     pub enum UpdateMode ("an update_mode") {
         /// 0x00: no update.
         None = 0x00 => "NONE",
@@ -351,7 +351,7 @@ impl Wire for Events {
 
 // ---- DMA_CONFIGS --------------------------------------------------------------
 
-/// Highest valid `priority_class` (wiki-facts §D.4: the host gate bounds the
+/// Highest valid `priority_class` (docs/references/wiki.md §D.4: the host gate bounds the
 /// class index by 4).
 pub const MAX_PRIORITY_CLASS: u8 = 4;
 
@@ -398,7 +398,7 @@ fn fits(value: u8, bits: u32, name: &str) -> Result<(), Problem> {
 /// `NEURON_ISA_TPB_BOUND_CHECK_REG`: the per-descriptor bound gate.
 ///
 /// Valid iff fully inert (all zero) or enabled — except enabled with
-/// `bc_reg` 0 and the OOB notification on (wiki-facts §C.3; seed 004 §2.1,
+/// `bc_reg` 0 and the OOB notification on (docs/references/wiki.md §C.3; P9.1 §2.1,
 /// `has_valid_bound_check_reg`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
 pub struct BoundCheckReg {
@@ -504,7 +504,7 @@ impl Wire for ComputeOp {
 
 // ---- DTYPE ------------------------------------------------------------------------
 
-/// `NEURON_ISA_TPB_DTYPE`, the codes of wiki-facts §C.3. Codes the page does
+/// `NEURON_ISA_TPB_DTYPE`, the codes of docs/references/wiki.md §C.3. Codes the page does
 /// not list (0x0, 0x1, 0x4, 0x5, 0x9, 0xC, …) are kept as `Other`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dtype {
@@ -520,7 +520,7 @@ pub enum Dtype {
     Int32,
     /// 0xA.
     Fp32,
-    /// 0xB (the device size table gives it 0 bytes, wiki-facts §C.6).
+    /// 0xB (the device size table gives it 0 bytes, docs/references/wiki.md §C.6).
     Fp32r,
     /// 0xD.
     Fp8Exp3,
@@ -692,7 +692,7 @@ impl Wire for DtypePair {
 // ---- DMA_INDIRECT_FLAGS --------------------------------------------------------------
 
 closed_enum! {
-    /// `flags.indirect_mode` of INDIRECT1D (wiki-facts §C.3, §G.1).
+    /// `flags.indirect_mode` of INDIRECT1D (docs/references/wiki.md §C.3, §G.1).
     pub enum IndirectMode ("an indirect_mode") {
         /// 0: the index applies to the source (gather).
         SrcIndirection = 0 => "SRC_INDIRECTION",
@@ -860,7 +860,7 @@ impl Wire for CompletionInfo {
 
 // ---- IMM_VAL_INST_FIELD ---------------------------------------------------------------
 
-/// `NEURON_ISA_TPB_IMM_VAL_INST_FIELD` (wiki-facts §E.7): a 4-byte union
+/// `NEURON_ISA_TPB_IMM_VAL_INST_FIELD` (docs/references/wiki.md §E.7): a 4-byte union
 /// (partition-offset pointer, `{regnum, reservedbit 3}`, fp32, int32/uint32,
 /// uint16bit 2, uint8bit 4). The RDMA GEN word has no selector byte; its three
 /// IMM fields are kept as the raw 32-bit value.

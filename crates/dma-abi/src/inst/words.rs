@@ -1,4 +1,4 @@
-//! The six words, typed: every field by its seed 004 §2 name, validated on
+//! The six words, typed: every field by its P9.1 §2 name, validated on
 //! decode, and encoded back to the zerocopy layouts of [`super::raw`].
 //!
 //! Each word is declared once with the `word!` macro: the field list (in byte order)
@@ -134,7 +134,7 @@ macro_rules! word {
 }
 
 word! {
-    /// D1 DIRECT2D, opcode 0xb8: a 2-D strided memcpy (seed 004 §2.2). With
+    /// D1 DIRECT2D, opcode 0xb8: a 2-D strided memcpy (P9.1 §2.2). With
     /// `compute_op` other than NONE the transfer goes through the CCE path.
     pub struct Direct2d (RawDirect2d, Direct2d) {
         /// +0 (the opcode is implied).
@@ -184,7 +184,7 @@ word! {
 
 word! {
     /// D2 INDIRECT1D, opcode 0xbb: gather / scatter through index arrays
-    /// in SBUF (seed 004 §2.3, wiki-facts §G.1).
+    /// in SBUF (P9.1 §2.3, docs/references/wiki.md §G.1).
     pub struct Indirect1d (RawIndirect1d, Indirect1d) {
         /// +0 (the opcode is implied).
         #[serde(skip)]
@@ -241,7 +241,7 @@ word! {
     check = indirect1d_check;
 }
 
-/// wiki-facts §G.1: an index bound gate that suppresses the OOB notification
+/// docs/references/wiki.md §G.1: an index bound gate that suppresses the OOB notification
 /// is valid only when an out-of-bounds index is an error
 /// (`idx_bound_is_err == 1 || bc_disable_oob_error_notif == 0`).
 fn indirect1d_check(w: &Indirect1d) -> Result<(), Problem> {
@@ -264,7 +264,7 @@ fn indirect1d_check(w: &Indirect1d) -> Result<(), Problem> {
 
 word! {
     /// D4 DIRECT2D_XPOSE, opcode 0xbd: tile-geometry transpose through the
-    /// axi2sram cross-bar, no index array (seed 004 §2.5).
+    /// axi2sram cross-bar, no index array (P9.1 §2.5).
     pub struct Direct2dXpose (RawDirect2dXpose, Direct2dXpose) {
         /// +0 (the opcode is implied).
         #[serde(skip)]
@@ -311,7 +311,7 @@ word! {
 
 word! {
     /// D3 GATHER_XPOSE, opcode 0xf1: index-driven gather with transpose
-    /// (seed 004 §2.4, wiki-facts §G.2).
+    /// (P9.1 §2.4, docs/references/wiki.md §G.2).
     pub struct GatherXpose (RawGatherXpose, GatherXpose) {
         /// +0 (the opcode is implied).
         #[serde(skip)]
@@ -359,7 +359,7 @@ word! {
 
 word! {
     /// D5 RDMA_DESC_GEN: header opcode 0xf0 (EXTENDED), extended opcode 8 at
-    /// byte 12; SBUF→SBUF between cores (seed 004 §2.6, wiki-facts §C.5, §E).
+    /// byte 12; SBUF→SBUF between cores (P9.1 §2.6, docs/references/wiki.md §C.5, §E).
     pub struct RdmaDescGen (RawRdmaDescGen, RdmaDescGen) {
         /// +0 (the opcode is implied).
         #[serde(skip)]

@@ -1,4 +1,4 @@
-//! DMA engine and queue ioctls (driver-facts §1.4, §1.6, §2.8).
+//! DMA engine and queue ioctls (docs/references/driver.md §1.4, §1.6, §2.8).
 
 use zerocopy::little_endian::{U32, U64};
 

@@ -1,5 +1,5 @@
 //! Memory ioctls: allocation, handle queries, free, copies, memset, buffer
-//! copies and zero-copy batches (driver-facts §1.4).
+//! copies and zero-copy batches (docs/references/driver.md §1.4).
 //!
 //! "Handle" fields carry the driver's memory handle; "user pointer" fields
 //! carry a user-space address the handler reads from or writes to.
@@ -71,7 +71,7 @@ abi_struct! {
 }
 
 abi_struct! {
-    /// `MEM_ALLOC_V2MT64` (nr 102, 56 B, 0x80384E66): the allocation seed 000
+    /// `MEM_ALLOC_V2MT64` (nr 102, 56 B, 0x80384E66): the allocation tdrv-dmem
     /// issues; the extra field only makes the size (the number) differ,
     /// signalling sizes of 4 GiB and more.
     pub struct MemAllocV2MemType64: 56 {
@@ -264,7 +264,7 @@ abi_struct! {
 
 abi_struct! {
     /// `MEM_COPY_ASYNC64` (nr 108, 56 B, 0xC0384E6C): asynchronous copy,
-    /// 64-bit sizes; the copy seed 000 issues (it calls it MEM_COPY_ASYNC).
+    /// 64-bit sizes; the copy tdrv-dmem issues (it calls it MEM_COPY_ASYNC).
     pub struct MemCopyAsync64: 56 {
         /// Source memory handle.
         0 src_mem_handle: U64,
@@ -419,7 +419,7 @@ abi_struct! {
 
 abi_struct! {
     /// `MEM_BUF_ZEROCOPY64_BATCHES` (nr 129, 0xC0204E81, newer drivers): many
-    /// tensors' transfers in one call; seed 000's batch copy.
+    /// tensors' transfers in one call; tdrv-dmem's batch copy.
     pub struct MemBufCopy64ZcBatches: 32 {
         /// Completion sequence number (0 = synchronous).
         0 sequence_num: U64,

@@ -1,5 +1,5 @@
 //! Semaphores and events, resource mmap information, H2T queue
-//! reservation and host-memory pinning (driver-facts §1.4).
+//! reservation and host-memory pinning (docs/references/driver.md §1.4).
 
 use zerocopy::little_endian::{U16, U32, U64};
 

@@ -1,4 +1,4 @@
-//! The ioctl argument structs (driver-facts §1.4) as byte-exact zerocopy
+//! The ioctl argument structs (docs/references/driver.md §1.4) as byte-exact zerocopy
 //! types.
 //!
 //! Layouts are the x86-64 LP64 ones: user pointers are 8-byte `u64` user
@@ -9,7 +9,7 @@
 //! alignment, on any host.
 //!
 //! Every struct is declared through one macro that takes the expected size
-//! and the expected offset of every field (the numbers of driver-facts
+//! and the expected offset of every field (the numbers of docs/references/driver.md
 //! §1.4) and turns them into compile-time asserts against the real layout
 //! (`size_of`, `offset_of!`). The same numbers feed [`IoctlArg::INFO`], from
 //! which `docs/ioctl-abi.md` renders its layout tables.

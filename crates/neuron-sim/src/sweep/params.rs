@@ -384,7 +384,7 @@ impl Parser<'_> {
 
 // -------------------------------------------------------------- the trace
 
-/// Published figures overlaid on the plot (hardware-and-simulators §0, §A).
+/// Published figures overlaid on the plot (docs/references/figures.md §0, §A).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Published {
     /// The set whose peak is nearest the sweep's highest bandwidth.

@@ -15,7 +15,7 @@ struct Figure {
     label: &'static str,
 }
 
-/// The published figures of a set (hardware-and-simulators §0, §A.1–A.4).
+/// The published figures of a set (docs/references/figures.md §0, §A.1–A.4).
 fn figures(set: Published) -> Vec<Figure> {
     match set {
         Published::Engine => vec![
@@ -355,7 +355,7 @@ pub(super) fn render_svg(
         s.push_str("</g>\n");
     }
     s.push_str(&format!(
-        "<text x=\"{left}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">Published figures: hardware-and-simulators.md §0, §A.1–A.4 (AWS Neuron docs: Trn2 chip page, NKI DMA overview, DMA bandwidth guide).</text>\n",
+        "<text x=\"{left}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">Published figures: docs/references/figures.md §0, §A.1–A.4 (AWS Neuron docs: Trn2 chip page, NKI DMA overview, DMA bandwidth guide).</text>\n",
         h - 8.0
     ));
     s.push_str("</svg>\n");

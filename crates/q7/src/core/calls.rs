@@ -4,7 +4,7 @@
 
 use super::*;
 
-/// A firmware routine called by custom-op code (seed 004 §5), queued in
+/// A firmware routine called by custom-op code (P9.1 §5), queued in
 /// program order with the instruction words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FwCall {
@@ -23,7 +23,7 @@ pub enum FwCall {
     /// `neuron_set_memcpy_method(m)`.
     SetMethod(u8),
     /// The iDMA instruction-cache init: `IRAM cache init, block_size`
-    /// (seed 004 §7).
+    /// (P9.1 §7).
     IcacheInit {
         /// Bytes per cache line.
         block_size: u32,
@@ -57,7 +57,7 @@ pub(super) struct InlineCtx {
     pub(super) dataram_soc: u64,
 }
 
-/// One `dma_data_transfer` in progress (seed 004 §5.1).
+/// One `dma_data_transfer` in progress (P9.1 §5.1).
 #[derive(Clone, Debug)]
 pub(super) struct InlineXfer {
     pub(super) tag: InstTag,
@@ -83,7 +83,7 @@ pub(super) fn write_dma_ctx(
 }
 
 impl Q7Core {
-    /// Starts a firmware call at the head of the queue (seed 004 §5).
+    /// Starts a firmware call at the head of the queue (P9.1 §5).
     pub(super) fn start_call(
         &mut self,
         now: Cycle,
@@ -394,7 +394,7 @@ impl Q7Core {
         );
     }
 
-    /// `init_dma_queue` (seed 004 §5.1), once per core: the ring-config
+    /// `init_dma_queue` (P9.1 §5.1), once per core: the ring-config
     /// words, the three rings filled with 0xB8, the context, and the HAL
     /// arming of queue 15 of the core's first engine.
     pub(super) fn inline_init(
@@ -480,7 +480,7 @@ impl Q7Core {
         Ok(())
     }
 
-    /// One step of the inline path (seed 004 §5.1): poll, or fire the next
+    /// One step of the inline path (P9.1 §5.1): poll, or fire the next
     /// chunk, or finish. Returns false when it must wait.
     pub(super) fn run_inline(
         &mut self,

@@ -264,7 +264,7 @@ impl Q7Core {
         }
     }
 
-    /// One EVENTS update (wiki-facts §C.3); returns its description.
+    /// One EVENTS update (docs/references/wiki.md §C.3); returns its description.
     pub(super) fn apply_update(
         &mut self,
         bus: &mut dyn FwBus,
@@ -315,7 +315,7 @@ mod tests {
     }
 
     /// The completion-head register value after `done` descriptors
-    /// (driver-facts §3.6: ring id 1 after reset, +1 mod 4 per wrap).
+    /// (docs/references/driver.md §3.6: ring id 1 after reset, +1 mod 4 per wrap).
     pub(super) fn crhp(len: u32, done: u64) -> u32 {
         let id = (u64::from(INITIAL_RING_ID) + done / u64::from(len)) & 3;
         ((id as u32) << 30) | (done % u64::from(len)) as u32

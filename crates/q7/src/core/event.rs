@@ -130,7 +130,7 @@ pub enum FwEventKind {
         notify: bool,
     },
     /// An index failed its index bound check (INDIRECT1D): no descriptor
-    /// for that element (wiki-facts §G.1).
+    /// for that element (docs/references/wiki.md §G.1).
     IndexOutOfBounds {
         /// `src_idx` or `dst_idx`.
         leg: String,
@@ -144,7 +144,7 @@ pub enum FwEventKind {
         error: bool,
     },
     /// A scatter names one destination twice without
-    /// `flags.non_unique_dst_idx`: the writes race (wiki-facts §G.1).
+    /// `flags.non_unique_dst_idx`: the writes race (docs/references/wiki.md §G.1).
     DuplicateScatter {
         /// First position in the index vector.
         first: u32,
@@ -160,7 +160,7 @@ pub enum FwEventKind {
         /// What the guard did.
         outcome: String,
     },
-    /// `init_dma_queue` ran (seed 004 §5.1).
+    /// `init_dma_queue` ran (P9.1 §5.1).
     InlineInit {
         /// Device engine id.
         engine: u16,
@@ -193,7 +193,7 @@ pub enum FwEventKind {
         /// Bytes.
         bytes: u64,
     },
-    /// The DGE mailboxes narrowed the engines of a word (seed 004 §5.4).
+    /// The DGE mailboxes narrowed the engines of a word (P9.1 §5.4).
     MailboxGate {
         /// The word's `dma_configs.priority_class`.
         priority_class: u8,
@@ -202,7 +202,7 @@ pub enum FwEventKind {
         /// Engine mask before -> after.
         engine_mask: String,
     },
-    /// The iDMA path (seed 004 §7): one of its firmware log lines.
+    /// The iDMA path (P9.1 §7): one of its firmware log lines.
     Icache {
         /// The log line.
         text: String,

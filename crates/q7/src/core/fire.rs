@@ -77,7 +77,7 @@ impl Q7Core {
                         ..Flags::default()
                     };
                     // A meta descriptor: LEN 0, word1 = meta_ctrl, bytes
-                    // 8-15 = meta1/meta2 (wiki-facts §F.2).
+                    // 8-15 = meta1/meta2 (docs/references/wiki.md §F.2).
                     let built = if s.meta {
                         Ok(dma_abi::Descriptor::new(
                             dma_abi::LenCtrl::from_raw(0).with_flags(flags),
@@ -179,7 +179,7 @@ impl Q7Core {
     }
 
     /// RDMA_DESC_START's doorbells in the firmware's handshake order
-    /// (wiki-facts §E.4; docs/firmware.md "RDMA_DESC_GEN /
+    /// (docs/references/wiki.md §E.4; docs/firmware.md "RDMA_DESC_GEN /
     /// RDMA_DESC_START"): the RX role first writes every engine's S2M
     /// RDRTP_INC and signals (`right_push`); the TX role waits for it
     /// (`left_pop`) and writes every M2S TDRTP_INC — the launch. Each

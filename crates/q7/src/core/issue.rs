@@ -95,10 +95,10 @@ pub(super) fn notification_queues(
         .collect()
 }
 
-/// Arms queue `queue` of engine `e` (the HAL/driver arming of seed 004
-/// §5.1, driver-facts §2.9): ring bases and lengths, the completion rings
+/// Arms queue `queue` of engine `e` (the HAL/driver arming of P9.1
+/// §5.1, docs/references/driver.md §2.9): ring bases and lengths, the completion rings
 /// (the M2S one only with `m2s_comp`; COMP_CFG bit 0 set, its other bits
-/// kept — S2M resets to 0xf, seed 004 §4.2), Q_CFG EN_PREF and
+/// kept — S2M resets to 0xf, P9.1 §4.2), Q_CFG EN_PREF and
 /// EN_SCHEDULING/EN_STREAM, M2S CFG_LEN at the driver's value, both
 /// directions to NORMAL. The producer positions are seeded from the
 /// hardware tails.
@@ -146,7 +146,7 @@ pub(super) fn arm_queue_pair(
         let v = bus.read32(a).unwrap_or(0);
         bus.write32(a, v | bits)?;
     }
-    bus.write32(e.m2s_unit + r.m2s_cfg_len, 0x010f_ffff)?; // driver value (driver-facts §2.7)
+    bus.write32(e.m2s_unit + r.m2s_cfg_len, 0x010f_ffff)?; // driver value (docs/references/driver.md §2.7)
     bus.write32(e.m2s_unit + r.m2s_change_state, 1)?;
     bus.write32(e.s2m_unit + r.s2m_change_state, 1)?;
     let seed = |v: u32| {
@@ -163,7 +163,7 @@ pub(super) fn arm_queue_pair(
 }
 
 /// DGE mailboxes: 4 entries of {u8 reserved, u8 priority, u16 bitmask} at
-/// the core's DRAM + 0x28 (wiki-facts §D.4; seed 004 §5.4 "core_base + 40").
+/// the core's DRAM + 0x28 (docs/references/wiki.md §D.4; P9.1 §5.4 "core_base + 40").
 pub(super) const MAILBOXES: usize = 4;
 pub(super) const MAILBOX_OFFSET: u64 = 0x28;
 
@@ -190,7 +190,7 @@ pub(super) fn priority_class(word: &InstWord) -> Option<u8> {
 }
 
 impl Q7Core {
-    /// The DGE engine mask the mailboxes leave for `priority` (wiki-facts
+    /// The DGE engine mask the mailboxes leave for `priority` (docs/references/wiki.md
     /// §D.4): start from all 16 engines; every mailbox whose priority is
     /// below the operation's ANDs in its bitmask. Returns the mask and the
     /// mailboxes that masked.
@@ -225,7 +225,7 @@ impl Q7Core {
             Work::Call(call) => return self.start_call(now, bus, t, call),
         };
         let ev = *word.events();
-        // EVENTS gate (wiki-facts §C.3).
+        // EVENTS gate (docs/references/wiki.md §C.3).
         let threshold_reg = |v: u32| (v & 63) as u8;
         let cmp: Option<(WaitCompare, bool)> = match ev.wait_mode {
             WaitMode::None => None,
@@ -292,7 +292,7 @@ impl Q7Core {
         {
             return self.reject_front(now, m);
         }
-        // RDMA_DESC_START: no operands; it rings what GEN wrote (wiki-facts
+        // RDMA_DESC_START: no operands; it rings what GEN wrote (docs/references/wiki.md
         // §E.4: RX first, then TX).
         if word.kind() == InstKind::RdmaDescStart {
             let Some(q) = self.queue.pop_front() else {
@@ -344,7 +344,7 @@ impl Q7Core {
         if let Err(m) = cfg.validate(self.layout.dge_memory_bytes) {
             return self.reject_front(now, m);
         }
-        // The DGE mailbox / priority-class gate (seed 004 §5.4, wiki-facts
+        // The DGE mailbox / priority-class gate (P9.1 §5.4, docs/references/wiki.md
         // §D.4) narrows the engines MEMCOPY_DMA_CFG allows.
         let mut cfg = cfg;
         if let Some(priority) = priority_class(&word) {
@@ -519,7 +519,7 @@ impl Q7Core {
         true
     }
 
-    /// RDMA_DESC_GEN's firmware log lines (wiki-facts §E.2, §E.6): the
+    /// RDMA_DESC_GEN's firmware log lines (docs/references/wiki.md §E.2, §E.6): the
     /// parameters, then the destination after the routing fold (no fold on
     /// one device: routing id 0). `[%s]` is unpublished; the model prints
     /// the generating core's role, TX.

@@ -8,10 +8,10 @@ use super::spread::Spread;
 use super::{DescPair, Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
 
-/// Rows of one cross-bar transpose tile (wiki-facts §A.7).
+/// Rows of one cross-bar transpose tile (docs/references/wiki.md §A.7).
 pub const XPOSE_TILE_ROWS: u8 = 16;
 
-/// DIRECT2D_XPOSE (seed 004 §2.5; wiki-facts §A.7, §G.4): the source is R
+/// DIRECT2D_XPOSE (P9.1 §2.5; docs/references/wiki.md §A.7, §G.4): the source is R
 /// rows (`src_num_elem[1]`) of C elements (`src_num_elem[0]`), element
 /// (r, c) at `src + (t·tile_src_row_step + i·src_step[1] + c·src_step[0])
 /// × size` for r = 16t + i; it lands transposed, element (r, c) at

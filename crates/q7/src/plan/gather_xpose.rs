@@ -12,7 +12,7 @@ use super::spread::Spread;
 use super::{DescPair, IndexOutOfBounds, MAX_INDICES, Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
 
-/// GATHER_XPOSE (seed 004 §2.4; wiki-facts §G.2): K = `src_num_elem[1]`
+/// GATHER_XPOSE (P9.1 §2.4; docs/references/wiki.md §G.2): K = `src_num_elem[1]`
 /// UINT32 indices (a multiple of 16) pick K source rows of `elem_size` bytes
 /// (J = elem_size / 2 elements of a 2-byte dtype): row k at
 /// `src + idx[k] × src_step[1] × 2`, element j of it at `+ j × src_step[0]

@@ -14,7 +14,7 @@ use super::{IndexOutOfBounds, MAX_INDICES, Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
 
 /// The address of an index vector: ADDR4 immediate in SBUF partition 0, or
-/// a register pair (wiki-facts §G.1: "register-sourced or in SBUF partition
+/// a register pair (docs/references/wiki.md §G.1: "register-sourced or in SBUF partition
 /// 0").
 fn index_vector_addr(
     field: &'static str,
@@ -97,7 +97,7 @@ pub(super) fn expand_indirect1d(
         IndirectMode::DstIndirection => (false, true),
         IndirectMode::SrcDstIndirection => (true, true),
     };
-    // wiki-facts §G.1: without a shape register the indirect dim must be X;
+    // docs/references/wiki.md §G.1: without a shape register the indirect dim must be X;
     // SRC mode needs scatter_dim 0, DST mode gather_dim 0.
     for (name, dim, used) in [
         ("gather_dim", w.flags.gather_dim, src_indexed),
@@ -207,7 +207,7 @@ pub(super) fn expand_indirect1d(
         );
         // Scatter-reduce: every update of one destination row goes to the
         // same engine, whose queue order serialises the read-modify-writes,
-        // so duplicates accumulate (wiki-facts §G.1).
+        // so duplicates accumulate (docs/references/wiki.md §G.1).
         let pin = (xfer.cce.is_some() && dst_indexed).then_some(pos[1]);
         let mut done = 0u64;
         while done < row_elems.max(1) {

@@ -1,20 +1,20 @@
 //! The DGE backend as a pure function: one instruction word → the emit
-//! micro-ops GENERATE / DIMPUSH / REGWRITE (seed 004 §8) and, per engine,
-//! the descriptor pairs they stand for (seed 004 §6.3, wiki-facts §D.3).
+//! micro-ops GENERATE / DIMPUSH / REGWRITE (P9.1 §8) and, per engine,
+//! the descriptor pairs they stand for (P9.1 §6.3, docs/references/wiki.md §D.3).
 //!
-//! The micro-ops have no published encoding (wiki-facts §L.2); their form
+//! The micro-ops have no published encoding (docs/references/wiki.md §L.2); their form
 //! here carries exactly the fields of the firmware's own log strings
 //! (`push GENERATE to DMA[%d]: %s : addr=0x%llx, elem_size=%d, sem_num=%i`,
 //! `push DIMPUSH to DMA[%d]: [%u,%u][%d,%d]`, `push REGWRITE to DMA[%d]`) —
-//! DESIGN §8 "DGE micro-ops".
+//! docs/references/design.md §8 "DGE micro-ops".
 //!
-//! Splitting rule (the hardware's is unpublished, wiki-facts §L.2): the
+//! Splitting rule (the hardware's is unpublished, docs/references/wiki.md §L.2): the
 //! element stream is cut into maximal runs contiguous on both sides and at
 //! most 64 KiB; a run goes to the engine that covers its SBUF/PSUM
 //! partition (destination first, then source: partition / 8, folded onto
 //! the engines MEMCOPY_DMA_CFG allows), and runs with no partition go round
 //! robin. Every allowed engine takes part, data or not, because every one
-//! writes the completion semaphore (hardware-and-simulators §A.3).
+//! writes the completion semaphore (docs/references/figures.md §A.3).
 //!
 //! One file per instruction word ([`direct2d`], [`indirect1d`], [`rdma`],
 //! [`direct2d_xpose`], [`gather_xpose`]) over the shared helpers: operand
@@ -156,11 +156,11 @@ pub struct DescPair {
     pub dst_len_bytes: u32,
     /// The M2S descriptor's word1: the plain CME copy, or a CCE command.
     pub word1: u32,
-    /// `B op= A` through the CCE (wiki-facts §F.3): the packet's first
+    /// `B op= A` through the CCE (docs/references/wiki.md §F.3): the packet's first
     /// source is the destination's current contents (address, bytes,
     /// word1 reading them in the output dtype); `src` is the second.
     pub acc_src: Option<(u64, u32, u32)>,
-    /// A CCE FMA meta descriptor placed right before `src` (wiki-facts
+    /// A CCE FMA meta descriptor placed right before `src` (docs/references/wiki.md
     /// §F.2): (meta1 | meta2 << 32, meta_ctrl). MULTIPLY uses it to make A's
     /// combine `acc × input + 0`.
     pub meta: Option<(u64, u32)>,
@@ -373,10 +373,10 @@ impl fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
-/// Most indices one INDIRECT1D leg may carry (wiki-facts §G.1).
+/// Most indices one INDIRECT1D leg may carry (docs/references/wiki.md §G.1).
 pub const MAX_INDICES: u16 = 4096;
 
-/// An index the index bound check stopped (INDIRECT1D, wiki-facts §G.1).
+/// An index the index bound check stopped (INDIRECT1D, docs/references/wiki.md §G.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexOutOfBounds {
     /// `src_idx` or `dst_idx`.

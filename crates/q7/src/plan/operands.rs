@@ -21,7 +21,7 @@ pub(super) fn reg64(ops: &dyn Operands, reg: u8) -> u64 {
 }
 
 /// ADDR8 → SoC address. Register mode reads REG[r] (low) and REG[r+1]
-/// (high); table mode adds the offset to the entry (wiki-facts §C.4;
+/// (high); table mode adds the offset to the entry (docs/references/wiki.md §C.4;
 /// register pairing: docs/firmware.md).
 pub(super) fn resolve_addr8(
     what: &'static str,
@@ -245,7 +245,7 @@ pub(super) fn bound_check(
 }
 
 /// `idx_num_active_channels` must be 128: the index drives all 128
-/// partition channels (wiki-facts §G.1, §G.2).
+/// partition channels (docs/references/wiki.md §G.1, §G.2).
 pub(super) fn check_active_channels(word: &str, n: u8) -> Result<(), PlanError> {
     if n == 128 {
         return Ok(());

@@ -9,7 +9,7 @@ use super::operands::addr4_refusal;
 use super::{DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError};
 use crate::layout::{DgeConfig, ENGINES_PER_CORE, MAX_DESC_BYTES};
 
-/// RDMA_DESC_GEN (seed 004 §2.6; wiki-facts §E.2, §E.5): an SBUF→SBUF copy
+/// RDMA_DESC_GEN (P9.1 §2.6; docs/references/wiki.md §E.2, §E.5): an SBUF→SBUF copy
 /// from this core to core `remote_core_id`, the same partition offsets
 /// fanned over the active partitions, spread over the `dma_engine_mask`
 /// engines in contiguous partition blocks. Each masked engine then adds 1
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn free_dim_bytes_zero_is_a_semaphore_only_transfer() {
-        // wiki-facts §E.6: no data descriptors; the masked engines still
+        // docs/references/wiki.md §E.6: no data descriptors; the masked engines still
         // add 1 to the peer's remote_sem and all 16 to local_sem.
         let p = expand(
             &InstWord::RdmaDescGen(rdma(0x0003, 0)),

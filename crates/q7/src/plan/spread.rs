@@ -127,7 +127,7 @@ impl Spread {
     /// with the element dtype) and one S2M descriptor at the first
     /// destination column; the axi2sram
     /// cross-bar lands element (i, c) at `dst + c × partition stride + i ×
-    /// size` (wiki-facts §A.7, §G.4). `last_col` is the last column's
+    /// size` (docs/references/wiki.md §A.7, §G.4). `last_col` is the last column's
     /// address, for the bound check. Returns false, adding nothing, when a
     /// bound check would drop part of the tile: the caller then moves it
     /// as element pieces, which drop exactly the failing columns.

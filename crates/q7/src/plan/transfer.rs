@@ -50,9 +50,9 @@ impl Transfer {
 /// Same dtype and element size without a compute op: a plain copy. A
 /// dtype conversion (compute_op NONE): a one-source CCE ADD packet, which
 /// loads the accumulator and converts it on the way out. ADD, MAX and MIN:
-/// a two-source CCE packet (B, then A) written back to B (wiki-facts §F.3).
+/// a two-source CCE packet (B, then A) written back to B (docs/references/wiki.md §F.3).
 /// CCE element sizes must be the dtype sizes. MULTIPLY has no CCE encoding
-/// (no multiply in SDMA_CCETYPE; wiki-facts §F.3 "mapping NOT given") and
+/// (no multiply in SDMA_CCETYPE; docs/references/wiki.md §F.3 "mapping NOT given") and
 /// is refused.
 pub(super) fn transfer(
     word: &str,
@@ -71,7 +71,7 @@ pub(super) fn transfer(
         ComputeOp::Max => Some(dma_abi::CceType::Max),
         ComputeOp::Min => Some(dma_abi::CceType::Min),
         // No CCE multiply: an FMA whose meta descriptor selects
-        // a = stored, b = input, c = scale with scale 0 (wiki-facts §F.2,
+        // a = stored, b = input, c = scale with scale 0 (docs/references/wiki.md §F.2,
         // §F.3 operand selectors; the ISA→CCE mapping itself is not
         // published — docs/firmware.md).
         ComputeOp::Multiply => Some(dma_abi::CceType::Fma),
@@ -133,7 +133,7 @@ pub(super) fn transfer(
 /// The FMA meta descriptor of MULTIPLY: meta1 (W2) selects a = stored
 /// buffer (0), b = input (1), c = scale (2) in bits 25:24 / 27:26 / 29:28;
 /// meta2 (W3) is the scale −0.0 (`cme::MULTIPLY_FMA_SCALE`: an exact zero
-/// product keeps its sign); meta_ctrl is the FMA packer of wiki-facts
+/// product keeps its sign); meta_ctrl is the FMA packer of docs/references/wiki.md
 /// §F.2 (`in_dt << 8 | scale_dt << 12 | accum_dt << 16 | 0x2100000`, FP32
 /// scale and accumulator).
 fn multiply_meta(in_dtype: Dtype) -> (u64, u32) {

@@ -1,4 +1,4 @@
-//! Host speed of the DMA model (DESIGN §7, docs/user-guide.md §14).
+//! Host speed of the DMA model (docs/references/design.md §7, docs/user-guide.md §14).
 //! Budgets: ≥ 5 M simulated 512-byte descriptors per host second on one
 //! core (payload moved), large copies within 3× of a host `memcpy` of the
 //! same bytes (issues 3 and 6); the firmware path as fast as the raw path

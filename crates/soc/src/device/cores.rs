@@ -68,7 +68,7 @@ impl Device {
 
     /// Boots every core's Q7 firmware (DGE mailbox defaults); the trace
     /// executor does this before a trace's first statement, as the runtime
-    /// talks to booted cores only (seed 004 §5.4). Idempotent.
+    /// talks to booted cores only (P9.1 §5.4). Idempotent.
     pub fn boot_firmware(&mut self) -> Result<(), DeviceError> {
         for tpb in 0..crate::firmware::CORES {
             self.core_mut(tpb)?;

@@ -287,7 +287,7 @@ impl Fabric {
         Ok(report)
     }
 
-    /// EVT_SEM semantics (seed 004 §6, driver-facts §6.4): SET stores, INC
+    /// EVT_SEM semantics (P9.1 §6, docs/references/driver.md §6.4): SET stores, INC
     /// adds, DEC subtracts (32-bit wrapping), all visible in SEM_READ.
     pub(super) fn semaphore_op(
         &mut self,

@@ -83,7 +83,7 @@ pub struct FaultSummary {
     pub expected: bool,
 }
 
-/// The run's totals (DESIGN §6).
+/// The run's totals (docs/references/design.md §6).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
     /// Simulated cycles at the end.
@@ -298,7 +298,7 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// 0 all expectations held, 1 one failed, 2 bad input (DESIGN §6).
+    /// 0 all expectations held, 1 one failed, 2 bad input (docs/references/design.md §6).
     pub fn exit_code(&self) -> u8 {
         if !self.errors.is_empty() {
             2

@@ -1,5 +1,5 @@
 //! Packet completion: the data moves, descriptors complete, completion
-//! rings and counters update (seed 004 §4.2, wiki-facts §B.7).
+//! rings and counters update (P9.1 §4.2, docs/references/wiki.md §B.7).
 
 use sim_core::{Bus, TimingConfig};
 
@@ -116,10 +116,10 @@ impl Engine {
     }
 
     /// Marks descriptors done and writes completion-ring entries when the
-    /// queue's COMP_CFG enables them (seed 004 §4.2). Entry format
+    /// queue's COMP_CFG enables them (P9.1 §4.2). Entry format
     /// (simulator-defined, the hardware's is unpublished — docs/timing.md):
     /// 16 bytes, word0 = the descriptor's word0 as fetched, ring/generation
-    /// tag in bits 25:24 included (seed 004 §3 QUIRK: the completion poll
+    /// tag in bits 25:24 included (P9.1 §3 QUIRK: the completion poll
     /// matches the tag the firmware wrote), words 1–3 zero.
     pub(super) fn complete(&mut self, dir: Dir, q: u8, descs: &[Fetched], bus: &mut dyn Bus) {
         let qi = usize::from(q);

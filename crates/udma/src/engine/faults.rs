@@ -1,5 +1,5 @@
 //! Hardware errors: secondary IOFIC cause bits, abort, and the per-queue
-//! AXI NON_ACTIVE state (driver-facts §2.6, wiki-facts §B.2, §I.4).
+//! AXI NON_ACTIVE state (docs/references/driver.md §2.6, docs/references/wiki.md §B.2, §I.4).
 
 use super::{DirState, Engine, dir_idx};
 use crate::block::{Dir, QUEUES};
@@ -7,7 +7,7 @@ use crate::event::EventKind;
 use crate::regs::Group;
 use crate::stats::FaultTally;
 
-/// SEC_A (M2S) cause bits (driver-facts §2.6, wiki-facts §B.2).
+/// SEC_A (M2S) cause bits (docs/references/driver.md §2.6, docs/references/wiki.md §B.2).
 pub(super) mod sec_a {
     pub const DATA_AXI_RESPONSE: u32 = 1 << 8;
     pub const PREF_AXI_RESPONSE: u32 = 1 << 11;
@@ -18,7 +18,7 @@ pub(super) mod sec_a {
     pub const PREF_RING_ID: u32 = 1 << 17;
 }
 
-/// SEC_B (S2M) cause bits (driver-facts §2.6).
+/// SEC_B (S2M) cause bits (docs/references/driver.md §2.6).
 pub(super) mod sec_b {
     pub const DATA_WR_AXI_RESPONSE: u32 = 1 << 1;
     pub const PREF_AXI_RESPONSE: u32 = 1 << 9;
@@ -40,7 +40,7 @@ pub(super) mod sec_d {
 
 impl Engine {
     /// Raises a cause bit in secondary IOFIC group `g`; aborts the direction
-    /// unless the abort mask has the bit (driver-facts §2.6).
+    /// unless the abort mask has the bit (docs/references/driver.md §2.6).
     pub(super) fn raise(
         &mut self,
         g: Group,
@@ -113,7 +113,7 @@ impl Engine {
     }
 
     /// An AXI error on queue `q`: the queue goes NON_ACTIVE (GEN axi_queue,
-    /// wiki-facts §I.4) and the cause bit is raised.
+    /// docs/references/wiki.md §I.4) and the cause bit is raised.
     pub(super) fn axi_error(
         &mut self,
         dir: Dir,

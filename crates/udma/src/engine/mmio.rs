@@ -1,6 +1,6 @@
 //! Register access of a unit: MMIO reads and writes, the configuration
 //! the hot paths read from the registers, the IOFIC owner semantics and the
-//! engine state machine (driver-facts §2.2, §2.6, §2.8; wiki-facts §B.2).
+//! engine state machine (docs/references/driver.md §2.2, §2.6, §2.8; docs/references/wiki.md §B.2).
 
 use csr::{Delta, RegFile};
 use sim_core::Cycle;
@@ -218,7 +218,7 @@ impl Engine {
         self.doorbell_latency
     }
 
-    /// IOFIC owner semantics (driver-facts §2.6): CAUSE_SET sets cause bits,
+    /// IOFIC owner semantics (docs/references/driver.md §2.6): CAUSE_SET sets cause bits,
     /// MASK_CLEAR clears the mask bits written as 0; STATUS = cause & !mask.
     pub(super) fn iofic_write(&mut self, offset: u64, out: &csr::WriteOutcome<'static>) {
         for g in self.maps.offsets.sec {

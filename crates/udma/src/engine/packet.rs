@@ -98,7 +98,7 @@ impl Engine {
             }
         };
         // DMB: wait for every earlier transfer of the queue when the rate
-        // limiter mask lets DMB pause the queue (bit 2 clear; driver-facts
+        // limiter mask lets DMB pause the queue (bit 2 clear; docs/references/driver.md
         // §2.4), unless Q_SW_CTRL.RST_DMB released the wait.
         if first.dmb()
             && self.q[qi].cfg.dmb_pause

@@ -1,6 +1,6 @@
 //! Descriptor prefetch: bursts from the ring into the queue's prefetch
-//! buffer, the ring-id check and the M2S packet-shape checks (wiki-facts
-//! §B.5, §B.7; driver-facts §2.6, §3.6–3.7).
+//! buffer, the ring-id check and the M2S packet-shape checks (docs/references/wiki.md
+//! §B.5, §B.7; docs/references/driver.md §2.6, §3.6–3.7).
 
 use sim_core::{Bus, TimingConfig};
 
@@ -23,7 +23,7 @@ impl Engine {
         if !en_pref || qd.fetch_busy || qd.non_active {
             return;
         }
-        // The M2S engine-level per-queue prefetch enable (wiki-facts §B.2).
+        // The M2S engine-level per-queue prefetch enable (docs/references/wiki.md §B.2).
         if dir == Dir::M2s && self.cfg.pref_queue_en & (1 << qi) == 0 {
             return;
         }
@@ -188,7 +188,7 @@ impl Engine {
     }
 
     /// FIRST/LAST consistency and the per-packet limits, checked as M2S
-    /// prefetches (driver-facts §2.6 group A bits 13–16, §3.7 limits).
+    /// prefetches (docs/references/driver.md §2.6 group A bits 13–16, §3.7 limits).
     /// Returns false when an unmasked error aborted the direction.
     pub(super) fn check_packet_shape(&mut self, q: u8, idx: u32, desc: &RawDesc) -> bool {
         let qi = usize::from(q) % QUEUES;

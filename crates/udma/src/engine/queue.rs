@@ -1,5 +1,5 @@
 //! Queue pointers: doorbells, Q_SW_CTRL resets and the pointer and status
-//! registers the model mirrors (seed 004 §4.1, driver-facts §2.4–2.5, §3.6).
+//! registers the model mirrors (P9.1 §4.1, docs/references/driver.md §2.4–2.5, §3.6).
 
 use sim_core::{Bus, Cycle, TimingConfig};
 
@@ -9,7 +9,7 @@ use crate::block::{Dir, QUEUES};
 use crate::event::EventKind;
 use crate::regs::Group;
 
-/// Q_SW_CTRL command bits (seed 004 §4.1; the M2S and S2M maps name them).
+/// Q_SW_CTRL command bits (P9.1 §4.1; the M2S and S2M maps name them).
 mod sw_ctrl {
     /// M2S only (S2M bit 0 is reserved).
     pub const RST_DMB: u32 = 1 << 0;
@@ -25,9 +25,9 @@ mod sw_ctrl {
 const Q_DMB: u32 = 1 << 30;
 
 impl Engine {
-    /// Q_SW_CTRL (seed 004 §4.1; docs/descriptors.md "Queue control").
+    /// Q_SW_CTRL (P9.1 §4.1; docs/descriptors.md "Queue control").
     /// RST_Q is confirmed by the driver; what the other bits clear is
-    /// inferred from their names (DESIGN §8):
+    /// inferred from their names (docs/references/design.md §8):
     ///
     /// * RST_Q (bit 8): the whole queue direction — pointers to 0 with ring
     ///   id 1, counters, prefetch buffer; packets in flight are dropped;

@@ -1,5 +1,5 @@
 //! Packet scheduling: round robin or DWRR among the queues with a ready
-//! packet, and the queue and stream rate limiters (wiki-facts §B.7, §D.4;
+//! packet, and the queue and stream rate limiters (docs/references/wiki.md §B.7, §D.4;
 //! docs/timing.md "Arbitration and rate limits").
 
 use csr::RegFile;
@@ -92,7 +92,7 @@ impl Engine {
         off.and_then(|o| self.regs.m2s.value(o).ok()).unwrap_or(0)
     }
 
-    /// The M2S scheduler configuration (wiki-facts §D.4): DWRR only when
+    /// The M2S scheduler configuration (docs/references/wiki.md §D.4): DWRR only when
     /// DWRR_CFG_SCHED.EN_DWRR is set and DESC_PREF_CFG_2.PREF_FORCE_RR is
     /// clear; otherwise round-robin among queues.
     pub(super) fn arbitration(&self) -> Arbitration {
