@@ -6,11 +6,23 @@
 use std::collections::BTreeMap;
 
 /// Disjoint, non-adjacent half-open address ranges `[start, end)`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct StaleRanges {
     /// start → end.
     ranges: BTreeMap<u64, u64>,
+    /// A bound on every range, `[lo, hi)`: an access outside it meets no
+    /// stale byte without a lookup. Grows with marks; reset when empty.
+    span: Option<(u64, u64)>,
 }
+
+/// Equal when the same bytes are stale (the bound is a cache).
+impl PartialEq for StaleRanges {
+    fn eq(&self, other: &Self) -> bool {
+        self.ranges == other.ranges
+    }
+}
+
+impl Eq for StaleRanges {}
 
 impl StaleRanges {
     /// No stale byte.
@@ -19,65 +31,85 @@ impl StaleRanges {
     }
 
     /// Marks `[addr, addr + len)` stale.
+    ///
+    /// Every range that overlaps or touches the new one merges into it. No
+    /// allocation; the common case — a copy that extends the last range
+    /// before it — is one ordered-map lookup.
     pub fn mark(&mut self, addr: u64, len: u64) {
         if len == 0 {
             return;
         }
         let mut start = addr;
         let mut end = addr.saturating_add(len);
-        // A range that starts at or before `start` and reaches it merges.
-        if let Some((&s, &e)) = self.ranges.range(..=start).next_back()
-            && e >= start
+        self.span = Some(match self.span {
+            Some((lo, hi)) => (lo.min(start), hi.max(end)),
+            None => (start, end),
+        });
+        // The last range starting at or before `end`, when it also starts at
+        // or before `start`, is the only one that can touch [start, end]:
+        // extend it in place.
+        if let Some((&s, e)) = self.ranges.range_mut(..=end).next_back()
+            && s <= start
+            && *e >= start
         {
-            start = s;
-            end = end.max(e);
+            *e = (*e).max(end);
+            return;
         }
-        // Ranges that start inside [start, end] merge.
-        let inside: Vec<(u64, u64)> = self
-            .ranges
-            .range(start..=end)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in inside {
+        // Otherwise merge, from the right, every range that overlaps or
+        // touches [start, end].
+        while let Some((&s, &e)) = self.ranges.range(..=end).next_back() {
+            if e < start {
+                break;
+            }
             self.ranges.remove(&s);
+            start = start.min(s);
             end = end.max(e);
         }
         self.ranges.insert(start, end);
     }
 
     /// Makes `[addr, addr + len)` meaningful again (it was written).
+    ///
+    /// No allocation; a write that meets no stale byte — every completion,
+    /// semaphore and ring write of a timing-only run — is one lookup.
     pub fn clear(&mut self, addr: u64, len: u64) {
-        if len == 0 || self.ranges.is_empty() {
+        let (start, end) = (addr, addr.saturating_add(len));
+        if len == 0 || !self.may_meet(start, end) {
             return;
         }
-        let (start, end) = (addr, addr.saturating_add(len));
-        let mut hit: Vec<(u64, u64)> = self
-            .ranges
-            .range(start..end)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        if let Some((&s, &e)) = self.ranges.range(..start).next_back()
-            && e > start
-        {
-            hit.push((s, e));
-        }
-        for (s, e) in hit {
-            self.ranges.remove(&s);
-            if s < start {
-                self.ranges.insert(s, start);
+        // Ranges are disjoint: walk down from the last one starting before
+        // `end` until one ends at or before `start`.
+        while let Some((&s, &e)) = self.ranges.range(..end).next_back() {
+            if e <= start {
+                return;
             }
+            self.ranges.remove(&s);
             if e > end {
                 self.ranges.insert(end, e);
             }
+            if s < start {
+                self.ranges.insert(s, start);
+            }
+            if s <= start {
+                break;
+            }
         }
+        if self.ranges.is_empty() {
+            self.span = None;
+        }
+    }
+
+    /// Whether `[start, end)` meets the bound of every range.
+    fn may_meet(&self, start: u64, end: u64) -> bool {
+        self.span.is_some_and(|(lo, hi)| start < hi && end > lo)
     }
 
     /// The first stale byte of `[addr, addr + len)`, if any.
     pub fn first_in(&self, addr: u64, len: u64) -> Option<u64> {
-        if len == 0 {
+        let end = addr.saturating_add(len);
+        if len == 0 || !self.may_meet(addr, end) {
             return None;
         }
-        let end = addr.saturating_add(len);
         if let Some((_, &e)) = self.ranges.range(..=addr).next_back()
             && e > addr
         {
