@@ -191,6 +191,8 @@ pub struct Q7Core {
     /// later word and call is refused with this reason.
     halted: Option<String>,
     stats: std::collections::BTreeMap<&'static str, KindStats>,
+    /// Whether events are recorded ([`Q7Core::set_trace`]).
+    trace: bool,
 }
 
 impl Q7Core {
@@ -214,6 +216,7 @@ impl Q7Core {
             icache: None,
             halted: None,
             stats: Default::default(),
+            trace: true,
         }
     }
 
@@ -284,6 +287,19 @@ impl Q7Core {
         self.inflight.len()
     }
 
+    /// Records events (the default) or not: nothing reads them but the
+    /// run's text, JSON and timeline (docs/user-guide.md §8), so a run that
+    /// shows none builds none — no micro-op text, no tag copies.
+    /// Counters, stalls and everything the firmware does are unchanged.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on;
+    }
+
+    /// Whether events are recorded.
+    pub fn traces(&self) -> bool {
+        self.trace
+    }
+
     /// Takes the events recorded so far.
     pub fn take_events(&mut self) -> Vec<FwEvent> {
         std::mem::take(&mut self.events)
@@ -295,6 +311,9 @@ impl Q7Core {
     }
 
     fn event(&mut self, now: Cycle, inst: &InstTag, kind: FwEventKind) {
+        if !self.trace {
+            return;
+        }
         self.events.push(FwEvent {
             at: now.0,
             tpb: self.layout.tpb,

@@ -423,11 +423,15 @@ impl Device {
         self.fabric.memory.stale().first_in(addr, len)
     }
 
-    /// Records engine events (on by default; off for benchmarks).
+    /// Records engine and firmware events (on by default; off for
+    /// benchmarks and for runs that show none).
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;
         for e in self.engines.iter_mut().flatten() {
             e.set_trace(on);
+        }
+        for c in self.cores.iter_mut().flatten() {
+            c.set_trace(on);
         }
     }
 

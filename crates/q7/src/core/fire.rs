@@ -22,10 +22,12 @@ impl Q7Core {
         }
         let payload_cfg = self.dge_payload(bus);
         for ep in &plan.engines {
-            for op in &ep.micro_ops {
-                events.push(FwEventKind::MicroOp {
-                    text: op.to_string(),
-                });
+            if self.trace {
+                for op in &ep.micro_ops {
+                    events.push(FwEventKind::MicroOp {
+                        text: op.to_string(),
+                    });
+                }
             }
             let Some(e) = self.layout.engines.get(usize::from(ep.slot)).copied() else {
                 continue;

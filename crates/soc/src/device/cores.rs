@@ -59,7 +59,9 @@ impl Device {
                 }
                 self.engine_cores[id] |= 1 << tpb;
             }
-            self.cores[i] = Some(Q7Core::new(layout));
+            let mut core = Q7Core::new(layout);
+            core.set_trace(self.trace);
+            self.cores[i] = Some(core);
         }
         self.cores[i]
             .as_mut()
