@@ -187,6 +187,12 @@ struct Fabric {
     rec: Option<Box<Recorder>>,
     /// The HBM stacks' shared bandwidth (`hbm_stack_gbps`).
     hbm: HbmBandwidth,
+    /// Records register-side events (doorbells, pulses, semaphores,
+    /// ignored writes): [`Device::set_trace`].
+    trace: bool,
+    /// SEM_READ's offset in the EVT_SEM block, by semaphore index, found
+    /// on first use (every EVT_SEM region shares one map).
+    sem_read_offsets: Vec<Option<u32>>,
 }
 
 /// Why a device could not be built.
@@ -296,6 +302,18 @@ pub struct Device {
     cur_key: (u64, u8, u16),
     /// Where recorded events go while the device runs, if anywhere.
     sink: SinkSlot,
+    /// The last partitioned memory (SBUF or PSUM) the firmware asked a
+    /// partition of: the firmware asks once per descriptor, always of the
+    /// same few regions ([`Device::partition_of`]).
+    last_partitioned: std::cell::Cell<Option<PartitionedRegion>>,
+}
+
+/// A leaf SBUF/PSUM region's extent and partition stride.
+#[derive(Clone, Copy, Debug)]
+struct PartitionedRegion {
+    base: u64,
+    size_bytes: u64,
+    stride_bytes: u64,
 }
 
 /// Receives the device's events as a run produces them
@@ -381,6 +399,8 @@ impl Device {
                 master: Master::default(),
                 rec: None,
                 hbm,
+                trace: true,
+                sem_read_offsets: Vec::new(),
             },
             unit_maps,
             timing: std::sync::Arc::new(timing),
@@ -388,6 +408,7 @@ impl Device {
             wake: WakeTree::default(),
             now: Cycle(0),
             trace: true,
+            last_partitioned: std::cell::Cell::new(None),
             posted: Vec::new(),
             cores: Vec::new(),
             fw_next: Vec::new(),
@@ -427,6 +448,7 @@ impl Device {
     /// benchmarks and for runs that show none).
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;
+        self.fabric.trace = on;
         for e in self.engines.iter_mut().flatten() {
             e.set_trace(on);
         }
@@ -526,6 +548,33 @@ impl Device {
     /// The address map.
     pub fn map(&self) -> &SocMap {
         &self.fabric.map
+    }
+
+    /// The SBUF/PSUM partition `addr` is in (pads included), as
+    /// [`SocMap::decode`] says, and the partition stride of its region;
+    /// `None` outside partitioned memory. The last region found answers
+    /// again without a map search.
+    pub fn partition_of(&self, addr: u64) -> Option<(u32, u64)> {
+        if let Some(r) = self.last_partitioned.get()
+            && addr >= r.base
+            && addr - r.base < r.size_bytes
+        {
+            let p = (addr - r.base) / r.stride_bytes;
+            return Some((u32::try_from(p).unwrap_or(u32::MAX), r.stride_bytes));
+        }
+        let map = &self.fabric.map;
+        let d = map.decode(addr);
+        let region = map.region(d.region?);
+        let stride_bytes = region.partitions.as_ref()?.stride_bytes;
+        let partition = d.partition?;
+        if region.children.is_empty() && stride_bytes > 0 {
+            self.last_partitioned.set(Some(PartitionedRegion {
+                base: region.base,
+                size_bytes: region.size_bytes,
+                stride_bytes,
+            }));
+        }
+        Some((partition, stride_bytes))
     }
 
     /// The CSR catalog.
@@ -667,6 +716,29 @@ impl Device {
     /// semantics and route side effects; `Ok(Some(..))` reports what the
     /// register did (including a read-only register left unchanged).
     pub fn write32(&mut self, addr: u64, value: u32) -> Result<Option<RegWrite>, BusFault> {
+        Ok(self.write32_done(addr, value, true)?.map(|(t, done)| RegWrite {
+            region: self.fabric.map.name(t.region).to_string(),
+            register: done.register.unwrap_or_default(),
+            old: done.old,
+            new: done.new,
+            ignored: done.ignored,
+            read_only: done.read_only,
+        }))
+    }
+
+    /// [`Device::write32`] for a master that does not read the report (the
+    /// firmware's doorbells and ring set-up): the same side effects, events
+    /// and log lines, without building register names nobody reads.
+    pub fn write32_unreported(&mut self, addr: u64, value: u32) -> Result<(), BusFault> {
+        self.write32_done(addr, value, false).map(|_| ())
+    }
+
+    fn write32_done(
+        &mut self,
+        addr: u64,
+        value: u32,
+        named: bool,
+    ) -> Result<Option<(RegTarget, fabric::WriteDone)>, BusFault> {
         let target = self.fabric.reg_target(addr);
         // A write to an engine's registers changes what that engine's
         // owners poll, nothing another core reads (docs/firmware.md §Stalls).
@@ -683,13 +755,19 @@ impl Device {
                 .write(&self.fabric.map, addr, &value.to_le_bytes())?;
             return Ok(None);
         };
-        if self.fabric.rec.is_some() {
-            return self.write32_recorded(addr, t, value);
+        let recording = self.fabric.rec.is_some();
+        if recording && let Some(rec) = self.fabric.rec.as_deref_mut() {
+            rec.cycle = self.now.0;
         }
-        match self.fabric.engine_block(t.region) {
-            Some(r) => self.engine_write(addr, t, r, value).map(Some),
-            None => self.fabric.csr_write(addr, t, value).map(Some),
+        let done = match self.fabric.engine_block(t.region) {
+            Some(r) => self.engine_write(addr, t, r, value, named)?,
+            None => self.fabric.csr_write_unnamed(addr, t, value, named)?,
+        };
+        if recording {
+            self.fabric
+                .log_access(true, addr, t, value, done.old, done.new);
         }
+        Ok(Some((t, done)))
     }
 
     /// [`Device::read32`] of a register while recording: watch, read,
@@ -722,25 +800,6 @@ impl Device {
         };
         self.fabric.log_access(false, addr, t, value, value, after);
         Ok(value)
-    }
-
-    /// [`Device::write32`] of a register while recording.
-    fn write32_recorded(
-        &mut self,
-        addr: u64,
-        t: RegTarget,
-        value: u32,
-    ) -> Result<Option<RegWrite>, BusFault> {
-        let now = self.now.0;
-        if let Some(rec) = self.fabric.rec.as_deref_mut() {
-            rec.cycle = now;
-        }
-        let w = match self.fabric.engine_block(t.region) {
-            Some(r) => self.engine_write(addr, t, r, value)?,
-            None => self.fabric.csr_write(addr, t, value)?,
-        };
-        self.fabric.log_access(true, addr, t, value, w.old, w.new);
-        Ok(Some(w))
     }
 
     /// Waveforms: start watching engine `id` (created if needed) and, for a
@@ -786,8 +845,8 @@ impl Device {
         t: RegTarget,
         r: EngineBlockRef,
         value: u32,
-    ) -> Result<RegWrite, BusFault> {
-        let region_name = self.fabric.map.name(t.region).to_string();
+        named: bool,
+    ) -> Result<fabric::WriteDone, BusFault> {
         let targets = if r.broadcast {
             self.broadcast_targets(r.engine)
         } else {
@@ -796,6 +855,7 @@ impl Device {
         let now = self.now;
         let mut report = None;
         let recording = self.fabric.rec.is_some();
+        let trace = self.fabric.trace;
         for id in targets {
             if recording {
                 self.wave_watch(id, r.block);
@@ -807,18 +867,18 @@ impl Device {
             if recording {
                 self.wave_sample(id);
             }
-            let w = RegWrite {
-                region: region_name.clone(),
-                register: out.reg.name(),
+            let shown = trace && (out.read_only || out.ignored != 0);
+            let w = fabric::WriteDone {
+                register: (shown || (named && report.is_none())).then(|| out.reg.name()),
                 old: out.old,
                 new: out.new,
                 ignored: out.ignored,
                 read_only: out.read_only,
             };
-            if out.read_only || out.ignored != 0 {
+            if shown {
                 self.fabric.events.push(DeviceEvent::IgnoredWrite {
-                    region: region_name.clone(),
-                    register: w.register.clone(),
+                    region: self.fabric.map.name(t.region).to_string(),
+                    register: w.register.clone().unwrap_or_default(),
                     written: Hex32(value),
                     ignored: Hex32(out.ignored),
                     read_only: out.read_only,
@@ -829,7 +889,7 @@ impl Device {
         }
         if r.broadcast {
             // The mirror keeps the value too, so reads of it show the last write.
-            let _ = self.fabric.csr_write(addr, t, value);
+            let _ = self.fabric.csr_write_unnamed(addr, t, value, false);
         }
         report.ok_or_else(|| self.fabric.no_register(addr, t))
     }
@@ -1024,7 +1084,7 @@ impl Device {
             for (addr, value, engine) in posted {
                 // The writing engine is the bus master of its posted write.
                 let prev = self.set_bus_master(Master::Engine(engine));
-                let _ = self.write32(addr, value);
+                let _ = self.write32_unreported(addr, value);
                 self.set_bus_master(prev);
             }
         }

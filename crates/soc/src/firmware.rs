@@ -216,8 +216,7 @@ impl FwBus for DeviceFwBus<'_> {
 
     fn write32(&mut self, addr: u64, value: u32) -> Result<(), String> {
         self.device
-            .write32(addr, value)
-            .map(|_| ())
+            .write32_unreported(addr, value)
             .map_err(|e| e.to_string())
     }
 
@@ -233,15 +232,11 @@ impl FwBus for DeviceFwBus<'_> {
 
     fn partition_of(&self, addr: u64) -> Option<u16> {
         self.device
-            .map()
-            .decode(addr)
-            .partition
-            .and_then(|p| u16::try_from(p).ok())
+            .partition_of(addr)
+            .and_then(|(p, _)| u16::try_from(p).ok())
     }
 
     fn partition_stride(&self, addr: u64) -> Option<u64> {
-        let map = self.device.map();
-        let id = map.decode(addr).region?;
-        map.region(id).partitions.as_ref().map(|p| p.stride_bytes)
+        self.device.partition_of(addr).map(|(_, stride)| stride)
     }
 }

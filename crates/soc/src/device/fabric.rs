@@ -218,73 +218,99 @@ impl Fabric {
     }
 
     pub(super) fn regfile(&mut self, region: RegionId) -> Option<&mut RegFile<'static>> {
-        let block = self.block_of(region)?;
-        Some(
-            self.regs
-                .entry(region)
-                .or_insert_with(|| RegFile::new(block)),
-        )
+        // Look the block up by name only to create the file (the firmware
+        // reads the same few blocks on every word).
+        if !self.regs.contains_key(&region) {
+            let block = self.block_of(region)?;
+            self.regs.insert(region, RegFile::new(block));
+        }
+        self.regs.get_mut(&region)
     }
 
     pub(super) fn csr_read(&mut self, addr: u64, t: RegTarget) -> Result<u32, BusFault> {
-        let fault = self.no_register(addr, t);
-        let rf = self.regfile(t.region).ok_or_else(|| fault.clone())?;
-        rf.read(t.offset).map(|o| o.value).map_err(|_| fault)
+        let read = self.regfile(t.region).map(|rf| rf.read(t.offset));
+        match read {
+            Some(Ok(o)) => Ok(o.value),
+            _ => Err(self.no_register(addr, t)),
+        }
     }
 
-    /// A register write to a block without an engine model.
-    pub(super) fn csr_write(
+    /// A register write to a block without an engine model: access
+    /// semantics and side effects (semaphores, doorbell and pulse events);
+    /// the register's name is built only when `named` or an event shows it.
+    pub(super) fn csr_write_unnamed(
         &mut self,
         addr: u64,
         t: RegTarget,
         value: u32,
-    ) -> Result<RegWrite, BusFault> {
-        let region_name = self.map.name(t.region).to_string();
-        let fault = self.no_register(addr, t);
-        let rf = self.regfile(t.region).ok_or_else(|| fault.clone())?;
-        let out = rf.write(t.offset, value).map_err(|_| fault)?;
-        let block_name: &'static str = rf.map().block();
-        let reg_name = out.reg.name();
-        let spec_name = out.reg.spec().name().to_string();
-        let index = out.reg.index();
-        let report = RegWrite {
-            region: region_name.clone(),
-            register: reg_name.clone(),
-            old: out.old,
-            new: out.new,
-            ignored: out.ignored,
-            read_only: out.read_only,
+        named: bool,
+    ) -> Result<WriteDone, BusFault> {
+        let trace = self.trace;
+        let written = self.regfile(t.region).map(|rf| {
+            let block_name: &'static str = rf.map().block();
+            rf.write(t.offset, value).map(|out| (block_name, out))
+        });
+        let Some(Ok((block_name, out))) = written else {
+            return Err(self.no_register(addr, t));
         };
-        if out.read_only || out.ignored != 0 {
+        let is_sem = block_name == "evt_sem";
+        let shown = trace
+            && (out.read_only
+                || out.ignored != 0
+                || (!is_sem && (matches!(out.delta, Some(Delta::Inc(_))) || out.pulses != 0)));
+        let register = (named || shown).then(|| out.reg.name());
+        if trace && (out.read_only || out.ignored != 0) {
             self.events.push(DeviceEvent::IgnoredWrite {
-                region: region_name.clone(),
-                register: reg_name.clone(),
+                region: self.map.name(t.region).to_string(),
+                register: register.clone().unwrap_or_default(),
                 written: Hex32(value),
                 ignored: Hex32(out.ignored),
                 read_only: out.read_only,
             });
         }
-        let pulses = out.pulses;
-        let delta = out.delta;
-        if block_name == "evt_sem" {
-            self.semaphore_op(t.region, &spec_name, index, value, delta);
-        } else {
-            if let Some(Delta::Inc(n)) = delta {
+        if is_sem {
+            let spec_name: &'static str = out.reg.spec().name();
+            self.semaphore_op(t.region, spec_name, out.reg.index(), value, out.delta);
+        } else if trace {
+            if let Some(Delta::Inc(n)) = out.delta {
                 self.events.push(DeviceEvent::Doorbell {
-                    region: region_name.clone(),
-                    register: reg_name.clone(),
+                    region: self.map.name(t.region).to_string(),
+                    register: register.clone().unwrap_or_default(),
                     increment: n,
                 });
             }
-            if pulses != 0 {
+            if out.pulses != 0 {
                 self.events.push(DeviceEvent::Pulse {
-                    region: region_name,
-                    register: reg_name,
-                    bits: Hex32(pulses),
+                    region: self.map.name(t.region).to_string(),
+                    register: register.clone().unwrap_or_default(),
+                    bits: Hex32(out.pulses),
                 });
             }
         }
-        Ok(report)
+        Ok(WriteDone {
+            register,
+            old: out.old,
+            new: out.new,
+            ignored: out.ignored,
+            read_only: out.read_only,
+        })
+    }
+
+    /// SEM_READ's offset for semaphore `index` in the EVT_SEM map `rf`
+    /// uses, looked up by name once per index.
+    fn sem_read_offset(&mut self, region: RegionId, index: u32) -> Option<u64> {
+        let i = usize::try_from(index).ok()?;
+        if let Some(Some(off)) = self.sem_read_offsets.get(i) {
+            return Some(u64::from(*off));
+        }
+        let off = self.regfile(region)?.map().find("SEM_READ", Some(index))?;
+        if let Ok(off32) = u32::try_from(off) {
+            if self.sem_read_offsets.len() <= i {
+                self.sem_read_offsets.resize(i + 1, None);
+            }
+            self.sem_read_offsets[i] = Some(off32);
+        }
+        Some(off)
     }
 
     /// EVT_SEM semantics (P9.1 §6, docs/references/driver.md §6.4): SET stores, INC
@@ -298,10 +324,10 @@ impl Fabric {
         delta: Option<Delta>,
     ) {
         let Some(index) = index else { return };
-        let Some(rf) = self.regfile(region) else {
+        let Some(read_off) = self.sem_read_offset(region, index) else {
             return;
         };
-        let Some(read_off) = rf.map().find("SEM_READ", Some(index)) else {
+        let Some(rf) = self.regfile(region) else {
             return;
         };
         let Ok(old) = rf.value(read_off) else { return };
@@ -320,15 +346,27 @@ impl Fabric {
                     w.semaphore(rec.cycle, core, index, old, new);
                 }
             }
-            let name = self.map.name(region).to_string();
-            self.events.push(DeviceEvent::Semaphore {
-                region: name,
-                index,
-                old,
-                new,
-            });
+            if self.trace {
+                let name = self.map.name(region).to_string();
+                self.events.push(DeviceEvent::Semaphore {
+                    region: name,
+                    index,
+                    old,
+                    new,
+                });
+            }
         }
     }
+}
+
+/// What a register write did ([`Fabric::csr_write_unnamed`]); the
+/// register's name only when asked for.
+pub(super) struct WriteDone {
+    pub(super) register: Option<String>,
+    pub(super) old: u32,
+    pub(super) new: u32,
+    pub(super) ignored: u32,
+    pub(super) read_only: bool,
 }
 
 /// The fabric as a DMA engine sees it (`sim_core::Bus`): memory bytes, and
@@ -352,7 +390,7 @@ impl DmaBus<'_> {
             return Ok(());
         }
         let prev = self.enter();
-        let w = self.fabric.csr_write(addr, t, value);
+        let w = self.fabric.csr_write_unnamed(addr, t, value, false);
         if let Some(prev) = prev {
             if let Ok(w) = &w {
                 self.fabric.log_access(true, addr, t, value, w.old, w.new);
