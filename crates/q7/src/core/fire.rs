@@ -40,35 +40,31 @@ impl Q7Core {
             let (s2m_first, _) = r.slot(r.s2m_pos);
             // Packets in ring order: data pairs, transpose gathers (several
             // TX descriptors, one RX), then the semaphore writes.
-            type Packet = (Vec<crate::plan::TxSource>, (u64, u32));
-            let mut packets: Vec<Packet> = ep
+            let pairs = ep
                 .pairs
                 .iter()
-                .map(|p| (p.sources(), (p.dst, p.dst_len_bytes)))
-                .collect();
-            packets.extend(ep.gathers.iter().map(|g| {
+                .map(|p| (PacketTx::Listed(p.sources()), (p.dst, p.dst_len_bytes)));
+            let gathers = ep.gathers.iter().map(|g| {
                 (
-                    g.tx.iter()
-                        .map(|&(a, l)| crate::plan::TxSource::data(a, l, g.word1))
-                        .collect(),
+                    PacketTx::Pieces(&g.tx, g.word1),
                     (g.dst, g.dst_len_bytes),
                 )
-            }));
-            packets.extend(ep.sem_writes.iter().map(|&(at, v)| {
-                (
-                    vec![crate::plan::TxSource::data(
-                        payload_cfg.payload(dge, v),
-                        4,
-                        dma_abi::DEFAULT_COPY_WORD1,
-                    )],
-                    (at, 4),
-                )
-            }));
+            });
+            let sems = ep.sem_writes.iter().map(|&(at, v)| {
+                let src = crate::plan::TxSource::data(
+                    payload_cfg.payload(dge, v),
+                    4,
+                    dma_abi::DEFAULT_COPY_WORD1,
+                );
+                (PacketTx::Listed(crate::plan::TxSources::one(src)), (at, 4))
+            });
+            let packets = pairs.chain(gathers).chain(sems);
             let (mut count, mut m2s_count) = (0u32, 0u32);
             let mut fault = None;
             'packets: for (txs, (dst, dst_len)) in packets {
                 let n = txs.len();
-                for (k, s) in txs.into_iter().enumerate() {
+                for k in 0..n {
+                    let s = txs.get(k);
                     let (src, len, word1) = (s.addr, s.len_bytes, s.word1);
                     let (mi, mid) = r.slot(r.m2s_pos);
                     let flags = Flags {
@@ -240,6 +236,31 @@ impl Q7Core {
                 m2s_count,
                 bytes: 0,
             });
+        }
+    }
+}
+
+/// The M2S descriptors of one packet, without a list per packet: a pair's
+/// (at most three, inline) or a transpose gather's pieces.
+enum PacketTx<'p> {
+    Listed(crate::plan::TxSources),
+    Pieces(&'p [(u64, u32)], u32),
+}
+
+impl PacketTx<'_> {
+    fn len(&self) -> usize {
+        match self {
+            PacketTx::Listed(s) => s.len(),
+            PacketTx::Pieces(p, _) => p.len(),
+        }
+    }
+
+    fn get(&self, k: usize) -> crate::plan::TxSource {
+        match self {
+            PacketTx::Listed(s) => s.get(k).copied().unwrap_or_default(),
+            PacketTx::Pieces(p, word1) => p.get(k).map_or_else(Default::default, |&(a, l)| {
+                crate::plan::TxSource::data(a, l, *word1)
+            }),
         }
     }
 }

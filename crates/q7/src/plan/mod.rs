@@ -167,7 +167,7 @@ pub struct DescPair {
 }
 
 /// One M2S descriptor of a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxSource {
     /// Source address, or meta1 | meta2 << 32 for a meta descriptor.
     pub addr: u64,
@@ -212,8 +212,8 @@ impl DescPair {
     }
 
     /// The M2S descriptors of this pair's packet, in order.
-    pub fn sources(&self) -> Vec<TxSource> {
-        let mut v = Vec::with_capacity(3);
+    pub fn sources(&self) -> TxSources {
+        let mut v = TxSources::default();
         if let Some((a, l, w)) = self.acc_src {
             v.push(TxSource::data(a, l, w));
         }
@@ -227,6 +227,38 @@ impl DescPair {
         }
         v.push(TxSource::data(self.src, self.len_bytes, self.word1));
         v
+    }
+}
+
+/// The M2S descriptors of one pair's packet: at most three (accumulate
+/// source, FMA meta, data), kept inline — the firmware builds one list per
+/// descriptor pair it writes. Reads as a slice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxSources {
+    items: [TxSource; 3],
+    len: usize,
+}
+
+impl TxSources {
+    /// A packet of one M2S descriptor.
+    pub fn one(s: TxSource) -> Self {
+        let mut v = Self::default();
+        v.push(s);
+        v
+    }
+
+    fn push(&mut self, s: TxSource) {
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = s;
+            self.len += 1;
+        }
+    }
+}
+
+impl std::ops::Deref for TxSources {
+    type Target = [TxSource];
+    fn deref(&self) -> &[TxSource] {
+        &self.items[..self.len]
     }
 }
 
