@@ -716,14 +716,16 @@ impl Device {
     /// semantics and route side effects; `Ok(Some(..))` reports what the
     /// register did (including a read-only register left unchanged).
     pub fn write32(&mut self, addr: u64, value: u32) -> Result<Option<RegWrite>, BusFault> {
-        Ok(self.write32_done(addr, value, true)?.map(|(t, done)| RegWrite {
-            region: self.fabric.map.name(t.region).to_string(),
-            register: done.register.unwrap_or_default(),
-            old: done.old,
-            new: done.new,
-            ignored: done.ignored,
-            read_only: done.read_only,
-        }))
+        Ok(self
+            .write32_done(addr, value, true)?
+            .map(|(t, done)| RegWrite {
+                region: self.fabric.map.name(t.region).to_string(),
+                register: done.register.unwrap_or_default(),
+                old: done.old,
+                new: done.new,
+                ignored: done.ignored,
+                read_only: done.read_only,
+            }))
     }
 
     /// [`Device::write32`] for a master that does not read the report (the

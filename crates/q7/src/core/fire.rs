@@ -44,12 +44,10 @@ impl Q7Core {
                 .pairs
                 .iter()
                 .map(|p| (PacketTx::Listed(p.sources()), (p.dst, p.dst_len_bytes)));
-            let gathers = ep.gathers.iter().map(|g| {
-                (
-                    PacketTx::Pieces(&g.tx, g.word1),
-                    (g.dst, g.dst_len_bytes),
-                )
-            });
+            let gathers = ep
+                .gathers
+                .iter()
+                .map(|g| (PacketTx::Pieces(&g.tx, g.word1), (g.dst, g.dst_len_bytes)));
             let sems = ep.sem_writes.iter().map(|&(at, v)| {
                 let src = crate::plan::TxSource::data(
                     payload_cfg.payload(dge, v),
