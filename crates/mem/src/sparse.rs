@@ -126,6 +126,9 @@ impl SparseMemory {
                 }
                 Entry::Occupied(mut entry) => entry.get_mut()[run.span()].fill(byte),
                 Entry::Vacant(_) if byte == 0 => {}
+                Entry::Vacant(entry) if run.len == PAGE_BYTES => {
+                    entry.insert(vec![byte; PAGE_BYTES].into_boxed_slice());
+                }
                 Entry::Vacant(entry) => entry.insert(new_page())[run.span()].fill(byte),
             }
         }
@@ -267,7 +270,13 @@ impl Bytes<u64> for SparseMemory {
             match self.pages.entry(run.page) {
                 Entry::Occupied(mut entry) => entry.get_mut()[run.span()].copy_from_slice(bytes),
                 Entry::Vacant(entry) => {
-                    if !is_zero(bytes) {
+                    if run.len == PAGE_BYTES {
+                        // A whole page: built from the bytes, not zeroed
+                        // first (a large `fill` or `load` writes whole pages).
+                        if !is_zero(bytes) {
+                            entry.insert(bytes.into());
+                        }
+                    } else if !is_zero(bytes) {
                         entry.insert(new_page())[run.span()].copy_from_slice(bytes);
                     }
                 }
