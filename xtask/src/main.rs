@@ -17,6 +17,8 @@
 //! - `rss [--gib-per-stack N]`: peak RSS of `neuron-sim run` on a
 //!   generated chip trace with N GiB (default 1) of payload per HBM stack,
 //!   under `/usr/bin/time -v`, against the bytes it touches (`rss.rs`).
+//! - `man [--check]`: the man pages in `docs/man/`, rendered by `neuron-sim
+//!   man --out-dir` (`man.rs`); `--check` fails when one is stale.
 //! - `calibrate [ARGS..]`: run the calibration traces (`traces/calib/`) and
 //!   rewrite the calibration table of `docs/timing.md`
 //!   (`cargo run --release -p neuron-sim -- calibrate --write docs/timing.md ARGS..`).
@@ -28,6 +30,7 @@ use clap::{Parser, Subcommand};
 
 mod codegen;
 mod fuzz;
+mod man;
 mod rss;
 
 #[derive(Debug, Parser)]
@@ -42,6 +45,12 @@ enum Cmd {
     /// Regenerate docs/csr/*.md from csr-maps/*.json.
     Codegen {
         /// Do not write; exit non-zero listing the stale files.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Regenerate the man pages in docs/man/ (`neuron-sim man --out-dir`).
+    Man {
+        /// Do not write; exit non-zero listing the stale pages.
         #[arg(long)]
         check: bool,
     },
@@ -97,6 +106,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Codegen { check } => codegen::run(&project_root(), check),
+        Cmd::Man { check } => man::run(&project_root(), check),
         Cmd::Ci => ci(&project_root()),
         Cmd::Bench { args } => bench(&project_root(), &args),
         Cmd::Calibrate { args } => calibrate(&project_root(), &args),

@@ -2,12 +2,15 @@
 //! `decode --word HEX [--json]`, `disasm FILE [-o OUT] [--full]` (binary
 //! stream → text) and `asm FILE -o OUT` (text → binary stream). Bad input
 //! exits 2 with a message naming the file, line, column or byte offset.
+//! FILE may be `-` (standard input, `<stdin>` in messages), and so may OUT
+//! (standard output).
 
 use std::path::Path;
 
 use dma_abi::inst::{self, InstDecode, InstWord, TextStyle};
 
-use crate::{Failure, bad_input, to_json};
+use crate::input::{name_of, read_bytes_or_stdin, read_text_or_stdin};
+use crate::{Failure, bad_input, outputs, to_json};
 
 /// `decode --word HEX`: one word, 128 hex digits in memory order.
 pub(crate) fn cmd_decode_word(hex: &str, json: bool) -> Result<u8, Failure> {
@@ -23,18 +26,17 @@ pub(crate) fn cmd_decode_word(hex: &str, json: bool) -> Result<u8, Failure> {
 
 /// `disasm FILE`: a binary stream of 64-byte words to one text line each.
 pub(crate) fn cmd_disasm(file: &Path, output: Option<&Path>, full: bool) -> Result<u8, Failure> {
-    let bytes = std::fs::read(file)
-        .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+    let bytes = read_bytes_or_stdin(file, "instruction stream")?;
     let style = if full {
         TextStyle::Full
     } else {
         TextStyle::Compact
     };
     let text = inst::text::disasm_with(&bytes, style)
-        .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+        .map_err(|e| bad_input(format!("{}: {e}", name_of(file))))?;
     match output {
-        Some(p) => std::fs::write(p, text)
-            .map_err(|e| bad_input(format!("cannot write {}: {e}", p.display())))?,
+        Some(p) => outputs::write(p, text.as_bytes())
+            .map_err(|e| bad_input(format!("cannot write {}: {e}", outputs::name_of(p))))?,
         None => out!("{text}"),
     }
     Ok(0)
@@ -42,16 +44,16 @@ pub(crate) fn cmd_disasm(file: &Path, output: Option<&Path>, full: bool) -> Resu
 
 /// `asm FILE -o OUT`: text lines to the binary stream.
 pub(crate) fn cmd_asm(file: &Path, output: &Path) -> Result<u8, Failure> {
-    let text = crate::input::read_text(file, "instruction-word text")?;
+    let text = read_text_or_stdin(file, "instruction-word text")?;
     let bytes = inst::asm(&text).map_err(|errors| {
         let mut msg: Vec<String> = errors
             .iter()
-            .map(|e| format!("{}:{e}", file.display()))
+            .map(|e| format!("{}:{e}", name_of(file)))
             .collect();
         msg.push(format!("{} error(s); nothing was written", errors.len()));
         bad_input(msg.join("\n"))
     })?;
-    std::fs::write(output, &bytes)
-        .map_err(|e| bad_input(format!("cannot write {}: {e}", output.display())))?;
+    outputs::write(output, &bytes)
+        .map_err(|e| bad_input(format!("cannot write {}: {e}", outputs::name_of(output))))?;
     Ok(0)
 }

@@ -2,18 +2,67 @@
 //! timing files, SoC and CSR maps, sweep CSVs): a file that cannot be read
 //! says so with the OS error; one that is not UTF-8 names the line, the
 //! column and the byte offset of the first bad byte (`FILE:LINE:COLUMN:`,
-//! as trace errors do; docs/user-guide.md §3).
+//! as trace errors do; docs/user-guide.md §3). For traces, instruction
+//! streams and ioctl recordings `-` reads standard input, named `<stdin>`
+//! in messages (docs/user-guide.md §Standard input and output).
 
 use std::path::Path;
 
 use crate::{Failure, bad_input};
 
+/// Whether `path` is `-`: standard input (for an input) or standard
+/// output (for an output). A file named `-` is `./-`.
+pub(crate) fn is_stdio(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// The name an input goes by in messages and reports: `<stdin>` for `-`
+/// (so an error reads `<stdin>:3:5: …`), else the path.
+pub(crate) fn name_of(path: &Path) -> String {
+    if is_stdio(path) {
+        STDIN_NAME.to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Whether `path` ends in `.EXT`, in any case (`.json`, `.JSON`, `.Json`):
+/// where a file's kind is decided by its extension.
+pub(crate) fn has_ext(path: &Path, ext: &str) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
+/// The name of standard input in messages.
+pub(crate) const STDIN_NAME: &str = "<stdin>";
+
+/// The bytes of `path`, or of standard input for `-`; `what` names the
+/// input in messages.
+pub(crate) fn read_bytes_or_stdin(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
+    if !is_stdio(path) {
+        return std::fs::read(path)
+            .map_err(|e| bad_input(format!("cannot read {what} {}: {e}", path.display())));
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+        .map_err(|e| bad_input(format!("cannot read {what} from {STDIN_NAME}: {e}")))?;
+    Ok(bytes)
+}
+
 /// Reads `path` as UTF-8 text; `what` names the input in messages
-/// (`trace`, `--timing`, `--soc-map`).
+/// (`--timing`, `--soc-map`). `-` is a file of that name here: the inputs
+/// that take standard input use [`read_text_or_stdin`].
 pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, Failure> {
     let bytes = std::fs::read(path)
         .map_err(|e| bad_input(format!("cannot read {what} {}: {e}", path.display())))?;
     text_of(bytes, &path.display().to_string(), what).map_err(bad_input)
+}
+
+/// [`read_text`], with `-` reading standard input (named `<stdin>`):
+/// traces, instruction-word text, ioctl recordings.
+pub(crate) fn read_text_or_stdin(path: &Path, what: &str) -> Result<String, Failure> {
+    let bytes = read_bytes_or_stdin(path, what)?;
+    text_of(bytes, &name_of(path), what).map_err(bad_input)
 }
 
 /// `bytes` as a String, or where the first byte that is not UTF-8 is.
@@ -71,5 +120,23 @@ mod tests {
             "{e}"
         );
         assert_eq!(text_of(b"ok\n".to_vec(), "x", "trace").unwrap(), "ok\n");
+    }
+
+    #[test]
+    fn extensions_match_in_any_case() {
+        for p in ["s.json", "s.JSON", "dir/s.Json"] {
+            assert!(has_ext(Path::new(p), "json"), "{p}");
+        }
+        for p in ["s.yaml", "json", "s.json.bak", "s.jsonl"] {
+            assert!(!has_ext(Path::new(p), "json"), "{p}");
+        }
+    }
+
+    #[test]
+    fn dash_is_stdin_by_name() {
+        assert!(is_stdio(Path::new("-")));
+        assert!(!is_stdio(Path::new("./-")));
+        assert_eq!(name_of(Path::new("-")), "<stdin>");
+        assert_eq!(name_of(Path::new("t.trace")), "t.trace");
     }
 }

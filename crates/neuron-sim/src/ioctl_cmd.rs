@@ -17,7 +17,7 @@ pub(crate) enum IoctlCmd {
     /// fresh kernel driver and device, checking every result, argument
     /// copy-out and user-memory access against the recording.
     Replay {
-        /// The recording (JSON lines).
+        /// The recording (JSON lines; `-`: standard input).
         file: std::path::PathBuf,
         /// Print the replay report as JSON.
         #[arg(long)]
@@ -45,11 +45,11 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
             Ok(0)
         }
         IoctlCmd::Replay { file, json } => {
-            let text = crate::input::read_text(&file, "ioctl recording")?;
+            let text = crate::input::read_text_or_stdin(&file, "ioctl recording")?;
             let rec = ioctl_bus::Recording::from_jsonl(&text).map_err(|e| {
                 bad_input(format!(
                     "{}:{}:{}: {}",
-                    file.display(),
+                    crate::input::name_of(&file),
                     e.line,
                     e.column,
                     e.message

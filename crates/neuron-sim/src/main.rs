@@ -28,8 +28,11 @@ macro_rules! outln {
 
 mod asm_cmd;
 mod calibrate;
+mod color;
 mod input;
 mod ioctl_cmd;
+mod meta_cmd;
+mod outputs;
 mod perfetto_cmd;
 mod record_cmd;
 mod run_output;
@@ -55,10 +58,22 @@ use soc::Device;
 use soc::exec::TraceFiles;
 use soc_map::Hex;
 
+/// `neuron-sim --version`: the package version, the commit built (or
+/// `unknown` outside a git checkout) and the cargo profile, e.g. `0.0.0
+/// (50a402b, release)` (build.rs; docs/user-guide.md §1).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("NEURON_SIM_COMMIT"),
+    ", ",
+    env!("NEURON_SIM_PROFILE"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "neuron-sim",
-    version,
+    version = VERSION,
     about = "Cycle-level simulator of the AWS Trainium2 (NeuronCore-v3) DMA subsystem"
 )]
 struct Cli {
@@ -68,6 +83,10 @@ struct Cli {
     /// Load CSR block maps (*.json) from DIR over the built-in ones.
     #[arg(long, global = true, value_name = "DIR")]
     csr_maps: Option<PathBuf>,
+    /// Colour FAILED, ERROR, FAULT, SKIPPED and warnings: `auto` on a
+    /// terminal unless NO_COLOR is set, `always`, or `never`.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: clap::ColorChoice,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -88,8 +107,11 @@ impl Maps {
             .map_err(|e| bad_input(format!("cannot read --csr-maps {}: {e}", dir.display())))?;
         let mut paths: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .filter(|p| p.file_name().is_some_and(|n| n != "soc-map.json"))
+            .filter(|p| input::has_ext(p, "json"))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| !n.eq_ignore_ascii_case("soc-map.json"))
+            })
             .collect();
         paths.sort();
         for p in paths {
@@ -154,7 +176,7 @@ enum Cmd {
     },
     /// The doorbell stepping debugger: run a trace, stopping at every doorbell.
     Step {
-        /// The trace file.
+        /// The trace file (`-`: standard input, with the commands from --script).
         trace: PathBuf,
         /// Read debugger commands from FILE instead of the terminal.
         #[arg(long, value_name = "FILE")]
@@ -190,9 +212,11 @@ enum Cmd {
     },
     /// Disassemble a binary stream of 64-byte DMA instruction words into text, one per line.
     Disasm {
-        /// The binary stream (its length must be a multiple of 64).
+        /// The binary stream (its length must be a multiple of 64; `-`:
+        /// standard input).
         file: PathBuf,
-        /// Write the text to OUT instead of stdout.
+        /// Write the text to OUT instead of standard output (`-`: standard
+        /// output).
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
         /// Show every field, not only those that differ from their default.
@@ -201,9 +225,9 @@ enum Cmd {
     },
     /// Assemble instruction-word text (KIND key=value ..., one per line) into a binary stream.
     Asm {
-        /// The text file.
+        /// The text file (`-`: standard input).
         file: PathBuf,
-        /// The binary output file.
+        /// The binary output file (`-`: standard output).
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
     },
@@ -228,11 +252,25 @@ enum Cmd {
     /// Run the calibration traces and compare with the published figures
     /// (the table of docs/timing.md).
     Calibrate(calibrate::CalibrateArgs),
+    /// Print a shell completion script: `neuron-sim completions bash >
+    /// ~/.local/share/bash-completion/completions/neuron-sim`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `neuron-sim man | man -l -`; with
+    /// --out-dir, write one page per command (neuron-sim-run.1, …) to DIR.
+    Man {
+        /// Write neuron-sim.1 and a page per subcommand into DIR.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Execute a trace: registers, memory, descriptors, doorbells, run/wait.
     Run {
-        /// The trace file.
+        /// The trace file (`-`: standard input).
         trace: PathBuf,
-        /// Write every CSR that differs from reset to FILE (YAML, or JSON if FILE ends in .json).
+        /// Write every CSR that differs from reset to FILE (YAML, or JSON if
+        /// FILE ends in .json; `-`: YAML on standard output).
         #[arg(long, value_name = "FILE")]
         csr_snapshot: Option<PathBuf>,
         /// Print the run report as JSON.
@@ -243,7 +281,8 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         timing: Option<PathBuf>,
         /// Record every ioctl the host runtime issues to FILE (JSON lines;
-        /// `neuron-sim ioctl replay FILE` re-issues them on a fresh driver).
+        /// `neuron-sim ioctl replay FILE` re-issues them on a fresh driver;
+        /// `-`: standard output).
         #[arg(long, value_name = "FILE")]
         ioctl_record: Option<PathBuf>,
         /// Timing-only mode: bulk DMA copies move no payload (cycles, faults
@@ -252,11 +291,13 @@ enum Cmd {
         #[arg(long)]
         timing_only: bool,
         /// Log every CSR access to FILE, one stable line each (cycle, master,
-        /// R/W, address, register.field, old -> new; docs/user-guide.md).
+        /// R/W, address, register.field, old -> new; docs/user-guide.md;
+        /// `-`: standard output).
         #[arg(long, value_name = "FILE")]
         reg_log: Option<PathBuf>,
         /// Write a VCD waveform (GTKWave, Surfer) of queue head/tail/ring id,
-        /// engine state, error causes and semaphores to FILE.
+        /// engine state, error causes and semaphores to FILE (`-`: standard
+        /// output).
         #[arg(long, value_name = "FILE")]
         vcd: Option<PathBuf>,
         /// `--perfetto FILE` and its filters.
@@ -333,6 +374,7 @@ fn bad_input(message: impl Into<String>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    color::set_choice(cli.color);
     match dispatch(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
@@ -371,6 +413,8 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Cmd::Timing { timing, json } => cmd_timing(timing.as_deref(), json),
         Cmd::Sweep(args) => sweep::cmd_sweep(&maps, args),
         Cmd::Calibrate(args) => calibrate::cmd_calibrate(&maps, &args),
+        Cmd::Completions { shell } => meta_cmd::cmd_completions(shell),
+        Cmd::Man { out_dir } => meta_cmd::cmd_man(out_dir.as_deref()),
         Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd, &maps),
         Cmd::Step {
             trace,
@@ -591,7 +635,12 @@ fn cmd_step(
     mut filter: step::StopFilter,
     when: Option<&str>,
 ) -> Result<u8, Failure> {
-    let source = input::read_text(trace, "trace")?;
+    if input::is_stdio(trace) && script.is_none() {
+        return Err(bad_input(
+            "step -: standard input holds the trace, so the debugger's commands must come from --script FILE",
+        ));
+    }
+    let source = input::read_text_or_stdin(trace, "trace")?;
     let dev = maps.device()?;
     // A filter no doorbell can match would make a session that never stops.
     for &e in &filter.engines {
@@ -631,7 +680,7 @@ fn cmd_step(
             .ok_or_else(|| bad_input(format!("--when: `{value}` is not a 32-bit value")))?;
         filter.when_ge = Some((at.addr, addr.trim().to_string(), v));
     }
-    let name = trace.display().to_string();
+    let name = input::name_of(trace);
     let parsed = trace_format::parse(&source, &name).map_err(|errs| {
         bad_input(
             errs.iter()
@@ -670,7 +719,10 @@ fn cmd_step(
         &mut files,
         &mut stepper,
     );
-    out!("{}", report.to_text());
+    out!(
+        "{}",
+        color::Paint::for_stdout().lines(&name, &report.to_text())
+    );
     if session.used() {
         out!("{}", session.report().to_text());
     }
@@ -742,7 +794,8 @@ impl HostSpeed {
     }
 }
 
-/// Trace files relative to the trace's directory.
+/// Trace files relative to the trace's directory (the current one for a
+/// trace on standard input).
 struct DirFiles {
     base: PathBuf,
 }
@@ -762,6 +815,28 @@ impl TraceFiles for DirFiles {
         Ok(std::sync::Arc::new(soc::exec::DiskFile::open(
             &self.base.join(path),
         )?))
+    }
+}
+
+/// The files of a `run`: [`DirFiles`], and `<stdin>` for `run --core tpbN
+/// -` (the instruction stream read from standard input before the run).
+struct RunFiles {
+    dir: DirFiles,
+    stdin_stream: Option<std::sync::Arc<dyn soc::exec::FileRange>>,
+}
+
+impl TraceFiles for RunFiles {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        self.dir.read(path)
+    }
+    fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
+        self.dir.write(path, data)
+    }
+    fn open(&mut self, path: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
+        match &self.stdin_stream {
+            Some(stream) if path == input::STDIN_NAME => Ok(std::sync::Arc::clone(stream)),
+            _ => self.dir.open(path),
+        }
     }
 }
 
@@ -815,59 +890,81 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     } = *o;
     let timeline = perfetto.plan()?;
     // Output files are checked before anything runs: a path that cannot be
-    // written is found now, not after a long run.
-    for (path, what) in [
-        (snapshot, "CSR snapshot"),
-        (reg_log, "register-access log"),
-        (vcd, "VCD"),
+    // written is found now, not after a long run. One of them may be `-`,
+    // standard output; the report then goes to standard error.
+    let mut to_stdout: Vec<&str> = Vec::new();
+    for (path, what, option) in [
+        (snapshot, "CSR snapshot", "--csr-snapshot"),
+        (reg_log, "register-access log", "--reg-log"),
+        (vcd, "VCD", "--vcd"),
         (
             timeline.as_ref().map(|t| t.path.as_path()),
             "Perfetto trace",
+            "--perfetto",
         ),
+        (ioctl_record, "ioctl recording", "--ioctl-record"),
     ] {
-        if let Some(p) = path {
-            check_writable(p, what)?;
+        match path {
+            Some(p) if input::is_stdio(p) => to_stdout.push(option),
+            Some(p) => check_writable(p, what)?,
+            None => {}
         }
     }
+    if let [first, second, ..] = to_stdout[..] {
+        return Err(bad_input(format!(
+            "{first} - and {second} - both name standard output; only one output can go there (give the other a file); nothing was run"
+        )));
+    }
+    if let (true, [option]) = (json, &to_stdout[..]) {
+        return Err(bad_input(format!(
+            "--json prints the report on standard output, so {option} cannot write there too (give it a file); nothing was run"
+        )));
+    }
+    let report_to_stderr = !to_stdout.is_empty();
     let mut opts = host_exec::SessionOptions {
         keep_driver_events: timeline.is_some(),
         ..host_exec::SessionOptions::default()
     };
     if let Some(p) = ioctl_record {
-        let f = std::fs::File::create(p).map_err(|e| {
+        let w = outputs::create(p).map_err(|e| {
             bad_input(format!(
                 "cannot create ioctl recording {}: {e}",
-                p.display()
+                outputs::name_of(p)
             ))
         })?;
-        opts.record = Some(Box::new(std::io::BufWriter::new(f)));
+        opts.record = Some(w);
     }
+    let name = input::name_of(trace);
+    let mut stdin_stream: Option<std::sync::Arc<dyn soc::exec::FileRange>> = None;
     let what = match core {
         Some(core) => {
             // A bad stream is bad input before anything runs.
-            let bytes = std::fs::read(trace)
-                .map_err(|e| bad_input(format!("cannot read {}: {e}", trace.display())))?;
-            soc::exec::read_stream(&soc::exec::InMemoryFile(bytes))
-                .map_err(|m| bad_input(format!("{}: {m}; nothing was run", trace.display())))?;
+            let bytes = input::read_bytes_or_stdin(trace, "instruction stream")?;
+            let stream = soc::exec::InMemoryFile(bytes);
+            soc::exec::read_stream(&stream)
+                .map_err(|m| bad_input(format!("{name}: {m}; nothing was run")))?;
+            if input::is_stdio(trace) {
+                // Standard input cannot be read twice: the run reads these bytes.
+                stdin_stream = Some(std::sync::Arc::new(stream));
+            }
             Input::Stream(core)
         }
-        None if trace
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("bin")) =>
-        {
+        None if input::has_ext(trace, "bin") => {
             return Err(bad_input(format!(
                 "{}: a .bin file is a binary instruction stream: name the core whose firmware runs it (--core tpb0 … tpb7)",
                 trace.display()
             )));
         }
-        None => Input::Text(input::read_text(trace, "trace")?),
+        None => Input::Text(input::read_text_or_stdin(trace, "trace")?),
     };
     let mut dev = maps.device_with_timing(timing)?;
     dev.set_timing_only(timing_only);
     record_cmd::start(&mut dev, reg_log, vcd)?;
-    let name = trace.display().to_string();
-    let mut files = DirFiles {
-        base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
+    let mut files = RunFiles {
+        dir: DirFiles {
+            base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
+        },
+        stdin_stream,
     };
     // Statements and events go to the output as they happen
     // (docs/user-guide.md §Output); SIGINT/SIGTERM stop the run, which
@@ -884,6 +981,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         name.clone(),
         timeline.is_some(),
         std::sync::Arc::clone(&interrupt),
+        report_to_stderr,
     )));
     // Engines build event records only for a consumer that shows them.
     let wants_events = json || timeline.is_some() || level == run_output::Level::Verbose;
@@ -900,7 +998,11 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
             host_exec::run_source_observed(dev, source, &name, &mut files, opts, &mut hooks)
         }
         Input::Stream(tpb) => {
-            let file_name = trace.file_name().unwrap_or_default().to_string_lossy();
+            let file_name = if input::is_stdio(trace) {
+                input::STDIN_NAME.into()
+            } else {
+                trace.file_name().unwrap_or_default().to_string_lossy()
+            };
             let statements = soc::exec::stream_trace(*tpb, &file_name);
             host_exec::run_trace_observed(dev, &statements, &name, &mut files, opts, &mut hooks)
         }
@@ -984,14 +1086,18 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     drop(out);
     if let Some(path) = snapshot {
         let snap = session.device_mut().csr_snapshot();
-        let text = if path.extension().is_some_and(|e| e == "json") {
+        // `.json` in any case; `-` (standard output) is YAML.
+        let text = if input::has_ext(path, "json") {
             to_json(&snap).map(|t| t + "\n")
         } else {
             Ok(snap.to_yaml())
         };
         if let Err(e) = text.and_then(|t| {
-            std::fs::write(path, t).map_err(|e| {
-                bad_input(format!("cannot write CSR snapshot {}: {e}", path.display()))
+            outputs::write(path, t.as_bytes()).map_err(|e| {
+                bad_input(format!(
+                    "cannot write CSR snapshot {}: {e}",
+                    outputs::name_of(path)
+                ))
             })
         }) {
             output_errors.push(e);

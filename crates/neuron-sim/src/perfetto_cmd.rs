@@ -84,10 +84,11 @@ pub(crate) fn write(
         end_cycle: report.summary.cycles,
     };
     let out = timeline::export(events, driver, &meta, &plan.filter);
-    std::fs::write(&plan.path, &out.json).map_err(|e| {
+    // `-`: standard output (crate::outputs).
+    crate::outputs::write(&plan.path, out.json.as_bytes()).map_err(|e| {
         bad_input(format!(
             "cannot write timeline {}: {e}",
-            plan.path.display()
+            crate::outputs::name_of(&plan.path)
         ))
     })?;
     eprintln!(
@@ -96,7 +97,7 @@ pub(crate) fn write(
         out.packets,
         out.flows,
         out.json.len(),
-        plan.path.display()
+        crate::outputs::name_of(&plan.path)
     );
     Ok(())
 }

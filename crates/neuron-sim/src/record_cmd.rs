@@ -1,11 +1,13 @@
 //! `neuron-sim run --reg-log FILE --vcd FILE`: the device's recorders
-//! (`soc::record`), started before the run and written after it.
+//! (`soc::record`), started before the run and written after it. Either
+//! FILE may be `-`, standard output (`crate::outputs`).
 
 use std::io::Write;
 use std::path::Path;
 
 use soc::Device;
 
+use crate::outputs::{self, name_of};
 use crate::{Failure, bad_input};
 
 /// Starts the recorders the options ask for; the register-access log
@@ -16,13 +18,13 @@ pub(crate) fn start(
     vcd: Option<&Path>,
 ) -> Result<(), Failure> {
     if let Some(p) = reg_log {
-        let f = std::fs::File::create(p).map_err(|e| {
+        let w = outputs::create(p).map_err(|e| {
             bad_input(format!(
                 "cannot create register-access log {}: {e}",
-                p.display()
+                name_of(p)
             ))
         })?;
-        dev.record_reg_log(Some(Box::new(std::io::BufWriter::new(f))));
+        dev.record_reg_log(Some(w));
     }
     if vcd.is_some() {
         dev.record_waves();
@@ -40,15 +42,13 @@ pub(crate) fn finish(
         dev.finish_reg_log().map_err(|e| {
             bad_input(format!(
                 "cannot write register-access log {}: {e}",
-                p.display()
+                name_of(p)
             ))
         })?;
     }
     if let Some(p) = vcd {
-        let cannot =
-            |e: std::io::Error| bad_input(format!("cannot write VCD {}: {e}", p.display()));
-        let f = std::fs::File::create(p).map_err(cannot)?;
-        let mut w = std::io::BufWriter::new(f);
+        let cannot = |e: std::io::Error| bad_input(format!("cannot write VCD {}: {e}", name_of(p)));
+        let mut w = outputs::create(p).map_err(cannot)?;
         dev.write_vcd(&mut w).map_err(cannot)?;
         w.flush().map_err(cannot)?;
     }

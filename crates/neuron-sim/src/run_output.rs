@@ -102,6 +102,8 @@ pub(crate) struct RunOutput {
     level: Level,
     trace: String,
     out: Box<dyn Write + Send>,
+    /// Colour of the text output (`--color`, docs/user-guide.md §Colour).
+    paint: crate::color::Paint,
     /// The current statement's event lines (text) or objects (JSON).
     events: Spill,
     n_events: usize,
@@ -115,18 +117,33 @@ pub(crate) struct RunOutput {
 }
 
 impl RunOutput {
+    /// `to_stderr`: the report goes to standard error (an output file of
+    /// the run is `-`, standard output).
     pub(crate) fn new(
         format: Format,
         level: Level,
         trace: String,
         keep_timeline: bool,
         interrupt: Arc<AtomicUsize>,
+        to_stderr: bool,
     ) -> Self {
+        let (out, paint): (Box<dyn Write + Send>, _) = if to_stderr {
+            (
+                Box::new(io::BufWriter::new(io::stderr())),
+                crate::color::Paint::for_stderr(),
+            )
+        } else {
+            (
+                Box::new(io::BufWriter::new(io::stdout())),
+                crate::color::Paint::for_stdout(),
+            )
+        };
         RunOutput {
             format,
             level,
             trace,
-            out: Box::new(io::BufWriter::new(io::stdout())),
+            out,
+            paint,
             events: Spill::default(),
             n_events: 0,
             steps: Spill::default(),
@@ -148,7 +165,9 @@ impl RunOutput {
         let mut text = String::new();
         for e in &events {
             match self.format {
-                Format::Text => text.push_str(&soc::exec::event_line(e)),
+                Format::Text => {
+                    text.push_str(&self.paint.lines(&self.trace, &soc::exec::event_line(e)))
+                }
                 Format::Json => {
                     text.push_str(if self.n_events == 0 { "\n" } else { ",\n" });
                     text.push_str(&" ".repeat(8));
@@ -189,6 +208,7 @@ impl RunOutput {
                 } else {
                     soc::exec::step_line(&self.trace, record)
                 };
+                let line = self.paint.lines(&self.trace, &line);
                 self.out
                     .write_all(line.as_bytes())
                     .and_then(|()| self.events.drain_to(&mut self.out))
@@ -266,6 +286,7 @@ impl RunOutput {
 
     /// Text: everything after the statement lines.
     pub(crate) fn finish_text(&mut self, tail: &str) {
+        let tail = self.paint.lines(&self.trace, tail);
         let r = self
             .out
             .write_all(tail.as_bytes())

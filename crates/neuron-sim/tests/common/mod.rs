@@ -42,3 +42,31 @@ write32 eng0.s2m.q0.q_cfg 0x03030000
 write32 eng0.m2s.change_state 1
 write32 eng0.s2m.change_state 1
 ";
+
+/// Runs the binary with `args`, `stdin` as its standard input, and the
+/// environment changed by `env` (`None` removes a variable).
+pub fn run_with(args: &[&str], stdin: &[u8], env: &[(&str, Option<&str>)]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuron-sim"));
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let bytes = stdin.to_vec();
+    // Written from a thread: a large input must not wait for the output.
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
