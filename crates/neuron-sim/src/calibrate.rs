@@ -65,6 +65,11 @@ struct CalRow {
     simulated_value: f64,
     /// (simulated − published) / published, percent (None for the shape).
     error_pct: Option<f64>,
+    /// For a figure the defaults cannot meet together with the others:
+    /// the error docs/timing.md states for it, which the check holds the
+    /// row to instead of ±10 %.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stated_error_pct: Option<f64>,
     check: String,
     status: Status,
     /// Simulated cycles of each trace the row ran.
@@ -89,7 +94,7 @@ struct Calibration {
 
 /// The fixed traces, in job order: (file relative to the directory, data
 /// mode). Row (a) reuses the golden trace in the parent directory.
-const FIXED: [&str; 8] = [
+const FIXED: [&str; 12] = [
     "../calib-32k-hbm-sbuf.trace",
     "one-engine-stream.trace",
     "core-16-engines.trace",
@@ -98,7 +103,27 @@ const FIXED: [&str; 8] = [
     "copy-hbm-sbuf-128x128.trace",
     "xpose-sbuf-sbuf.trace",
     "copy-sbuf-sbuf-128x128.trace",
+    "dge-1-word.trace",
+    "dge-16-words.trace",
+    "sem-to-start.trace",
+    "chip-8-cores-sbuf.trace",
 ];
+
+/// Row (h): the queue whose 4-byte write sets the semaphore (engine 16,
+/// core 1's first engine, queue 0) and the queue id core 0's firmware
+/// moves the waiting word on (engines 0..15), as in
+/// `traces/calib/sem-to-start.trace`.
+const SEM_WRITER: (u16, u8) = (16, 0);
+const WAITER_QUEUE: u8 = 0;
+const WAITER_ENGINES: std::ops::Range<u16> = 0..16;
+
+/// Row (i): the error it states instead of meeting ±10 % — the published
+/// 3.5 TB/s is 128 engines at the theoretical 27.2 GB/s, which cannot
+/// hold together with the achievable 23 B/ns per engine of rows (a) and
+/// (b) that the defaults follow (docs/timing.md, row i) — and how far the
+/// simulated error may move from it (percentage points).
+const ROW_I_STATED_ERROR_PCT: f64 = -14.6;
+const STATED_ERROR_SLACK_PCT: f64 = 1.0;
 
 /// The parameterised trace of row (d).
 const SHAPE: &str = "bw-vs-partition-bytes.trace";
@@ -286,6 +311,7 @@ fn tolerance_row(
         simulated,
         simulated_value,
         error_pct: Some(err * 100.0),
+        stated_error_pct: None,
         check: if within {
             format!("within {check}")
         } else {
@@ -306,6 +332,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
             exit: 2,
             host_seconds: 0.0,
             problem: None,
+            queue_spans: Default::default(),
         })
     };
     let mut rows = Vec::new();
@@ -379,6 +406,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
         ),
         simulated_value: frac(4096),
         error_pct: None,
+        stated_error_pct: None,
         check: format!(
             "shape {}: < 256 B ≤ 50 %, ≥ 2 KiB ≥ 75 %, ≥ 4 KiB ≥ 90 %, never decreasing",
             if ok { "holds" } else { "**broken**" }
@@ -407,6 +435,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
             0.0
         };
         let ns = |c: u64| c as f64 / clock;
+        let within = ((ratio - pv) / pv).abs() <= TOLERANCE;
         rows.push(CalRow {
             id,
             figure: format!(
@@ -427,16 +456,112 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
             ),
             simulated_value: ratio,
             error_pct: Some((ratio - pv) / pv * 100.0),
-            check: "within ±10 % (the cross-bar's `xbar_column_cycles` is calibrated here)".into(),
-            status: if ((ratio - pv) / pv).abs() <= 0.10 {
-                Status::Ok
-            } else {
-                Status::Fail
-            },
+            stated_error_pct: None,
+            check: format!(
+                "{} ±10 % (the cross-bar's `xbar_column_cycles` is calibrated here)",
+                if within { "within" } else { "**outside**" }
+            ),
+            status: if within { Status::Ok } else { Status::Fail },
             cycles: vec![xm.cycles, cm.cycles],
         });
     }
+    // (g) one hardware-DGE word: the 16-word stream less the 1-word one,
+    // over 15.
+    let (g1, g16) = (f(8), f(9));
+    let per_word = g16.cycles.saturating_sub(g1.cycles) as f64 / 15.0;
+    rows.push(tolerance_row(
+        "g",
+        "Descriptor generation by the DGE: [128, 32] bf16 DIRECT2D words on 16 engines (288 descriptors each), 16 words less 1 word over 15 (`traces/calib/dge-16-words.trace` / `dge-1-word.trace`)".into(),
+        ("≈ 600 ns per instruction", 600.0, "docs/references/figures.md §0, §A.2, §F (NKI DGE deep dive, Trn2 architecture guide)"),
+        format!(
+            "({} − {}) / 15 = {per_word:.1} cycles = {:.1} ns per word",
+            g16.cycles,
+            g1.cycles,
+            per_word / clock
+        ),
+        per_word / clock,
+        vec![g1.cycles, g16.cycles],
+        false,
+    ));
+    // (h) from the semaphore write landing to the waiting word's first
+    // packet start.
+    let hm = f(10);
+    let landed = hm.queue_spans.get(&SEM_WRITER).and_then(|q| q.last);
+    let started = hm
+        .queue_spans
+        .iter()
+        .filter(|((e, q), _)| WAITER_ENGINES.contains(e) && *q == WAITER_QUEUE)
+        .filter_map(|(_, s)| s.first)
+        .min();
+    let latency = match (landed, started) {
+        (Some(l), Some(s)) => s.saturating_sub(l),
+        _ => 0,
+    };
+    rows.push(tolerance_row(
+        "h",
+        "Semaphore to start across engines: engine 16's 4-byte write releases a waiting [128, 1024] bf16 DIRECT2D word of core 0 (`traces/calib/sem-to-start.trace`)".into(),
+        ("≈ 1300 ns", 1300.0, "docs/references/figures.md §0, §A.4, §F (NKI DMA bandwidth guide)"),
+        format!(
+            "semaphore lands @{}, first packet @{}: {latency} cycles = {:.1} ns",
+            landed.unwrap_or(0),
+            started.unwrap_or(0),
+            latency as f64 / clock
+        ),
+        latency as f64 / clock,
+        vec![hm.cycles],
+        false,
+    ));
+    // (i) the chip's DMA bandwidth, SBUF to SBUF on all 128 engines: a
+    // figure the defaults cannot meet together with rows (a) and (b).
+    let im = f(11);
+    rows.push(stated_error_row(
+        "i",
+        "All 128 DMA engines, SBUF→SBUF on every core: four [128, 8192] bf16 words per core (`traces/calib/chip-8-cores-sbuf.trace`)".into(),
+        ("3.5 TB/s per device", 3500.0, "docs/references/figures.md §0, §A.1, §F (Trn2 chip page)"),
+        format!("64 MiB in {} cycles = {:.1} GB/s", im.cycles, gbps(&im)),
+        gbps(&im),
+        vec![im.cycles],
+        ROW_I_STATED_ERROR_PCT,
+    ));
     rows
+}
+
+/// A row whose published figure the defaults do not follow (it cannot
+/// hold together with the others): it is checked against the error
+/// docs/timing.md states for it, ± [`STATED_ERROR_SLACK_PCT`] points.
+fn stated_error_row(
+    id: &'static str,
+    figure: String,
+    (published, published_value, source): (&str, f64, &'static str),
+    simulated: String,
+    simulated_value: f64,
+    cycles: Vec<u64>,
+    stated_pct: f64,
+) -> CalRow {
+    let err_pct = (simulated_value - published_value) / published_value * 100.0;
+    let within = (err_pct - stated_pct).abs() <= STATED_ERROR_SLACK_PCT;
+    let check = format!(
+        "the stated error {} ± {STATED_ERROR_SLACK_PCT:.0} point (docs/timing.md: cannot hold with rows a, b)",
+        pct(stated_pct / 100.0)
+    );
+    CalRow {
+        id,
+        figure,
+        published: published.to_string(),
+        published_value,
+        source,
+        simulated,
+        simulated_value,
+        error_pct: Some(err_pct),
+        stated_error_pct: Some(stated_pct),
+        check: if within {
+            format!("within {check}")
+        } else {
+            format!("**outside {check}**")
+        },
+        status: if within { Status::Ok } else { Status::Fail },
+        cycles,
+    }
 }
 
 fn render_markdown(cal: &Calibration) -> String {
@@ -517,5 +642,34 @@ mod tests {
         );
         assert_eq!(r.status, Status::Fail, "above an upper bound");
         assert_eq!(pct(-0.033), "−3.3 %");
+    }
+
+    /// A figure that cannot hold with the others is held to its stated
+    /// error (± one point), not to ±10 %: −14.6 % passes at −14.6 % and
+    /// −15.5 %, fails at −16 % and at −10 % (within ±10 % but not what
+    /// docs/timing.md says).
+    #[test]
+    fn stated_error_rows_judge_the_stated_error() {
+        let judge = |v: f64| {
+            stated_error_row(
+                "x",
+                "f".into(),
+                ("p", 100.0, "s"),
+                "s".into(),
+                v,
+                vec![],
+                -14.6,
+            )
+        };
+        for (v, ok) in [(85.4, true), (84.5, true), (84.0, false), (90.0, false)] {
+            let r = judge(v);
+            assert_eq!(r.status == Status::Ok, ok, "{v}: {}", r.check);
+            assert_eq!(r.stated_error_pct, Some(-14.6));
+        }
+        assert!(
+            judge(85.4)
+                .check
+                .starts_with("within the stated error −14.6 %")
+        );
     }
 }

@@ -253,7 +253,7 @@ fn partial_timing_files_and_the_timing_command() {
             .any(|l| l.starts_with("clock_ghz ") && l.contains(" 0.85 GHz ")),
         "{out}"
     );
-    assert_eq!(out.lines().count(), 19);
+    assert_eq!(out.lines().count(), 20);
     // A bad file is named in the message.
     let bad = tmp("typo.json", r#"{"clock_ghzz": 1}"#);
     let o = run(&[

@@ -87,7 +87,7 @@ fn step_filters_and_value_stops() {
 
 #[test]
 fn step_stops_at_the_doorbells_the_firmware_rings() {
-    // The DIRECT2D tile load: the firmware rings 16 engines at cycle 616;
+    // The DIRECT2D tile load: the firmware rings 16 engines at cycle 510;
     // with --engine 3 the debugger stops once, names the word (trace line
     // 24) and its micro-ops, and shows both rings with the new descriptors.
     let script = std::env::temp_dir().join(format!("fw-step-{}.step", std::process::id()));
@@ -114,7 +114,7 @@ fn step_stops_at_the_doorbells_the_firmware_rings() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains(
-            "== firmware doorbell at cycle 616: tpb0 inst#0 (line 24) rang engine 3 queue 0: S2M tail += 9, M2S tail += 9, 65536 bytes"
+            "== firmware doorbell at cycle 510: tpb0 inst#0 (line 24) rang engine 3 queue 0: S2M tail += 9, M2S tail += 9, 65536 bytes"
         ),
         "{text}"
     );

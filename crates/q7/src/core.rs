@@ -1,5 +1,6 @@
 //! The firmware of one core as a state machine (P9.1 §5, §8;
-//! docs/references/figures.md §A.3): instruction queue → EVENTS wait gate →
+//! docs/references/figures.md §A.3): instruction queue → EVENTS wait gate
+//! (a word the gate held starts `q7_sem_wake_cycles` after it opens) →
 //! plan → descriptor generation in the carve-out (costing
 //! `q7_decode_cycles` + `q7_desc_write_cycles` per descriptor) → doorbells
 //! → completion polling on the queues' completion heads → EVENTS update.
@@ -115,6 +116,14 @@ struct Queued {
     work: Work,
     tag: InstTag,
     waiting_reported: bool,
+    /// Set when a semaphore change let the EVENTS gate of a word that
+    /// waited pass: the cycle the word starts, after the sequencer's
+    /// semaphore wake (`q7_sem_wake_cycles`, docs/timing.md). The pass is
+    /// latched: later changes of the semaphore do not hold the word again.
+    released_at: Option<Cycle>,
+    /// The wake is over and the gate stays open (a word that waited for
+    /// ring room after its release is not gated again).
+    gate_passed: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -250,6 +259,8 @@ impl Q7Core {
             work,
             tag: tag.clone(),
             waiting_reported: false,
+            released_at: None,
+            gate_passed: false,
         });
         tag
     }
@@ -379,8 +390,17 @@ impl Q7Core {
                 Some(poll.map_or(*until, |p| p.min(*until)))
             }
             Stage::Inline(_) | Stage::Icache { .. } => Some(Cycle(now.0 + t.q7_poll_cycles.max(1))),
-            Stage::Idle => poll,
+            Stage::Idle => match (poll, self.release_pending()) {
+                (Some(p), Some(r)) => Some(p.min(r)),
+                (p, r) => p.or(r),
+            },
         }
+    }
+
+    /// The cycle the word at the head of the queue starts, when its gate
+    /// has passed and it waits out the semaphore wake.
+    fn release_pending(&self) -> Option<Cycle> {
+        self.queue.front().and_then(|q| q.released_at)
     }
 }
 

@@ -90,6 +90,10 @@ pub struct TimingConfig {
     /// Q7 firmware: interval between polls of a completion pointer or a
     /// ring with no room.
     pub q7_poll_cycles: u64,
+    /// Q7 firmware: from the cycle a semaphore change lets a waiting
+    /// word's EVENTS gate pass to the cycle the word starts (the
+    /// sequencer's cross-engine semaphore wake).
+    pub q7_sem_wake_cycles: u64,
     /// Q7 `c_memcpy_data_transfer`: bytes copied per cycle.
     pub q7_scalar_copy_bytes_per_cycle: u64,
     /// Q7 `vec_memcpy_data_transfer`: bytes copied per cycle.
@@ -314,6 +318,7 @@ impl TimingConfig {
             q7_decode_cycles: int("q7_decode_cycles", 0)?,
             q7_desc_write_cycles: int("q7_desc_write_cycles", 0)?,
             q7_poll_cycles: int("q7_poll_cycles", 1)?,
+            q7_sem_wake_cycles: int("q7_sem_wake_cycles", 0)?,
             q7_scalar_copy_bytes_per_cycle: int("q7_scalar_copy_bytes_per_cycle", 1)?,
             q7_vector_copy_bytes_per_cycle: int("q7_vector_copy_bytes_per_cycle", 1)?,
             hbm_stack_gbps,
@@ -397,6 +402,7 @@ const KNOWN: &[&str] = &[
     "q7_decode_cycles",
     "q7_desc_write_cycles",
     "q7_poll_cycles",
+    "q7_sem_wake_cycles",
     "q7_scalar_copy_bytes_per_cycle",
     "q7_vector_copy_bytes_per_cycle",
     "hbm_stack_gbps",

@@ -462,6 +462,70 @@ fn a_gated_word_waits_for_its_semaphore() {
     );
 }
 
+/// The semaphore wake (docs/timing.md `q7_sem_wake_cycles`, row h): a
+/// word its EVENTS gate held starts `q7_sem_wake_cycles` after the
+/// semaphore change that lets it pass, and the firmware says so
+/// (`released: …`); the pass is latched, so the semaphore dropping back
+/// during the wake does not hold the word again; a word whose gate passes
+/// when it reaches the head starts at once; with the parameter at 0 a
+/// released word starts the cycle the semaphore changes.
+#[test]
+fn a_released_word_starts_after_the_semaphore_wake() {
+    let run_woken = |source: &str, wake: u64| {
+        let mut timing = sim_core::TimingConfig::default_config().unwrap();
+        timing.q7_sem_wake_cycles = wake;
+        let mut d =
+            soc::Device::with_timing(soc_map::trn2().unwrap(), csr::catalog().unwrap(), timing)
+                .unwrap();
+        let r = run_source(&mut d, source, "t.trace", &mut MemFiles::default()).unwrap();
+        assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+        r.to_text()
+    };
+    let word = "inst tpb0 DIRECT2D events.wait_mode=WAIT_FOR_SEM_GE_IMM events.wait_idx=4 events.semaphore_value=2 semaphore=9 sem_increment=1 src_start_addr=imm:0x100000 src_step_elem=[1,4] src_num_elem=[4,1] src_elem_size=1 dst_start_addr=imm:0x200000 dst_step_elem=[1,4] dst_num_elem=[4,1] dst_elem_size=1";
+    let setup = "write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00100000\n\
+         write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x00010001\n\
+         write hbm0+0x100000 bytes=11223344\n";
+    // Opened at cycle 500, closed again at 700, during the wake.
+    let held = format!(
+        "{setup}{word}\n\
+         run until=500\n\
+         write32 tpb0.sem.inc[4] 2\n\
+         run until=700\n\
+         write32 tpb0.sem.dec[4] 2\n\
+         wait tpb0.sem.read[9] == 1 timeout=2000\n\
+         expect hbm0+0x200000 bytes=11223344\n"
+    );
+    let text = run_woken(&held, 300);
+    assert!(
+        text.contains(
+            "    500 tpb0 inst#0 (line 4) released: WAIT_FOR_SEM_GE_IMM sem[4] = 2, needs 2; starts at cycle 800 (semaphore wake)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("    800 tpb0 inst#0 (line 4) DIRECT2D: "),
+        "{text}"
+    );
+    // No wake: the word starts the cycle the semaphore changes.
+    let text = run_woken(&held, 0);
+    assert!(!text.contains("released:"), "{text}");
+    assert!(
+        text.contains("    500 tpb0 inst#0 (line 4) DIRECT2D: "),
+        "{text}"
+    );
+    // Already open when the word reaches the head: no wake.
+    let open = format!(
+        "{setup}write32 tpb0.sem.inc[4] 2\n{word}\n\
+         wait tpb0.sem.read[9] == 1 timeout=2000\n"
+    );
+    let text = run_woken(&open, 300);
+    assert!(!text.contains("released:"), "{text}");
+    assert!(
+        text.contains("    0 tpb0 inst#0 (line 5) DIRECT2D: "),
+        "{text}"
+    );
+}
+
 #[test]
 fn rdma_gen_waits_for_start_and_start_alone_is_refused() {
     // GEN writes descriptors without ringing; the data moves only after

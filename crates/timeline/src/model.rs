@@ -355,6 +355,24 @@ impl Builder {
                         .u("value", *value),
                 ));
             }
+            K::Released {
+                sem,
+                mode,
+                threshold,
+                value,
+                start_cycle,
+            } => {
+                instant = Some((
+                    format!("released sem[{sem}]"),
+                    "firmware",
+                    base()
+                        .s("mode", mode.clone())
+                        .u("sem", *sem)
+                        .u("threshold", *threshold)
+                        .u("value", *value)
+                        .u("start_cycle", *start_cycle),
+                ));
+            }
             K::Generating {
                 kind,
                 engines,

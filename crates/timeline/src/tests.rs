@@ -238,6 +238,18 @@ fn one_word() -> Vec<DeviceEvent> {
             },
         ),
         fw(
+            12,
+            1,
+            0,
+            FwEventKind::Released {
+                sem: 6,
+                mode: "WAIT_FOR_SEM_GE_IMM".into(),
+                threshold: 1,
+                value: 1,
+                start_cycle: 20,
+            },
+        ),
+        fw(
             20,
             1,
             0,
@@ -334,6 +346,12 @@ fn an_instruction_is_a_slice_and_flows_to_its_packets() {
     assert_eq!(d["tid"], 9_001);
     assert_eq!(d["args"]["update"], "SEM_INC_COMPLETE sem[4] += 1");
     assert!(i.iter().any(|e| e["name"] == "wait sem[6]"));
+    // The release (docs/timing.md `q7_sem_wake_cycles`) names when the word
+    // starts; the wait slice above runs on to that start.
+    let r = i.iter().find(|e| e["name"] == "released sem[6]").unwrap();
+    assert_eq!(r["tid"], 9_001);
+    assert_eq!(r["args"]["start_cycle"], 20);
+    assert_eq!(r["args"]["value"], 1);
     // The engine doorbell names its cause.
     assert!(
         i.iter()

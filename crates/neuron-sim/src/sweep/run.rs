@@ -157,6 +157,18 @@ pub(crate) struct Measured {
     /// The first error, failure or warning, if any (printed with the
     /// point).
     pub problem: Option<String>,
+    /// Per (engine, queue) that moved packets: its first packet start and
+    /// last landing, in cycles (the run summary's queues).
+    pub queue_spans: BTreeMap<(u16, u8), QueueSpan>,
+}
+
+/// When one queue of a run was busy (cycles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueueSpan {
+    /// Its first packet started.
+    pub first: Option<u64>,
+    /// Its last packet landed.
+    pub last: Option<u64>,
 }
 
 fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
@@ -186,6 +198,19 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
         exit: report.exit_code(),
         host_seconds,
         problem,
+        queue_spans: s
+            .queues
+            .values()
+            .map(|q| {
+                (
+                    (q.engine, q.queue),
+                    QueueSpan {
+                        first: q.first_cycle,
+                        last: q.last_cycle,
+                    },
+                )
+            })
+            .collect(),
     })
 }
 

@@ -56,7 +56,10 @@ impl Q7Core {
     /// §Stalls).
     pub fn polling_only(&self) -> bool {
         match &self.stage {
-            Stage::Idle => !self.inflight.is_empty() || self.blocked_on_space,
+            Stage::Idle => {
+                (!self.inflight.is_empty() || self.blocked_on_space)
+                    && self.release_pending().is_none()
+            }
             Stage::Inline(x) => x.wait.is_some(),
             Stage::Icache { .. } => true,
             Stage::Generating { .. } | Stage::CoreCopy { .. } => false,

@@ -47,6 +47,21 @@ pub enum FwEventKind {
         /// The semaphore's value when checked.
         value: u32,
     },
+    /// A semaphore change let the EVENTS gate of a waiting word pass; the
+    /// word starts at `start_cycle`, after the sequencer's semaphore wake
+    /// (`q7_sem_wake_cycles`, docs/timing.md).
+    Released {
+        /// Semaphore waited on.
+        sem: u8,
+        /// The wait mode's name.
+        mode: String,
+        /// The threshold.
+        threshold: u32,
+        /// The semaphore's value that passed.
+        value: u32,
+        /// The cycle the word starts (generation or the call).
+        start_cycle: u64,
+    },
     /// The gate passed and generation started.
     Generating {
         /// The word's kind.

@@ -225,6 +225,19 @@ impl Q7Core {
             Work::Call(call) => return self.start_call(now, bus, t, call),
         };
         let ev = *word.events();
+        // A word released by a semaphore change starts once the sequencer's
+        // semaphore wake is over (docs/timing.md, `q7_sem_wake_cycles`).
+        let (released_at, gate_passed) = (front.released_at, front.gate_passed);
+        if let Some(at) = released_at {
+            if now < at {
+                return false;
+            }
+            if let Some(q) = self.queue.front_mut() {
+                q.released_at = None;
+                q.gate_passed = true;
+            }
+        }
+        let gate_passed = gate_passed || released_at.is_some();
         // EVENTS gate (docs/references/wiki.md §C.3).
         let threshold_reg = |v: u32| (v & 63) as u8;
         let cmp: Option<(WaitCompare, bool)> = match ev.wait_mode {
@@ -245,7 +258,7 @@ impl Q7Core {
                 );
             }
         };
-        if let Some((f, from_reg)) = cmp {
+        if let Some((f, from_reg)) = cmp.filter(|_| !gate_passed) {
             let threshold = if from_reg {
                 bus.read32(self.layout.reg(threshold_reg(ev.semaphore_value)))
                     .unwrap_or(0)
@@ -274,6 +287,28 @@ impl Q7Core {
                         },
                     );
                 }
+                return false;
+            }
+            // The gate passes. A word that waited starts after the
+            // semaphore wake; one whose gate passed at once starts now.
+            let waited = self.queue.front().is_some_and(|q| q.waiting_reported);
+            if waited && t.q7_sem_wake_cycles > 0 {
+                let at = Cycle(now.0 + t.q7_sem_wake_cycles);
+                if let Some(q) = self.queue.front_mut() {
+                    q.released_at = Some(at);
+                }
+                let tag = front_tag(&self.queue);
+                self.event(
+                    now,
+                    &tag,
+                    FwEventKind::Released {
+                        sem: ev.wait_idx,
+                        mode: ev.wait_mode.name().unwrap_or("?").to_string(),
+                        threshold,
+                        value,
+                        start_cycle: at.0,
+                    },
+                );
                 return false;
             }
         }

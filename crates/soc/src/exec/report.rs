@@ -525,6 +525,15 @@ pub fn fw_event_text(e: &q7::FwEvent) -> String {
             threshold,
             value,
         } => format!("{head} waits: {mode} sem[{sem}] = {value}, needs {threshold}"),
+        K::Released {
+            sem,
+            mode,
+            threshold,
+            value,
+            start_cycle,
+        } => format!(
+            "{head} released: {mode} sem[{sem}] = {value}, needs {threshold}; starts at cycle {start_cycle} (semaphore wake)"
+        ),
         K::Generating {
             kind,
             engines,
