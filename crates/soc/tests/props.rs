@@ -210,3 +210,33 @@ fn memory_accesses_never_panic() {
         })
         .unwrap();
 }
+
+proptest! {
+    /// `Device::partition_of` (which caches the last SBUF/PSUM region it
+    /// found) answers as the map's decode does, whatever the order of the
+    /// questions: SBUF and PSUM of several cores, their pads, and addresses
+    /// outside partitioned memory.
+    #[test]
+    fn partition_of_matches_the_decode(picks in prop::collection::vec((0usize..6, any::<u64>()), 1..64)) {
+        let dev = device();
+        let map = dev.map();
+        let regions: Vec<(u64, u64)> = ["tpb0.sbuf", "tpb0.psum", "tpb5.sbuf", "tpb7.psum", "hbm0", "tpb1.sbuf"]
+            .iter()
+            .map(|n| {
+                let r = map.region(map.by_name(n).unwrap());
+                (r.base, r.size_bytes)
+            })
+            .collect();
+        for (which, off) in picks {
+            let (base, size) = regions[which];
+            // In the region, or just past its end.
+            let addr = base + off % (size + 0x1000);
+            let d = map.decode(addr);
+            let want = d.region.and_then(|id| {
+                let stride = map.region(id).partitions.as_ref()?.stride_bytes;
+                Some((d.partition?, stride))
+            });
+            prop_assert_eq!(dev.partition_of(addr), want, "{:#x}", addr);
+        }
+    }
+}
