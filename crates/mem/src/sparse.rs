@@ -264,6 +264,17 @@ impl Bytes<u64> for SparseMemory {
 
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), MemFault> {
         self.check_range(offset, data.len() as u64)?;
+        // A small write into an allocated page (ring descriptors,
+        // completion entries): one lookup, no entry bookkeeping.
+        let (page, start) = split(offset);
+        if let Some(dst) = self
+            .pages
+            .get_mut(&page)
+            .and_then(|p| p.get_mut(start..start.checked_add(data.len())?))
+        {
+            dst.copy_from_slice(data);
+            return Ok(());
+        }
         let mut done = 0;
         for run in PageRuns::new(offset, data.len() as u64) {
             let bytes = &data[done..done + run.len];
