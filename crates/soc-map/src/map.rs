@@ -174,7 +174,7 @@ pub struct MapData {
     pub regions: Vec<Region>,
     /// Top-level regions sorted by base.
     pub roots: Vec<RegionId>,
-    by_name: HashMap<String, RegionId>,
+    by_name: NameIndex,
     /// The spec the map was expanded from (for the compact table).
     pub spec: MapSpec,
 }
@@ -198,7 +198,7 @@ impl SocMap {
         let mut b = Builder {
             spec: &spec,
             regions: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: NameIndex::default(),
             include_depth: 0,
             pending_aliases: Vec::new(),
         };
@@ -382,10 +382,64 @@ fn check_siblings(regions: &[Region], sorted: &[RegionId], parent: &str) -> Resu
     Ok(())
 }
 
+/// Region names → ids. FNV-1a instead of SipHash: names come from the
+/// map file, and a map is expanded at every start (5,700 names built in).
+type NameIndex = HashMap<String, RegionId, std::hash::BuildHasherDefault<NameHasher>>;
+
+/// FNV-1a over the bytes hashed (deterministic, a few instructions a byte).
+#[derive(Clone, Copy, Debug)]
+struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        NameHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// `parent.stemN` (or `stemN` at the top level), built in one string.
+fn region_name(parent_name: &str, stem: &str, index: Option<u32>) -> String {
+    let mut name = String::with_capacity(parent_name.len() + stem.len() + 11);
+    if !parent_name.is_empty() {
+        name.push_str(parent_name);
+        name.push('.');
+    }
+    name.push_str(stem);
+    if let Some(i) = index {
+        // Decimal digits without the formatting machinery.
+        let mut digits = [0u8; 10];
+        let mut n = i;
+        let mut k = digits.len();
+        loop {
+            k -= 1;
+            digits[k] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for &d in &digits[k..] {
+            name.push(char::from(d));
+        }
+    }
+    name
+}
+
 struct Builder<'s> {
     spec: &'s MapSpec,
     regions: Vec<Region>,
-    by_name: HashMap<String, RegionId>,
+    by_name: NameIndex,
     include_depth: usize,
     /// (alias region, name of the region it mirrors), resolved after expansion.
     pending_aliases: Vec<(RegionId, String)>,
@@ -566,15 +620,7 @@ impl Builder<'_> {
             {
                 return Err(err("region end overflows 64 bits".into()));
             }
-            let own = match index {
-                Some(i) => format!("{}{i}", node.name),
-                None => node.name.clone(),
-            };
-            let name = if parent_name.is_empty() {
-                own
-            } else {
-                format!("{parent_name}.{own}")
-            };
+            let name = region_name(parent_name, &node.name, index);
             if let Some(p) = parent {
                 let pr = &self.regions[p];
                 if base < pr.base || base.saturating_add(node.size.0) > pr.end() {
@@ -592,15 +638,7 @@ impl Builder<'_> {
             }
             let id = self.regions.len();
             if let Some(stem) = &node.alias_of {
-                let own = match index {
-                    Some(i) => format!("{stem}{i}"),
-                    None => stem.clone(),
-                };
-                let target = if parent_name.is_empty() {
-                    own
-                } else {
-                    format!("{parent_name}.{own}")
-                };
+                let target = region_name(parent_name, stem, index);
                 self.pending_aliases.push((id, target));
             }
             self.regions.push(Region {
@@ -640,5 +678,23 @@ impl Builder<'_> {
             ids.push(id);
         }
         Ok(ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn region_names_join_parent_stem_and_index() {
+        assert_eq!(region_name("", "hbm", Some(0)), "hbm0");
+        assert_eq!(region_name("", "soc", None), "soc");
+        assert_eq!(region_name("tpb3", "sbuf", None), "tpb3.sbuf");
+        assert_eq!(region_name("eng1", "q", Some(15)), "eng1.q15");
+        assert_eq!(region_name("a.b", "eng", Some(131)), "a.b.eng131");
+        assert_eq!(
+            region_name("x", "r", Some(u32::MAX)),
+            format!("x.r{}", u32::MAX)
+        );
     }
 }
