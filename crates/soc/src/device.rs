@@ -357,7 +357,16 @@ impl Device {
         timing: TimingConfig,
     ) -> Result<Self, DeviceError> {
         let mut known: std::collections::BTreeSet<&str> = Default::default();
+        // The instances of one map node share their block name: skip the
+        // set while the name is the same allocation as the last one.
+        let mut last: Option<&std::sync::Arc<str>> = None;
         for r in &map.regions {
+            if let (Some(b), Some(l)) = (&r.block, last)
+                && std::sync::Arc::ptr_eq(b, l)
+            {
+                continue;
+            }
+            last = r.block.as_ref().or(last);
             if let Some(b) = &r.block
                 && !known.contains(&**b)
                 && catalog.block(b).is_none()
