@@ -463,3 +463,23 @@ fn device_refuses_a_map_naming_a_missing_block() {
         "{msg}"
     );
 }
+
+/// A map whose region names a CSR block the catalog does not have is bad
+/// input, named: the region and the block (every instance of the node
+/// shares the name, and the check sees it once per node).
+#[test]
+fn a_map_naming_an_unknown_block_is_refused() {
+    let mut spec: serde_json::Value = serde_json::from_str(soc_map::TRN2_MAP_JSON).unwrap();
+    let node = &mut spec["templates"]["udma_unit"][0];
+    assert_eq!(node["block"], "udma_m2s");
+    node["block"] = "udma_m2x".into();
+    let map = soc_map::SocMap::from_json(&spec.to_string(), "t.json").unwrap();
+    let err = Device::new(map, csr::catalog().unwrap()).unwrap_err();
+    assert!(
+        err.0
+            .contains("names CSR block `udma_m2x`, which is not in csr-maps/"),
+        "{}",
+        err.0
+    );
+    assert!(err.0.contains("region `eng0.m2s`"), "{}", err.0);
+}
