@@ -6,21 +6,12 @@
 //! while the quiet run records no event at all.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::Path;
+
+use common::{DirFiles, golden_traces};
 use soc::Device;
-use soc::exec::TraceFiles;
-
-struct DirFiles(PathBuf);
-
-impl TraceFiles for DirFiles {
-    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.0.join(path))
-    }
-    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
-        Err(std::io::Error::other("no writes"))
-    }
-}
 
 #[derive(Debug, PartialEq)]
 struct Run {
@@ -59,13 +50,7 @@ fn run(path: &Path, events: bool) -> (Run, usize) {
 
 #[test]
 fn every_golden_trace_runs_the_same_without_events() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
-    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
-        .collect();
-    traces.sort();
+    let traces = golden_traces();
     assert!(traces.len() > 10);
     let mut differ = Vec::new();
     let mut shown = 0;

@@ -4,21 +4,12 @@
 //! (Expectations on memory contents naturally differ and are not compared.)
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::Path;
+
+use common::{DirFiles, golden_traces};
 use soc::Device;
-use soc::exec::TraceFiles;
-
-struct DirFiles(PathBuf);
-
-impl TraceFiles for DirFiles {
-    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.0.join(path))
-    }
-    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
-        Err(std::io::Error::other("no writes"))
-    }
-}
 
 struct Run {
     step_cycles: Vec<(u32, u64)>,
@@ -72,13 +63,7 @@ fn waits_on_payload_are_the_only_difference() {
 
 #[test]
 fn every_trace_has_the_same_cycles_and_csrs_without_payload() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
-    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
-        .collect();
-    traces.sort();
+    let traces = golden_traces();
     assert!(traces.len() > 10);
     let mut saved = 0u64;
     let mut differ = Vec::new();

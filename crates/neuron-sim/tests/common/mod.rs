@@ -70,3 +70,28 @@ pub fn run_with(args: &[&str], stdin: &[u8], env: &[(&str, Option<&str>)]) -> Ou
     writer.join().unwrap();
     out
 }
+
+/// The files a trace reads, from the directory it lives in; writes are
+/// refused (the in-process tests that run golden traces write nothing).
+pub struct DirFiles(pub PathBuf);
+
+impl soc::exec::TraceFiles for DirFiles {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.0.join(path))
+    }
+    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("these tests write no files"))
+    }
+}
+
+/// Every golden trace (`traces/*.trace`), sorted.
+pub fn golden_traces() -> Vec<PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+        .collect();
+    traces.sort();
+    traces
+}
