@@ -31,6 +31,7 @@ mod issue;
 
 pub use calls::FwCall;
 use calls::*;
+pub use completion::WakeNeed;
 use completion::*;
 pub use event::{FwEvent, FwEventKind, FwWait};
 use issue::*;

@@ -20,6 +20,8 @@ pub mod inline;
 pub mod layout;
 pub mod plan;
 
-pub use crate::core::{FwBus, FwCall, FwEvent, FwEventKind, FwWait, InstTag, KindStats, Q7Core};
+pub use crate::core::{
+    FwBus, FwCall, FwEvent, FwEventKind, FwWait, InstTag, KindStats, Q7Core, WakeNeed,
+};
 pub use layout::{CoreLayout, DgeConfig, EngineLayout, PeerLayout, QueueRegs};
 pub use plan::{DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError, TxSource, expand};

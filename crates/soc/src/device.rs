@@ -291,6 +291,12 @@ pub struct Device {
     /// Per parked core: its polls read memory, so any change may end the
     /// wait ([`Q7Core::polls_memory`]).
     parked_on_memory: Vec<bool>,
+    /// Per parked core waiting only on words in flight: the completed
+    /// descriptor counts of the engine queues it waits on at which a poll
+    /// could find a word done ([`q7::Q7Core::wake_needs`]); completions
+    /// short of them do not wake it. `None`: any completion of its engines
+    /// wakes it.
+    park_needs: Vec<Option<Vec<stall::ParkNeed>>>,
     /// Per engine id: the cores (bit per TPB) whose firmware owns it and
     /// polls its completion heads.
     engine_cores: Vec<u32>,
@@ -427,6 +433,7 @@ impl Device {
             parked: Vec::new(),
             n_parked: 0,
             parked_on_memory: Vec::new(),
+            park_needs: Vec::new(),
             engine_cores: Vec::new(),
             unparked: false,
             cur_key: (0, 2, 0),
@@ -1041,7 +1048,7 @@ impl Device {
                 let owners = if engine.crhp_moves() == crhp_moves {
                     0
                 } else {
-                    self.engine_owners(id)
+                    self.completion_wakes(id, self.engine_owners(id))
                 };
                 self.wake.set(id, next);
                 self.cur_key = (at.0, 1, id);

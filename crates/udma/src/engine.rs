@@ -508,6 +508,14 @@ impl Engine {
         self.crhp_moves
     }
 
+    /// Descriptors queue `queue` has completed since the engine was made,
+    /// (M2S, S2M): monotonic, never reset (a completion head advances
+    /// only with these).
+    pub fn completed_descs(&self, queue: u8) -> (u64, u64) {
+        let q = &self.q[usize::from(queue) % QUEUES];
+        (q[dir_idx(Dir::M2s)].done, q[dir_idx(Dir::S2m)].done)
+    }
+
     /// The cycle of the next internal event, if any.
     pub fn next_event(&self) -> Option<Cycle> {
         let kick = self.kicks.last().map(|k| k.0);

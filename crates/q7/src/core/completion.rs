@@ -35,6 +35,28 @@ impl Rings {
     }
 }
 
+/// One engine queue a polling core waits on ([`Q7Core::wake_needs`]):
+/// the fewest further completed descriptors per direction that could end
+/// a wait (`None`: no wait of that direction on this queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WakeNeed {
+    /// Engine id.
+    pub engine: u16,
+    /// Queue index.
+    pub queue: u8,
+    /// M2S descriptors still to complete before a read could be done.
+    pub m2s: Option<u64>,
+    /// S2M descriptors still to complete before a write could be done.
+    pub s2m: Option<u64>,
+}
+
+fn min_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
 /// An issued instruction still moving data.
 #[derive(Clone, Debug)]
 pub(super) struct Inflight {
@@ -72,6 +94,67 @@ impl Q7Core {
     /// elsewhere cannot end the wait (docs/firmware.md §Stalls).
     pub fn polls_memory(&self) -> bool {
         matches!(self.stage, Stage::Inline(_))
+    }
+
+    /// When the firmware only polls for words in flight, what its next
+    /// state change needs: per engine queue it waits on, the fewest
+    /// further completed descriptors (M2S, S2M) after which a poll could
+    /// find a word's reads or writes done. Until one of them is reached
+    /// every poll reads heads that end no wait, so the device need not
+    /// wake the core for completions short of it (docs/firmware.md
+    /// §Stalls). The counts are from the heads the last poll read; `None`
+    /// when the wait is of another kind (ring space, the inline path, a
+    /// pending release) or a head was not read.
+    pub fn wake_needs(&self) -> Option<Vec<WakeNeed>> {
+        if !matches!(self.stage, Stage::Idle) || self.blocked_on_space || self.inflight.is_empty() {
+            return None;
+        }
+        let mut needs: Vec<WakeNeed> = Vec::new();
+        for f in &self.inflight {
+            for &(slot, m_target, s_target) in &f.targets {
+                let i = usize::from(slot);
+                let r = self.rings.get(i)?.as_ref()?;
+                let e = self.layout.engines.get(i)?;
+                let seen = self.heads_seen.get(i)?.get()?;
+                let addrs = (
+                    e.m2s_q(r.queue) + self.layout.regs.crhp,
+                    e.s2m_q(r.queue) + self.layout.regs.crhp,
+                );
+                if seen.addrs != addrs {
+                    return None;
+                }
+                let (m_done, s_done) = (
+                    r.done(r.m2s_pos, seen.values.0),
+                    r.done(r.s2m_pos, seen.values.1),
+                );
+                let m = (!f.read_done && m_done < m_target).then(|| m_target - m_done);
+                let s = (s_done < s_target).then(|| s_target - s_done);
+                let n = match needs
+                    .iter()
+                    .position(|w| w.engine == e.id && w.queue == r.queue)
+                {
+                    Some(n) => n,
+                    None => {
+                        needs.push(WakeNeed {
+                            engine: e.id,
+                            queue: r.queue,
+                            m2s: None,
+                            s2m: None,
+                        });
+                        needs.len() - 1
+                    }
+                };
+                let w = &mut needs[n];
+                w.m2s = min_some(w.m2s, m);
+                w.s2m = min_some(w.s2m, s);
+            }
+        }
+        // A word whose every target is met is done at the next poll: no
+        // filter then.
+        if needs.iter().all(|w| w.m2s.is_none() && w.s2m.is_none()) {
+            return None;
+        }
+        Some(needs)
     }
 
     /// What the firmware is polling for, one entry per engine queue it

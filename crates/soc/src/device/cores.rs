@@ -48,6 +48,7 @@ impl Device {
             self.fw_seen.resize(i + 1, u64::MAX);
             self.parked.resize(i + 1, None);
             self.parked_on_memory.resize(i + 1, false);
+            self.park_needs.resize(i + 1, None);
         }
         if self.cores[i].is_none() {
             let layout = crate::firmware::core_layout(&self.fabric.map, self.fabric.catalog, tpb)
@@ -154,6 +155,7 @@ impl Device {
         }
         let polling = core.polling_only();
         let on_memory = core.polls_memory();
+        let needs = if polling { core.wake_needs() } else { None };
         self.cores[i] = Some(core);
         self.fw_next[i] = next;
         if let Some(seen) = self.fw_seen.get_mut(i) {
@@ -168,6 +170,7 @@ impl Device {
             self.fw_next[i] = None;
             self.parked[i] = Some(n);
             self.parked_on_memory[i] = on_memory;
+            self.park_needs[i] = needs.and_then(|n| self.park_needs_at(&n));
             self.n_parked += 1;
         }
         // The firmware's own semaphore updates need not wake it again.

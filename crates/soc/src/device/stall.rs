@@ -76,6 +76,16 @@ impl StalledWait {
     }
 }
 
+/// One engine queue a parked core waits on: the completed-descriptor
+/// counts (M2S, S2M) from which a poll could end a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ParkNeed {
+    engine: u16,
+    queue: u8,
+    m2s: Option<u64>,
+    s2m: Option<u64>,
+}
+
 /// The device through the firmware's eyes, without side effects (the
 /// completion heads a stall report reads).
 struct PeekBus<'a>(&'a Device);
@@ -176,6 +186,57 @@ impl Device {
             self.n_parked -= woke;
             self.unparked = true;
         }
+    }
+
+    /// A parked core's wake needs ([`q7::Q7Core::wake_needs`]) as absolute
+    /// completed-descriptor counts of the engines now; `None` when an
+    /// engine it waits on does not exist.
+    pub(super) fn park_needs_at(&self, needs: &[q7::WakeNeed]) -> Option<Vec<ParkNeed>> {
+        needs
+            .iter()
+            .map(|w| {
+                let e = self.engines.get(usize::from(w.engine))?.as_ref()?;
+                let (m, s) = e.completed_descs(w.queue);
+                Some(ParkNeed {
+                    engine: w.engine,
+                    queue: w.queue,
+                    m2s: w.m2s.map(|k| m.saturating_add(k)),
+                    s2m: w.s2m.map(|k| s.saturating_add(k)),
+                })
+            })
+            .collect()
+    }
+
+    /// Of `cores` (bit per TPB), the owners of engine `id` whose completion
+    /// head just moved, those to wake: every core but a parked one whose
+    /// wait needs more completions of this engine than it has made (its
+    /// polls until then would read heads that end no wait; cycles are
+    /// unchanged, docs/firmware.md §Stalls).
+    pub(super) fn completion_wakes(&self, id: u16, cores: u32) -> u32 {
+        if cores == 0 || self.n_parked == 0 {
+            return cores;
+        }
+        let Some(Some(engine)) = self.engines.get(usize::from(id)) else {
+            return cores;
+        };
+        let mut out = cores;
+        for (c, needs) in self.park_needs.iter().enumerate() {
+            if c >= 32 || cores & (1 << c) == 0 || self.parked.get(c).is_none_or(Option::is_none) {
+                continue;
+            }
+            let Some(needs) = needs else { continue };
+            let met = needs.iter().any(|n| {
+                if n.engine != id {
+                    return false;
+                }
+                let (m, s) = engine.completed_descs(n.queue);
+                n.m2s.is_some_and(|t| m >= t) || n.s2m.is_some_and(|t| s >= t)
+            });
+            if !met {
+                out &= !(1 << c);
+            }
+        }
+        out
     }
 
     /// Every event up to and including cycle `at` is behind: the clock
