@@ -898,9 +898,14 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         (reg_log, "register-access log", "--reg-log"),
         (vcd, "VCD", "--vcd"),
         (
-            timeline.as_ref().map(|t| t.path.as_path()),
+            timeline.as_ref().and_then(|t| t.perfetto_path()),
             "Perfetto trace",
             "--perfetto",
+        ),
+        (
+            timeline.as_ref().and_then(|t| t.profile_path()),
+            "profile",
+            "--profile",
         ),
         (ioctl_record, "ioctl recording", "--ioctl-record"),
     ] {
@@ -1034,7 +1039,15 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     }
     if let Some(plan) = &timeline {
         let events = out.take_timeline();
-        if let Err(e) = perfetto_cmd::write(plan, &report, &events, session.driver_events()) {
+        let map = session.device_mut().map().clone();
+        let region = |addr: u64| {
+            let d = map.decode(addr);
+            d.region
+                .map_or_else(String::new, |r| map.name(r).to_string())
+        };
+        if let Err(e) =
+            perfetto_cmd::write(plan, &report, &events, session.driver_events(), &region)
+        {
             output_errors.push(e);
         }
     }

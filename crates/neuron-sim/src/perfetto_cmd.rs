@@ -1,5 +1,7 @@
 //! `run --perfetto FILE`: the run's timeline as Chrome trace-event JSON
-//! (crates/timeline; docs/user-guide.md, "Timelines in Perfetto").
+//! (crates/timeline; docs/user-guide.md, "Timelines in Perfetto"); `run
+//! --profile FILE`: its DMA activity as Neuron Explorer's profile tables
+//! (docs/user-guide.md, "Profile tables").
 
 use std::path::PathBuf;
 
@@ -25,20 +27,44 @@ pub(crate) struct PerfettoArgs {
     /// Timeline: keep only cycles START..END (either side may be empty).
     #[arg(long, value_name = "START..END", requires = "perfetto")]
     perfetto_window: Option<String>,
+    /// Write the run's DMA activity to FILE as JSON in the shape of Neuron
+    /// Explorer's profile tables: `DmaPacket` (a row per packet),
+    /// `DmaPacketAggregated` (per instruction word or ioctl),
+    /// `DmaQueuesInfo` (per engine queue) and the DMA summary metrics
+    /// (`average_dma_size`, `dma_active_time`, …), in ns and bytes.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
 }
 
-/// Where the timeline goes and what it keeps, checked before the run.
+/// Where the timeline and the profile go and what the timeline keeps,
+/// checked before the run.
 #[derive(Debug)]
 pub(crate) struct Plan {
-    pub(crate) path: PathBuf,
-    filter: timeline::Filter,
+    perfetto: Option<(PathBuf, timeline::Filter)>,
+    profile: Option<PathBuf>,
+}
+
+impl Plan {
+    /// The `--perfetto` file, if any.
+    pub(crate) fn perfetto_path(&self) -> Option<&std::path::Path> {
+        self.perfetto.as_ref().map(|(p, _)| p.as_path())
+    }
+
+    /// The `--profile` file, if any.
+    pub(crate) fn profile_path(&self) -> Option<&std::path::Path> {
+        self.profile.as_deref()
+    }
 }
 
 impl PerfettoArgs {
-    /// The plan, or `None` without `--perfetto`.
+    /// The plan, or `None` without `--perfetto` and `--profile`.
     pub(crate) fn plan(&self) -> Result<Option<Plan>, Failure> {
+        let profile = self.profile.clone();
         let Some(path) = self.perfetto.clone() else {
-            return Ok(None);
+            return Ok(profile.map(|p| Plan {
+                perfetto: None,
+                profile: Some(p),
+            }));
         };
         let bad = |opt: &str, e: String| bad_input(format!("--{opt}: {e}"));
         let engines = self
@@ -61,43 +87,69 @@ impl PerfettoArgs {
             .transpose()
             .map_err(|e| bad("perfetto-window", e))?;
         Ok(Some(Plan {
-            path,
-            filter: timeline::Filter {
-                engines,
-                queues,
-                window,
-            },
+            perfetto: Some((
+                path,
+                timeline::Filter {
+                    engines,
+                    queues,
+                    window,
+                },
+            )),
+            profile,
         }))
     }
 }
 
-/// Writes the timeline of a finished run.
+/// Writes the timeline and the profile of a finished run. `region` names
+/// the memory region of an address (the profile's source and dest).
 pub(crate) fn write(
     plan: &Plan,
     report: &RunReport,
     events: &[soc::DeviceEvent],
     driver: &[(u64, kdriver::DriverEvent)],
+    region: &dyn Fn(u64) -> String,
 ) -> Result<(), Failure> {
     let meta = timeline::Meta {
         trace: report.trace.clone(),
         clock_ghz: report.summary.clock_ghz,
         end_cycle: report.summary.cycles,
     };
-    let out = timeline::export(events, driver, &meta, &plan.filter);
-    // `-`: standard output (crate::outputs).
-    crate::outputs::write(&plan.path, out.json.as_bytes()).map_err(|e| {
-        bad_input(format!(
-            "cannot write timeline {}: {e}",
-            crate::outputs::name_of(&plan.path)
-        ))
-    })?;
-    eprintln!(
-        "timeline: {} trace events ({} packets, {} flows, {} bytes) written to {}",
-        out.events,
-        out.packets,
-        out.flows,
-        out.json.len(),
-        crate::outputs::name_of(&plan.path)
-    );
+    if let Some((path, filter)) = &plan.perfetto {
+        let out = timeline::export(events, driver, &meta, filter);
+        // `-`: standard output (crate::outputs).
+        crate::outputs::write(path, out.json.as_bytes()).map_err(|e| {
+            bad_input(format!(
+                "cannot write timeline {}: {e}",
+                crate::outputs::name_of(path)
+            ))
+        })?;
+        eprintln!(
+            "timeline: {} trace events ({} packets, {} flows, {} bytes) written to {}",
+            out.events,
+            out.packets,
+            out.flows,
+            out.json.len(),
+            crate::outputs::name_of(path)
+        );
+    }
+    if let Some(path) = &plan.profile {
+        let p = timeline::profile(events, driver, &meta, region);
+        let mut json = serde_json::to_string_pretty(&p).map_err(|e| bad_input(e.to_string()))?;
+        json.push('\n');
+        crate::outputs::write(path, json.as_bytes()).map_err(|e| {
+            bad_input(format!(
+                "cannot write profile {}: {e}",
+                crate::outputs::name_of(path)
+            ))
+        })?;
+        eprintln!(
+            "profile: {} DMA packets, {} instructions, {} queues, average_dma_size {:.0} bytes, written to {}",
+            p.summary.dma_packets,
+            p.dma_packet_aggregated.len(),
+            p.dma_queues_info.len(),
+            p.summary.average_dma_size,
+            crate::outputs::name_of(path)
+        );
+    }
     Ok(())
 }

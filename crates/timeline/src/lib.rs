@@ -31,7 +31,10 @@
 //! were built.
 
 mod model;
+mod profile;
 mod render;
+
+pub use profile::{DmaPacket, DmaPacketAggregated, DmaQueuesInfo, DmaSummary, Profile};
 
 use std::collections::BTreeSet;
 
@@ -141,6 +144,20 @@ pub fn export<'a>(
 ) -> Export {
     let model = model::build(device, driver, meta);
     render::render(&model, meta, filter)
+}
+
+/// The run's DMA activity as Neuron Explorer's profile tables
+/// ([`Profile`]; docs/user-guide.md §Profile tables), from the same events
+/// as [`export`]. `region` names the memory region of an address (`hbm0`,
+/// `tpb3.sbuf`).
+pub fn profile<'a>(
+    device: impl IntoIterator<Item = &'a DeviceEvent>,
+    driver: &[(u64, DriverEvent)],
+    meta: &Meta,
+    region: &dyn Fn(u64) -> String,
+) -> Profile {
+    let model = model::build(device, driver, meta);
+    profile::build(&model, meta, region)
 }
 
 /// Parses a list of numbers and ranges, `0-3,128`, each below `limit`.

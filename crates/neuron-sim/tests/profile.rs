@@ -1,0 +1,142 @@
+//! `run --profile FILE`: the run's DMA activity as Neuron Explorer's
+//! profile tables (docs/user-guide.md §Profile tables), checked against the
+//! run's own report on golden traces of each kind of queue.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{run, text, tmp};
+use serde_json::Value;
+
+fn traces(name: &str) -> String {
+    format!("{}/../../traces/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `trace` with `--profile` and `--json`; (profile, report).
+fn profile(trace: &str) -> (Value, Value) {
+    let out_path = tmp("profile", &format!("{trace}.json"), "");
+    let out = run(&[
+        "run",
+        "--json",
+        "--profile",
+        out_path.to_str().unwrap(),
+        &traces(trace),
+    ]);
+    assert!(
+        out.status.success() || out.status.code() == Some(1),
+        "{}",
+        text(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    (p, report)
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap()
+}
+
+/// The tables agree with each other and with the run's report.
+fn check_consistent(p: &Value, report: &Value) {
+    let packets = p["DmaPacket"].as_array().unwrap();
+    let sum = &p["Summary"];
+    assert_eq!(u(&sum["dma_packets"]), packets.len() as u64);
+    assert_eq!(
+        u(&sum["dma_packets"]),
+        u(&report["packets"]),
+        "as the run counts them"
+    );
+    let total: u64 = packets.iter().map(|r| u(&r["transfer_bytes"])).sum();
+    assert_eq!(u(&sum["DmaTransferTotalBytes"]), total);
+    let avg = sum["average_dma_size"].as_f64().unwrap();
+    assert!((avg - total as f64 / packets.len() as f64).abs() < 1e-6);
+    let mut prev = 0;
+    for (i, r) in packets.iter().enumerate() {
+        assert_eq!(u(&r["id"]), i as u64);
+        assert!(u(&r["start_ts"]) >= prev, "rows in start order");
+        prev = u(&r["start_ts"]);
+        assert_eq!(u(&r["duration_ns"]), u(&r["end_ts"]) - u(&r["start_ts"]));
+        assert_eq!(
+            r["queue_name"].as_str().unwrap(),
+            format!("eng{}.q{}", r["engine_idx"], r["queue_idx"])
+        );
+    }
+    let agg: u64 = p["DmaPacketAggregated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| u(&a["packets"]))
+        .sum();
+    assert_eq!(agg, packets.len() as u64, "every packet in one aggregate");
+    let queues: u64 = p["DmaQueuesInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| u(&q["packets"]))
+        .sum();
+    assert_eq!(queues, packets.len() as u64);
+    assert!(u(&sum["dma_active_time"]) <= u(&sum["total_time"]));
+    assert!(u(&sum["dma_active_time"]) > 0);
+}
+
+#[test]
+fn a_firmware_word_is_one_aggregate_of_hardware_dynamic_packets() {
+    let (p, report) = profile("fw-tile-load-bf16.trace");
+    check_consistent(&p, &report);
+    let agg = p["DmaPacketAggregated"].as_array().unwrap();
+    assert_eq!(agg.len(), 1, "{agg:#?}");
+    let a = &agg[0];
+    assert_eq!(a["id"], "tpb0#0");
+    assert_eq!(a["op"], "DIRECT2D");
+    assert_eq!(a["source"], "hbm0");
+    assert_eq!(a["dest"], "tpb0.sbuf");
+    assert_eq!(u(&a["engines"]), 16);
+    assert_eq!(u(&a["packets"]), 144);
+    assert_eq!(p["DmaQueuesInfo"].as_array().unwrap().len(), 16);
+    assert!(
+        p["DmaPacket"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["queue_type"] == "hardware_dynamic" && r["pcore_idx"] == 0)
+    );
+    // 1 MiB of bf16 tile in 128 × 8 KiB packets plus 16 semaphore writes.
+    assert_eq!(
+        u(&p["Summary"]["DmaTransferTotalBytes"]),
+        1_048_576 + 16 * 4
+    );
+}
+
+#[test]
+fn trace_descriptors_and_driver_copies_have_their_queue_types() {
+    let (p, report) = profile("copy-hbm-hbm.trace");
+    check_consistent(&p, &report);
+    let rows = p["DmaPacket"].as_array().unwrap();
+    assert!(rows.iter().all(|r| r["queue_type"] == "data"), "{rows:#?}");
+    assert_eq!(p["DmaPacketAggregated"][0]["op"], "desc");
+
+    let (p, report) = profile("host-dmem-size-classes.trace");
+    check_consistent(&p, &report);
+    let rows = p["DmaPacket"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["queue_type"] == "software_dynamic"));
+    assert!(
+        rows.iter()
+            .filter(|r| r["queue_type"] == "software_dynamic")
+            .all(|r| u(&r["engine_idx"]) >= 128 && r["pcore_idx"].is_null())
+    );
+}
+
+#[test]
+fn the_profile_can_go_to_standard_output() {
+    let out = run(&[
+        "run",
+        "-q",
+        "--profile",
+        "-",
+        &traces("fw-tile-load-bf16.trace"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(u(&p["Summary"]["dma_packets"]), 144);
+    assert!(text(&out.stderr).contains("profile: 144 DMA packets"));
+}
