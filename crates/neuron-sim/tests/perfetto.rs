@@ -71,6 +71,17 @@ fn check_format(v: &Value) {
         let ph = e["ph"].as_str().unwrap();
         assert!(e["name"].is_string(), "{e}");
         assert!(e["pid"].is_u64(), "{e}");
+        // Every event has a category (some consumers require one):
+        // `__metadata` for names and order, `counter` for counters.
+        assert!(
+            e["cat"].as_str().is_some_and(|c| !c.is_empty()),
+            "no cat: {e}"
+        );
+        match ph {
+            "M" => assert_eq!(e["cat"], "__metadata", "{e}"),
+            "C" => assert_eq!(e["cat"], "counter", "{e}"),
+            _ => {}
+        }
         match ph {
             "M" => {
                 assert!(

@@ -8,6 +8,11 @@ use serde::ser::{SerializeMap, Serializer};
 use crate::model::{Args, Model, Track, Val};
 use crate::{ENGINES, ENGINES_PER_CORE, Export, FIRST_H2T_ENGINE, Filter, HOST_PID, Meta, Window};
 
+/// The `cat` of metadata events (track and process names and order), as
+/// Chrome's own traces write it: every event has a `cat`, which some
+/// consumers require.
+const META_CAT: &str = "__metadata";
+
 /// Lanes per track beyond which overlapping slices share the last lane.
 const MAX_LANES: u64 = 99;
 
@@ -381,21 +386,25 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
     for &pid in &pids {
         let a = Args::default().s("name", process_name(pid));
         let mut ev = Ev::new("process_name", 'M', pid);
+        ev.cat = META_CAT;
         ev.args = Some(&a);
         write(&ev, &mut buf);
         let a = Args::default().u("sort_index", pid);
         let mut ev = Ev::new("process_sort_index", 'M', pid);
+        ev.cat = META_CAT;
         ev.args = Some(&a);
         write(&ev, &mut buf);
     }
     for &(pid, tid, track, l) in &tracks {
         let a = Args::default().s("name", track_name(track, l));
         let mut ev = Ev::new("thread_name", 'M', pid);
+        ev.cat = META_CAT;
         ev.tid = Some(tid);
         ev.args = Some(&a);
         write(&ev, &mut buf);
         let a = Args::default().u("sort_index", tid);
         let mut ev = Ev::new("thread_sort_index", 'M', pid);
+        ev.cat = META_CAT;
         ev.tid = Some(tid);
         ev.args = Some(&a);
         write(&ev, &mut buf);
@@ -429,6 +438,7 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
             }
             Out::Counter { track, name, args } => {
                 let mut ev = Ev::new(name, 'C', pid_of(*track));
+                ev.cat = "counter";
                 ev.ts = Some(us(*t));
                 ev.tid = Some(tid_of(*track, 0));
                 ev.args = Some(args);
