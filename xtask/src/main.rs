@@ -19,6 +19,9 @@
 //!   under `/usr/bin/time -v`, against the bytes it touches (`rss.rs`).
 //! - `man [--check]`: the man pages in `docs/man/`, rendered by `neuron-sim
 //!   man --out-dir` (`man.rs`); `--check` fails when one is stale.
+//! - `schemas [--check]`: the JSON Schemas in `docs/schemas/`, rendered by
+//!   `neuron-sim schema --out-dir` (`schemas.rs`); `--check` fails when one
+//!   is stale.
 //! - `calibrate [ARGS..]`: run the calibration traces (`traces/calib/`) and
 //!   rewrite the calibration table of `docs/timing.md`
 //!   (`cargo run --release -p neuron-sim -- calibrate --write docs/timing.md ARGS..`).
@@ -32,6 +35,7 @@ mod codegen;
 mod fuzz;
 mod man;
 mod rss;
+mod schemas;
 
 #[derive(Debug, Parser)]
 #[command(name = "xtask", about = "neuron-sim repository automation")]
@@ -51,6 +55,13 @@ enum Cmd {
     /// Regenerate the man pages in docs/man/ (`neuron-sim man --out-dir`).
     Man {
         /// Do not write; exit non-zero listing the stale pages.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Regenerate the JSON Schemas in docs/schemas/ (`neuron-sim schema
+    /// --out-dir`).
+    Schemas {
+        /// Do not write; exit non-zero listing the stale schemas.
         #[arg(long)]
         check: bool,
     },
@@ -107,6 +118,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Codegen { check } => codegen::run(&project_root(), check),
         Cmd::Man { check } => man::run(&project_root(), check),
+        Cmd::Schemas { check } => schemas::run(&project_root(), check),
         Cmd::Ci => ci(&project_root()),
         Cmd::Bench { args } => bench(&project_root(), &args),
         Cmd::Calibrate { args } => calibrate(&project_root(), &args),

@@ -23,7 +23,19 @@ pub const CCE_MAX_ELEMENTS_V2: usize = 1024;
 pub const CCE_MAX_SOURCES: usize = 32;
 
 /// `SDMA_CCETYPE`, the CCE operation selector (docs/references/wiki.md §C.6, §F.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[repr(u8)]
 pub enum CceType {
     /// 0: `acc += src`.
@@ -64,7 +76,19 @@ impl CceType {
 
 /// `NEURON_ISA_TPB_DGE_COMPUTE_OP`, the ISA-level `B = op(A, B)` of a
 /// DMA instruction (P9.1 §2.1; docs/references/wiki.md §C.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[repr(u8)]
 pub enum DgeComputeOp {
     /// 0: `B = A` (plain copy).
@@ -122,7 +146,7 @@ impl DgeComputeOp {
 pub const MULTIPLY_FMA_SCALE: f32 = -0.0;
 
 /// One elementwise operation `dst' = op(dst, src)`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum ReduceOp {
     /// `dst' = src` (DGE NONE): conversion only.
     Copy,
@@ -223,7 +247,9 @@ impl ReduceOp {
 
 /// An FMA operand selector (docs/references/wiki.md §F.3: 0 stored buffer, 1 input
 /// buffer, 2 scale).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub enum FmaOperand {
     /// 0: the accumulator ("stored buffer").
     Stored,

@@ -42,7 +42,19 @@ pub const CRC_IV_CACHE_SLOTS: usize = 8;
 
 /// The 3-bit `SDMA_CMETYPE` field (`op_type`, WORD1 bits 22:20) of a CME
 /// descriptor (P9.1 §3; docs/references/wiki.md §J.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum CmeType {
     /// 0: plain copy, no checksum.
     Copy,
@@ -81,7 +93,19 @@ impl CmeType {
 }
 
 /// A checksum algorithm selectable by `SDMA_CMETYPE` (codes 1..=7).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum ChecksumKind {
     /// 1: CRC-32/ISO-HDLC (the zlib / Ethernet CRC): width 32, poly
     /// 0x04C11DB7 (reflected 0xEDB88320), init 0xFFFFFFFF, refin/refout,
@@ -243,7 +267,7 @@ impl TryFrom<u8> for ChecksumKind {
 /// it lets a CKSUM16/CKSUM32 computation resume exactly in the middle of a
 /// word. A hardware IV register holds only `value`; restoring it with
 /// `phase = 0` is the same as `Checksum::new(kind, Some(value))`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChecksumState {
     /// The algorithm.
     pub kind: ChecksumKind,

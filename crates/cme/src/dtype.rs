@@ -36,7 +36,19 @@ use crate::CceError;
 /// (docs/references/wiki.md §F.1, observed); the rest from the ISA `DTYPE` list
 /// (§C.3). The 64-bit integers (1, 0xC) and the CPTC trellis types
 /// (0x19..=0x1F) are not modelled and decode as unknown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[repr(u8)]
 pub enum Dtype {
     /// 0x2: signed 8-bit integer.

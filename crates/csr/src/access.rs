@@ -8,7 +8,9 @@ use serde::Serialize;
 ///
 /// A register declares one kind; each field may override it. The runtime
 /// turns the kinds into per-register bit masks ([`crate::RegMasks`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 pub enum Access {
     /// Read/write: a write stores the bits, a read returns them.
     #[serde(rename = "RW")]

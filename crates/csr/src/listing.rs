@@ -7,7 +7,7 @@ use soc_map::{Hex, Hex32};
 use crate::map::CsrMap;
 
 /// One register (or register array) of a block.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RegisterListing {
     /// Register name.
     pub name: String,
@@ -30,7 +30,7 @@ pub struct RegisterListing {
 }
 
 /// One field of a register.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FieldListing {
     /// Field name.
     pub name: String,

@@ -156,7 +156,7 @@ impl WriteOutcome<'_> {
 
 /// Every register element of one block instance and its value: the
 /// serializable whole-block snapshot (YAML/JSON), elements in offset order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CsrDump {
     /// Block type name.
@@ -166,7 +166,7 @@ pub struct CsrDump {
 }
 
 /// One element of a [`CsrDump`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CsrDumpEntry {
     /// Block-relative byte offset.

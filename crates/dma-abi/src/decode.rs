@@ -21,9 +21,9 @@ pub const DESCRIPTOR_HEX_DIGITS: usize = 2 * DESCRIPTOR_BYTES;
 
 /// A descriptor with every field by its spec name (docs/references/driver.md §3.1–3.3).
 ///
-/// Word 0 fields sit at the top level; `length` assumes ENCODE_64K is on, as
+/// Word 0 fields sit at the top level; `len` assumes ENCODE_64K is on, as
 /// the driver programs it, so a LEN field of 0 reads 65536.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DescriptorDecode {
     /// The 16 bytes as 32 lowercase hex digits, memory order (byte 0 first).
     pub raw: String,
@@ -33,9 +33,8 @@ pub struct DescriptorDecode {
     pub word1: Hex32,
     /// Bytes 8–15 little endian.
     pub buf_ptr: Hex,
-    /// Byte count (LEN, 0 → 65536).
-    pub length: u32,
-    /// Same as `length` (the field's driver name).
+    /// Byte count (LEN, 0 → 65536; the field's driver name, as traces
+    /// write it: `desc … len=`).
     pub len: u32,
     /// META, bit 23.
     pub meta: bool,
@@ -64,7 +63,7 @@ pub struct DescriptorDecode {
 }
 
 /// Word 1 read as the TX CME command word (docs/references/driver.md §3.3).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CmeDecode {
     /// Bits 2:0.
     pub block_attr: u8,
@@ -119,7 +118,7 @@ pub struct CmeDecode {
 }
 
 /// The RX (S2M) reading (docs/references/driver.md §3.1).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RxDecode {
     /// Destination address, bytes 8–15 (= `buf_ptr`).
     pub buf1_ptr: Hex,
@@ -129,7 +128,7 @@ pub struct RxDecode {
 
 /// The meta-descriptor reading of bytes 8–15 (docs/references/driver.md §3.1 `tx_meta`;
 /// CCE W2/W3, docs/references/wiki.md §C.6).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TxMetaDecode {
     /// Bytes 8–11.
     pub meta1: Hex32,
@@ -142,14 +141,13 @@ impl DescriptorDecode {
     #[must_use]
     pub fn new(desc: &Descriptor) -> Self {
         let w0 = desc.len_ctrl();
-        let length = w0.len_bytes(true);
+        let len = w0.len_bytes(true);
         Self {
             raw: desc.to_hex(),
             word0: Hex32(w0.raw()),
             word1: Hex32(desc.word1()),
             buf_ptr: Hex(desc.buf_ptr()),
-            length,
-            len: length,
+            len,
             meta: w0.meta(),
             ring_id: w0.ring_id(),
             first: w0.first(),
@@ -373,7 +371,7 @@ fn render_into(out: &mut String, d: &DescriptorDecode) -> fmt::Result {
     writeln!(
         out,
         "         length {}  ring_id {}  flags {}  reserved[22:16] {:#04x}",
-        d.length,
+        d.len,
         d.ring_id,
         list_or_dash(&flags),
         d.reserved_16_22

@@ -1245,7 +1245,7 @@ fn json_addresses_show_mode_and_operands() {
     assert_eq!(i["space"], "PSUM");
     assert_eq!(i["quadrant"], 1);
     assert_eq!(i["offset"], "0x40");
-    assert_eq!(i["raw"], "0x02800040");
+    assert_eq!(i["raw"], "0x2800040");
     assert_eq!(v["dst_idx_start_addr"]["mode"], "INDIRECT_REG");
     assert_eq!(v["dst_idx_start_addr"]["marker"], "0xa0");
     assert_eq!(v["flags"]["indirect_mode"], "SRC_DST_INDIRECTION");
@@ -1253,7 +1253,7 @@ fn json_addresses_show_mode_and_operands() {
     assert_eq!(v["events"]["wait_mode"], "NONE");
 
     let v = json_of("RDMA_DESC_GEN dma_engine_mask=0xff completion_info.has_write=1");
-    assert_eq!(v["dma_engine_mask"]["raw"], "0x000000ff");
+    assert_eq!(v["dma_engine_mask"]["raw"], "0xff");
     assert_eq!(v["dma_engine_mask"]["uint32"], 255);
     assert_eq!(v["completion_info"]["has_write"], true);
     assert_eq!(v["raw"].as_str().unwrap().len(), 128);

@@ -69,8 +69,8 @@ proptest! {
             u64::from(dec.tx_meta.meta1.0) | (u64::from(dec.tx_meta.meta2.0) << 32),
             d.buf_ptr()
         );
-        prop_assert_eq!(dec.length, d.len_ctrl().len_bytes(true));
-        prop_assert!((1..=65536).contains(&dec.length));
+        prop_assert_eq!(dec.len, d.len_ctrl().len_bytes(true));
+        prop_assert!((1..=65536).contains(&dec.len));
     }
 
     #[test]

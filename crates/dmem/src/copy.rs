@@ -30,7 +30,7 @@ pub const WAIT_SYNC: i32 = 0;
 pub const WAIT_NONE: i32 = -1;
 
 /// How `dmem_device_copy` splits a transfer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CopyPlan {
     /// Bytes per chunk.
     pub chunk_bytes: u64,
@@ -70,7 +70,7 @@ pub const fn device_copy_plan(size_bytes: u64) -> CopyPlan {
 
 /// One op of a batch: `size_bytes` between the host buffer and the tensor
 /// at `offset_bytes` (`nrt_tensor_batch_op_t`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct BatchOp {
     /// Offset inside the tensor.
     pub offset_bytes: u64,
@@ -82,7 +82,7 @@ pub struct BatchOp {
 
 /// One tensor of a batch: its backing allocation (`tensor->sto->dmem`),
 /// the tensor's offset in it (`tensor->_offset`) and its ops.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TensorBatch {
     /// The backing allocation.
     pub mem: DmemId,

@@ -118,7 +118,7 @@ pub struct DmlEntryInput {
 
 /// `dma_mem_log_entry_t`, the 64-byte ring element (tdrv-dmem §5):
 /// a snapshot of the `dmem_t` plus the post-update channel total.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DmlLogEntry {
     /// @0: ALLOC = 1, FREE = 2.
     pub action: DmemAction,
@@ -555,7 +555,7 @@ pub const REPORT_COLUMNS: [&str; 14] = [
 ];
 
 /// An aggregate report category (the 13 non-TOTAL [`REPORT_COLUMNS`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[repr(u8)]
 pub enum ReportColumn {
     ModelCode = 0,

@@ -12,7 +12,9 @@ use crate::types::{MemLocation, UsageType};
 
 /// An allocation handle in the runtime's arena: slot index plus the slot's
 /// generation, so a handle that outlived its allocation is recognised.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 pub struct DmemId {
     /// Arena slot.
     pub index: u32,
@@ -27,11 +29,13 @@ impl std::fmt::Display for DmemId {
 }
 
 /// An allocator (`dmem_allocator_t`) handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 pub struct AllocatorId(pub u32);
 
 /// `nrt_sys_trace_new_event` event types this layer emits (tdrv-dmem §2–§4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub enum SysTraceType {
     /// 30: host → device copy (`dmem_buf_copyin`, batch copy-in).
     CopyIn = 30,
@@ -52,14 +56,16 @@ impl SysTraceType {
 }
 
 /// Begin or stop of a sys-trace bracket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub enum TracePhase {
     Begin,
     Stop,
 }
 
 /// `nlog` severity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 pub enum LogLevel {
     Error,
     Warn,
@@ -68,7 +74,7 @@ pub enum LogLevel {
 }
 
 /// Alloc or free, for the ntrace and NDS records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub enum MemEventKind {
     /// `NTRACE_DATA_TYPE_MEM_ALLOC` / `tdrv_nds_register_mem_alloc`.
     Alloc,
@@ -78,7 +84,7 @@ pub enum MemEventKind {
 
 /// One allocation still on an allocator's list when it was destroyed
 /// (tdrv-dmem §1 GOTCHA: destroy unlinks, it does not free).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LeakedAllocation {
     /// The allocation (still live; the owner must `dmem_free` it).
     pub id: DmemId,
@@ -97,7 +103,7 @@ pub struct LeakedAllocation {
 }
 
 /// Something the runtime did or said.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum RuntimeEvent {
     /// `nrt_sys_trace_new_event(begin|stop, type, tid)`.
     SysTrace {

@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 /// One field of a C struct.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FieldLayout {
     /// The C field name.
     pub name: &'static str,

@@ -95,7 +95,9 @@ pub const COPY_BUF_HALF_BYTES: u64 = COPY_BUF_BYTES / 2;
 
 /// An NDL handle: the user address of its 64-byte record (tdrv-dmem §2:
 /// `dmem_t.mem_handle` is a pointer to the record, not the kernel cookie).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 pub struct NdlHandle(u64);
 
 impl NdlHandle {
@@ -108,7 +110,7 @@ impl NdlHandle {
 
 /// The NDL record behind an [`NdlHandle`] (tdrv-dmem §2: `{device, nc_id,
 /// size, align, host_memory, handle word}`), as this layer tracks it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct NdlRecord {
     /// The driver's handle (written by MEM_ALLOC through the record).
     pub kernel_handle: u64,
@@ -127,7 +129,7 @@ pub struct NdlRecord {
 /// A per-NC bounce buffer (`ndl_copy_buf_t`, tdrv-dmem §2 GOTCHA): one per
 /// NeuronCore, allocated once at open and shared by every `dmem_t` of the
 /// core.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CopyBuf {
     /// The NeuronCore it serves.
     pub nc: u32,

@@ -74,7 +74,7 @@ pub const fn fallback_align_offset(pa: u64, alignment: u64) -> u64 {
 }
 
 /// The `nrt_gconf` fields and device facts this layer reads, made explicit.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DmemConfig {
     /// `nrt_gconf()->test_zerocopy`: copy TONGA_DRAM through the zero-copy
     /// ioctl instead of the staged DMA (and see the asymmetric dispatch).
@@ -112,7 +112,7 @@ impl Default for DmemConfig {
 }
 
 /// `dmem_allocator_type_t` (docs/references/wiki.md §H.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub enum AllocatorKind {
     /// `GLOBAL` = 0 (the per-TPB allocators are of this kind).
     Global = 0,
@@ -122,7 +122,7 @@ pub enum AllocatorKind {
 
 /// `dmem_t` (tdrv-dmem §1; C layout in [`crate::layout::DMEM_T_LAYOUT`]).
 /// The list links live in the arena, not here.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DmemT {
     /// `pcore->device_tpb_idx`: the owning NeuronCore.
     pub nc: u32,
@@ -207,7 +207,7 @@ impl DmemList {
 
 /// Usage of one NeuronCore and its HBM (`dmem_get_memory_stats`, read from
 /// the DML counters).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DmemMemoryStats {
     /// The core.
     pub nc: u32,

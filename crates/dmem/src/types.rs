@@ -6,7 +6,9 @@ use serde::Serialize;
 
 /// `dma_mem_usage_type_t`: what an allocation is for (tdrv-dmem §1, 22
 /// members; `MAX` = 22 is also the DML per-NC grand-total column).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[repr(u32)]
 pub enum UsageType {
     Generic = 0,
@@ -117,7 +119,9 @@ impl UsageType {
 
 /// Where an allocation lives (`dma_mem_location`: 0 INVALID, 1 HOST_DRAM,
 /// 2 TONGA_DRAM = HBM; docs/references/wiki.md §H.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[repr(u32)]
 pub enum MemLocation {
     /// Host memory pinned by the driver.
@@ -158,7 +162,7 @@ pub fn category_for(loc: MemLocation, usage: UsageType) -> Option<MemAllocCatego
 }
 
 /// `NRT_STATUS`: what the runtime's calls return.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub enum NrtStatus {
     /// `NRT_SUCCESS` = 0.
     Success = 0,
@@ -202,7 +206,7 @@ impl std::fmt::Display for NrtStatus {
 }
 
 /// DML action (`DMEM_ACTION_ALLOC` = 1, `DMEM_ACTION_FREE` = 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub enum DmemAction {
     Alloc = 1,
     Free = 2,

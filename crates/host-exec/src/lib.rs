@@ -77,7 +77,7 @@ impl std::fmt::Debug for SessionOptions {
 }
 
 /// What the host side did in a run (`neuron-sim run` prints it).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct HostReport {
     /// ioctls by driver name.
     pub ioctls: BTreeMap<String, u64>,

@@ -36,7 +36,19 @@ const DIR_SHIFT: u32 = 30;
 /// from user space's point of view (`Read` = the kernel copies data out to
 /// the caller). The Neuron driver does not check them, and often declares
 /// pure inputs as `_IOR` (docs/references/driver.md §1.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum Dir {
     /// `_IO`: 0.
     #[serde(rename = "NONE")]
@@ -181,7 +193,7 @@ pub const fn type_of(cmd: u32) -> u8 {
 }
 
 /// The four fields of any 32-bit request number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub struct Decoded {
     /// Bits 31:30.
     pub dir: Dir,

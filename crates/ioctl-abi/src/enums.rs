@@ -16,7 +16,7 @@ macro_rules! c_enum {
         }
     ) => {
         $(#[doc = $doc])+
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         #[repr($repr)]
         pub enum $name {
             $(

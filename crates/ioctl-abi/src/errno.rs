@@ -11,7 +11,7 @@ macro_rules! errnos {
         ///
         /// Serialized and displayed by its symbolic name.
         #[allow(clippy::upper_case_acronyms)]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         #[repr(i32)]
         pub enum Errno {
             $(

@@ -4,13 +4,14 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use soc_map::Hex32;
 
 use crate::args::{STRUCTS, StructInfo};
 use crate::encoding::{Decoded, Dir};
 use crate::table::{Alias, IoctlDef, Since, SizeFrom, TABLE, lookup};
 
 /// One row of the listing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct IoctlListing {
     /// Driver name without `NEURON_IOCTL_`.
     pub name: &'static str,
@@ -20,8 +21,9 @@ pub struct IoctlListing {
     pub nr: u8,
     /// Encoded `_IOC_SIZE` (8 for pointer-declared ioctls).
     pub size: usize,
-    /// The 32-bit number as `0x` and 8 upper-case hex digits.
-    pub value: String,
+    /// The 32-bit number (`0x80384e66`; the text listing and the docs
+    /// write it as the driver's headers do, [`hex32`]).
+    pub value: Hex32,
     /// Bytes the handler copies.
     pub struct_size: usize,
     /// What `size` was computed from: `pointer` or `struct`.
@@ -38,7 +40,8 @@ pub struct IoctlListing {
     pub summary: &'static str,
 }
 
-/// `0x80384E66`.
+/// `0x80384E66`: a number as the driver's headers and the text listing
+/// write it (JSON has the one form of every number, `0x80384e66`).
 #[must_use]
 pub fn hex32(value: u32) -> String {
     format!("0x{value:08X}")
@@ -51,7 +54,7 @@ impl From<&IoctlDef> for IoctlListing {
             dir: d.dir,
             nr: d.nr,
             size: d.arg_size,
-            value: hex32(d.value),
+            value: Hex32(d.value),
             struct_size: d.struct_size,
             size_from: d.size_from,
             arg: d.arg.name,
@@ -71,10 +74,10 @@ pub fn list() -> Vec<IoctlListing> {
 
 /// What a 32-bit number is: its fields, and the ioctl or the errno the
 /// lookup gives.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct NumberInfo {
     /// The number.
-    pub value: String,
+    pub value: Hex32,
     /// Its `_IOC` fields.
     pub decoded: Decoded,
     /// The type byte as a character when printable.
@@ -94,7 +97,7 @@ pub fn describe(value: u32) -> NumberInfo {
         Err(e) => (None, Some(e.name())),
     };
     NumberInfo {
-        value: hex32(value),
+        value: Hex32(value),
         decoded,
         type_char: decoded
             .ty
@@ -124,7 +127,7 @@ pub fn render_text(rows: &[IoctlListing]) -> String {
         let _ = writeln!(
             out,
             "{:<10} {:<4} {:>3} {:>5} {:>6}  {:<30} {:<6} {}",
-            r.value,
+            hex32(r.value.0),
             r.dir.short(),
             r.nr,
             r.size,
@@ -174,7 +177,7 @@ pub fn markdown_table() -> String {
         let _ = writeln!(
             out,
             "| `{}` | {} | {} | {} | {} | {} | `{}` | {} | {} | {} |",
-            r.value,
+            hex32(r.value.0),
             r.name,
             r.dir.short(),
             r.nr,
@@ -268,7 +271,10 @@ mod tests {
         let rows = list();
         assert_eq!(rows.len(), TABLE.len());
         let r = rows.iter().find(|r| r.name == "MEM_ALLOC_V2MT64").unwrap();
-        assert_eq!(r.value, "0x80384E66");
+        assert_eq!(hex32(r.value.0), "0x80384E66");
+        // JSON has the one form of every number: lower case, no padding.
+        let v = serde_json::to_value(r).unwrap();
+        assert_eq!(v["value"], "0x80384e66");
         assert_eq!(r.dir, Dir::Read);
         assert_eq!((r.nr, r.size, r.struct_size), (102, 56, 56));
     }

@@ -26,7 +26,7 @@ use crate::errno::Errno;
 pub const POINTER_SIZE: usize = 8;
 
 /// What the encoded size field was computed from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeFrom {
     /// The driver declares the number with a pointer type: the size field
@@ -48,7 +48,7 @@ impl SizeFrom {
 }
 
 /// Which driver snapshot first has the number (docs/references/driver.md §0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub enum Since {
     /// In aws-neuronx-dkms 2.24 (`[2.24]`), the primary source.
     #[serde(rename = "2.24")]
@@ -70,7 +70,7 @@ impl Since {
 }
 
 /// Another name a number goes by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub struct Alias {
     /// The other name.
     pub name: &'static str,
@@ -120,7 +120,7 @@ macro_rules! ioctls {
     )+) => {
         /// Every supported ioctl, in number order within families; the
         /// discriminant indexes [`TABLE`].
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
         pub enum Ioctl {
             $(
                 $(#[doc = $doc])+

@@ -105,7 +105,7 @@ pub trait Driver {
 }
 
 /// A failure of the boundary itself, not of the call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BusError {
     /// The device side panicked while handling a call; the message.

@@ -461,7 +461,9 @@ fn outcome_unit(r: &Result<(), IoctlError>) -> Outcome {
 }
 
 /// What a successful [`replay`] did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct ReplayReport {
     /// Records in the recording.
     pub records: u64,
@@ -745,12 +747,13 @@ fn parse_hex_u64(s: &str) -> Result<u64, String> {
     u64::from_str_radix(digits, 16).map_err(|e| format!("{s:?}: {e}"))
 }
 
-/// `u32` as `"0xc00c4e2b"`.
+/// `u32` as `"0xc00c4e2b"` (the one form of every JSON number: no
+/// padding, docs/user-guide.md §JSON outputs); padded recordings read too.
 mod hex_u32 {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
     pub fn serialize<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{v:#010x}"))
+        s.serialize_str(&format!("{v:#x}"))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
@@ -825,7 +828,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "{{\"seq\":0,\"kind\":\"ioctl\",\"request\":\"{:#010x}\",\"name\":\"SEMAPHORE_READ\",\
+                "{{\"seq\":0,\"kind\":\"ioctl\",\"request\":\"{:#x}\",\"name\":\"SEMAPHORE_READ\",\
                  \"arg_in\":\"01ab\",\"arg_out\":\"02cd\",\"result\":{{\"errno\":\"EINVAL\"}},\
                  \"user\":[{{\"op\":\"copy_from_user\",\"addr\":\"0x7f0000000000\",\"len\":1,\
                  \"bytes\":\"09\"}}]}}\n",

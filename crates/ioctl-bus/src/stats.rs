@@ -14,7 +14,7 @@ pub fn ioctl_name(request: u32) -> &'static str {
 }
 
 /// Calls through a transport, counted.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IoctlStats {
     /// Every call (ioctls and mmap loads/stores).
     pub calls: u64,

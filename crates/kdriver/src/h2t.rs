@@ -41,7 +41,7 @@ pub fn ring_desc_count(v: u32) -> u32 {
 }
 
 /// H2T context slots (`neuron_dma_h2t_ctx_handle_type`, §1.5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[repr(i32)]
 pub enum Ctx {
     /// Synchronous copies.
@@ -151,7 +151,7 @@ pub struct H2tRing {
 }
 
 /// What a finished wait reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WaitReport {
     /// Cycle the wait began.
     pub start_cycle: u64,

@@ -62,7 +62,7 @@ impl Default for KdriverConfig {
 }
 
 /// Something the driver did, in order, with the device cycle.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DriverEvent {
     /// Device cycle.
     pub cycle: u64,
@@ -71,7 +71,7 @@ pub struct DriverEvent {
 }
 
 /// Kinds of [`DriverEvent`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DriverEventKind {
     /// An ioctl finished: its name and result (`ret` or errno name).
@@ -110,7 +110,7 @@ pub enum DriverEventKind {
 }
 
 /// Counters a run reports.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct DriverStats {
     /// ioctls by driver name.
     pub ioctls: BTreeMap<String, u64>,
@@ -118,7 +118,8 @@ pub struct DriverStats {
     pub errors: BTreeMap<String, u64>,
     /// H2T batches started.
     pub h2t_batches: u64,
-    /// H2T data descriptors (pairs).
+    /// H2T data descriptors (pairs; JSON `h2t_data_descriptors`).
+    #[serde(rename = "h2t_data_descriptors")]
     pub h2t_data_descs: u64,
     /// H2T data bytes.
     pub h2t_bytes: u64,
@@ -143,7 +144,7 @@ struct UserQueue {
 pub const DUMMY_RING_DESCS: u32 = 64;
 
 /// One chunk [`KernelDriver::process_exit`] freed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FreedChunk {
     /// Its handle, if it had one.
     pub handle: Option<u64>,
@@ -156,7 +157,7 @@ pub struct FreedChunk {
 }
 
 /// What [`KernelDriver::process_exit`] released.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ProcessExitReport {
     /// Owned queues re-initialised to the dummy ring, as (engine, queue).
     pub queues_reset: Vec<(u32, u32)>,
@@ -582,8 +583,10 @@ impl ioctl_bus::Driver for KernelDriver {
         arg: &mut [u8],
         user: &mut dyn ioctl_bus::UserMemory,
     ) -> Result<i64, Errno> {
-        let name = ioctl_abi::lookup(request)
-            .map_or_else(|_| format!("{request:#010x}"), |d| d.name.to_string());
+        let name = ioctl_abi::lookup(request).map_or_else(
+            |_| soc_map::hex_string(u64::from(request)),
+            |d| d.name.to_string(),
+        );
         *self.stats.ioctls.entry(name.clone()).or_default() += 1;
         let prev = self.dev.set_bus_master(soc::Master::Driver);
         let r = self.dispatch(request, arg, user);

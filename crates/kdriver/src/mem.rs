@@ -35,7 +35,7 @@ pub const HOST_POOL_END: u64 = 0x1_0000_0000;
 pub const CHUNK_MAGIC: u32 = 0xE1C2_D3F4;
 
 /// Which pool a chunk came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PoolKind {
     /// The low part of a channel.
@@ -47,7 +47,7 @@ pub enum PoolKind {
 }
 
 /// How long a chunk lives (§5.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Lifespan {
     /// Freed at the end of the ioctl (bounce buffers).
@@ -59,7 +59,7 @@ pub enum Lifespan {
 }
 
 /// One allocation (`struct mem_chunk`, §5.2).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct MemChunk {
     /// Physical address; host chunks carry [`HOST_BIT`].
     pub pa: u64,
@@ -132,7 +132,7 @@ pub struct AllocRequest {
 
 /// Counters per category (sysfs): host categories per device, device
 /// categories per NC (§1.5, §5.5).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct MemAccounting {
     /// Host bytes per category name.
     pub host: BTreeMap<String, u64>,

@@ -10,14 +10,14 @@ use std::path::Path;
 use dma_abi::inst::{self, InstDecode, InstWord, TextStyle};
 
 use crate::input::{name_of, read_bytes_or_stdin, read_text_or_stdin};
-use crate::{Failure, bad_input, outputs, to_json};
+use crate::{Failure, bad_input, outputs};
 
 /// `decode --word HEX`: one word, 128 hex digits in memory order.
 pub(crate) fn cmd_decode_word(hex: &str, json: bool) -> Result<u8, Failure> {
     let bytes = inst::parse_hex_word(hex).map_err(|e| bad_input(format!("--word: {e}")))?;
     let word = InstWord::decode(&bytes).map_err(|e| bad_input(format!("--word: {e}")))?;
     if json {
-        outln!("{}", to_json(&InstDecode::new(word, &bytes))?);
+        crate::json_out::print(InstDecode::new(word, &bytes))?;
     } else {
         out!("{}", inst::render_text(&word, &bytes));
     }

@@ -44,7 +44,7 @@ pub(crate) struct CalibrateArgs {
 }
 
 /// How a row is judged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Status {
     /// Within its tolerance or shape.
@@ -54,7 +54,7 @@ enum Status {
 }
 
 /// One row of the table.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 struct CalRow {
     id: &'static str,
     figure: String,
@@ -77,17 +77,22 @@ struct CalRow {
 }
 
 /// One point of the bytes-per-partition sweep.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 struct ShapePoint {
+    /// Bytes per partition (JSON `partition_bytes`: `bytes` is a run's
+    /// bytes moved).
+    #[serde(rename = "partition_bytes")]
     bytes: u64,
     cycles: u64,
+    /// JSON `bandwidth_gbps`, as in `run --json`.
+    #[serde(rename = "bandwidth_gbps")]
     gbps: f64,
     /// Of the largest size's bandwidth.
     fraction: f64,
 }
 
-#[derive(Debug, Serialize)]
-struct Calibration {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Calibration {
     rows: Vec<CalRow>,
     shape: Vec<ShapePoint>,
 }
@@ -138,8 +143,7 @@ pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Fai
     let table = render_markdown(&cal);
     let failed = cal.rows.iter().any(|r| r.status == Status::Fail);
     if args.json {
-        let v = serde_json::to_string_pretty(&cal).map_err(|e| bad_input(e.to_string()))?;
-        outln!("{v}");
+        crate::json_out::print(&cal)?;
     } else {
         out!("{table}");
     }

@@ -3,7 +3,7 @@
 use clap::Subcommand;
 use soc_map::Hex;
 
-use crate::{Failure, bad_input, to_json};
+use crate::{Failure, bad_input};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum IoctlCmd {
@@ -38,7 +38,7 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
         IoctlCmd::List { json } => {
             let rows = ioctl_abi::list();
             if json {
-                outln!("{}", to_json(&rows)?);
+                crate::json_out::print(crate::json_out::IoctlList { ioctls: rows })?;
             } else {
                 out!("{}", ioctl_abi::listing::render_text(&rows));
             }
@@ -62,7 +62,7 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
             match ioctl_bus::replay(&rec, &mut driver) {
                 Ok(report) => {
                     if json {
-                        outln!("{}", to_json(&report)?);
+                        crate::json_out::print(report)?;
                     } else {
                         outln!(
                             "replayed {} records: {} ioctls, {} mmap reads, {} mmap writes, {} user reads, {} user writes, {} not issued; every result matched",
@@ -88,7 +88,7 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
                 .map_err(|_| bad_input(format!("{value} does not fit 32 bits")))?;
             let info = ioctl_abi::listing::describe(value);
             if json {
-                outln!("{}", to_json(&info)?);
+                crate::json_out::print(info)?;
             } else {
                 out!("{}", describe_text(&info));
             }
@@ -104,7 +104,7 @@ fn describe_text(info: &ioctl_abi::listing::NumberInfo) -> String {
         .map_or_else(|| format!("{:#04x}", d.ty), |c| format!("'{c}'"));
     let mut text = format!(
         "{}: {}({ty}, {}, {} bytes)\n",
-        info.value,
+        ioctl_abi::listing::hex32(info.value.0),
         d.dir.macro_name(),
         d.nr,
         d.size

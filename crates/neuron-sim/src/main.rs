@@ -31,6 +31,7 @@ mod calibrate;
 mod color;
 mod input;
 mod ioctl_cmd;
+mod json_out;
 mod meta_cmd;
 mod outputs;
 mod perfetto_cmd;
@@ -252,6 +253,16 @@ enum Cmd {
     /// Run the calibration traces and compare with the published figures
     /// (the table of docs/timing.md).
     Calibrate(calibrate::CalibrateArgs),
+    /// Print the JSON Schema of a JSON output (`run`, `sweep`, …; without
+    /// KIND, list them); with --out-dir, write every schema (or KIND's) as
+    /// DIR/KIND.schema.json (docs/schemas/ holds them).
+    Schema {
+        /// The output kind, e.g. `run` or `decode-desc`.
+        kind: Option<String>,
+        /// Write KIND.schema.json files into DIR.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Print a shell completion script: `neuron-sim completions bash >
     /// ~/.local/share/bash-completion/completions/neuron-sim`.
     Completions {
@@ -273,9 +284,14 @@ enum Cmd {
         /// FILE ends in .json; `-`: YAML on standard output).
         #[arg(long, value_name = "FILE")]
         csr_snapshot: Option<PathBuf>,
-        /// Print the run report as JSON.
+        /// Print the run report as JSON (docs/schemas/run.schema.json).
         #[arg(long)]
         json: bool,
+        /// Leave out the host wall-clock figures (the `host_timing` block
+        /// of --json, the `host time` line of the text): the output is then
+        /// the same bytes on every run of the same trace.
+        #[arg(long)]
+        no_host_timing: bool,
         /// Timing file (JSON): the parameters it changes, as numbers or
         /// {value, unit, source}; the rest keep their defaults (docs/timing.md).
         #[arg(long, value_name = "FILE")]
@@ -413,6 +429,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Cmd::Timing { timing, json } => cmd_timing(timing.as_deref(), json),
         Cmd::Sweep(args) => sweep::cmd_sweep(&maps, args),
         Cmd::Calibrate(args) => calibrate::cmd_calibrate(&maps, &args),
+        Cmd::Schema { kind, out_dir } => json_out::cmd_schema(kind.as_deref(), out_dir.as_deref()),
         Cmd::Completions { shell } => meta_cmd::cmd_completions(shell),
         Cmd::Man { out_dir } => meta_cmd::cmd_man(out_dir.as_deref()),
         Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd, &maps),
@@ -451,12 +468,14 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             verbose,
             core,
             fail_on_fault,
+            no_host_timing,
         } => cmd_run(
             &maps,
             &trace,
             &RunOpts {
                 core,
                 fail_on_fault,
+                host_timing: !no_host_timing,
                 snapshot: csr_snapshot.as_deref(),
                 json,
                 timing: timing.as_deref(),
@@ -520,7 +539,7 @@ fn cmd_map(maps: &Maps, addr: Option<Hex>, expand: bool, json: bool) -> Result<u
         Some(a) => {
             let info = soc::describe(&dev, a.0);
             if json {
-                outln!("{}", to_json(&info)?);
+                json_out::print(info)?;
             } else {
                 outln!("{}", info.to_text());
             }
@@ -528,7 +547,7 @@ fn cmd_map(maps: &Maps, addr: Option<Hex>, expand: bool, json: bool) -> Result<u
         None if expand => {
             let rows = soc_map::table::expanded(dev.map());
             if json {
-                outln!("{}", to_json(&rows)?);
+                json_out::print(json_out::MapExpanded { regions: rows })?;
             } else {
                 for r in rows {
                     let kind = serde_json::to_value(r.kind)
@@ -549,7 +568,7 @@ fn cmd_map(maps: &Maps, addr: Option<Hex>, expand: bool, json: bool) -> Result<u
         None => {
             let rows = soc_map::table::region_table(dev.map());
             if json {
-                outln!("{}", to_json(&rows)?);
+                json_out::print(json_out::MapTable { regions: rows })?;
             } else {
                 out!("{}", soc_map::table::render_table(&rows));
             }
@@ -563,7 +582,17 @@ fn cmd_csr_list(maps: &Maps, block: Option<&str>, json: bool) -> Result<u8, Fail
     let Some(name) = block else {
         let names: Vec<&str> = catalog.block_names().collect();
         if json {
-            outln!("{}", to_json(&names)?);
+            let blocks = names
+                .iter()
+                .map(|n| json_out::CsrBlock {
+                    name: (*n).to_string(),
+                    description: catalog
+                        .block(n)
+                        .map(|m| m.description().to_string())
+                        .unwrap_or_default(),
+                })
+                .collect();
+            json_out::print(json_out::CsrBlocks { blocks })?;
         } else {
             for n in names {
                 let desc = catalog.block(n).map(|m| m.description()).unwrap_or("");
@@ -581,7 +610,11 @@ fn cmd_csr_list(maps: &Maps, block: Option<&str>, json: bool) -> Result<u8, Fail
     })?;
     let listing = csr::listing::list(map);
     if json {
-        outln!("{}", to_json(&listing)?);
+        json_out::print(json_out::CsrRegisters {
+            block: name.to_string(),
+            description: map.description().to_string(),
+            registers: listing,
+        })?;
     } else {
         out!("{}", csr::listing::render_text(map, &listing));
     }
@@ -604,25 +637,27 @@ fn cmd_csr_decode(
     let reg = map
         .try_lookup(register)
         .map_err(|e| bad_input(format!("block {block}: {e}")))?;
-    let fields: Vec<(String, String)> = reg
+    let fields: Vec<json_out::FieldValue> = reg
         .spec()
         .decode(value)
         .into_iter()
-        .map(|(n, v)| (n.to_string(), format!("{v:#x}")))
+        .map(|(n, v)| json_out::FieldValue {
+            name: n.to_string(),
+            value: Hex(u64::from(v)),
+        })
         .collect();
     if json {
-        let obj = serde_json::json!({
-            "block": block,
-            "register": reg.name(),
-            "offset": format!("{:#x}", reg.offset()),
-            "value": format!("{value:#010x}"),
-            "fields": fields.iter().map(|(n, v)| serde_json::json!({"name": n, "value": v})).collect::<Vec<_>>(),
-        });
-        outln!("{}", to_json(&obj)?);
+        json_out::print(json_out::CsrDecode {
+            block: block.to_string(),
+            register: reg.name(),
+            offset: Hex(reg.offset()),
+            value: soc_map::Hex32(value),
+            fields,
+        })?;
     } else {
         outln!("{}.{} = {value:#010x}", block, reg.name());
-        for (n, v) in fields {
-            outln!("  {n:<24} {v}");
+        for f in fields {
+            outln!("  {:<24} {}", f.name, f.value);
         }
     }
     Ok(0)
@@ -742,11 +777,11 @@ fn cmd_timing(timing: Option<&Path>, json: bool) -> Result<u8, Failure> {
         }
     };
     if json {
-        let file = serde_json::json!({
-            "description": "neuron-sim timing parameters (neuron-sim timing --json); docs/timing.md",
-            "parameters": t.params,
-        });
-        outln!("{}", to_json(&file)?);
+        json_out::print(json_out::Timing {
+            description: "neuron-sim timing parameters (neuron-sim timing --json); docs/timing.md"
+                .to_string(),
+            parameters: t.params,
+        })?;
     } else {
         for (name, p) in &t.params {
             outln!("{name:<32} {:>10} {:<22} {}", p.value, p.unit, p.source);
@@ -759,39 +794,11 @@ fn cmd_decode_desc(hex: &str, json: bool) -> Result<u8, Failure> {
     let desc = dma_abi::parse_hex_descriptor(hex).map_err(|e| bad_input(format!("--desc: {e}")))?;
     let decoded = desc.decode();
     if json {
-        outln!("{}", to_json(&decoded)?);
+        json_out::print(&decoded)?;
     } else {
         out!("{}", dma_abi::render_text(&decoded));
     }
     Ok(0)
-}
-
-/// How fast the simulator ran (host wall clock; not part of golden output).
-#[derive(Debug, serde::Serialize)]
-struct HostSpeed {
-    host_seconds: f64,
-    cycles_per_host_second: f64,
-    descriptors_per_host_second: f64,
-    /// Simulator events (engine-internal events and firmware runs).
-    events: u64,
-    events_per_host_second: f64,
-    /// Host time / simulated time.
-    slowdown: f64,
-}
-
-impl HostSpeed {
-    fn measure(elapsed: std::time::Duration, report: &soc::exec::RunReport, events: u64) -> Self {
-        let host = elapsed.as_secs_f64().max(1e-9);
-        let sim_s = report.summary.sim_ns * 1e-9;
-        HostSpeed {
-            host_seconds: host,
-            cycles_per_host_second: report.summary.cycles as f64 / host,
-            descriptors_per_host_second: report.summary.descriptors as f64 / host,
-            events,
-            events_per_host_second: events as f64 / host,
-            slowdown: if sim_s > 0.0 { host / sim_s } else { 0.0 },
-        }
-    }
 }
 
 /// Trace files relative to the trace's directory (the current one for a
@@ -864,6 +871,8 @@ struct RunOpts<'a> {
     level: run_output::Level,
     /// `--fail-on-fault`.
     fail_on_fault: bool,
+    /// Not `--no-host-timing`: report the host wall-clock figures.
+    host_timing: bool,
 }
 
 /// What `run` runs.
@@ -887,6 +896,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         level,
         core,
         fail_on_fault,
+        host_timing,
     } = *o;
     let timeline = perfetto.plan()?;
     // Output files are checked before anything runs: a path that cannot be
@@ -1026,7 +1036,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     hooks.finish();
     let host = session.used().then(|| session.report());
     let events = session.device_mut().events_processed();
-    let speed = HostSpeed::measure(started.elapsed(), &report, events);
+    let speed = json_out::HostTiming::measure(started.elapsed(), &report, events);
     let signal = interrupt.load(std::sync::atomic::Ordering::Relaxed);
     let mut out = out
         .lock()
@@ -1059,37 +1069,32 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         )
     });
     if json {
-        let mut v = serde_json::to_value(&report).map_err(|e| bad_input(e.to_string()))?;
-        if let Some(obj) = v.as_object_mut() {
-            obj.insert(
-                "host".into(),
-                serde_json::to_value(&speed).unwrap_or_default(),
-            );
-            if let Some(h) = &host {
-                obj.insert(
-                    "host_runtime".into(),
-                    serde_json::to_value(h).unwrap_or_default(),
-                );
-            }
-            if let Some(i) = &interrupted {
-                obj.insert("interrupted".into(), serde_json::Value::from(i.as_str()));
-            }
-        }
+        // Through a Value: the streamed `steps` are spliced in where the
+        // (ordered) map puts the key.
+        let doc = json_out::Doc::new(json_out::Run {
+            report: &report,
+            host_runtime: host,
+            interrupted: interrupted.clone(),
+            host_timing: host_timing.then_some(speed),
+        });
+        let v = serde_json::to_value(&doc).map_err(|e| bad_input(e.to_string()))?;
         out.finish_json(&v);
     } else {
         let mut tail = report.tail_text_with(level != run_output::Level::Quiet);
         if let Some(h) = &host {
             tail.push_str(&h.to_text());
         }
-        tail.push_str(&format!(
-            "host time {:.3} s: {:.0} simulated cycles per host second, {:.0} descriptors per host second, {} events ({:.0} per host second), slowdown {:.1}x vs real time\n",
-            speed.host_seconds,
-            speed.cycles_per_host_second,
-            speed.descriptors_per_host_second,
-            speed.events,
-            speed.events_per_host_second,
-            speed.slowdown
-        ));
+        if host_timing {
+            tail.push_str(&format!(
+                "host time {:.3} s: {:.0} simulated cycles per host second, {:.0} descriptors per host second, {} events ({:.0} per host second), slowdown {:.1}x vs real time\n",
+                speed.host_seconds,
+                speed.cycles_per_host_second,
+                speed.descriptors_per_host_second,
+                speed.event_count,
+                speed.events_per_host_second,
+                speed.slowdown
+            ));
+        }
         if let Some(i) = &interrupted {
             tail.push_str(i);
             tail.push('\n');
@@ -1101,7 +1106,10 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         let snap = session.device_mut().csr_snapshot();
         // `.json` in any case; `-` (standard output) is YAML.
         let text = if input::has_ext(path, "json") {
-            to_json(&snap).map(|t| t + "\n")
+            to_json(&json_out::Doc::new(json_out::CsrSnapshot {
+                snapshot: &snap,
+            }))
+            .map(|t| t + "\n")
         } else {
             Ok(snap.to_yaml())
         };

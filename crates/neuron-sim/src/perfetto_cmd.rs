@@ -134,7 +134,8 @@ pub(crate) fn write(
     }
     if let Some(path) = &plan.profile {
         let p = timeline::profile(events, driver, &meta, region);
-        let mut json = serde_json::to_string_pretty(&p).map_err(|e| bad_input(e.to_string()))?;
+        let mut json = serde_json::to_string_pretty(&crate::json_out::Doc::new(&p))
+            .map_err(|e| bad_input(e.to_string()))?;
         json.push('\n');
         crate::outputs::write(path, json.as_bytes()).map_err(|e| {
             bad_input(format!(

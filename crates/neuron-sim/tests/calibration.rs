@@ -119,14 +119,20 @@ fn row_c_sixteen_engines_give_368_gbps() {
 fn row_d_bandwidth_versus_bytes_per_partition_has_the_published_shape() {
     assert_eq!(row("d")["status"], "ok");
     let shape = calibration()["shape"].as_array().unwrap();
-    let sizes: Vec<u64> = shape.iter().map(|p| p["bytes"].as_u64().unwrap()).collect();
+    let sizes: Vec<u64> = shape
+        .iter()
+        .map(|p| p["partition_bytes"].as_u64().unwrap())
+        .collect();
     assert_eq!(
         sizes,
         (7..=16).map(|e| 1u64 << e).collect::<Vec<_>>(),
         "128 B … 64 KiB"
     );
     let frac = |bytes: u64| {
-        shape.iter().find(|p| p["bytes"] == bytes).unwrap()["fraction"]
+        shape
+            .iter()
+            .find(|p| p["partition_bytes"] == bytes)
+            .unwrap()["fraction"]
             .as_f64()
             .unwrap()
     };
@@ -139,7 +145,10 @@ fn row_d_bandwidth_versus_bytes_per_partition_has_the_published_shape() {
     for b in [4096, 8192, 16384, 32768, 65536] {
         assert!(frac(b) >= 0.90, "{b} B at {:.3}", frac(b));
     }
-    let gbps: Vec<f64> = shape.iter().map(|p| p["gbps"].as_f64().unwrap()).collect();
+    let gbps: Vec<f64> = shape
+        .iter()
+        .map(|p| p["bandwidth_gbps"].as_f64().unwrap())
+        .collect();
     assert!(gbps.windows(2).all(|w| w[1] >= w[0]), "{gbps:?}");
 }
 

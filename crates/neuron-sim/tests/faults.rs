@@ -45,7 +45,7 @@ fn a_fault_is_counted_and_its_queue_listed() {
     assert_eq!(f["expected"], false);
     assert!(f["detail"].as_str().unwrap().contains("unpopulated pad"));
     let q = &v["queues"]["eng0.q0"];
-    assert_eq!(q["faults"], 1);
+    assert_eq!(q["fault_count"], 1);
     assert_eq!(q["bytes"], 0);
     let stopped: Vec<&str> = q["stopped"]
         .as_array()

@@ -96,11 +96,11 @@ fn a_stream_asm_wrote_runs_on_a_core_with_the_default_dge_configuration() {
     let snap: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&snap).unwrap()).unwrap();
     let sem = |name| snapshot_register(&snap, "tpb0.evt_sem", name);
-    assert_eq!(sem("SEM_READ[1]").as_deref(), Some("0x00000010"), "{snap}");
-    assert_eq!(sem("SEM_READ[2]").as_deref(), Some("0x00000010"), "{snap}");
+    assert_eq!(sem("SEM_READ[1]").as_deref(), Some("0x10"), "{snap}");
+    assert_eq!(sem("SEM_READ[2]").as_deref(), Some("0x10"), "{snap}");
     let dge = |name| snapshot_register(&snap, "tpb0.q7_local_reg", name);
-    assert_eq!(dge("MEMCOPY_CARVEOUT_CFG").as_deref(), Some("0x01000000"));
-    assert_eq!(dge("MEMCOPY_DMA_CFG").as_deref(), Some("0x0001ffff"));
+    assert_eq!(dge("MEMCOPY_CARVEOUT_CFG").as_deref(), Some("0x1000000"));
+    assert_eq!(dge("MEMCOPY_DMA_CFG").as_deref(), Some("0x1ffff"));
 }
 
 #[test]

@@ -87,7 +87,7 @@ pub(crate) struct HeadsSeen {
 type WaitCompare = fn(u32, u32) -> bool;
 
 /// Where an instruction came from (for the debugger and reports).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct InstTag {
     /// Order of submission to this core, from 0.
     pub seq: u64,
@@ -156,7 +156,7 @@ enum Stage {
 }
 
 /// Per-kind counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct KindStats {
     /// Words issued.
     pub issued: u64,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_TIMING_JSON: &str = include_str!("../timing-default.json");
 
 /// One parameter as written in the file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TimingParam {
     /// The value.
@@ -139,12 +139,11 @@ impl TimingConfig {
         };
         let given = match top.get("parameters") {
             Some(Value::Object(p)) => {
-                if let Some(k) = top
-                    .keys()
-                    .find(|k| *k != "parameters" && *k != "description")
-                {
+                if let Some(k) = top.keys().find(|k| {
+                    !matches!(k.as_str(), "parameters" | "description" | "schema_version")
+                }) {
                     return Err(TimingError(format!(
-                        "unknown key `{k}` next to `parameters` (a file has `description` and `parameters`, or parameters at the top level)"
+                        "unknown key `{k}` next to `parameters` (a file has `description`, `schema_version` and `parameters`, or parameters at the top level)"
                     )));
                 }
                 p.clone()
@@ -152,7 +151,8 @@ impl TimingConfig {
             Some(_) => return Err(TimingError("`parameters` must be an object".into())),
             None => top
                 .into_iter()
-                .filter(|(k, _)| k != "description")
+                // `schema_version`: what `neuron-sim timing --json` wrote.
+                .filter(|(k, _)| k != "description" && k != "schema_version")
                 .collect(),
         };
         let mut merged: Value = serde_json::from_str(DEFAULT_TIMING_JSON)

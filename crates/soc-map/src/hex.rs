@@ -3,9 +3,28 @@
 //! Used for every address, size and register value in JSON maps, dumps and CLI
 //! arguments: engineers read addresses in hex, and JSON viewers lose precision
 //! above 2^53. Parsing accepts `0x…` hex, decimal, and `_` digit separators.
+//!
+//! Serialized, every number has one form ([`HEX_PATTERN`], docs/user-guide.md
+//! §JSON outputs): `0x` and lower-case digits without leading zeros, as Rust's
+//! `{:#x}` prints it (`0x0`, `0x80`, `0x80384e66`) — whatever the width of
+//! the field, so that a program can compare the strings.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
+
+/// The form of every serialized number: `0x`, then lower-case hex digits
+/// without leading zeros.
+pub const HEX_PATTERN: &str = "^0x(0|[1-9a-f][0-9a-f]*)$";
+
+/// [`HEX_PATTERN`] for values of at most 32 bits.
+pub const HEX32_PATTERN: &str = "^0x(0|[1-9a-f][0-9a-f]{0,7})$";
+
+/// `value` in the serialized form ([`HEX_PATTERN`]).
+#[must_use]
+pub fn hex_string(value: u64) -> String {
+    format!("{value:#x}")
+}
 
 /// A 64-bit value shown as `0x…` and parsed from hex (`0x` prefix) or decimal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -96,7 +115,22 @@ impl<'de> serde::Deserialize<'de> for Hex {
     }
 }
 
-/// A 32-bit register value shown as `0x` plus exactly eight hex digits.
+impl schemars::JsonSchema for Hex {
+    fn schema_name() -> Cow<'static, str> {
+        "Hex".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A number: `0x` and lower-case hex digits without leading zeros.",
+            "type": "string",
+            "pattern": HEX_PATTERN,
+        })
+    }
+}
+
+/// A 32-bit register value. Text for people shows it as `0x` plus exactly
+/// eight hex digits (registers line up); serialized, it has the one form of
+/// every number ([`HEX_PATTERN`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Hex32(pub u32);
 
@@ -108,7 +142,20 @@ impl fmt::Display for Hex32 {
 
 impl serde::Serialize for Hex32 {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        s.collect_str(&Hex(u64::from(self.0)))
+    }
+}
+
+impl schemars::JsonSchema for Hex32 {
+    fn schema_name() -> Cow<'static, str> {
+        "Hex32".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A 32-bit value: `0x` and one to eight lower-case hex digits without leading zeros.",
+            "type": "string",
+            "pattern": HEX32_PATTERN,
+        })
     }
 }
 
@@ -147,5 +194,28 @@ mod tests {
         assert_eq!(n, Hex(12));
         assert!(serde_json::from_str::<Hex32>("\"0x100000000\"").is_err());
         assert_eq!(Hex32(0x40).to_string(), "0x00000040");
+    }
+
+    #[test]
+    fn serialized_numbers_have_one_form() {
+        // Text pads a register to eight digits; serialized, nothing is padded.
+        assert_eq!(Hex32(0x80).to_string(), "0x00000080");
+        assert_eq!(serde_json::to_string(&Hex32(0x80)).unwrap(), "\"0x80\"");
+        assert_eq!(serde_json::to_string(&Hex32(0)).unwrap(), "\"0x0\"");
+        assert_eq!(serde_json::to_string(&Hex(0)).unwrap(), "\"0x0\"");
+        assert_eq!(
+            serde_json::to_string(&Hex(u64::MAX)).unwrap(),
+            "\"0xffffffffffffffff\""
+        );
+        assert_eq!(hex_string(0x8038_4E66), "0x80384e66");
+        // The serialized form reads back, and so does the padded one.
+        for v in [0u32, 0x80, 0xffff_ffff] {
+            let s = serde_json::to_value(Hex32(v)).unwrap();
+            assert_eq!(serde_json::from_value::<Hex32>(s).unwrap(), Hex32(v));
+        }
+        assert_eq!(
+            serde_json::from_str::<Hex32>("\"0x00000080\"").unwrap(),
+            Hex32(0x80)
+        );
     }
 }

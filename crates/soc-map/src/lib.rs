@@ -17,7 +17,7 @@ pub mod table;
 pub use addr::{PsumAddr, SbufAddr, SocAddr};
 pub use addr4::{Addr4, Addr4Error, Addr4Mode, PartitionOffset, PartitionTarget};
 pub use addr8::{Addr8, Addr8Error, TableOffset};
-pub use hex::{Hex, Hex32, ParseHexError, parse_u64};
+pub use hex::{HEX_PATTERN, HEX32_PATTERN, Hex, Hex32, ParseHexError, hex_string, parse_u64};
 pub use map::{Decoded, Hole, MapData, MapError, Partitions, Region, RegionId, SocMap};
 pub use precheck::{MAX_NAME_BYTES, MAX_REGIONS, MAX_TEXT_BYTES};
 pub use spec::{MapSpec, NodeSpec, PartitionSpec, RegionKind};

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::hex::Hex;
 
 /// The whole map file.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MapSpec {
     /// Device name, e.g. `trn2`.
@@ -24,7 +24,19 @@ pub struct MapSpec {
 }
 
 /// What a region holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Deserialize,
+    Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RegionKind {
     /// Only groups children; bytes outside every child are holes.
@@ -44,7 +56,7 @@ pub enum RegionKind {
 }
 
 /// Partition geometry of an SBUF/PSUM region.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PartitionSpec {
     /// Number of partitions.
@@ -60,7 +72,7 @@ pub struct PartitionSpec {
 
 /// One node of the map tree. Placement is either a single `base`, an array
 /// (`base` + `count` + `stride`), or explicit `instances`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     /// Name stem; arrays append the instance index (`eng` → `eng12`).

@@ -8,7 +8,7 @@ use crate::map::SocMap;
 use crate::spec::{NodeSpec, RegionKind};
 
 /// One row of the compact region table.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TableRow {
     /// Nesting depth (0 = top level).
     pub depth: usize,
@@ -35,7 +35,7 @@ pub struct TableRow {
 }
 
 /// One expanded region, for `map --expand`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ExpandedRow {
     /// Dotted name.
     pub name: String,

@@ -7,7 +7,7 @@ use soc_map::{Hex, Hex32, Hole, RegionKind};
 use crate::device::Device;
 
 /// Everything the map and CSR maps say about one address.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AddressInfo {
     /// The address (hex string).
     pub address: Hex,

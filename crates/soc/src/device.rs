@@ -30,7 +30,7 @@ use fabric::{DmaBus, RegCache, engine_blocks};
 pub use stall::{StallReport, StalledWait};
 
 /// A side effect a register access had, in the order it happened.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum DeviceEvent {
     /// A write-to-increment doorbell on a block without an engine model.
@@ -76,10 +76,13 @@ pub enum DeviceEvent {
         /// The whole register is read-only.
         read_only: bool,
     },
-    /// Something a DMA engine did (with `trace` on).
-    Engine(EngineEvent),
     /// Something a core's Q7 firmware did.
     Firmware(q7::FwEvent),
+    /// Something a DMA engine did (with `trace` on): the engine event's
+    /// own `event` tag (`doorbell`, `packet_start`, …) names it, with no
+    /// second `event` key.
+    #[serde(untagged)]
+    Engine(EngineEvent),
 }
 
 /// Where a 32-bit register access lands.
@@ -110,14 +113,14 @@ pub struct RegWrite {
 
 /// A CSR snapshot: every register that differs from reset, grouped by block
 /// in address order (docs/references/design.md §1: snapshot-test CSR state).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CsrSnapshot {
     /// Blocks with at least one register away from reset, by address.
     pub blocks: Vec<BlockSnapshot>,
 }
 
 /// The changed registers of one block instance.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct BlockSnapshot {
     /// Region name, e.g. `eng0.m2s.q0`.
     pub region: String,
@@ -144,6 +147,8 @@ impl CsrSnapshot {
                 b.region, b.block, b.base
             ));
             for (name, value) in &b.registers {
+                // The serialized form of every number, as in the JSON file.
+                let value = Hex(u64::from(value.0));
                 out.push_str(&format!("      \"{name}\": \"{value}\"\n"));
             }
         }

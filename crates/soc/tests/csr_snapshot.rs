@@ -137,7 +137,7 @@ fn json_form_uses_hex_strings() {
                 "region": "eng0.m2s.q0",
                 "block": "udma_m2s_q",
                 "base": "0x1002001000",
-                "registers": { "TDRL": "0x00000040" }
+                "registers": { "TDRL": "0x40" }
             }]
         })
     );

@@ -769,7 +769,7 @@ impl Builder {
                         s.args.push_u("written", *bytes);
                     }
                     if let Some(x) = checksum {
-                        s.args.push_s("checksum", x.clone());
+                        s.args.push_s("checksum", format!("{:#x}", x.0));
                     }
                 }
                 self.set_occ(e, q, c, |v| {

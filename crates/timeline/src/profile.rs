@@ -19,7 +19,7 @@ use crate::model::{Model, Track, Val};
 use crate::{FIRST_H2T_ENGINE, Meta};
 
 /// Every table of a profile.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Profile {
     /// `neuron-sim`.
     pub generator: &'static str,
@@ -42,7 +42,7 @@ pub struct Profile {
 }
 
 /// One packet (Neuron Explorer `DmaPacket`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DmaPacket {
     /// Row number, from 0 in start order.
     pub id: u64,
@@ -87,7 +87,7 @@ pub struct DmaPacket {
 
 /// One instruction word's or ioctl's DMA (Neuron Explorer
 /// `DmaPacketAggregated`, the fields the model knows).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DmaPacketAggregated {
     /// `tpbN#S` (core, submission order), `ioctl#I`, or `trace`.
     pub id: String,
@@ -117,7 +117,7 @@ pub struct DmaPacketAggregated {
 }
 
 /// One engine queue (Neuron Explorer `DmaQueuesInfo`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DmaQueuesInfo {
     /// `engN.qQ`.
     pub name: String,
@@ -135,7 +135,7 @@ pub struct DmaQueuesInfo {
 }
 
 /// Neuron Explorer's DMA summary metrics.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DmaSummary {
     /// Packets.
     pub dma_packets: u64,

@@ -10,7 +10,7 @@ use crate::span::Span;
 ///
 /// `Display` renders it as `file:line:column: message`, the format editors
 /// and CI logs recognise. `message` says what was expected and what was found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ParseError {
     /// The file name the caller passed to [`parse`](crate::parse).
     pub file: String,

@@ -5,7 +5,7 @@ use serde::Serialize;
 /// A run of characters on one line of a trace: 1-based `line` and `column`
 /// (columns count Unicode scalar values, not bytes) and a length in
 /// characters. `len` may be 0 for a position ("missing … here").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub struct Span {
     /// 1-based line number.
     pub line: u32,

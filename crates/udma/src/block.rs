@@ -6,7 +6,9 @@
 pub const QUEUES: usize = 16;
 
 /// Transfer direction of a UDMA half.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Dir {
     /// Memory-to-stream: reads the source (TX, doorbell TDRTP_INC).

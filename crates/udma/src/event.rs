@@ -6,7 +6,7 @@ use soc_map::Hex;
 use crate::block::Dir;
 
 /// One engine event, stamped with its cycle.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct EngineEvent {
     /// Simulated cycle.
     pub cycle: u64,
@@ -18,7 +18,7 @@ pub struct EngineEvent {
 }
 
 /// The kinds of engine event.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
     /// A tail-increment doorbell took effect.
@@ -53,9 +53,12 @@ pub enum EventKind {
     PacketStart {
         /// Queue.
         queue: u8,
-        /// TX descriptors in the packet.
+        /// TX descriptors in the packet (JSON `tx_descriptors`, as in the
+        /// run summary).
+        #[serde(rename = "tx_descriptors")]
         tx_descs: u32,
-        /// RX descriptors it fills.
+        /// RX descriptors it fills (JSON `rx_descriptors`).
+        #[serde(rename = "rx_descriptors")]
         rx_descs: u32,
         /// Payload bytes.
         bytes: u64,
@@ -74,7 +77,7 @@ pub enum EventKind {
         bytes: u64,
         /// CME result (CRC/checksum), if the packet computed one.
         #[serde(skip_serializing_if = "Option::is_none")]
-        checksum: Option<String>,
+        checksum: Option<soc_map::Hex32>,
     },
     /// A hardware error: cause bit set, and what it did.
     Fault {

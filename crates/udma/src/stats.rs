@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// What one queue of one engine did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct QueueStats {
     /// Packets moved.
     pub packets: u64,
@@ -24,7 +24,7 @@ pub struct QueueStats {
 /// One kind of hardware fault an engine raised: the cause bit, where it
 /// was raised, what the engine did, and how often (docs/user-guide.md
 /// §Faults).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FaultTally {
     /// Direction concerned.
     pub dir: crate::block::Dir,

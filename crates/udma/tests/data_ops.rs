@@ -203,11 +203,11 @@ fn validate_crc_passes_against_the_stored_source_crc() {
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PacketDone { checksum, .. } => checksum.clone(),
+            EventKind::PacketDone { checksum, .. } => *checksum,
             _ => None,
         })
         .collect();
-    assert_eq!(done, [format!("{want:#010x}"), format!("{want:#010x}")]);
+    assert_eq!(done, [soc_map::Hex32(want), soc_map::Hex32(want)]);
 }
 
 /// A CRC that differs from the stored one faults: SEC_D M2S_CRC_MISMATCH,

@@ -13,13 +13,13 @@ use super::raw::WORD_BYTES;
 use super::{InstWord, word_hex};
 
 /// A decoded word for tools (`neuron-sim decode --word … --json`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct InstDecode {
     /// `DIRECT2D`, `INDIRECT1D`, `DIRECT2D_XPOSE`, `GATHER_XPOSE`,
     /// `RDMA_DESC_GEN` or `RDMA_DESC_START`.
     pub kind: &'static str,
     /// The header opcode, e.g. `"0xb8"` (`"0xf0"` for the RDMA words).
-    pub opcode: String,
+    pub opcode: Hex,
     /// Byte 12 of the EXTENDED words (8 or 9); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extended_opcode: Option<u8>,
@@ -33,10 +33,10 @@ pub struct InstDecode {
 }
 
 /// `NEURON_ISA_TPB_HEADER`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct HeaderDecode {
-    /// Byte 0 as a hex string.
-    pub opcode: String,
+    /// Byte 0.
+    pub opcode: Hex,
     /// 4 or 16.
     pub inst_word_len: u8,
     /// Byte 2.
@@ -53,11 +53,11 @@ impl InstDecode {
         let h = word.header();
         Self {
             kind: kind.name(),
-            opcode: format!("{:#04x}", kind.opcode()),
+            opcode: Hex(u64::from(kind.opcode())),
             extended_opcode: kind.extended_opcode(),
             raw: word_hex(bytes),
             header: HeaderDecode {
-                opcode: format!("{:#04x}", kind.opcode()),
+                opcode: Hex(u64::from(kind.opcode())),
                 inst_word_len: h.inst_word_len.code(),
                 debug_cmd: h.debug_cmd,
                 debug_hint: h.debug_hint,
@@ -69,12 +69,12 @@ impl InstDecode {
 
 /// An ADDR8 operand: the raw value, the marker byte and mode, and the
 /// operands of that mode.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Addr8Decode {
     /// The 8 bytes as a little-endian number.
     pub raw: Hex,
     /// Byte 7 & 0xFC.
-    pub marker: String,
+    pub marker: Hex,
     /// `IMM`, `SHAPE_REG`, `ADDR_REG`, `ADDR_SHAPE_REG`,
     /// `ADDR_TBL_SHAPE_IMM` or `ADDR_TBL_SHAPE_REG`.
     pub mode: &'static str,
@@ -107,7 +107,7 @@ impl Addr8Decode {
         let marker = a.marker();
         let mut d = Self {
             raw: Hex(a.encode().unwrap_or_default()),
-            marker: format!("{marker:#04x}"),
+            marker: Hex(u64::from(marker)),
             mode: "IMM",
             shape_reg: false,
             addr: None,
@@ -162,12 +162,12 @@ impl Addr8Decode {
 
 /// An ADDR4 operand: raw value, marker mode, and the partition offset or
 /// the register.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Addr4Decode {
     /// The 4 bytes as a little-endian number.
     pub raw: Hex32,
     /// Byte 3 & 0xFC.
-    pub marker: String,
+    pub marker: Hex,
     /// `IMM`, `SHAPE_REG`, `INDIRECT_IMM`, `ADDR_REG`, `ADDR_SHAPE_REG` or
     /// `INDIRECT_REG`.
     pub mode: &'static str,
@@ -207,7 +207,7 @@ impl Addr4Decode {
         let mode = Addr4Mode::from_marker((raw >> 24) as u8).unwrap_or(Addr4Mode::Immediate);
         let mut d = Self {
             raw: Hex32(raw),
-            marker: format!("{:#04x}", mode.marker()),
+            marker: Hex(u64::from(mode.marker())),
             mode: addr4_mode_name(mode),
             space: None,
             quadrant: None,

@@ -223,6 +223,26 @@ impl serde::Serialize for InstKind {
     }
 }
 
+impl schemars::JsonSchema for InstKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "InstKind".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = [
+            Self::Direct2d,
+            Self::Indirect1d,
+            Self::Direct2dXpose,
+            Self::GatherXpose,
+            Self::RdmaDescGen,
+            Self::RdmaDescStart,
+        ]
+        .iter()
+        .map(|k| k.name())
+        .collect();
+        schemars::json_schema!({ "type": "string", "enum": names })
+    }
+}
+
 /// Why 64 bytes (or a typed word being encoded) are not a valid word.
 ///
 /// Displays as `WORD.field = value (reason)`, e.g.
@@ -273,7 +293,7 @@ impl fmt::Display for InstError {
 impl std::error::Error for InstError {}
 
 /// One decoded instruction word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum InstWord {
     /// 0xb8.

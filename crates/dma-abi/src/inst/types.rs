@@ -102,6 +102,16 @@ macro_rules! closed_enum {
             }
         }
 
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
+                schemars::json_schema!({ "type": "string", "enum": names })
+            }
+        }
+
         scalar_text!($name);
     };
 }
@@ -187,9 +197,27 @@ macro_rules! open_enum {
             }
         }
 
+        /// The published name, or the code as every JSON number is
+        /// written (`0x5`, docs/user-guide.md §JSON outputs).
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(&self.show())
+                match self.name() {
+                    Some(n) => s.serialize_str(n),
+                    None => s.collect_str(&soc_map::Hex(u64::from(self.code()))),
+                }
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let names: Vec<&str> = Self::NAMED.iter().filter_map(|v| v.name()).collect();
+                schemars::json_schema!({
+                    "type": "string",
+                    "anyOf": [{ "enum": names }, { "pattern": soc_map::HEX_PATTERN }],
+                })
             }
         }
 
@@ -214,7 +242,7 @@ closed_enum! {
 }
 
 /// `NEURON_ISA_TPB_HEADER` without the opcode (which the word's kind fixes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Header {
     /// +1.
     pub inst_word_len: InstWordLen,
@@ -305,7 +333,7 @@ open_enum! {
 }
 
 /// `NEURON_ISA_TPB_EVENTS`: wait before issue, update after.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 pub struct Events {
     /// +0.
     pub wait_mode: WaitMode,
@@ -357,7 +385,7 @@ pub const MAX_PRIORITY_CLASS: u8 = 4;
 
 /// `NEURON_ISA_TPB_DMA_CONFIGS`: priority_class bits 2:0 (0..=4), reserved
 /// bits 7:3 = 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 pub struct DmaConfigs {
     /// The QoS class 0..=4.
     pub priority_class: u8,
@@ -400,7 +428,7 @@ fn fits(value: u8, bits: u32, name: &str) -> Result<(), Problem> {
 /// Valid iff fully inert (all zero) or enabled — except enabled with
 /// `bc_reg` 0 and the OOB notification on (docs/references/wiki.md §C.3; P9.1 §2.1,
 /// `has_valid_bound_check_reg`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 pub struct BoundCheckReg {
     /// bits 5:0: the register holding the upper bound (wide offsets: and
     /// `bc_reg + 1` the high 32 bits).
@@ -644,9 +672,30 @@ impl Scalar for Dtype {
     }
 }
 
+/// The text form's name, or the code as every JSON number is written.
 impl Serialize for Dtype {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.show())
+        match (self.name(), self) {
+            (None, Self::Other(c)) => s.collect_str(&soc_map::Hex(u64::from(*c))),
+            _ => s.serialize_str(&self.show()),
+        }
+    }
+}
+
+impl schemars::JsonSchema for Dtype {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Dtype".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = DTYPE_NAMES.iter().map(|(_, n)| *n).collect();
+        schemars::json_schema!({
+            "type": "string",
+            "anyOf": [
+                { "enum": names },
+                { "pattern": "^CPTC_TRELLIS_1[9A-F]$" },
+                { "pattern": soc_map::HEX_PATTERN },
+            ],
+        })
     }
 }
 
@@ -664,7 +713,7 @@ impl Wire for Dtype {
 
 /// `NEURON_ISA_TPB_DTYPE_PAIR`: dtype_lo bits 3:0 (source), dtype_hi bits 7:4
 /// (destination). Only codes 0..=15 fit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 pub struct DtypePair {
     /// bits 3:0: the source dtype.
     pub dtype_lo: Dtype,
@@ -731,7 +780,7 @@ impl IndirectDim {
 }
 
 /// `NEURON_ISA_TPB_DMA_INDIRECT_FLAGS` (INDIRECT1D byte 15).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct IndirectFlags {
     /// bits 1:0: gather, scatter or both (3 is invalid).
     pub indirect_mode: IndirectMode,
@@ -785,7 +834,7 @@ impl Wire for IndirectFlags {
 
 /// `NEURON_ISA_TPB_DMA_GATHER_TRANSPOSE_FLAGS` (GATHER_XPOSE byte 63):
 /// gather_dim bits 1:0, reserved bits 7:2 = 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 pub struct GatherXposeFlags {
     /// bits 1:0 (the firmware requires Y, checked at execution).
     pub gather_dim: IndirectDim,
@@ -816,7 +865,7 @@ impl Wire for GatherXposeFlags {
 /// has_read bit 0, reserved bit 1 = 0, has_write bit 2, num_active_ports bits 5:3
 /// (0 = 8 ports = 128 partitions; n = n ports of 16 partitions), reserved
 /// bits 7:6 = 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 pub struct CompletionInfo {
     /// bit 0.
     pub has_read: bool,
@@ -888,6 +937,20 @@ impl Serialize for ImmVal {
         st.serialize_field("raw", &soc_map::Hex32(self.0))?;
         st.serialize_field("uint32", &self.0)?;
         st.end()
+    }
+}
+
+impl schemars::JsonSchema for ImmVal {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ImmVal".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let raw = generator.subschema_for::<soc_map::Hex32>();
+        schemars::json_schema!({
+            "type": "object",
+            "properties": { "raw": raw, "uint32": { "type": "integer", "minimum": 0, "maximum": 4294967295u64 } },
+            "required": ["raw", "uint32"],
+        })
     }
 }
 

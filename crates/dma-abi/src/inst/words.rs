@@ -45,7 +45,7 @@ macro_rules! word {
         check = $check:path;
     ) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
         pub struct $name {
             $( $(#[$fattr])* pub $field: $ty, )*
         }
@@ -152,6 +152,7 @@ word! {
         compute_op: ComputeOp,
         /// +16.
         #[serde(serialize_with = "super::json::addr8")]
+        #[schemars(with = "super::json::Addr8Decode")]
         src_start_addr: Addr8,
         /// +24: signed x/y strides in elements.
         src_step_elem: [i32; 2],
@@ -165,6 +166,7 @@ word! {
         dst_bound_reg: BoundCheckReg,
         /// +40.
         #[serde(serialize_with = "super::json::addr8")]
+        #[schemars(with = "super::json::Addr8Decode")]
         dst_start_addr: Addr8,
         /// +48.
         dst_step_elem: [i32; 2],
@@ -201,6 +203,7 @@ word! {
         flags: IndirectFlags,
         /// +16.
         #[serde(serialize_with = "super::json::addr8")]
+        #[schemars(with = "super::json::Addr8Decode")]
         src_start_addr: Addr8,
         /// +24.
         src_step_elem: i32,
@@ -210,6 +213,7 @@ word! {
         src_elem_size: u16,
         /// +32.
         #[serde(serialize_with = "super::json::addr8")]
+        #[schemars(with = "super::json::Addr8Decode")]
         dst_start_addr: Addr8,
         /// +40.
         dst_step_elem: i32,
@@ -219,9 +223,11 @@ word! {
         dst_elem_size: u16,
         /// +48: the source index array.
         #[serde(serialize_with = "super::json::addr4")]
+        #[schemars(with = "super::json::Addr4Decode")]
         src_idx_start_addr: Addr4,
         /// +52: the destination index array.
         #[serde(serialize_with = "super::json::addr4")]
+        #[schemars(with = "super::json::Addr4Decode")]
         dst_idx_start_addr: Addr4,
         /// +56.
         in_dtype: Dtype,
@@ -281,6 +287,7 @@ word! {
         out_dtype: Dtype,
         /// +16.
         #[serde(serialize_with = "super::json::addr8")]
+        #[schemars(with = "super::json::Addr8Decode")]
         src_start_addr: Addr8,
         /// +24.
         src_step_elem: [i32; 2],
@@ -290,6 +297,7 @@ word! {
         tile_src_row_step: i32,
         /// +40.
         #[serde(serialize_with = "super::json::addr8")]
+        #[schemars(with = "super::json::Addr8Decode")]
         dst_start_addr: Addr8,
         /// +48.
         dst_step_elem: [i32; 2],
@@ -328,6 +336,7 @@ word! {
         src_idx_bound_reg: BoundCheckReg,
         /// +16.
         #[serde(serialize_with = "super::json::addr8")]
+        #[schemars(with = "super::json::Addr8Decode")]
         src_start_addr: Addr8,
         /// +24: signed.
         src_step_elem: [i32; 2],
@@ -335,9 +344,11 @@ word! {
         src_num_elem: [u16; 2],
         /// +36: the UINT32 index array.
         #[serde(serialize_with = "super::json::addr4")]
+        #[schemars(with = "super::json::Addr4Decode")]
         src_idx_start_addr: Addr4,
         /// +40.
         #[serde(serialize_with = "super::json::addr8")]
+        #[schemars(with = "super::json::Addr8Decode")]
         dst_start_addr: Addr8,
         /// +51.
         dst_bound_reg: BoundCheckReg,
@@ -380,9 +391,11 @@ word! {
         dma_engine_mask: ImmVal,
         /// +28: local SBUF partition offset.
         #[serde(serialize_with = "super::json::addr4")]
+        #[schemars(with = "super::json::Addr4Decode")]
         src_addr: Addr4,
         /// +32: peer partition offset.
         #[serde(serialize_with = "super::json::addr4")]
+        #[schemars(with = "super::json::Addr4Decode")]
         dst_addr: Addr4,
         /// +36: bytes per partition (0 = semaphore only).
         free_dim_bytes: u32,

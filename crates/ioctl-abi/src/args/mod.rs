@@ -28,7 +28,7 @@ pub mod mem;
 pub mod misc;
 
 /// One field of an argument struct.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FieldInfo {
     /// Field name (`_pad*` for explicit padding).
     pub name: &'static str,
@@ -78,7 +78,7 @@ fn c_type(ty: &str) -> String {
 }
 
 /// Layout of one argument struct.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct StructInfo {
     /// Rust type name, e.g. `MemAllocV2MemType64`.
     pub name: &'static str,

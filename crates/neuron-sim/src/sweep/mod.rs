@@ -27,11 +27,13 @@ use crate::{Failure, Maps, bad_input};
 mod csv;
 #[cfg(test)]
 mod fuzz;
+mod json;
 mod params;
 mod run;
 mod svg;
 
 use csv::{Csv, Row, SweepMeta, merge, render_csv};
+pub(crate) use json::SweepJson;
 use params::MAX_VALUES;
 pub(crate) use params::{Published, Template, parse_param, payload_of};
 use run::Plan;
@@ -78,6 +80,11 @@ pub(crate) struct SweepArgs {
     /// Leave the host_seconds column empty (byte-reproducible files).
     #[arg(long)]
     no_host_time: bool,
+    /// Print the points and a summary as JSON on standard output instead
+    /// of the CSV (docs/schemas/sweep.schema.json); --csv FILE still
+    /// writes the CSV.
+    #[arg(long, conflicts_with = "shard")]
+    json: bool,
     #[command(flatten)]
     plot: PlotArgs,
 }
@@ -95,6 +102,10 @@ enum SweepCmd {
         /// Write the SVG plot to FILE.
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
+        /// Print the merged sweep as JSON instead of the CSV (as `sweep
+        /// --json` prints a single run); --csv FILE still writes the CSV.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         plot: PlotArgs,
     },
@@ -119,10 +130,11 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         parts,
         csv,
         svg,
+        json,
         plot,
     }) = args.cmd
     {
-        return cmd_merge(&parts, csv.as_deref(), svg.as_deref(), &plot);
+        return cmd_merge(&parts, csv.as_deref(), svg.as_deref(), json, &plot);
     }
     let Some(trace) = args.trace else {
         return Err(bad_input(
@@ -213,8 +225,16 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         trace: trace.display().to_string(),
     };
     let csv = render_csv(&plan.names, &rows, shard.map(|s| (s, &meta)));
-    write_or_print(args.csv.as_deref(), &csv)?;
-    if args.csv.is_some() {
+    if args.json {
+        if let Some(p) = args.csv.as_deref() {
+            write_file(p, &csv)?;
+        }
+        let parsed = Csv::parse(&csv).map_err(bad_input)?;
+        crate::json_out::print(SweepJson::new(&parsed, &meta))?;
+    } else {
+        write_or_print(args.csv.as_deref(), &csv)?;
+    }
+    if args.csv.is_some() && !args.json {
         for r in &rows {
             outln!(
                 "point {} {}: {} cycles, {} ns, {} bytes, {} GB/s, exit {}",
@@ -241,6 +261,7 @@ fn cmd_merge(
     parts: &[PathBuf],
     csv_out: Option<&Path>,
     svg_out: Option<&Path>,
+    json: bool,
     plot: &PlotArgs,
 ) -> Result<u8, Failure> {
     let mut texts = Vec::new();
@@ -249,7 +270,15 @@ fn cmd_merge(
         texts.push((p.display().to_string(), t));
     }
     let (merged, meta) = merge(&texts).map_err(bad_input)?;
-    write_or_print(csv_out, &merged)?;
+    if json {
+        if let Some(p) = csv_out {
+            write_file(p, &merged)?;
+        }
+        let parsed = Csv::parse(&merged).map_err(bad_input)?;
+        crate::json_out::print(SweepJson::new(&parsed, &meta))?;
+    } else {
+        write_or_print(csv_out, &merged)?;
+    }
     if let Some(svg) = svg_out {
         let parsed = Csv::parse(&merged).map_err(bad_input)?;
         let x = plot.x.clone().or(meta.x.clone());

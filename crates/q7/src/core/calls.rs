@@ -563,7 +563,7 @@ impl Q7Core {
                 slot,
                 tag: ring_id,
                 chunk_bytes: chunk,
-                word0: format!("{:#010x}", word0s[0]),
+                word0: soc_map::Hex32(word0s[0]),
                 anomaly: if report {
                     anomaly.clone()
                 } else {

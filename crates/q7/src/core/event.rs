@@ -4,9 +4,10 @@
 use super::*;
 
 /// Something the firmware did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FwEvent {
-    /// When.
+    /// When (JSON `cycle`, as every event's time).
+    #[serde(rename = "cycle")]
     pub at: u64,
     /// The core (TPB index).
     pub tpb: u8,
@@ -18,7 +19,7 @@ pub struct FwEvent {
 }
 
 /// One thing the firmware polls for (a stall report, [`Q7Core::waits`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FwWait {
     /// The word or call that waits.
     pub inst: InstTag,
@@ -33,7 +34,7 @@ pub struct FwWait {
 }
 
 /// The kinds of [`FwEvent`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "fw", rename_all = "snake_case")]
 pub enum FwEventKind {
     /// The EVENTS gate holds the word back.
@@ -93,7 +94,8 @@ pub enum FwEventKind {
         engine: u16,
         /// Queue id.
         queue: u8,
-        /// Ring length in descriptors.
+        /// Ring length in descriptors (JSON `ring_descriptors`).
+        #[serde(rename = "ring_descriptors")]
         ring_descs: u32,
         /// M2S ring base.
         m2s_ring: String,
@@ -197,7 +199,7 @@ pub enum FwEventKind {
         /// Bytes.
         chunk_bytes: u64,
         /// The TX word0 written.
-        word0: String,
+        word0: soc_map::Hex32,
         /// The word0 anomaly (flags leaked from the slot's old content).
         anomaly: String,
     },

@@ -12,7 +12,7 @@ use super::Device;
 
 /// Why a stalled device cannot go on: every firmware poll that waits, with
 /// the state of the engine it waits on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct StallReport {
     /// The cycle from which nothing changes.
     pub cycle: u64,
@@ -21,7 +21,7 @@ pub struct StallReport {
 }
 
 /// One firmware wait of a [`StallReport`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct StalledWait {
     /// The core, `tpbN`.
     pub core: String,

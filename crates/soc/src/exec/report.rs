@@ -4,7 +4,7 @@
 use super::*;
 
 /// The outcome of one statement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Done; any expectation held.
@@ -19,7 +19,7 @@ pub enum Status {
 }
 
 /// What one statement did.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepRecord {
     /// Trace line.
     pub line: u32,
@@ -40,7 +40,7 @@ pub struct StepRecord {
 }
 
 /// Figures of one queue (one engine, one queue index, both directions).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct QueueSummary {
     /// Engine id.
     pub engine: u16,
@@ -62,7 +62,9 @@ pub struct QueueSummary {
     pub last_cycle: Option<u64>,
     /// bytes / (last − first) in GB/s (bytes per ns).
     pub bandwidth_gbps: f64,
-    /// Faults raised on this queue (both directions), all actions.
+    /// Faults raised on this queue (both directions), all actions (JSON
+    /// `fault_count`, as the run's total; `faults` is the run's list).
+    #[serde(rename = "fault_count")]
     pub faults: u64,
     /// What stopped on the queue's engine: `m2s aborted` (the engine's
     /// whole M2S direction), `s2m queue non_active` (this queue after an
@@ -72,7 +74,7 @@ pub struct QueueSummary {
 }
 
 /// A kind of fault one engine raised (docs/user-guide.md §Faults).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FaultSummary {
     /// Engine.
     pub engine: u16,
@@ -84,7 +86,7 @@ pub struct FaultSummary {
 }
 
 /// The run's totals (docs/references/design.md §6).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Simulated cycles at the end.
     pub cycles: u64,
@@ -122,7 +124,7 @@ pub struct Summary {
 }
 
 /// What one core's firmware did.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CoreSummary {
     /// Words still in the instruction queue (gated or waiting for room).
     pub queued: usize,
@@ -269,7 +271,7 @@ impl Summary {
 }
 
 /// The whole run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RunReport {
     /// Trace file name as given.
     pub trace: String,

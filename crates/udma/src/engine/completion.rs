@@ -107,7 +107,7 @@ impl Engine {
         self.log_with(|| EventKind::PacketDone {
             queue: q,
             bytes: written,
-            checksum: checksum.map(|c| format!("{c:#010x}")),
+            checksum: checksum.map(soc_map::Hex32),
         });
         // No prefetch retry here: completing descriptors frees no prefetch
         // room (start_packet did, and retried then).
