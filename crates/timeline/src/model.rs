@@ -717,8 +717,8 @@ impl Builder {
                     cat: "packet",
                     args: Args::default()
                         .u("queue", q)
-                        .u("tx_descs", *tx_descs)
-                        .u("rx_descs", *rx_descs)
+                        .u("tx_descriptors", *tx_descs)
+                        .u("rx_descriptors", *rx_descs)
                         .u("bytes", *bytes)
                         .s("src", src.to_string())
                         .s("dst", dst.to_string())

@@ -129,8 +129,8 @@ fn a_packet_is_a_complete_slice_with_its_fields_and_ns_times() {
     assert_eq!(p["name"], "packet");
     let a = &p["args"];
     assert_eq!(a["queue"], 2);
-    assert_eq!(a["tx_descs"], 1);
-    assert_eq!(a["rx_descs"], 1);
+    assert_eq!(a["tx_descriptors"], 1);
+    assert_eq!(a["rx_descriptors"], 1);
     assert_eq!(a["bytes"], 8192);
     assert_eq!(a["src"], "0x100000");
     assert_eq!(a["dst"], "0x200000");
