@@ -3,10 +3,10 @@
 //! [`Session`], answered with text. The CLI reads the lines and prints the
 //! answers; everything else happens here.
 
-use soc::exec::RunReport;
+use soc::exec::{RunReport, Status};
 
 use crate::breakpoint::{parse_condition, parse_count, parse_id};
-use crate::place::{Place, parse_u64};
+use crate::place::{Place, parse_u32, parse_u64};
 use crate::session::{FinishTarget, Granularity, Session, Stop, StopKind};
 use crate::view;
 
@@ -64,6 +64,7 @@ pub const COMMANDS: &[&str] = &[
     "where",
     "events",
     "time",
+    "set",
     "help",
     "quit",
 ];
@@ -86,10 +87,14 @@ breakpoints:
   delete | disable | enable [N ...]   all when no N is given
   condition N [VALUE OP N]            stop only if it holds (none: always)
   ignore N COUNT        pass over the next COUNT hits
+pokes (run now, at the current cycle):
+  write32 | write | fill | desc | doorbell | inst | … any trace statement but run and wait
+  set VALUE N           write a register, a field (read-modify-write), a semaphore or a memory word
 views:
-  ring [QUEUE]          the ring of QUEUE (default: the queue in focus), descriptors decoded
-  regs | r [REGION]     the registers of a region (e.g. eng0.m2s.q0, eng0.gen, tpb0.evt_sem)
-  mem | x ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000)
+  ring [QUEUE [FROM..TO]]  the ring of QUEUE (default: the queue in focus), slots flagged and decoded
+  regs | r [--changed] [REGION | REGISTER | FIELD] [GLOB]
+                        registers of a block (e.g. eng0.gen --changed, eng0.gen '*CAUSE*'), one register or field
+  mem | x ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000), repeated lines folded
   where                 the statement next (or under way) and the cycle
   events [N]            the last N device events (default 10)
   time | t              the simulated cycle
@@ -242,19 +247,22 @@ impl Console {
                 Some((q, inc)) => view::show_ring(self.session.device(), &q, inc),
                 None => "no queue in focus: ring QUEUE (e.g. ring eng0.m2s.q0)\n".into(),
             }),
-            ("ring", [name]) => {
+            ("ring", [name, rest @ ..]) if rest.len() <= 1 => {
+                let range = rest.first().map(|r| parse_range(r)).transpose();
                 let device = self.session.device();
-                Reply::text(match Place::parse(device, name) {
-                    Ok(Place::Queue(q)) => view::show_ring(device, &q, 0),
-                    Ok(_) => format!("`{name}` is not a queue (engN.m2s.qQ or engN.s2m.qQ)\n"),
-                    Err(e) => format!("{e}\n"),
+                Reply::text(match (Place::parse(device, name), range) {
+                    (_, Err(e)) => format!("{e}\n"),
+                    (Ok(Place::Queue(q)), Ok(None)) => view::show_ring(device, &q, 0),
+                    (Ok(Place::Queue(q)), Ok(Some((a, b)))) => {
+                        view::show_ring_range(device, &q, a, b)
+                    }
+                    (Ok(_), _) => {
+                        format!("`{name}` is not a queue (engN.m2s.qQ or engN.s2m.qQ)\n")
+                    }
+                    (Err(e), _) => format!("{e}\n"),
                 })
             }
-            ("r" | "regs", []) => Reply::text(match self.focus() {
-                Some((q, _)) => view::show_regs(self.session.device(), &q.region),
-                None => "regs REGION (e.g. regs eng0.m2s.q0, regs eng0.gen)\n".into(),
-            }),
-            ("r" | "regs", [name]) => Reply::text(view::show_regs(self.session.device(), name)),
+            ("r" | "regs", args) => Reply::text(self.regs(args)),
             ("x" | "mem", [addr]) => Reply::text(view::show_mem(self.session.device(), addr, "64")),
             ("x" | "mem", [addr, len]) => {
                 Reply::text(view::show_mem(self.session.device(), addr, len))
@@ -283,6 +291,24 @@ impl Console {
                     flow: Flow::Quit,
                 }
             }
+            ("set", [target, value]) => Reply::text(
+                match parse_u32(value).and_then(|v| self.session.set(target, v)) {
+                    Ok(t) => format!("{t}\n"),
+                    Err(e) => format!("set: {e}\n"),
+                },
+            ),
+            (w, _) if Session::is_directive(w) => Reply::text(match self.session.poke(line) {
+                Ok((status, text)) => {
+                    let mark = match status {
+                        Status::Ok => "",
+                        Status::Failed => "FAILED ",
+                        Status::Error => "ERROR ",
+                        Status::Skipped => "SKIPPED ",
+                    };
+                    format!("<prompt>: {mark}{text}\n")
+                }
+                Err(e) => format!("<prompt>: {e}\n"),
+            }),
             _ => {
                 let known = COMMANDS.contains(&word)
                     || ["s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q"].contains(&word);
@@ -386,6 +412,28 @@ impl Console {
             .unwrap_or_default()
     }
 
+    /// `regs [--changed] [REGION | REGISTER | FIELD] [GLOB]`.
+    fn regs(&mut self, args: &[&str]) -> String {
+        let changed = args.contains(&"--changed");
+        let rest: Vec<&str> = args.iter().copied().filter(|a| *a != "--changed").collect();
+        let (target, glob) = match rest.as_slice() {
+            [] => (None, None),
+            [t] => (Some(t.to_string()), None),
+            [t, g] => (Some(t.to_string()), Some(*g)),
+            _ => return "regs [--changed] [REGION | REGISTER | FIELD] [GLOB]\n".into(),
+        };
+        let target = match target {
+            Some(t) => t,
+            None => match self.focus() {
+                Some((q, _)) => q.region,
+                None => {
+                    return "regs REGION (e.g. regs eng0.m2s.q0, regs eng0.gen --changed, regs eng0.gen '*CAUSE*', regs eng0.m2s.q0.q_cfg)\n".into();
+                }
+            },
+        };
+        view::show_regs(self.session.device(), &target, changed, glob)
+    }
+
     fn finish_target(&mut self, what: &str) -> Result<FinishTarget, String> {
         if let Some((core, seq)) = what.split_once('#') {
             let device = self.session.device();
@@ -466,6 +514,14 @@ impl Console {
     pub fn finish(self) -> (RunReport, host_exec::HostSession) {
         self.session.finish()
     }
+}
+
+/// `FROM..TO`, both slots included.
+fn parse_range(text: &str) -> Result<(u32, u32), String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("`{text}`: expected FROM..TO (slots, both included)"))?;
+    Ok((parse_u32(a)?, parse_u32(b)?))
 }
 
 fn parse_ids(words: &[&str]) -> Result<Vec<u32>, String> {

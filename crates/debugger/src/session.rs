@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use host_exec::{HostSession, SessionOptions};
 use sim_core::Cycle;
 use soc::exec::{
-    Advance, Execution, Linked, QueueTarget, RunReport, StepRecord, TraceFiles, queue_target,
+    Advance, Execution, Linked, QueueTarget, RunReport, Status, StepRecord, TraceFiles,
+    queue_target,
 };
 use soc::{Device, DeviceEvent};
 use trace_format::Trace;
@@ -392,6 +393,101 @@ impl Session {
     pub fn add_watch(&mut self, spec: &str) -> Result<u32, String> {
         let kind = parse_watch(self.host.device_mut(), spec)?;
         Ok(self.monitor.bps.add(kind, self.host.device_mut()))
+    }
+
+    /// Whether `word` starts a trace statement (a poke at the prompt).
+    pub fn is_directive(word: &str) -> bool {
+        word == "inst" || trace_format::directive(word).is_some()
+    }
+
+    /// Runs one trace statement typed at the prompt at the current cycle
+    /// (a poke: `write32`, `write`, `fill`, `desc`, `doorbell`, `inst`,
+    /// host operations…), with the trace's software state. Its outcome is
+    /// returned as the statement's status and text; it does not count in
+    /// the run's report.
+    ///
+    /// # Errors
+    ///
+    /// A statement that does not parse or link (nothing ran).
+    pub fn poke(&mut self, line: &str) -> Result<(Status, String), String> {
+        let file = "<prompt>";
+        let strings = |e: Vec<trace_format::ParseError>| {
+            e.iter()
+                .map(|e| e.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let trace = trace_format::parse(line, file).map_err(strings)?;
+        let (Some(stmt), 1) = (trace.statements.first(), trace.statements.len()) else {
+            return Err("one trace statement at a time".into());
+        };
+        let linked = soc::exec::link(self.host.device_mut(), &trace, file).map_err(strings)?;
+        let Some(linked) = linked.first() else {
+            return Err("the statement did not link".into());
+        };
+        Ok(self
+            .exec
+            .run_extra(&mut self.host, stmt, linked, &mut *self.files))
+    }
+
+    /// `set VALUE NUMBER`: writes a register (a field of it: read, modify,
+    /// write through the bus, side effects included) or a 32-bit memory
+    /// word; returns what changed.
+    ///
+    /// # Errors
+    ///
+    /// An unknown name, a number too wide for the field, a bus fault.
+    pub fn set(&mut self, target: &str, value: u32) -> Result<String, String> {
+        let device = self.host.device_mut();
+        let v = crate::place::Value::parse(device, target)?;
+        match &v.source {
+            crate::place::Source::Reg {
+                target: t,
+                addr,
+                field,
+            } => {
+                let old = device.peek_reg(*t).unwrap_or(0);
+                let new = match field {
+                    Some(f) => {
+                        let max = f.mask >> f.lsb;
+                        if value > max {
+                            return Err(format!(
+                                "{value:#x} does not fit {} (at most {max:#x})",
+                                f.name
+                            ));
+                        }
+                        (old & !f.mask) | ((value << f.lsb) & f.mask)
+                    }
+                    None => value,
+                };
+                let w = device.write32(*addr, new).map_err(|e| e.to_string())?;
+                Ok(match w {
+                    Some(w) if w.read_only => format!(
+                        "{}.{} is read-only; value unchanged ({:#010x})",
+                        w.region, w.register, w.new
+                    ),
+                    Some(w) => format!(
+                        "{}.{}: {:#010x} -> {:#010x}{}",
+                        w.region,
+                        w.register,
+                        w.old,
+                        w.new,
+                        if w.ignored != 0 {
+                            format!(" (bits {:#x} did not take)", w.ignored)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    None => format!("{target} = {new:#010x}"),
+                })
+            }
+            crate::place::Source::Mem { addr } => {
+                device
+                    .write_bytes(*addr, &value.to_le_bytes())
+                    .map_err(|e| e.to_string())?;
+                Ok(format!("{target} ({addr:#x}) = {value:#010x}"))
+            }
+        }
     }
 
     /// Where the trace stands; `None` at its end.

@@ -4,10 +4,46 @@
 
 use soc::Device;
 use soc::exec::{QueueTarget, ring_of};
+use soc_map::RegionKind;
 use udma::Dir;
 
 use crate::breakpoint::Breakpoints;
 use crate::session::{FwDoorbell, Stop, StopKind};
+
+mod mem;
+mod regs;
+mod ring;
+
+pub use mem::{MAX_MEM_BYTES, show_mem};
+pub use regs::show_regs;
+pub use ring::{doorbell_warnings, show_ring, show_ring_range};
+
+/// An address as a name: `tpb0.sbuf[p24]+0x40`, `hbm0+0x100000`,
+/// `eng3.s2m.q1.RDRTP`, `tpb0.evt_sem.SEM_INC[7]`; the number when nothing
+/// is mapped there.
+pub fn symbolic(device: &Device, addr: u64) -> String {
+    let info = soc::describe(device, addr);
+    let Some(region) = info.region else {
+        return format!("unmapped {addr:#x}");
+    };
+    let off = info.offset.map_or(0, |o| o.0);
+    let plus = |off: u64| {
+        if off == 0 {
+            String::new()
+        } else {
+            format!("+{off:#x}")
+        }
+    };
+    if let Some(e) = info.element {
+        return format!("{region}.{e}");
+    }
+    match (info.kind, info.partition) {
+        (Some(RegionKind::Sbuf | RegionKind::Psum), Some(p)) => {
+            format!("{region}[p{p}]{}", plus(off))
+        }
+        _ => format!("{region}{}", plus(off)),
+    }
+}
 
 /// The header of a stop: why it stopped, each breakpoint that fired, and
 /// for a doorbell the ring (and the queue's registers for a trace one).
@@ -60,8 +96,12 @@ pub fn stop_text(device: &Device, stop: &Stop) -> String {
     }
     match &stop.kind {
         StopKind::Doorbell { queue, increment } => {
+            for w in doorbell_warnings(device, queue, *increment) {
+                out.push_str(&w);
+                out.push('\n');
+            }
             out.push_str(&show_ring(device, queue, *increment));
-            out.push_str(&show_regs(device, &queue.region));
+            out.push_str(&show_regs(device, &queue.region, false, None));
         }
         StopKind::FwDoorbell(fw) => out.push_str(&fw_doorbell_rings(device, fw)),
         _ => {}
@@ -103,137 +143,6 @@ fn fw_doorbell_rings(device: &Device, fw: &FwDoorbell) -> String {
         not_taken(&tx, fw.m2s_first, fw.m2s_count),
     ));
     out
-}
-
-/// The ring of a queue: registers and the descriptors from the hardware
-/// head to the tail plus `pending` (what the next doorbell will post).
-pub fn show_ring(device: &Device, q: &QueueTarget, pending: u32) -> String {
-    let Some((base, len, tail, tail_id)) = ring_of(device, q) else {
-        return format!("{}: cannot read the ring registers\n", q.region);
-    };
-    let p = if q.dir == Dir::M2s { "T" } else { "R" };
-    let head_raw = reg(device, &q.region, &format!("{p}DRHP")).unwrap_or(0);
-    let (head, head_id) = (head_raw & 0xFF_FFFF, head_raw >> 30);
-    let mut out = format!(
-        "ring {}: base {base:#x}, {len} descriptors; head {head} (ring id {head_id}), tail {tail} (ring id {tail_id})\n",
-        q.region
-    );
-    if len == 0 {
-        out.push_str("  (ring not configured)\n");
-        return out;
-    }
-    let posted = (tail + len - head) % len;
-    let show = (posted + pending).min(len).min(64);
-    if show == 0 {
-        out.push_str("  (no descriptors between head and tail)\n");
-    }
-    for i in 0..show {
-        let idx = (head + i) % len;
-        let addr = base + 16 * u64::from(idx);
-        let mut raw = [0u8; 16];
-        let tag = if i < posted { "posted " } else { "new    " };
-        match device.read_bytes(addr, &mut raw) {
-            Ok(()) => {
-                let d = dma_abi::Descriptor::from_bytes(&raw);
-                let w0 = d.len_ctrl();
-                let cme = dma_abi::CmeWord::from_raw(d.word1());
-                let word1 = match q.dir {
-                    Dir::M2s => format!("op {} {}", cme.op().name(), cme.optype().name()),
-                    Dir::S2m => format!("buf2_lo {:#x}", d.word1()),
-                };
-                out.push_str(&format!(
-                    "  {tag}[{idx:>4}] {addr:#014x}: len {:>6} ring_id {}{}{}{}{} {} {:#x}  {word1}\n",
-                    w0.len_bytes(true),
-                    w0.ring_id(),
-                    if w0.first() { " FIRST" } else { "" },
-                    if w0.last() { " LAST" } else { "" },
-                    if w0.dmb() { " DMB" } else { "" },
-                    if w0.sow() { " SOW" } else { "" },
-                    if q.dir == Dir::M2s { "src" } else { "dst" },
-                    d.buf_ptr()
-                ));
-            }
-            Err(e) => out.push_str(&format!("  [{idx:>4}] {addr:#x}: {e}\n")),
-        }
-    }
-    if posted + pending > show {
-        out.push_str(&format!("  … {} more\n", posted + pending - show));
-    }
-    out
-}
-
-fn reg(device: &Device, region: &str, name: &str) -> Option<u32> {
-    let id = device.map().by_name(region)?;
-    let block = device.block_of(id)?;
-    let off = block.find(name, None)?;
-    let t = device
-        .reg_target(device.map().region(id).base + off)
-        .ok()??;
-    device.peek_reg(t)
-}
-
-/// Every register of a region with its value (non-zero array elements only
-/// for arrays), fields decoded for registers away from reset.
-pub fn show_regs(device: &Device, region: &str) -> String {
-    let Some(id) = device.map().by_name(region) else {
-        return format!("unknown region `{region}`\n");
-    };
-    let Some(block) = device.block_of(id) else {
-        return format!("{region} has no registers\n");
-    };
-    let base = device.map().region(id).base;
-    let mut out = format!("registers of {region} ({}):\n", block.block());
-    for r in block.elements() {
-        let Ok(Some(t)) = device.reg_target(base + r.offset()) else {
-            continue;
-        };
-        let v = device.peek_reg(t).unwrap_or(0);
-        let reset = block.reset_values().get(r.slot()).copied().unwrap_or(0);
-        if r.index().is_some() && v == reset {
-            continue;
-        }
-        let fields: Vec<String> = if v != reset {
-            r.spec()
-                .decode(v)
-                .into_iter()
-                .filter(|(_, fv)| *fv != 0)
-                .map(|(n, fv)| format!("{n}={fv:#x}"))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        out.push_str(&format!(
-            "  {:#06x} {:<24} {v:#010x}{}\n",
-            r.offset(),
-            r.name(),
-            if fields.is_empty() {
-                String::new()
-            } else {
-                format!("  {}", fields.join(" "))
-            }
-        ));
-    }
-    out
-}
-
-/// A hexdump of `len` bytes at `addr` (a number or a trace address).
-pub fn show_mem(device: &Device, addr: &str, len: &str) -> String {
-    let addr = match trace_format::parse_addr(addr, "<debugger>")
-        .map_err(|e| e.message)
-        .and_then(|a| soc::resolve(device, &a).map_err(|e| e.message))
-    {
-        Ok(r) => r.addr,
-        Err(e) => return format!("{e}\n"),
-    };
-    let Ok(len) = soc_map::parse_u64(len) else {
-        return format!("`{len}` is not a length\n");
-    };
-    let len = len.min(4096) as usize;
-    let mut buf = vec![0u8; len];
-    match device.read_bytes(addr, &mut buf) {
-        Ok(()) => format!("{}\n", soc::exec::hexdump(addr, &buf)),
-        Err(e) => format!("{e}\n"),
-    }
 }
 
 /// `info break`: the table.

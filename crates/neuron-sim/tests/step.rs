@@ -76,7 +76,7 @@ fn scripted_step_session() {
         "{text}"
     );
     assert!(
-        text.contains("FIRST LAST src 0x100000  op CME COPY"),
+        text.contains("FIRST LAST src 0x100000 (hbm0+0x100000)  op CME COPY"),
         "{text}"
     );
     // The statement lines come as the statements run, before the next stop.
@@ -88,7 +88,9 @@ fn scripted_step_session() {
     assert!(text.contains("0x000000100000: 00 01 02 03"), "{text}");
     assert!(text.contains("== end of trace at cycle 194"), "{text}");
     assert!(
-        text.contains("(neuron-sim) mem hbm0+0x200000 16\n    0x000000200000: 00 01 02 03"),
+        text.contains(
+            "(neuron-sim) mem hbm0+0x200000 16\nhbm0+0x200000 (0x200000), 16 bytes:\n    0x000000200000: 00 01 02 03"
+        ),
         "{text}"
     );
     assert!(text.contains("debugger: 2 stops"), "{text}");
@@ -503,4 +505,45 @@ fn step_matches_run_with_the_run_options() {
             }
         }
     }
+}
+
+/// Pokes and the views (issue 14 items 4, 5): a doorbell about to post a
+/// descriptor with a stale ring id is called out; a `desc` typed at the
+/// stop fixes it before the doorbell is written; `set`, `regs` of one
+/// register, a field or a filtered block, `ring` over any slots and `mem`
+/// folded; the trace then ends with its checks of the fault failing.
+#[test]
+fn pokes_and_views_session() {
+    let script = "\
+next
+desc eng128.m2s.q0[0] len=4096 src=hbm0+0xb00000 first last ring_id=1
+ring
+run
+set eng128.m2s.q0.q_cfg.en_pref 1
+regs eng128.m2s.q0.q_cfg
+regs eng128.m2s.q0.q_cfg.en_pref
+break packet eng128
+continue
+ring eng128.s2m.q0 0..2
+regs eng128.gen --changed *SEC_?_INT*
+mem hbm1+0xb00ff0 0x40
+mem hbm1+0xc00000 0x2000
+continue
+quit
+";
+    let out = step_script(&["traces/fault-ring-id.trace", "--engine", "128"], script);
+    assert_eq!(out.status.code(), Some(1), "the trace's fault checks fail");
+    let text = stdout(&out);
+    for want in [
+        "warning: 1 of the 1 descriptors this doorbell posts carry a stale ring id ([0] has 2, expects 1): the prefetch will raise PREF_RING_ID",
+        "<prompt>: desc eng128.m2s.q0[0] at 0x9000000: src 0xb00000 len 4096 ring_id 1 FIRST LAST",
+        "<prompt>: ERROR `run` cannot run out of turn",
+        "== breakpoint 1 (break packet eng128): @194 eng128 q0 packet done: 4096 bytes written",
+        "  beyond [   1] 0x000009000210:",
+        "    *\n",
+        "FAILED read32 eng128.gen.sec_a_int_cause",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
+    insta::assert_snapshot!("pokes_and_views_session", text);
 }

@@ -277,6 +277,68 @@ impl Execution {
         Advance::Finished { index }
     }
 
+    /// Runs a statement from outside the trace (a debugger's poke) at the
+    /// current cycle, with the trace's software state (the producer
+    /// indices `desc` uses). `run` and `wait` are refused: time passes only
+    /// through the trace. The outcome is returned, not counted in the
+    /// report; the statement's device events stay with the device (its
+    /// event sink, or the next statement's record).
+    pub fn run_extra(
+        &mut self,
+        host: &mut dyn HostRuntime,
+        stmt: &Statement,
+        linked: &Linked,
+        files: &mut dyn TraceFiles,
+    ) -> (Status, String) {
+        if matches!(
+            stmt.kind,
+            StatementKind::Run { .. } | StatementKind::Wait { .. }
+        ) {
+            return (
+                Status::Error,
+                format!(
+                    "`{}` cannot run out of turn: time passes only through the trace (use the stepping commands)",
+                    stmt.kind.directive()
+                ),
+            );
+        }
+        let bound = match linked {
+            Linked::Deferred => bind_tensors(&*host, stmt).and_then(|b| {
+                let l = link_one(host.device(), &b.kind).map_err(|e| (Some(e.span), e.message))?;
+                Ok((b, l))
+            }),
+            _ => Ok((stmt.clone(), linked.clone())),
+        };
+        let result = match &bound {
+            Err(e) => Err(e.clone()),
+            Ok((s, r)) => match &s.kind {
+                StatementKind::Host { op, status } => match host.host_op(op, *status, files) {
+                    Ok(HostOutcome::Done(t)) => Ok(Outcome::Done(t)),
+                    Ok(HostOutcome::Checked { text, held }) => {
+                        Ok(Outcome::Expectation { text, held })
+                    }
+                    Ok(HostOutcome::Skipped(text)) => Ok(Outcome::Skipped(text)),
+                    Err(m) => Err((None, m)),
+                },
+                _ => step(host.device(), &mut self.exec, s, r, files),
+            },
+        };
+        let (status, mut text) = match result {
+            Ok(Outcome::Done(t))
+            | Ok(Outcome::Expectation {
+                text: t,
+                held: true,
+            }) => (Status::Ok, t),
+            Ok(Outcome::Expectation { text, held: false }) => (Status::Failed, text),
+            Ok(Outcome::Skipped(text)) => (Status::Skipped, text),
+            Err((_, m)) => (Status::Error, m),
+        };
+        for w in self.exec.warnings.drain(..) {
+            text.push_str(&format!("\n  warning: {w}"));
+        }
+        (status, text)
+    }
+
     /// Ends the run: the bus master is restored and the report's summary
     /// taken.
     pub fn finish(mut self, host: &mut dyn HostRuntime) -> RunReport {
