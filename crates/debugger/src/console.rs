@@ -6,7 +6,7 @@
 use soc::exec::{RunReport, Status};
 
 use crate::breakpoint::{parse_condition, parse_count, parse_id};
-use crate::place::{Place, parse_u32, parse_u64};
+use crate::place::{Place, Value, parse_u32, parse_u64};
 use crate::session::{FinishTarget, Granularity, Session, Stop, StopKind};
 use crate::view;
 
@@ -62,6 +62,9 @@ pub const COMMANDS: &[&str] = &[
     "regs",
     "mem",
     "where",
+    "list",
+    "display",
+    "undisplay",
     "events",
     "time",
     "set",
@@ -96,6 +99,8 @@ views:
                         registers of a block (e.g. eng0.gen --changed, eng0.gen '*CAUSE*'), one register or field
   mem | x ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000), repeated lines folded
   where                 the statement next (or under way) and the cycle
+  list | l [LINE]       the trace around the statement next (or LINE)
+  display [VALUE]       show VALUE (a register, field, semaphore, memory word) at every stop; undisplay [N ...]
   events [N]            the last N device events (default 10)
   time | t              the simulated cycle
   help | h              this list
@@ -111,6 +116,8 @@ pub struct Console {
     quit_early: bool,
     /// The end-of-trace summary was shown.
     end_shown: bool,
+    /// `display`: values shown at every stop.
+    displays: Vec<Value>,
 }
 
 impl Console {
@@ -121,6 +128,7 @@ impl Console {
             last: None,
             quit_early: false,
             end_shown: false,
+            displays: Vec::new(),
         }
     }
 
@@ -268,6 +276,52 @@ impl Console {
                 Reply::text(view::show_mem(self.session.device(), addr, len))
             }
             ("where", []) => Reply::text(self.where_text()),
+            ("list" | "l", []) => Reply::text(self.list(None)),
+            ("list" | "l", [n]) => match n.parse::<u32>() {
+                Ok(n) => Reply::text(self.list(Some(n))),
+                Err(_) => Reply::text(format!("list LINE: `{n}` is not a line number\n")),
+            },
+            ("display", []) => Reply::text(match self.displays_text() {
+                t if t.is_empty() => "no displays: display VALUE\n".to_string(),
+                t => t,
+            }),
+            ("display", _) => Reply::text(match Value::parse(self.session.device(), rest) {
+                Ok(v) => {
+                    self.displays.push(v);
+                    let n = self.displays.len();
+                    let all = self.displays_text();
+                    all.lines()
+                        .nth(n - 1)
+                        .map(|l| format!("{l}\n"))
+                        .unwrap_or_default()
+                }
+                Err(e) => format!("{e}\n"),
+            }),
+            ("undisplay", ids) => Reply::text(match parse_ids(ids) {
+                Ok(ids) if ids.is_empty() => {
+                    let n = self.displays.len();
+                    self.displays.clear();
+                    format!("removed {n} display{}\n", plural(n))
+                }
+                Ok(ids) => {
+                    let bad: Vec<u32> = ids
+                        .iter()
+                        .copied()
+                        .filter(|i| *i == 0 || *i as usize > self.displays.len())
+                        .collect();
+                    if let Some(b) = bad.first() {
+                        format!("no display {b}\n")
+                    } else {
+                        let mut keep = 0u32;
+                        self.displays.retain(|_| {
+                            keep += 1;
+                            !ids.contains(&keep)
+                        });
+                        format!("removed {} display{}\n", ids.len(), plural(ids.len()))
+                    }
+                }
+                Err(e) => format!("{e}\n"),
+            }),
             ("events", []) => Reply::text(self.events(10)),
             ("events", [n]) => match parse_u64(n) {
                 Ok(n) => Reply::text(self.events(usize::try_from(n).unwrap_or(usize::MAX))),
@@ -311,7 +365,8 @@ impl Console {
             }),
             _ => {
                 let known = COMMANDS.contains(&word)
-                    || ["s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q"].contains(&word);
+                    || ["s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q", "l"]
+                        .contains(&word);
                 if known {
                     Reply::text(format!(
                         "`{line}`: wrong arguments for {word} (help lists the commands)\n"
@@ -352,7 +407,55 @@ impl Console {
         } else {
             out.push_str(&self.position_line());
         }
+        out.push_str(&self.displays_text());
         self.last = Some(stop);
+        out
+    }
+
+    /// `display`: each value, numbered.
+    fn displays_text(&mut self) -> String {
+        let device = self.session.device();
+        let mut out = String::new();
+        for (i, v) in self.displays.iter().enumerate() {
+            let now = v
+                .read(device)
+                .map_or("(unreadable)".to_string(), |x| format!("{x:#x}"));
+            out.push_str(&format!("{}: {} = {now}\n", i + 1, v.text));
+        }
+        out
+    }
+
+    /// `list [LINE]`: the trace around LINE (default: the statement next
+    /// or under way), `->` at it and `b` at lines with a breakpoint.
+    fn list(&mut self, around: Option<u32>) -> String {
+        let here = self.session.position().map(|p| p.line);
+        let total = u32::try_from(self.session.source_lines()).unwrap_or(u32::MAX);
+        let centre = around.or(here).unwrap_or(total);
+        if total == 0 || centre == 0 || centre > total {
+            return format!("line {centre} is not in the trace (lines 1..{total})\n");
+        }
+        let from = centre.saturating_sub(4).max(1);
+        let to = (centre + 5).min(total);
+        let breaks: Vec<u32> = self
+            .session
+            .breakpoints()
+            .iter()
+            .filter_map(|b| match b.kind {
+                crate::BreakKind::Line(l) if b.enabled => Some(l),
+                _ => None,
+            })
+            .collect();
+        let mut out = String::new();
+        for l in from..=to {
+            let mark = match (here == Some(l), breaks.contains(&l)) {
+                (true, true) => "b->",
+                (true, false) => " ->",
+                (false, true) => " b ",
+                (false, false) => "   ",
+            };
+            let text = self.session.source_line(l).unwrap_or("");
+            out.push_str(&format!("{mark} {l:>4}  {text}\n"));
+        }
         out
     }
 

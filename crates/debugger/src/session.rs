@@ -332,6 +332,11 @@ impl Session {
             .nth(usize::try_from(line).ok()?.checked_sub(1)?)
     }
 
+    /// Lines in the trace's text.
+    pub fn source_lines(&self) -> usize {
+        self.source.lines().count()
+    }
+
     /// The breakpoints.
     pub fn breakpoints(&self) -> &Breakpoints {
         &self.monitor.bps

@@ -66,6 +66,15 @@ const COMMANDS: &[&str] = &[
     "ignore",
     "where",
     "events",
+    "set",
+    "list",
+    "display",
+    "undisplay",
+    "write32",
+    "fill",
+    "desc",
+    "doorbell",
+    "run",
 ];
 const ARGS: &[&str] = &[
     "eng0.m2s.q0",

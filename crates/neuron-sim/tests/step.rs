@@ -547,3 +547,29 @@ quit
     }
     insta::assert_snapshot!("pokes_and_views_session", text);
 }
+
+/// `list` (the trace around the stop, breakpoint lines marked) and
+/// `display` (values shown at every stop; issue 14 item 5).
+#[test]
+fn list_and_display() {
+    let out = step_script(
+        &["traces/copy-hbm-hbm.trace"],
+        "break line 16\nlist\ndisplay eng0.m2s.q0.tdrhp\ndisplay eng0.m2s.q0.q_cfg.en_pref\ndisplay nothing.here\ncontinue\nlist 2\nlist 99\nundisplay 1\nundisplay 5\nstepi\nundisplay\ndisplay\nquit\n",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let text = stdout(&out);
+    for want in [
+        "(neuron-sim) list\n      10  write32 eng0.m2s.change_state 1\n",
+        " ->   14  doorbell eng0.s2m.q0 1\n      15  doorbell eng0.m2s.q0 1\n b    16  run\n",
+        "(neuron-sim) display eng0.m2s.q0.tdrhp\n1: eng0.m2s.q0.tdrhp = 0x40000000\n",
+        "(neuron-sim) display nothing.here\nunknown name `nothing`",
+        "== breakpoint 1 (break line 16): line 16\n-> line 16: run\n1: eng0.m2s.q0.tdrhp = 0x40000000\n2: eng0.m2s.q0.q_cfg.en_pref = 0x1\n",
+        "(neuron-sim) list 2\n       1  # One HBM",
+        "line 99 is not in the trace (lines 1..18)",
+        "(neuron-sim) undisplay 5\nno display 5\n",
+        "-> line 16 (under way at cycle 1): run\n1: eng0.m2s.q0.q_cfg.en_pref = 0x1\n(neuron-sim)",
+        "(neuron-sim) undisplay\nremoved 1 display\n(neuron-sim) display\nno displays: display VALUE\n",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
+}
