@@ -176,6 +176,9 @@ enum Cmd {
     },
     /// The doorbell debugger: run a trace, stopping at doorbells,
     /// breakpoints and watchpoints, stepping at any granularity.
+    ///
+    /// Exit status as `run` once the trace has run to its end; 3 when the
+    /// session was quit before.
     Step(step::StepArgs),
     /// Decode a 16-byte hardware descriptor (--desc) or a 64-byte DMA instruction word (--word).
     #[command(group(clap::ArgGroup::new("what").required(true).args(["desc", "word"])))]

@@ -3,6 +3,8 @@
 //! language — is the `debugger` crate; this module parses the options,
 //! reads command lines (a terminal with line editing, or a script whose
 //! commands are echoed so the output reads as a transcript) and prints.
+//! Exit status: `run`'s once the trace has run to its end, 3
+//! (`debugger::EXIT_QUIT_EARLY`) when the session was quit before.
 
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};

@@ -147,17 +147,17 @@ impl Execution {
         let (Some(s0), Some(r0)) = (trace.statements.get(i), linked.get(i)) else {
             return Advance::End;
         };
-        // Deferred statements are bound and linked now.
-        let bound = match r0 {
-            Linked::Deferred => bind_tensors(&*host, s0).and_then(|b| {
+        // Deferred statements are bound and linked now (one copy of the
+        // statement either way: a paused one is kept).
+        let (s, r, unbound) = match r0 {
+            Linked::Deferred => match bind_tensors(&*host, s0).and_then(|b| {
                 let l = link_one(host.device(), &b.kind).map_err(|e| (Some(e.span), e.message))?;
                 Ok((b, l))
-            }),
-            _ => Ok((s0.clone(), r0.clone())),
-        };
-        let (s, r) = match &bound {
-            Ok((s, r)) => (s.clone(), r.clone()),
-            Err(_) => (s0.clone(), r0.clone()),
+            }) {
+                Ok((b, l)) => (b, l, None),
+                Err(e) => (s0.clone(), r0.clone(), Some(e)),
+            },
+            _ => (s0.clone(), r0.clone(), None),
         };
         if self.held != Some(i) {
             match hooks.before(i, &s, &r, host.device(), &self.exec) {
@@ -174,9 +174,9 @@ impl Execution {
         }
         self.held = None;
         self.next = i + 1;
-        let progress = match (&bound, &s.kind) {
-            (Err(e), _) => Progress::Done(Err(e.clone())),
-            (Ok(_), StatementKind::Host { op, status }) => {
+        let progress = match (unbound, &s.kind) {
+            (Some(e), _) => Progress::Done(Err(e)),
+            (None, StatementKind::Host { op, status }) => {
                 Progress::Done(match host.host_op(op, *status, files) {
                     Ok(HostOutcome::Done(t)) => Ok(Outcome::Done(t)),
                     Ok(HostOutcome::Checked { text, held }) => {
@@ -186,7 +186,7 @@ impl Execution {
                     Err(m) => Err((None, m)),
                 })
             }
-            (Ok(_), _) => start(
+            (None, _) => start(
                 host.device(),
                 &mut self.exec,
                 &s,
