@@ -175,29 +175,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: CsrCmd,
     },
-    /// The doorbell stepping debugger: run a trace, stopping at every doorbell.
-    Step {
-        /// The trace file (`-`: standard input, with the commands from --script).
-        trace: PathBuf,
-        /// Read debugger commands from FILE instead of the terminal.
-        #[arg(long, value_name = "FILE")]
-        script: Option<PathBuf>,
-        /// Stop only at doorbells of this engine (repeatable).
-        #[arg(long = "engine", value_name = "N")]
-        engines: Vec<u16>,
-        /// Stop only at doorbells of this queue index (repeatable).
-        #[arg(long = "queue", value_name = "Q")]
-        queues: Vec<u8>,
-        /// Also stop once simulated time reaches this cycle.
-        #[arg(long, value_name = "CYCLE")]
-        at_cycle: Option<u64>,
-        /// Also stop once the 32-bit value at ADDR is >= V (e.g. tpb0.sem.read[3]>=16).
-        #[arg(long, value_name = "COND")]
-        when: Option<String>,
-        /// Do not stop at doorbells (only at --at-cycle / --when).
-        #[arg(long)]
-        no_doorbells: bool,
-    },
+    /// The doorbell debugger: run a trace, stopping at doorbells,
+    /// breakpoints and watchpoints, stepping at any granularity.
+    ///
+    /// Exit status as `run` once the trace has run to its end; 3 when the
+    /// session was quit before.
+    Step(step::StepArgs),
     /// Decode a 16-byte hardware descriptor (--desc) or a 64-byte DMA instruction word (--word).
     #[command(group(clap::ArgGroup::new("what").required(true).args(["desc", "word"])))]
     Decode {
@@ -433,27 +416,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Cmd::Completions { shell } => meta_cmd::cmd_completions(shell),
         Cmd::Man { out_dir } => meta_cmd::cmd_man(out_dir.as_deref()),
         Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd, &maps),
-        Cmd::Step {
-            trace,
-            script,
-            engines,
-            queues,
-            at_cycle,
-            when,
-            no_doorbells,
-        } => cmd_step(
-            &maps,
-            &trace,
-            script.as_deref(),
-            step::StopFilter {
-                engines,
-                queues,
-                at_cycle,
-                when_ge: None,
-                no_doorbells,
-            },
-            when.as_deref(),
-        ),
+        Cmd::Step(args) => step::cmd_step(&maps, args),
         Cmd::Run {
             trace,
             csr_snapshot,
@@ -661,108 +624,6 @@ fn cmd_csr_decode(
         }
     }
     Ok(0)
-}
-
-fn cmd_step(
-    maps: &Maps,
-    trace: &Path,
-    script: Option<&Path>,
-    mut filter: step::StopFilter,
-    when: Option<&str>,
-) -> Result<u8, Failure> {
-    if input::is_stdio(trace) && script.is_none() {
-        return Err(bad_input(
-            "step -: standard input holds the trace, so the debugger's commands must come from --script FILE",
-        ));
-    }
-    let source = input::read_text_or_stdin(trace, "trace")?;
-    let dev = maps.device()?;
-    // A filter no doorbell can match would make a session that never stops.
-    for &e in &filter.engines {
-        if dev.map().by_name(&format!("eng{e}")).is_none() {
-            let map = dev.map();
-            let ids: Vec<u64> = map
-                .roots
-                .iter()
-                .filter_map(|&r| map.region(r).name.strip_prefix("eng")?.parse().ok())
-                .collect();
-            return Err(bad_input(format!(
-                "--engine {e}: no such engine (engines: {}..={})",
-                ids.iter().min().copied().unwrap_or(0),
-                ids.iter().max().copied().unwrap_or(0)
-            )));
-        }
-    }
-    for &q in &filter.queues {
-        if usize::from(q) >= udma::QUEUES {
-            return Err(bad_input(format!(
-                "--queue {q}: no such queue (queues: 0..{})",
-                udma::QUEUES - 1
-            )));
-        }
-    }
-    if let Some(w) = when {
-        let (addr, value) = w
-            .split_once(">=")
-            .ok_or_else(|| bad_input(format!("--when `{w}`: expected ADDR>=VALUE")))?;
-        let expr = trace_format::parse_addr(addr.trim(), "--when")
-            .map_err(|e| bad_input(format!("--when: {}", e.message)))?;
-        let at =
-            soc::resolve(&dev, &expr).map_err(|e| bad_input(format!("--when: {}", e.message)))?;
-        let v = soc_map::parse_u64(value.trim())
-            .ok()
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| bad_input(format!("--when: `{value}` is not a 32-bit value")))?;
-        filter.when_ge = Some((at.addr, addr.trim().to_string(), v));
-    }
-    let name = input::name_of(trace);
-    let parsed = trace_format::parse(&source, &name).map_err(|errs| {
-        bad_input(
-            errs.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )
-    })?;
-    let linked = soc::exec::link(&dev, &parsed, &name).map_err(|errs| {
-        bad_input(
-            errs.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )
-    })?;
-    let input = match script {
-        Some(p) => {
-            let f = std::fs::File::open(p)
-                .map_err(|e| bad_input(format!("cannot read --script {}: {e}", p.display())))?;
-            step::Input::Lines(Box::new(std::io::BufReader::new(f)))
-        }
-        None => step::Input::stdin(),
-    };
-    let mut stepper = step::Stepper::new(input, filter);
-    let mut files = DirFiles {
-        base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
-    };
-    // The host runtime owns the device (v3 host operations step too).
-    let mut session = host_exec::HostSession::new(dev).map_err(bad_input)?;
-    let report = soc::exec::run_linked_host(
-        &mut session,
-        &parsed,
-        &linked,
-        &name,
-        &mut files,
-        &mut stepper,
-    );
-    out!(
-        "{}",
-        color::Paint::for_stdout().lines(&name, &report.to_text())
-    );
-    if session.used() {
-        out!("{}", session.report().to_text());
-    }
-    outln!("debugger: {} stops", stepper.stops);
-    Ok(report.exit_code())
 }
 
 /// `neuron-sim timing [--timing FILE] [--json]`.
@@ -1050,11 +911,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     if let Some(plan) = &timeline {
         let events = out.take_timeline();
         let map = session.device_mut().map().clone();
-        let region = |addr: u64| {
-            let d = map.decode(addr);
-            d.region
-                .map_or_else(String::new, |r| map.name(r).to_string())
-        };
+        let region = |addr: u64| perfetto_cmd::region_of(&map, addr);
         if let Err(e) =
             perfetto_cmd::write(plan, &report, &events, session.driver_events(), &region)
         {

@@ -100,6 +100,14 @@ impl PerfettoArgs {
     }
 }
 
+/// The name of the memory region `addr` is in (`hbm0`, `tpb0.sbuf`), empty
+/// when none: the profile's source and dest.
+pub(crate) fn region_of(map: &soc_map::SocMap, addr: u64) -> String {
+    map.decode(addr)
+        .region
+        .map_or_else(String::new, |r| map.name(r).to_string())
+}
+
 /// Writes the timeline and the profile of a finished run. `region` names
 /// the memory region of an address (the profile's source and dest).
 pub(crate) fn write(

@@ -1,26 +1,69 @@
-//! `neuron-sim step`: the doorbell stepping debugger (docs/references/design.md §1, issue 3).
-//!
-//! Runs a trace and stops before every doorbell write (the `doorbell`
-//! directive or a `write32` to a `TDRTP_INC`/`RDRTP_INC`), optionally only
-//! for chosen engines/queues, and also at a cycle or when a 32-bit value
-//! (a semaphore) reaches a threshold while time advances. At each stop it
-//! shows the engine, queue, direction, tail increment, the ring with its
-//! descriptors decoded, head/tail/ring id and the queue's CSRs, then reads
-//! commands: `next`, `continue`, `mem ADDR [LEN]`, `regs [REGION]`,
-//! `ring [QUEUE]`, `help`, `quit`. Interactive with line editing and
-//! history in a terminal; from `--script FILE` or standard input otherwise
-//! (commands are echoed so a session is a readable transcript).
+//! `neuron-sim step`: the doorbell debugger's front end (docs/user-guide.md
+//! §12). The engine — sessions, stops, breakpoints, views and the command
+//! language — is the `debugger` crate; this module parses the options,
+//! reads command lines (a terminal with line editing, or a script whose
+//! commands are echoed so the output reads as a transcript) and prints.
+//! Exit status: `run`'s once the trace has run to its end, 3
+//! (`debugger::EXIT_QUIT_EARLY`) when the session was quit before.
 
 use std::io::{BufRead, IsTerminal};
+use std::path::{Path, PathBuf};
 
-use q7::FwEventKind;
-use soc::exec::{Control, ExecHooks, Executor, Linked, QueueTarget, queue_target, ring_of};
-use soc::{Device, DeviceEvent};
-use trace_format::{Statement, StatementKind};
-use udma::Dir;
+use debugger::{Console, DoorbellFilter, Flow, SessionConfig};
+
+use crate::{Failure, Maps, bad_input, color, input, perfetto_cmd, record_cmd};
+
+/// The options of `neuron-sim step`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StepArgs {
+    /// The trace file (`-`: standard input, with the commands from --script).
+    trace: PathBuf,
+    /// Read debugger commands from FILE instead of the terminal.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// `next` stops only at doorbells of this engine (repeatable).
+    #[arg(long = "engine", value_name = "N")]
+    engines: Vec<u16>,
+    /// `next` stops only at doorbells of this queue index (repeatable).
+    #[arg(long = "queue", value_name = "Q")]
+    queues: Vec<u8>,
+    /// A breakpoint, as the prompt's `break` takes it (repeatable), e.g.
+    /// `--break 'doorbell eng0.m2s.q0'`, `--break fault`, `--break 'cycle 5000'`.
+    #[arg(long = "break", value_name = "SPEC")]
+    breaks: Vec<String>,
+    /// A watchpoint, as the prompt's `watch` takes it (repeatable), e.g.
+    /// `--watch 'tpb0.sem.read[3] >= 16'`.
+    #[arg(long = "watch", value_name = "SPEC")]
+    watches: Vec<String>,
+    /// Also stop once simulated time reaches this cycle (`--break 'cycle N'`).
+    #[arg(long, value_name = "CYCLE")]
+    at_cycle: Option<u64>,
+    /// Also stop when a value test becomes true (`--watch`), e.g.
+    /// `tpb0.sem.read[3]>=16`.
+    #[arg(long, value_name = "COND")]
+    when: Option<String>,
+    /// Do not stop at doorbells at the start: run to the first breakpoint.
+    #[arg(long)]
+    no_doorbells: bool,
+    /// Timing file (JSON), as for `run`.
+    #[arg(long, value_name = "FILE")]
+    timing: Option<PathBuf>,
+    /// Timing-only mode, as for `run`.
+    #[arg(long)]
+    timing_only: bool,
+    /// Log every CSR access to FILE, as for `run`.
+    #[arg(long, value_name = "FILE")]
+    reg_log: Option<PathBuf>,
+    /// Write a VCD waveform to FILE, as for `run`.
+    #[arg(long, value_name = "FILE")]
+    vcd: Option<PathBuf>,
+    /// `--perfetto FILE` and its filters, as for `run`.
+    #[command(flatten)]
+    perfetto: perfetto_cmd::PerfettoArgs,
+}
 
 /// Where the debugger's commands come from.
-pub enum Input {
+enum Input {
     /// A terminal with line editing and history.
     Editor(Box<rustyline::DefaultEditor>),
     /// Lines from a script or a pipe.
@@ -29,7 +72,7 @@ pub enum Input {
 
 impl Input {
     /// Standard input: an editor on a terminal, lines otherwise.
-    pub fn stdin() -> Input {
+    fn stdin() -> Input {
         if std::io::stdin().is_terminal()
             && let Ok(ed) = rustyline::DefaultEditor::new()
         {
@@ -64,463 +107,187 @@ impl Input {
     }
 }
 
-/// Which doorbells stop the debugger, and the other stop conditions.
-#[derive(Debug, Default)]
-pub struct StopFilter {
-    /// Only these engines (empty: all).
-    pub engines: Vec<u16>,
-    /// Only these queue indices (empty: all).
-    pub queues: Vec<u8>,
-    /// Stop once simulated time reaches this cycle.
-    pub at_cycle: Option<u64>,
-    /// Stop once the 32-bit value at this address is ≥ the threshold.
-    pub when_ge: Option<(u64, String, u32)>,
-    /// Do not stop at doorbells at all.
-    pub no_doorbells: bool,
-}
-
-/// The debugger state, as `ExecHooks`.
-pub struct Stepper {
-    input: Input,
-    filter: StopFilter,
-    /// `continue` was given: no more doorbell stops.
-    running_free: bool,
-    cycle_stop_done: bool,
-    value_stop_done: bool,
-    quit: bool,
-    /// Device events of the running statement already looked at (for
-    /// firmware doorbells).
-    events_seen: usize,
-    /// Number of stops so far.
-    pub stops: usize,
-}
-
-impl Stepper {
-    /// A debugger reading from `input`.
-    pub fn new(input: Input, filter: StopFilter) -> Self {
-        Self {
-            input,
-            filter,
-            running_free: false,
-            cycle_stop_done: false,
-            value_stop_done: false,
-            quit: false,
-            events_seen: 0,
-            stops: 0,
-        }
-    }
-
-    fn doorbell_of(
-        &self,
-        stmt: &Statement,
-        linked: &Linked,
-        device: &Device,
-    ) -> Option<(QueueTarget, u32)> {
-        match (&stmt.kind, linked) {
-            (StatementKind::Doorbell { count, .. }, Linked::Doorbell(q)) => {
-                Some((q.clone(), *count))
-            }
-            (StatementKind::Write32 { value, .. }, Linked::Addr(r)) => {
-                let reg = r.register.as_deref()?;
-                if reg != "TDRTP_INC" && reg != "RDRTP_INC" {
-                    return None;
-                }
-                let d = device.map().decode(r.addr);
-                let name = device.map().name(d.region?);
-                Some((queue_target(device, name)?, value & 0xFF_FFFF))
-            }
-            _ => None,
-        }
-    }
-
-    fn wanted(&self, q: &QueueTarget) -> bool {
-        (self.filter.engines.is_empty() || self.filter.engines.contains(&q.engine))
-            && (self.filter.queues.is_empty() || self.filter.queues.contains(&q.queue))
-    }
-
-    /// The command loop at a stop (commands: [`COMMANDS`]). Returns Quit when the user quits.
-    fn prompt(&mut self, device: &mut Device, focus: Option<(&QueueTarget, u32)>) -> Control {
-        self.stops += 1;
-        loop {
-            let Some(line) = self.input.next_line("(neuron-sim) ") else {
-                // End of input: run to the end.
-                self.running_free = true;
-                return Control::Continue;
-            };
-            if line.trim_start().starts_with('#') {
-                continue;
-            }
-            let words: Vec<&str> = line.split_whitespace().collect();
-            match words.as_slice() {
-                [] => continue,
-                ["n" | "next" | "s" | "step"] => return Control::Continue,
-                ["c" | "continue"] => {
-                    self.running_free = true;
-                    return Control::Continue;
-                }
-                ["q" | "quit"] => {
-                    self.quit = true;
-                    return Control::Quit;
-                }
-                ["h" | "help"] => outln!("{HELP}"),
-                ["ring"] => match focus {
-                    Some((q, inc)) => out!("{}", show_ring(device, q, inc)),
-                    None => outln!("no queue in focus: ring QUEUE (e.g. ring eng0.m2s.q0)"),
-                },
-                ["ring", name] => match queue_target(device, name) {
-                    Some(q) => out!("{}", show_ring(device, &q, 0)),
-                    None => outln!("unknown queue `{name}` (engN.m2s.qQ or engN.s2m.qQ)"),
-                },
-                ["regs"] | ["r"] => match focus {
-                    Some((q, _)) => out!("{}", show_regs(device, &q.region)),
-                    None => outln!("regs REGION (e.g. regs eng0.m2s.q0, regs eng0.gen)"),
-                },
-                ["regs" | "r", name] => out!("{}", show_regs(device, name)),
-                ["mem" | "x", addr] => out!("{}", show_mem(device, addr, "64")),
-                ["mem" | "x", addr, len] => out!("{}", show_mem(device, addr, len)),
-                ["time" | "t"] => outln!(
-                    "cycle {} ({:.1} ns)",
-                    device.now().0,
-                    device.timing().ns(device.now().0)
-                ),
-                [word, ..] => outln!(
-                    "unknown command `{line}` (help lists the commands){}",
-                    trace_format::closest_name(word, COMMANDS.iter().copied())
-                        .map(|c| format!("; did you mean `{c}`?"))
-                        .unwrap_or_default()
-                ),
-            }
-        }
+/// Prints the console's text, FAILED/ERROR lines coloured as `run` does.
+fn show(name: &str, text: &str) {
+    if !text.is_empty() {
+        out!("{}", color::Paint::for_stdout().lines(name, text));
     }
 }
 
-/// The prompt's command words, for "did you mean".
-const COMMANDS: &[&str] = &[
-    "next", "step", "continue", "quit", "help", "ring", "regs", "mem", "time",
-];
-
-const HELP: &str = "commands:
-  next | n | step | s   run to the next stop (doorbell, cycle, value)
-  continue | c          run to the end without stopping at doorbells
-  ring [QUEUE]          the ring of QUEUE (default: the queue being rung), descriptors decoded
-  regs | r [REGION]     the registers of a region (e.g. eng0.m2s.q0, eng0.gen, tpb0.evt_sem)
-  mem | x ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000)
-  time | t              the simulated cycle
-  help | h              this list
-  quit | q (Ctrl-C)     stop the run
---at-cycle and --when are checked after each engine step while run/wait advance time.";
-
-impl ExecHooks for Stepper {
-    fn before(
-        &mut self,
-        _index: usize,
-        stmt: &Statement,
-        linked: &Linked,
-        device: &mut Device,
-        exec: &Executor,
-    ) -> Control {
-        // The executor takes the device events after each statement.
-        self.events_seen = 0;
-        if self.quit {
-            return Control::Quit;
-        }
-        if self.running_free || self.filter.no_doorbells {
-            return Control::Continue;
-        }
-        let Some((q, inc)) = self.doorbell_of(stmt, linked, device) else {
-            return Control::Continue;
-        };
-        if !self.wanted(&q) {
-            return Control::Continue;
-        }
-        let dir = match q.dir {
-            Dir::M2s => "M2S (TX, reads the source)",
-            Dir::S2m => "S2M (RX, writes the destination)",
-        };
-        outln!(
-            "== doorbell at line {}, cycle {}: engine {} queue {} {dir}: tail += {inc}",
-            stmt.span.line,
-            device.now().0,
-            q.engine,
-            q.queue
-        );
-        let _ = exec;
-        out!("{}", show_ring(device, &q, inc));
-        out!("{}", show_regs(device, &q.region));
-        self.prompt(device, Some((&q, inc)))
-    }
-
-    fn during_run(&mut self, device: &mut Device) -> Control {
-        if self.quit {
-            return Control::Quit;
-        }
-        if self.fw_doorbells(device) == Control::Quit {
-            return Control::Quit;
-        }
-        if let Some(c) = self.filter.at_cycle
-            && !self.cycle_stop_done
-            && device.now().0 >= c
-        {
-            self.cycle_stop_done = true;
-            outln!("== reached cycle {} (stop at {c})", device.now().0);
-            return self.prompt(device, None);
-        }
-        if let Some((addr, ref text, v)) = self.filter.when_ge
-            && !self.value_stop_done
-        {
-            // A register (without read side effects) or 4 bytes of memory.
-            let cur = match device.reg_target(addr) {
-                Ok(Some(t)) => device.peek_reg(t),
-                Ok(None) => {
-                    let mut b = [0u8; 4];
-                    device
-                        .read_bytes(addr, &mut b)
-                        .ok()
-                        .map(|()| u32::from_le_bytes(b))
-                }
-                Err(_) => None,
-            };
-            if cur.is_some_and(|x| x >= v) {
-                self.value_stop_done = true;
-                outln!(
-                    "== {text} = {:#x} >= {v:#x} at cycle {}",
-                    cur.unwrap_or(0),
-                    device.now().0
-                );
-                return self.prompt(device, None);
-            }
-        }
-        Control::Continue
-    }
-}
-
-impl Stepper {
-    /// Stops at every doorbell the Q7 firmware rang since the last look,
-    /// naming the instruction word and the micro-ops that produced it.
-    fn fw_doorbells(&mut self, device: &mut Device) -> Control {
-        let events = device.events();
-        let start = self.events_seen.min(events.len());
-        self.events_seen = events.len();
-        if self.running_free || self.filter.no_doorbells {
-            return Control::Continue;
-        }
-        let mut stops = Vec::new();
-        let mut micro_ops: Vec<String> = Vec::new();
-        for e in &events[start..] {
-            let DeviceEvent::Firmware(fw) = e else {
-                continue;
-            };
-            match &fw.kind {
-                FwEventKind::MicroOp { text } => micro_ops.push(text.clone()),
-                FwEventKind::Log { text } => micro_ops.push(format!("log: {text}")),
-                FwEventKind::InlineChunk {
-                    engine,
-                    queue,
-                    slot,
-                    chunk_bytes,
-                    anomaly,
-                    ..
-                } => {
-                    micro_ops.push(format!("word0 anomaly: {anomaly}"));
-                    stops.push((
-                        fw.clone(),
-                        (*engine, *queue, (1, 1), *chunk_bytes),
-                        (*slot, *slot),
-                        std::mem::take(&mut micro_ops),
-                    ));
-                }
-                FwEventKind::Doorbell {
-                    engine,
-                    queue,
-                    count,
-                    m2s_count,
-                    bytes,
-                    m2s_first,
-                    s2m_first,
-                } => {
-                    stops.push((
-                        fw.clone(),
-                        (*engine, *queue, (*count, *m2s_count), *bytes),
-                        (*m2s_first, *s2m_first),
-                        std::mem::take(&mut micro_ops),
-                    ));
-                }
-                _ => {}
-            }
-        }
-        for (fw, (engine, queue, (count, m2s_count), bytes), (m2s_first, s2m_first), ops) in stops {
-            let (Some(tx), Some(rx)) = (
-                queue_target(device, &format!("eng{engine}.m2s.q{queue}")),
-                queue_target(device, &format!("eng{engine}.s2m.q{queue}")),
-            ) else {
-                continue;
-            };
-            if !self.wanted(&tx) {
-                continue;
-            }
-            outln!(
-                "== firmware doorbell at cycle {}: tpb{} inst#{} ({}) rang engine {engine} queue {queue}: S2M tail += {count}, M2S tail += {m2s_count}, {bytes} bytes",
-                fw.at,
-                fw.tpb,
-                fw.inst.seq,
-                fw.inst.source
-            );
-            for op in &ops {
-                outln!("  {op}");
-            }
-            // The tails move `doorbell_latency_cycles` after the write:
-            // what they have not taken yet shows as `new`.
-            let not_taken = |q: &QueueTarget, first: u32, count: u32| {
-                ring_of(device, q).map_or(0, |(_, len, tail, _)| {
-                    let len = len.max(1);
-                    (first % len + count + len - tail % len) % len
-                })
-            };
-            out!(
-                "{}",
-                show_ring(device, &rx, not_taken(&rx, s2m_first, count))
-            );
-            out!(
-                "{}",
-                show_ring(device, &tx, not_taken(&tx, m2s_first, m2s_count))
-            );
-            if self.prompt(device, Some((&tx, 0))) == Control::Quit {
-                return Control::Quit;
-            }
-            if self.running_free {
-                break;
-            }
-        }
-        Control::Continue
-    }
-}
-
-/// The ring of a queue: registers and the descriptors from the hardware head
-/// to the tail plus `pending` (what the next doorbell will post).
-pub fn show_ring(device: &Device, q: &QueueTarget, pending: u32) -> String {
-    let Some((base, len, tail, tail_id)) = ring_of(device, q) else {
-        return format!("{}: cannot read the ring registers\n", q.region);
-    };
-    let p = if q.dir == Dir::M2s { "T" } else { "R" };
-    let head_raw = reg(device, &q.region, &format!("{p}DRHP")).unwrap_or(0);
-    let (head, head_id) = (head_raw & 0xFF_FFFF, head_raw >> 30);
-    let mut out = format!(
-        "ring {}: base {base:#x}, {len} descriptors; head {head} (ring id {head_id}), tail {tail} (ring id {tail_id})\n",
-        q.region
-    );
-    if len == 0 {
-        out.push_str("  (ring not configured)\n");
-        return out;
-    }
-    let posted = (tail + len - head) % len;
-    let show = (posted + pending).min(len).min(64);
-    if show == 0 {
-        out.push_str("  (no descriptors between head and tail)\n");
-    }
-    for i in 0..show {
-        let idx = (head + i) % len;
-        let addr = base + 16 * u64::from(idx);
-        let mut raw = [0u8; 16];
-        let tag = if i < posted { "posted " } else { "new    " };
-        match device.read_bytes(addr, &mut raw) {
-            Ok(()) => {
-                let d = dma_abi::Descriptor::from_bytes(&raw);
-                let w0 = d.len_ctrl();
-                let cme = dma_abi::CmeWord::from_raw(d.word1());
-                let word1 = match q.dir {
-                    Dir::M2s => format!("op {} {}", cme.op().name(), cme.optype().name()),
-                    Dir::S2m => format!("buf2_lo {:#x}", d.word1()),
-                };
-                out.push_str(&format!(
-                    "  {tag}[{idx:>4}] {addr:#014x}: len {:>6} ring_id {}{}{}{}{} {} {:#x}  {word1}\n",
-                    w0.len_bytes(true),
-                    w0.ring_id(),
-                    if w0.first() { " FIRST" } else { "" },
-                    if w0.last() { " LAST" } else { "" },
-                    if w0.dmb() { " DMB" } else { "" },
-                    if w0.sow() { " SOW" } else { "" },
-                    if q.dir == Dir::M2s { "src" } else { "dst" },
-                    d.buf_ptr()
-                ));
-            }
-            Err(e) => out.push_str(&format!("  [{idx:>4}] {addr:#x}: {e}\n")),
-        }
-    }
-    if posted + pending > show {
-        out.push_str(&format!("  … {} more\n", posted + pending - show));
-    }
-    out
-}
-
-fn reg(device: &Device, region: &str, name: &str) -> Option<u32> {
-    let id = device.map().by_name(region)?;
-    let block = device.block_of(id)?;
-    let off = block.find(name, None)?;
-    let t = device
-        .reg_target(device.map().region(id).base + off)
-        .ok()??;
-    device.peek_reg(t)
-}
-
-/// Every register of a region with its value (non-zero array elements only
-/// for arrays), fields decoded for registers away from reset.
-pub fn show_regs(device: &Device, region: &str) -> String {
-    let Some(id) = device.map().by_name(region) else {
-        return format!("unknown region `{region}`\n");
-    };
-    let Some(block) = device.block_of(id) else {
-        return format!("{region} has no registers\n");
-    };
-    let base = device.map().region(id).base;
-    let mut out = format!("registers of {region} ({}):\n", block.block());
-    for r in block.elements() {
-        let Ok(Some(t)) = device.reg_target(base + r.offset()) else {
-            continue;
-        };
-        let v = device.peek_reg(t).unwrap_or(0);
-        let reset = block.reset_values().get(r.slot()).copied().unwrap_or(0);
-        if r.index().is_some() && v == reset {
-            continue;
-        }
-        let fields: Vec<String> = if v != reset {
-            r.spec()
-                .decode(v)
-                .into_iter()
-                .filter(|(_, fv)| *fv != 0)
-                .map(|(n, fv)| format!("{n}={fv:#x}"))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        out.push_str(&format!(
-            "  {:#06x} {:<24} {v:#010x}{}\n",
-            r.offset(),
-            r.name(),
-            if fields.is_empty() {
-                String::new()
-            } else {
-                format!("  {}", fields.join(" "))
-            }
+/// `neuron-sim step TRACE`.
+pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
+    let trace = a.trace.as_path();
+    if input::is_stdio(trace) && a.script.is_none() {
+        return Err(bad_input(
+            "step -: standard input holds the trace, so the debugger's commands must come from --script FILE",
         ));
     }
-    out
+    let timeline = a.perfetto.plan()?;
+    // Output files are checked before anything runs; standard output holds
+    // the session.
+    for (path, what, option) in [
+        (a.reg_log.as_deref(), "register-access log", "--reg-log"),
+        (a.vcd.as_deref(), "VCD", "--vcd"),
+        (
+            timeline.as_ref().and_then(|t| t.perfetto_path()),
+            "Perfetto trace",
+            "--perfetto",
+        ),
+        (
+            timeline.as_ref().and_then(|t| t.profile_path()),
+            "profile",
+            "--profile",
+        ),
+    ] {
+        match path {
+            Some(p) if input::is_stdio(p) => {
+                return Err(bad_input(format!(
+                    "{option} -: step prints its session on standard output; give {option} a file"
+                )));
+            }
+            Some(p) => crate::check_writable(p, what)?,
+            None => {}
+        }
+    }
+    let source = input::read_text_or_stdin(trace, "trace")?;
+    let mut dev = maps.device_with_timing(a.timing.as_deref())?;
+    dev.set_timing_only(a.timing_only);
+    check_filter(&dev, &a.engines, &a.queues)?;
+    record_cmd::start(&mut dev, a.reg_log.as_deref(), a.vcd.as_deref())?;
+    let name = input::name_of(trace);
+    let files = Box::new(crate::DirFiles {
+        base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
+    });
+    let config = SessionConfig {
+        filter: DoorbellFilter {
+            engines: a.engines.clone(),
+            queues: a.queues.clone(),
+        },
+        keep_timeline: timeline.is_some(),
+        host: host_exec::SessionOptions {
+            keep_driver_events: timeline.is_some(),
+            ..host_exec::SessionOptions::default()
+        },
+    };
+    let listener_name = name.clone();
+    let listener: debugger::Listener = Box::new(move |record| {
+        show(
+            &listener_name,
+            &soc::exec::step_line(&listener_name, record),
+        );
+    });
+    let session =
+        debugger::Session::new(dev, &source, &name, files, config, listener).map_err(|errors| {
+            let mut msg = errors.join("\n");
+            msg.push_str(&format!("\n{} error(s); nothing was run", errors.len()));
+            bad_input(msg)
+        })?;
+    let mut console = Console::new(session);
+    // Breakpoints from the command line: bad names are bad input.
+    let mut specs: Vec<(&str, String)> = a.breaks.iter().map(|b| ("--break", b.clone())).collect();
+    if let Some(c) = a.at_cycle {
+        specs.push(("--at-cycle", format!("cycle {c}")));
+    }
+    for (option, spec) in specs {
+        console
+            .session()
+            .add_break(&spec)
+            .map_err(|e| bad_input(format!("{option} `{spec}`: {e}")))?;
+    }
+    let mut watches: Vec<(&str, String)> =
+        a.watches.iter().map(|w| ("--watch", w.clone())).collect();
+    if let Some(w) = &a.when {
+        watches.push(("--when", w.clone()));
+    }
+    for (option, spec) in watches {
+        console
+            .session()
+            .add_watch(&spec)
+            .map_err(|e| bad_input(format!("{option} `{spec}`: {e}")))?;
+    }
+    let mut input = match &a.script {
+        Some(p) => {
+            let f = std::fs::File::open(p)
+                .map_err(|e| bad_input(format!("cannot read --script {}: {e}", p.display())))?;
+            Input::Lines(Box::new(std::io::BufReader::new(f)))
+        }
+        None => Input::stdin(),
+    };
+    show(&name, &console.start(!a.no_doorbells));
+    loop {
+        let Some(line) = input.next_line("(neuron-sim) ") else {
+            // End of input: the trace runs to its end.
+            show(&name, &console.run_to_end());
+            break;
+        };
+        let reply = console.execute(&line);
+        show(&name, &reply.text);
+        if reply.flow == Flow::Quit {
+            break;
+        }
+    }
+    let code = console.exit_code();
+    let quit_early = console.quit_early();
+    let stops = console.session().stops();
+    let events = console.session().take_timeline();
+    let (report, mut host) = console.finish();
+    if quit_early {
+        let mut tail = report.tail_text_with(true);
+        if host.used() {
+            tail.push_str(&host.report().to_text());
+        }
+        tail.push_str(&format!(
+            "quit at cycle {} before the end of the trace (exit status {})\n",
+            report.summary.cycles,
+            debugger::EXIT_QUIT_EARLY
+        ));
+        show(&name, &tail);
+    }
+    outln!("debugger: {stops} stops");
+    let mut output_errors: Vec<String> = Vec::new();
+    if let Err(e) = record_cmd::finish(host.device_mut(), a.reg_log.as_deref(), a.vcd.as_deref()) {
+        output_errors.push(e.message);
+    }
+    if let Some(plan) = &timeline {
+        let map = host.device_mut().map().clone();
+        let region = |addr: u64| perfetto_cmd::region_of(&map, addr);
+        if let Err(e) = perfetto_cmd::write(plan, &report, &events, host.driver_events(), &region) {
+            output_errors.push(e.message);
+        }
+    }
+    if !output_errors.is_empty() {
+        return Err(bad_input(format!(
+            "{}\n(the session completed; its report is above)",
+            output_errors.join("\n")
+        )));
+    }
+    Ok(code)
 }
 
-fn show_mem(device: &Device, addr: &str, len: &str) -> String {
-    let addr = match trace_format::parse_addr(addr, "<debugger>")
-        .map_err(|e| e.message)
-        .and_then(|a| soc::resolve(device, &a).map_err(|e| e.message))
-    {
-        Ok(r) => r.addr,
-        Err(e) => return format!("{e}\n"),
-    };
-    let Ok(len) = soc_map::parse_u64(len) else {
-        return format!("`{len}` is not a length\n");
-    };
-    let len = len.min(4096) as usize;
-    let mut buf = vec![0u8; len];
-    match device.read_bytes(addr, &mut buf) {
-        Ok(()) => format!("{}\n", soc::exec::hexdump(addr, &buf)),
-        Err(e) => format!("{e}\n"),
+/// A filter no doorbell can match would make `next` never stop.
+fn check_filter(dev: &soc::Device, engines: &[u16], queues: &[u8]) -> Result<(), Failure> {
+    for &e in engines {
+        if dev.map().by_name(&format!("eng{e}")).is_none() {
+            let map = dev.map();
+            let ids: Vec<u64> = map
+                .roots
+                .iter()
+                .filter_map(|&r| map.region(r).name.strip_prefix("eng")?.parse().ok())
+                .collect();
+            return Err(bad_input(format!(
+                "--engine {e}: no such engine (engines: {}..={})",
+                ids.iter().min().copied().unwrap_or(0),
+                ids.iter().max().copied().unwrap_or(0)
+            )));
+        }
     }
+    for &q in queues {
+        if usize::from(q) >= udma::QUEUES {
+            return Err(bad_input(format!(
+                "--queue {q}: no such queue (queues: 0..{})",
+                udma::QUEUES - 1
+            )));
+        }
+    }
+    Ok(())
 }

@@ -31,8 +31,50 @@ fn root() -> PathBuf {
 
 /// Words and arguments the debugger knows, and some it does not.
 const COMMANDS: &[&str] = &[
-    "next", "n", "s", "step", "continue", "c", "help", "h", "ring", "regs", "r", "time", "t",
-    "mem", "x", "quit", "q", "#", "bogus",
+    "next",
+    "n",
+    "s",
+    "step",
+    "continue",
+    "c",
+    "help",
+    "h",
+    "ring",
+    "regs",
+    "r",
+    "time",
+    "t",
+    "mem",
+    "x",
+    "quit",
+    "q",
+    "#",
+    "bogus",
+    "stepi",
+    "si",
+    "cycles",
+    "until",
+    "finish",
+    "break",
+    "b",
+    "watch",
+    "info break",
+    "delete",
+    "disable",
+    "enable",
+    "condition",
+    "ignore",
+    "where",
+    "events",
+    "set",
+    "list",
+    "display",
+    "undisplay",
+    "write32",
+    "fill",
+    "desc",
+    "doorbell",
+    "run",
 ];
 const ARGS: &[&str] = &[
     "eng0.m2s.q0",
@@ -55,6 +97,23 @@ const ARGS: &[&str] = &[
     "-1",
     "[",
     "tpb0.sbuf[p127]+0x37ffc",
+    "doorbell",
+    "fault",
+    "packet",
+    "state",
+    "ring-id",
+    "line",
+    "cycle",
+    "tpb0#0",
+    "tpb9#1",
+    ">=",
+    "==",
+    "16",
+    "1",
+    "2",
+    "eng0",
+    "eng0.m2s",
+    "PREF_RING_ID",
 ];
 
 fn gen_script(rng: &mut Rng) -> Vec<u8> {
@@ -116,7 +175,8 @@ fn exec_script(input: &[u8]) -> Outcome {
         |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
     let (stdout, stderr) = (read(&out_path), read(&err_path));
     match status.code() {
-        Some(0..=2) if stdout.contains(" stops\n") => Ok(true),
+        // 3: the script quit before the end of the trace.
+        Some(0..=3) if stdout.contains(" stops\n") => Ok(true),
         code => Err(format!(
             "step {trace} exited {code:?}:\n{stderr}\n{}",
             stdout.lines().rev().take(5).collect::<Vec<_>>().join("\n")

@@ -1,13 +1,45 @@
-//! A scripted `neuron-sim step` session is a test (issue 3): the debugger
-//! stops at both doorbells of the copy trace, shows the ring and the queue
-//! CSRs, answers memory/register/time commands, and runs to the end.
+//! `neuron-sim step`, the doorbell debugger (docs/user-guide.md §12; issues
+//! 3 and 14): scripted sessions are tests. Transcripts are insta goldens;
+//! the stepping, breakpoints and exit statuses are asserted, and `step`
+//! driven to the end gives `run`'s output and files.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// A scratch directory for this test process.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-step-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `neuron-sim step ARGS… --script` with `script` as the commands.
+fn step_script(args: &[&str], script: &str) -> Output {
+    let dir = scratch("scripts");
+    let path = dir.join(format!(
+        "{:x}.step",
+        script.len() * 31 + args.len() + script.bytes().map(usize::from).sum::<usize>()
+    ));
+    std::fs::write(&path, script).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .current_dir(root())
+        .arg("step")
+        .args(args)
+        .arg("--script")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
 }
 
 #[test]
@@ -28,7 +60,7 @@ fn scripted_step_session() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = stdout(&out);
     // First stop: the RX doorbell (rung before TX), with the new descriptor.
     assert!(
         text.contains("== doorbell at line 14, cycle 0: engine 0 queue 0 S2M"),
@@ -44,20 +76,31 @@ fn scripted_step_session() {
         "{text}"
     );
     assert!(
-        text.contains("FIRST LAST src 0x100000  op CME COPY"),
+        text.contains("FIRST LAST src 0x100000 (hbm0+0x100000)  op CME COPY"),
         "{text}"
     );
-    // Commands answered.
+    // The statement lines come as the statements run, before the next stop.
+    let ran = text.find("copy-hbm-hbm.trace:14: doorbell").unwrap();
+    let second = text.find("== doorbell at line 15").unwrap();
+    assert!(ran < second, "{text}");
+    // Commands answered; the end of the trace stays for inspection.
     assert!(text.contains("unknown command `bogus`"), "{text}");
     assert!(text.contains("0x000000100000: 00 01 02 03"), "{text}");
+    assert!(text.contains("== end of trace at cycle 194"), "{text}");
+    assert!(
+        text.contains(
+            "(neuron-sim) mem hbm0+0x200000 16\nhbm0+0x200000 (0x200000), 16 bytes:\n    0x000000200000: 00 01 02 03"
+        ),
+        "{text}"
+    );
     assert!(text.contains("debugger: 2 stops"), "{text}");
     insta::assert_snapshot!("copy_step_session", text);
 }
 
 #[test]
-fn step_filters_and_value_stops() {
+fn step_filters_and_cycle_stops() {
     // Only engine 1's doorbells: none in this trace, so no doorbell stop;
-    // but the semaphore-free run still reaches cycle 100.
+    // the cycle breakpoint stops the run exactly at cycle 100.
     let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
         .current_dir(root())
         .args([
@@ -68,13 +111,18 @@ fn step_filters_and_value_stops() {
             "--at-cycle",
             "100",
         ])
-        .stdin(std::process::Stdio::null())
+        .stdin(Stdio::null())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = stdout(&out);
     assert!(!text.contains("== doorbell"), "{text}");
-    assert!(text.contains("== reached cycle "), "{text}");
+    assert!(
+        text.contains(
+            "== breakpoint 1 (break cycle 100): reached cycle 100\n-> line 16 (under way at cycle 100): run\n"
+        ),
+        "{text}"
+    );
     assert!(text.contains("debugger: 1 stops"), "{text}");
 
     let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
@@ -90,28 +138,17 @@ fn step_stops_at_the_doorbells_the_firmware_rings() {
     // The DIRECT2D tile load: the firmware rings 16 engines at cycle 510;
     // with --engine 3 the debugger stops once, names the word (trace line
     // 24) and its micro-ops, and shows both rings with the new descriptors.
-    let script = std::env::temp_dir().join(format!("fw-step-{}.step", std::process::id()));
-    std::fs::write(&script, "ring eng3.s2m.q0\nn\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
-        .current_dir(root())
-        .args([
-            "step",
-            "traces/fw-tile-load-bf16.trace",
-            "--engine",
-            "3",
-            "--script",
-        ])
-        .arg(&script)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&script);
+    let out = step_script(
+        &["traces/fw-tile-load-bf16.trace", "--engine", "3"],
+        "ring eng3.s2m.q0\nn\n",
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = stdout(&out);
     assert!(
         text.contains(
             "== firmware doorbell at cycle 510: tpb0 inst#0 (line 24) rang engine 3 queue 0: S2M tail += 9, M2S tail += 9, 65536 bytes"
@@ -145,51 +182,82 @@ fn step_stops_at_the_doorbells_the_firmware_rings() {
     assert!(text.contains("debugger: 1 stops"), "{text}");
 }
 
-/// A filter no doorbell can match is bad input, not a session that never
-/// stops (issue 13 item 2).
+/// A filter no doorbell can match, or a breakpoint naming what does not
+/// exist, is bad input, not a session that never stops (issues 13, 14).
 #[test]
-fn step_refuses_engines_and_queues_that_do_not_exist() {
-    for (flag, value, message) in [
+fn step_refuses_names_that_do_not_exist() {
+    for (args, message) in [
         (
-            "--engine",
-            "200",
+            &["--engine", "200"][..],
             "--engine 200: no such engine (engines: 0..=131)",
         ),
-        ("--queue", "16", "--queue 16: no such queue (queues: 0..15)"),
+        (
+            &["--queue", "16"][..],
+            "--queue 16: no such queue (queues: 0..15)",
+        ),
+        (
+            &["--break", "doorbell eng200"][..],
+            "--break `doorbell eng200`: unknown name `eng200`: there is no such instance (eng0..eng131)",
+        ),
+        (
+            &["--break", "doorbell eng0.m2ss.q0"][..],
+            "did you mean `m2s`?",
+        ),
+        (
+            &["--break", "dorbell"][..],
+            "unknown breakpoint kind `dorbell` (break doorbell | line | cycle | fault | packet | state | ring-id | word); did you mean `doorbell`?",
+        ),
+        (
+            &["--break", "fault PREF_RING_IDD"][..],
+            "did you mean `PREF_RING_ID`?",
+        ),
+        (
+            &["--watch", "eng0.m2s.q0.tdrhpp"][..],
+            "--watch `eng0.m2s.q0.tdrhpp`: unknown name `tdrhpp`: not a register of block udma_m2s_q (eng0.m2s.q0); did you mean `tdrhp`?",
+        ),
+        (
+            &["--watch", "eng0.m2s.q0.q_cfg.en_pref =< 1"][..],
+            "expected VALUE OP NUMBER",
+        ),
+        (
+            &["--when", "tpb0.sem.red[3]>=1"][..],
+            "did you mean `read`?",
+        ),
+        (
+            &["--break", "line 999"][..],
+            "past the trace's last statement",
+        ),
+        (
+            &["--vcd", "-"][..],
+            "--vcd -: step prints its session on standard output; give --vcd a file",
+        ),
+        (
+            &["--perfetto", "x.json", "--perfetto-engines", "200"][..],
+            "--perfetto-engines",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
             .current_dir(root())
-            .args([
-                "step",
-                "traces/copy-hbm-hbm.trace",
-                flag,
-                value,
-                "--script",
-                "/dev/null",
-            ])
+            .args(["step", "traces/copy-hbm-hbm.trace"])
+            .args(args)
+            .args(["--script", "/dev/null"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{flag}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(message), "{err}");
-        assert!(out.stdout.is_empty(), "{flag}: nothing runs");
+        assert!(err.contains(message), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing runs");
     }
 }
 
 /// A mistyped prompt command gets a suggestion (issue 13 item 2).
 #[test]
 fn step_suggests_a_command_for_a_typo() {
-    let dir = std::env::temp_dir().join(format!("neuron-sim-step-typo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let script = dir.join("typo.step");
-    std::fs::write(&script, "contnue\nrgs\nquit\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
-        .current_dir(root())
-        .args(["step", "traces/copy-hbm-hbm.trace", "--script"])
-        .arg(&script)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = step_script(
+        &["traces/copy-hbm-hbm.trace"],
+        "contnue\nrgs\nbreak\nwatch\nstep x\nquit\n",
+    );
+    let text = stdout(&out);
     assert!(
         text.contains(
             "unknown command `contnue` (help lists the commands); did you mean `continue`?"
@@ -197,4 +265,311 @@ fn step_suggests_a_command_for_a_typo() {
         "{text}"
     );
     assert!(text.contains("did you mean `regs`?"), "{text}");
+    assert!(text.contains("break what? (break doorbell"), "{text}");
+    assert!(text.contains("watch what? (watch VALUE"), "{text}");
+    assert!(
+        text.contains("step N: `x` is not a count above 0"),
+        "{text}"
+    );
+}
+
+/// Breakpoints set at the prompt: each kind, the table, conditions,
+/// ignore counts, disabling and deleting; each stop names the breakpoint
+/// and why. Quitting before the end exits 3.
+#[test]
+fn breakpoint_session() {
+    let script = "\
+# before the first run: 20 one-descriptor packets are posted on eng11 q0
+break packet eng11.m2s.q0
+ignore 2 18
+break fault eng12
+condition 3 eng12.gen.sec_d_int_cause == 1
+break ring-id
+watch eng11.m2s.q0.tdrhp
+disable 5
+break state eng12.s2m
+info break
+continue
+continue
+delete 2
+enable 5
+continue
+continue
+info break
+condition 3
+delete 4 9
+delete
+info break
+where
+quit
+";
+    let out = step_script(
+        &[
+            "traces/fault-doorbell-overrun.trace",
+            "--no-doorbells",
+            "--break",
+            "line 69",
+        ],
+        script,
+    );
+    assert_eq!(out.status.code(), Some(3), "quit before the end");
+    let text = stdout(&out);
+    // The ignore count passed over 18 packets; the condition held at the
+    // first eng12 fault only; the state change stopped at the second.
+    assert!(
+        text.contains("== breakpoint 2 (break packet eng11.m2s.q0): @264 eng11 q0 packet done: 256 bytes written"),
+        "{text}"
+    );
+    assert_eq!(text.matches("== breakpoint 3 ").count(), 1, "{text}");
+    assert!(
+        text.contains("== breakpoint 6 (break state eng12.s2m): @279 eng12 s2m state abort"),
+        "{text}"
+    );
+    assert!(
+        text.contains("quit at cycle 279 before the end of the trace (exit status 3)"),
+        "{text}"
+    );
+    insta::assert_snapshot!("breakpoint_session", text);
+}
+
+/// Stepping at every granularity, then the end of the trace: the state
+/// stays for inspection until `quit`, and the exit status is `run`'s.
+#[test]
+fn stepping_session() {
+    let script = "\
+finish
+until 1200
+stepi
+cycles 100
+break tpb0#2
+watch tpb0.sem.read[7] >= 1
+continue
+events 2
+finish tpb0#1
+until 10
+next
+finish
+step
+where
+step 3
+continue
+step
+time
+mem hbm0+0x20200000 16
+regs tpb0.evt_sem
+quit
+";
+    let out = step_script(
+        &["traces/fw-semaphore-chain.trace", "--engine", "1"],
+        script,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    for want in [
+        "(neuron-sim) finish\n== finished: 625 tpb0 inst#0 (line 42) done; SEM_INC_COMPLETE sem[6] += 1\n",
+        "(neuron-sim) until 1200\n== reached cycle 1200\n-> line 46 (under way at cycle 1200)",
+        "(neuron-sim) stepi\n== 17 device events at cycle 1677:\n",
+        "(neuron-sim) cycles 100\n== reached cycle 1777\n",
+        "tpb0#1 completed already, at cycle 1992",
+        "cycle 10 is not ahead: the device is at cycle 1992",
+        "(neuron-sim) next\n== firmware doorbell at cycle 2790: tpb0 inst#2 (line 44) rang engine 1",
+        "(neuron-sim) finish\n== finished: 2854 tpb0 inst#2 (line 44) done\n",
+        "== stepped line 46 (cycle 2854)\n-> line 47: run\n",
+        "== end of trace at cycle 2854",
+        "(neuron-sim) step\nthe trace has ended (cycle 2854): the state stays for inspection; quit to leave",
+        "0x000020200000: 40 00 40 01 40 02 40 03",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
+    insta::assert_snapshot!("stepping_session", text);
+}
+
+/// Exit statuses: a failed expectation is 1 as in `run`, whether the
+/// commands ran out or the user quit at the end; quitting early is 3.
+#[test]
+fn exit_statuses() {
+    let dir = scratch("status");
+    let t = dir.join("fails.trace");
+    std::fs::write(
+        &t,
+        "write32 tpb0.sem.set[1] 5\nread32 tpb0.sem.read[1] == 6\nwrite32 tpb0.sem.set[2] 1\nrun cycles=10\n",
+    )
+    .unwrap();
+    let t = t.to_str().unwrap();
+    for (script, code) in [
+        ("", 1),
+        ("continue\n", 1),
+        ("continue\nquit\n", 1),
+        // The failed expectation ran, but the trace did not end: 3.
+        ("step\nstep\nquit\n", 3),
+        ("quit\n", 3),
+    ] {
+        let out = step_script(&[t, "--no-doorbells", "--break", "line 1"], script);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{script:?}: {}",
+            stdout(&out)
+        );
+    }
+    // The same on a trace that passes: 0 at the end, 3 before.
+    for (script, code) in [("continue\n", 0), ("", 0), ("next\nquit\n", 3)] {
+        let out = step_script(&["traces/copy-hbm-hbm.trace"], script);
+        assert_eq!(out.status.code(), Some(code), "{script:?}");
+    }
+}
+
+/// Issue 14 item 7: `step` takes `run`'s options and, driven to the end
+/// without changing anything, prints `run`'s statement lines and summary
+/// and writes the same files.
+#[test]
+fn step_matches_run_with_the_run_options() {
+    let dir = scratch("like-run");
+    let timing = dir.join("timing.json");
+    std::fs::write(
+        &timing,
+        r#"{"doorbell_latency_cycles": 7, "read_latency_cycles": 33}"#,
+    )
+    .unwrap();
+    let timing = timing.to_str().unwrap().to_string();
+    let debugger_line = |l: &&str| {
+        l.starts_with("==")
+            || l.starts_with("(neuron-sim)")
+            || l.starts_with("   the final state")
+            || l.starts_with("debugger: ")
+    };
+    for trace in [
+        "traces/copy-hbm-hbm.trace",
+        "traces/fw-semaphore-chain.trace",
+        "traces/fault-doorbell-overrun.trace",
+        "traces/host-dmem-batch.trace",
+    ] {
+        for extra in [
+            &[][..],
+            &["--timing", timing.as_str()][..],
+            &["--timing-only"][..],
+        ] {
+            let files = |tag: &str| {
+                ["vcd", "reg-log", "perfetto"]
+                    .map(|k| dir.join(format!("{tag}.{k}")).to_str().unwrap().to_string())
+            };
+            let (r, s) = (files("run"), files("step"));
+            let outputs = |f: &[String; 3]| {
+                vec![
+                    "--vcd".to_string(),
+                    f[0].clone(),
+                    "--reg-log".to_string(),
+                    f[1].clone(),
+                    "--perfetto".to_string(),
+                    f[2].clone(),
+                ]
+            };
+            let run = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+                .current_dir(root())
+                .args(["run", trace])
+                .args(extra)
+                .args(outputs(&r))
+                .output()
+                .unwrap();
+            let step = step_script(
+                &[
+                    &[trace, "--no-doorbells"][..],
+                    extra,
+                    &outputs(&s).iter().map(String::as_str).collect::<Vec<_>>(),
+                ]
+                .concat(),
+                "",
+            );
+            assert_eq!(run.status.code(), step.status.code(), "{trace} {extra:?}");
+            let run_text: Vec<String> = stdout(&run)
+                .lines()
+                .filter(|l| !l.starts_with("host time "))
+                .map(str::to_string)
+                .collect();
+            let step_text: Vec<String> = stdout(&step)
+                .lines()
+                .filter(|l| !debugger_line(l))
+                .map(str::to_string)
+                .collect();
+            assert_eq!(step_text, run_text, "{trace} {extra:?}");
+            for (a, b) in r.iter().zip(&s) {
+                assert!(
+                    std::fs::read(a).unwrap() == std::fs::read(b).unwrap(),
+                    "{trace} {extra:?}: {a} and {b} differ"
+                );
+            }
+        }
+    }
+}
+
+/// Pokes and the views (issue 14 items 4, 5): a doorbell about to post a
+/// descriptor with a stale ring id is called out; a `desc` typed at the
+/// stop fixes it before the doorbell is written; `set`, `regs` of one
+/// register, a field or a filtered block, `ring` over any slots and `mem`
+/// folded; the trace then ends with its checks of the fault failing.
+#[test]
+fn pokes_and_views_session() {
+    let script = "\
+next
+desc eng128.m2s.q0[0] len=4096 src=hbm0+0xb00000 first last ring_id=1
+ring
+run
+set eng128.m2s.q0.q_cfg.en_pref 1
+regs eng128.m2s.q0.q_cfg
+regs eng128.m2s.q0.q_cfg.en_pref
+break packet eng128
+continue
+ring eng128.s2m.q0 0..2
+regs eng128.gen --changed *SEC_?_INT*
+mem hbm1+0xb00ff0 0x40
+mem hbm1+0xc00000 0x2000
+continue
+quit
+";
+    let out = step_script(&["traces/fault-ring-id.trace", "--engine", "128"], script);
+    assert_eq!(out.status.code(), Some(1), "the trace's fault checks fail");
+    let text = stdout(&out);
+    for want in [
+        "warning: 1 of the 1 descriptors this doorbell posts carry a stale ring id ([0] has 2, expects 1): the prefetch will raise PREF_RING_ID",
+        "<prompt>: desc eng128.m2s.q0[0] at 0x9000000: src 0xb00000 len 4096 ring_id 1 FIRST LAST",
+        "<prompt>: ERROR `run` cannot run out of turn",
+        "== breakpoint 1 (break packet eng128): @194 eng128 q0 packet done: 4096 bytes written",
+        "  beyond [   1] 0x000009000210:",
+        "    *\n",
+        "FAILED read32 eng128.gen.sec_a_int_cause",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
+    insta::assert_snapshot!("pokes_and_views_session", text);
+}
+
+/// `list` (the trace around the stop, breakpoint lines marked) and
+/// `display` (values shown at every stop; issue 14 item 5).
+#[test]
+fn list_and_display() {
+    let out = step_script(
+        &["traces/copy-hbm-hbm.trace"],
+        "break line 16\nlist\ndisplay eng0.m2s.q0.tdrhp\ndisplay eng0.m2s.q0.q_cfg.en_pref\ndisplay nothing.here\ncontinue\nlist 2\nlist 99\nundisplay 1\nundisplay 5\nstepi\nundisplay\ndisplay\nquit\n",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let text = stdout(&out);
+    for want in [
+        "(neuron-sim) list\n      10  write32 eng0.m2s.change_state 1\n",
+        " ->   14  doorbell eng0.s2m.q0 1\n      15  doorbell eng0.m2s.q0 1\n b    16  run\n",
+        "(neuron-sim) display eng0.m2s.q0.tdrhp\n1: eng0.m2s.q0.tdrhp = 0x40000000\n",
+        "(neuron-sim) display nothing.here\nunknown name `nothing`",
+        "== breakpoint 1 (break line 16): line 16\n-> line 16: run\n1: eng0.m2s.q0.tdrhp = 0x40000000\n2: eng0.m2s.q0.q_cfg.en_pref = 0x1\n",
+        "(neuron-sim) list 2\n       1  # One HBM",
+        "line 99 is not in the trace (lines 1..18)",
+        "(neuron-sim) undisplay 5\nno display 5\n",
+        "-> line 16 (under way at cycle 1): run\n1: eng0.m2s.q0.q_cfg.en_pref = 0x1\n(neuron-sim)",
+        "(neuron-sim) undisplay\nremoved 1 display\n(neuron-sim) display\nno displays: display VALUE\n",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
 }

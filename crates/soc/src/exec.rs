@@ -19,12 +19,14 @@ use trace_format::{AddrRole, Compare, DescFields, QueueRef, RunMode};
 use udma::{Dir, EngineEvent, EventKind, UnitBlock};
 
 mod desc;
+mod execution;
 mod link;
 mod report;
 mod statement;
 mod stream;
 
 use desc::*;
+pub use execution::{Advance, Execution};
 pub use link::*;
 pub use report::*;
 pub use statement::*;
@@ -223,6 +225,13 @@ pub fn run_source(
 pub enum Control {
     /// Go on.
     Continue,
+    /// Hand control back to the caller of [`Execution::advance`] here: from
+    /// [`ExecHooks::before`], the statement has not started (the next
+    /// `advance` starts it without asking again); from
+    /// [`ExecHooks::during_run`], the `run`/`wait` pauses after the event
+    /// just processed and the next `advance` resumes it. [`run_linked`]
+    /// goes on at once.
+    Pause,
     /// Stop the run here (statements after this are not executed).
     Quit,
 }
@@ -230,7 +239,8 @@ pub enum Control {
 /// Callbacks for debuggers: before each statement, and after every engine
 /// step while `run`/`wait` advance time.
 pub trait ExecHooks {
-    /// Before statement `index` runs.
+    /// Before statement `index` runs (once per statement, not when a paused
+    /// `run`/`wait` resumes).
     fn before(
         &mut self,
         _index: usize,
@@ -370,110 +380,12 @@ pub fn run_linked_host(
     files: &mut dyn TraceFiles,
     hooks: &mut dyn ExecHooks,
 ) -> RunReport {
-    let mut report = RunReport {
-        trace: file.to_string(),
-        statements: 0,
-        expectations_passed: 0,
-        expectations_failed: 0,
-        expectations_skipped: 0,
-        summary: Summary::of(host.device()),
-        steps: Vec::new(),
-        failures: Vec::new(),
-        errors: Vec::new(),
-        warnings: Vec::new(),
-    };
-    if let Err(e) = host.device().boot_firmware() {
-        report.errors.push(located(
-            file,
-            Span::new(1, 1, 0),
-            format!("firmware boot: {}", e.0),
-        ));
-    }
-    // Register accesses of trace statements are the trace's (the driver and
-    // the firmware name themselves while they run).
-    let prev_master = host.device().set_bus_master(crate::record::Master::Trace);
-    let mut exec = Executor::default();
-    for (i, (s0, r0)) in trace.statements.iter().zip(linked).enumerate() {
-        // Deferred statements are bound and linked now.
-        let bound = match r0 {
-            Linked::Deferred => bind_tensors(&*host, s0).and_then(|b| {
-                let l = link_one(host.device(), &b.kind).map_err(|e| (Some(e.span), e.message))?;
-                Ok((b, l))
-            }),
-            _ => Ok((s0.clone(), r0.clone())),
-        };
-        let (s, r) = match &bound {
-            Ok((s, r)) => (s, r),
-            Err(_) => (s0, r0),
-        };
-        if hooks.before(i, s, r, host.device(), &exec) == Control::Quit {
-            break;
-        }
-        let result = match (&bound, &s.kind) {
-            (Err(e), _) => Err(e.clone()),
-            (Ok(_), StatementKind::Host { op, status }) => match host.host_op(op, *status, files) {
-                Ok(HostOutcome::Done(t)) => Ok(Outcome::Done(t)),
-                Ok(HostOutcome::Checked { text, held }) => Ok(Outcome::Expectation { text, held }),
-                Ok(HostOutcome::Skipped(text)) => Ok(Outcome::Skipped(text)),
-                Err(m) => Err((None, m)),
-            },
-            (Ok(_), _) => step(host.device(), &mut exec, s, r, files, hooks),
-        };
-        let device = host.device();
-        let (status, text) = match result {
-            Ok(Outcome::Done(text)) => (Status::Ok, text),
-            Ok(Outcome::Expectation { text, held: true }) => {
-                report.expectations_passed += 1;
-                (Status::Ok, text)
-            }
-            Ok(Outcome::Skipped(text)) => {
-                report.expectations_skipped += 1;
-                (Status::Skipped, text)
-            }
-            Ok(Outcome::Expectation { text, held: false }) => {
-                report.expectations_failed += 1;
-                report.failures.push(located(file, s.span, text.clone()));
-                (Status::Failed, text)
-            }
-            Err((span, message)) => {
-                report
-                    .errors
-                    .push(located(file, span.unwrap_or(s.span), message.clone()));
-                (Status::Error, message)
-            }
-        };
-        report.statements += 1;
-        let quit = text == QUIT_MARK;
-        let mut text = text;
-        for w in exec.warnings.drain(..) {
-            text.push_str(&format!("\n  warning: {w}"));
-            report.warnings.push(located(file, s.span, w));
-        }
-        let mut record = StepRecord {
-            line: s.span.line,
-            directive: s.kind.directive(),
-            address: Hex(r.addr()),
-            cycle: device.now().0,
-            text,
-            status,
-            events: Vec::new(),
-        };
-        if device.has_event_sink() {
-            device.flush_events();
-            hooks.statement(&record);
-        } else {
-            record.events = device.take_events();
-            hooks.statement(&record);
-            report.steps.push(record);
-        }
-        if quit {
-            break;
-        }
-    }
-    host.device().set_bus_master(prev_master);
-    report.summary = Summary::of(host.device());
-    report.summary.claim_faults(&exec.claimed_faults);
-    report
+    let mut run = Execution::start(host, file);
+    while !matches!(
+        run.advance(host, trace, linked, files, hooks, None),
+        Advance::End | Advance::Quit { .. }
+    ) {}
+    run.finish(host)
 }
 
 /// The text of a statement the debugger quit during.

@@ -3,22 +3,310 @@
 
 use super::*;
 
+/// How a stretch of [`run_device`] ended, besides the device's own stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RunEnd {
+    /// The device stopped on its own (idle, limit, stall) or `cond` held.
+    Device,
+    /// A hook paused the run: the statement resumes later.
+    Paused,
+    /// A hook quit.
+    Quit,
+}
+
+/// Runs the device until `limit`, asking the hooks after every event; a
+/// hook's pause or quit ends the stretch (the event that prompted it has
+/// run). Returns the device's stop, whether `cond` held and why it ended.
 pub(super) fn run_device(
     device: &mut Device,
     limit: Option<Cycle>,
     on_stall: OnStall,
     hooks: &mut dyn ExecHooks,
     mut cond: impl FnMut(&mut Device) -> bool,
-) -> (RunStop, bool, bool) {
-    let mut quit = false;
+) -> (RunStop, bool, RunEnd) {
+    let mut end = RunEnd::Device;
     let (stop, met) = device.run_while(limit, on_stall, |d| {
-        if hooks.during_run(d) == Control::Quit {
-            quit = true;
-            return true;
+        match hooks.during_run(d) {
+            Control::Continue => {}
+            Control::Pause => {
+                end = RunEnd::Paused;
+                return true;
+            }
+            Control::Quit => {
+                end = RunEnd::Quit;
+                return true;
+            }
         }
         cond(d)
     });
-    (stop, met && !quit, quit)
+    (stop, met && end == RunEnd::Device, end)
+}
+
+/// A `run` or `wait` under way: what it needs to go on after a pause
+/// (a debugger stopped inside it, [`Execution`]).
+#[derive(Clone, Debug)]
+pub(super) enum Timed {
+    /// `run`: the cycle it started at and its limit.
+    Run { start: u64, limit: Option<Cycle> },
+    /// `wait`: the cycle it started at, its timeout limit and the check.
+    Wait {
+        start: u64,
+        limit: Cycle,
+        at: String,
+        addr: u64,
+        compare: Compare,
+        value: u32,
+        mask: u32,
+        /// Resumed after a pause: the check is made before time moves
+        /// again (the event that paused it may have made it hold).
+        resumed: bool,
+    },
+}
+
+/// What a statement did when it was started or resumed.
+pub(super) enum Progress {
+    /// It finished.
+    Done(Result<Outcome, StepError>),
+    /// It paused at the current cycle and resumes with [`advance_timed`].
+    Paused(Timed),
+}
+
+/// The 32-bit value a `wait` checks, without read side effects.
+fn wait_value(d: &Device, addr: u64) -> Option<u32> {
+    match d.reg_target(addr) {
+        Ok(Some(t)) => d.peek_reg(t),
+        Ok(None) => {
+            let mut b = [0u8; 4];
+            d.read_bytes(addr, &mut b)
+                .ok()
+                .map(|()| u32::from_le_bytes(b))
+        }
+        Err(_) => None,
+    }
+}
+
+/// Lets a `run` or `wait` advance time, up to its own end or `pause_at`,
+/// whichever comes first. A pause before its end leaves the device exactly
+/// as the same run would at that cycle: every event up to `pause_at` has
+/// run, none after, and resuming gives the same events at the same cycles
+/// as running through.
+pub(super) fn advance_timed(
+    device: &mut Device,
+    timed: Timed,
+    hooks: &mut dyn ExecHooks,
+    pause_at: Option<Cycle>,
+) -> Progress {
+    match timed {
+        Timed::Run { start, limit } => {
+            // A pause only before the run's own limit.
+            let pause = pause_at.filter(|p| limit.is_none_or(|l| *p < l));
+            // Unbounded, a stall ends the run at once (SkipToLimit does the
+            // same without a limit): the pause limit must not skip polls.
+            let on_stall = if pause.is_some() && limit.is_none() {
+                OnStall::Stop
+            } else {
+                OnStall::SkipToLimit
+            };
+            let (stop, _, end) = run_device(device, pause.or(limit), on_stall, hooks, |_| false);
+            match end {
+                RunEnd::Quit => return Progress::Done(Ok(Outcome::Done(QUIT_MARK.to_string()))),
+                RunEnd::Paused => return Progress::Paused(Timed::Run { start, limit }),
+                RunEnd::Device => {}
+            }
+            if let Some(p) = pause {
+                match (stop, limit) {
+                    // Unbounded and finished before the pause cycle.
+                    (RunStop::Idle | RunStop::Stalled, None) => {}
+                    // Bounded and idle: the time up to the pause passes.
+                    (RunStop::Idle, Some(_)) => {
+                        device.advance_to(p);
+                        return Progress::Paused(Timed::Run { start, limit });
+                    }
+                    // Events remain after the pause cycle (or a bounded
+                    // stall let the time up to it pass).
+                    _ => return Progress::Paused(Timed::Run { start, limit }),
+                }
+            }
+            Progress::Done(run_outcome(device, start, limit, stop))
+        }
+        Timed::Wait {
+            start,
+            limit,
+            at,
+            addr,
+            compare,
+            value,
+            mask,
+            resumed,
+        } => {
+            let holds = |v: u32| match compare {
+                Compare::Eq => v & mask == value,
+                Compare::Ne => v & mask != value,
+                Compare::Ge => v & mask >= value,
+            };
+            let outcome = |device: &Device, stop: Option<RunStop>, met: bool| {
+                let now = device.now().0;
+                let last = wait_value(device, addr).unwrap_or(0);
+                // A memory word a timing-only copy should have written
+                // cannot change: say so, since it is why the wait failed.
+                let why = match device.stale_byte_in(addr, 4) {
+                    Some(b) if !met => format!(
+                        " (timing-only: {b:#x} is the destination of a DMA copy that moved no payload)"
+                    ),
+                    _ => String::new(),
+                };
+                Outcome::Expectation {
+                    text: if met {
+                        format!(
+                            "wait {at} {compare} {value:#x}: held at cycle {now} (waited {} cycles)",
+                            now - start
+                        )
+                    } else if stop == Some(RunStop::Idle) {
+                        format!(
+                            "wait {at} {compare} {value:#x}: the device went idle at cycle {now} with the value at {last:#010x}"
+                        )
+                    } else if stop == Some(RunStop::Stalled) {
+                        format!(
+                            "wait {at} {compare} {value:#x}: the value is at {last:#010x} and cannot change: {}",
+                            stall_text(device)
+                        )
+                    } else {
+                        format!(
+                            "wait {at} {compare} {value:#x}: timed out at cycle {now} after {} cycles; value {last:#010x}",
+                            now - start
+                        )
+                    } + &why,
+                    held: met,
+                }
+            };
+            if resumed && wait_value(device, addr).is_some_and(holds) {
+                return Progress::Done(Ok(outcome(device, None, true)));
+            }
+            let pause = pause_at.filter(|p| *p < limit);
+            let (stop, met, end) = run_device(
+                device,
+                Some(pause.unwrap_or(limit)),
+                OnStall::Stop,
+                hooks,
+                |d| wait_value(d, addr).is_some_and(holds),
+            );
+            let paused = Timed::Wait {
+                start,
+                limit,
+                at: at.clone(),
+                addr,
+                compare,
+                value,
+                mask,
+                resumed: true,
+            };
+            match end {
+                RunEnd::Quit => return Progress::Done(Ok(Outcome::Done(QUIT_MARK.to_string()))),
+                RunEnd::Paused => return Progress::Paused(paused),
+                RunEnd::Device => {}
+            }
+            if pause.is_some() && !met && stop == RunStop::Limit {
+                return Progress::Paused(paused);
+            }
+            Progress::Done(Ok(outcome(device, Some(stop), met)))
+        }
+    }
+}
+
+/// The outcome of a `run` that ended with `stop`.
+fn run_outcome(
+    device: &mut Device,
+    start: u64,
+    limit: Option<Cycle>,
+    stop: RunStop,
+) -> Result<Outcome, StepError> {
+    // `cycles=N` / `until=N` let the time pass even when nothing is
+    // pending (docs/trace-format.md §4.4).
+    if let (RunStop::Idle, Some(l)) = (stop, limit) {
+        device.advance_to(l);
+    }
+    let now = device.now().0;
+    let head = format!(
+        "run: cycle {start} -> {now} ({:.1} ns)",
+        device.timing().ns(now)
+    );
+    match stop {
+        RunStop::Idle => Ok(Outcome::Done(format!("{head}, idle"))),
+        RunStop::Limit => Ok(Outcome::Done(head)),
+        // A bounded run got its cycles; the summary says who waits.
+        RunStop::Stalled if limit.is_some() => Ok(Outcome::Done(format!(
+            "{head}, stalled (the firmware polls for completions that cannot come)"
+        ))),
+        RunStop::Stalled => Ok(Outcome::Expectation {
+            text: format!("{head}: {}", stall_text(device)),
+            held: false,
+        }),
+    }
+}
+
+/// Starts a statement: most finish at once; `run` and `wait` advance time
+/// up to `pause_at` at most ([`advance_timed`]).
+pub(super) fn start(
+    device: &mut Device,
+    exec: &mut Executor,
+    s: &Statement,
+    r: &Linked,
+    files: &mut dyn TraceFiles,
+    hooks: &mut dyn ExecHooks,
+    pause_at: Option<Cycle>,
+) -> Progress {
+    let timed = match &s.kind {
+        StatementKind::Run { mode } => {
+            let start = device.now().0;
+            let limit = match mode {
+                RunMode::Idle => None,
+                RunMode::Cycles(n) => Some(Cycle(start.saturating_add(*n))),
+                RunMode::Until(c) => Some(Cycle(*c)),
+            };
+            Timed::Run { start, limit }
+        }
+        StatementKind::Wait {
+            compare,
+            value,
+            mask,
+            timeout,
+            ..
+        } => {
+            let addr = r.addr();
+            let at = name_of(s, r);
+            let mask = mask.unwrap_or(u32::MAX);
+            let start = device.now().0;
+            let Some(first) = wait_value(device, addr) else {
+                return Progress::Done(Err((
+                    None,
+                    format!("wait {at}: the address cannot be read"),
+                )));
+            };
+            let holds = match compare {
+                Compare::Eq => first & mask == *value,
+                Compare::Ne => first & mask != *value,
+                Compare::Ge => first & mask >= *value,
+            };
+            if holds {
+                return Progress::Done(Ok(Outcome::Expectation {
+                    text: format!("wait {at} {compare} {value:#x}: held at cycle {start}"),
+                    held: true,
+                }));
+            }
+            Timed::Wait {
+                start,
+                limit: Cycle(start.saturating_add(timeout.unwrap_or(DEFAULT_WAIT_TIMEOUT_CYCLES))),
+                at,
+                addr,
+                compare: *compare,
+                value: *value,
+                mask,
+                resumed: false,
+            }
+        }
+        _ => return Progress::Done(step(device, exec, s, r, files)),
+    };
+    advance_timed(device, timed, hooks, pause_at)
 }
 
 pub(super) fn step(
@@ -27,7 +315,6 @@ pub(super) fn step(
     s: &Statement,
     r: &Linked,
     files: &mut dyn TraceFiles,
-    hooks: &mut dyn ExecHooks,
 ) -> Result<Outcome, StepError> {
     let at = name_of(s, r);
     let addr = r.addr();
@@ -165,116 +452,6 @@ pub(super) fn step(
                 "memcpy_method tpb{core}#{}: neuron_set_memcpy_method({method}) queued",
                 tag.seq
             )))
-        }
-        StatementKind::Run { mode } => {
-            let start = device.now().0;
-            let limit = match mode {
-                RunMode::Idle => None,
-                RunMode::Cycles(n) => Some(Cycle(start.saturating_add(*n))),
-                RunMode::Until(c) => Some(Cycle(*c)),
-            };
-            let (stop, _, quit) = run_device(device, limit, OnStall::SkipToLimit, hooks, |_| false);
-            if quit {
-                return Ok(Outcome::Done(QUIT_MARK.to_string()));
-            }
-            // `cycles=N` / `until=N` let the time pass even when nothing is
-            // pending (docs/trace-format.md §4.4).
-            if let (RunStop::Idle, Some(l)) = (stop, limit) {
-                device.advance_to(l);
-            }
-            let now = device.now().0;
-            let head = format!(
-                "run: cycle {start} -> {now} ({:.1} ns)",
-                device.timing().ns(now)
-            );
-            match stop {
-                RunStop::Idle => Ok(Outcome::Done(format!("{head}, idle"))),
-                RunStop::Limit => Ok(Outcome::Done(head)),
-                // A bounded run got its cycles; the summary says who waits.
-                RunStop::Stalled if limit.is_some() => Ok(Outcome::Done(format!(
-                    "{head}, stalled (the firmware polls for completions that cannot come)"
-                ))),
-                RunStop::Stalled => Ok(Outcome::Expectation {
-                    text: format!("{head}: {}", stall_text(device)),
-                    held: false,
-                }),
-            }
-        }
-        StatementKind::Wait {
-            compare,
-            value,
-            mask,
-            timeout,
-            ..
-        } => {
-            let m = mask.unwrap_or(u32::MAX);
-            let holds = |v: u32| match compare {
-                Compare::Eq => v & m == *value,
-                Compare::Ne => v & m != *value,
-                Compare::Ge => v & m >= *value,
-            };
-            let start = device.now().0;
-            let check = |d: &mut Device| -> Option<u32> {
-                // Peek without read side effects.
-                match d.reg_target(addr) {
-                    Ok(Some(t)) => d.peek_reg(t),
-                    Ok(None) => {
-                        let mut b = [0u8; 4];
-                        d.read_bytes(addr, &mut b)
-                            .ok()
-                            .map(|()| u32::from_le_bytes(b))
-                    }
-                    Err(_) => None,
-                }
-            };
-            let first = check(device)
-                .ok_or_else(|| (None, format!("wait {at}: the address cannot be read")))?;
-            if holds(first) {
-                return Ok(Outcome::Expectation {
-                    text: format!("wait {at} {compare} {value:#x}: held at cycle {start}"),
-                    held: true,
-                });
-            }
-            let limit = Cycle(start.saturating_add(timeout.unwrap_or(DEFAULT_WAIT_TIMEOUT_CYCLES)));
-            let (stop, met, quit) = run_device(device, Some(limit), OnStall::Stop, hooks, |d| {
-                check(d).is_some_and(holds)
-            });
-            if quit {
-                return Ok(Outcome::Done(QUIT_MARK.to_string()));
-            }
-            let now = device.now().0;
-            let last = check(device).unwrap_or(0);
-            // A memory word a timing-only copy should have written cannot
-            // change: say so, since it is why the wait failed.
-            let why = match device.stale_byte_in(addr, 4) {
-                Some(b) if !met => format!(
-                    " (timing-only: {b:#x} is the destination of a DMA copy that moved no payload)"
-                ),
-                _ => String::new(),
-            };
-            Ok(Outcome::Expectation {
-                text: if met {
-                    format!(
-                        "wait {at} {compare} {value:#x}: held at cycle {now} (waited {} cycles)",
-                        now - start
-                    )
-                } else if stop == RunStop::Idle {
-                    format!(
-                        "wait {at} {compare} {value:#x}: the device went idle at cycle {now} with the value at {last:#010x}"
-                    )
-                } else if stop == RunStop::Stalled {
-                    format!(
-                        "wait {at} {compare} {value:#x}: the value is at {last:#010x} and cannot change: {}",
-                        stall_text(device)
-                    )
-                } else {
-                    format!(
-                        "wait {at} {compare} {value:#x}: timed out at cycle {now} after {} cycles; value {last:#010x}",
-                        now - start
-                    )
-                } + &why,
-                held: met,
-            })
         }
         StatementKind::Write32 { value, .. } => {
             if let Linked::Addr(res) = r

@@ -1,0 +1,463 @@
+//! The executor hooks of a session: breakpoint and goal checks before each
+//! statement and after every engine step, the device events as they come,
+//! and the statement records (docs/user-guide.md §12 "Breakpoints").
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use q7::FwEventKind;
+use soc::exec::{Control, ExecHooks, Executor, Linked, QueueTarget, StepRecord, queue_target};
+use soc::{Device, DeviceEvent};
+use trace_format::{Statement, StatementKind};
+use udma::EventKind;
+
+use crate::breakpoint::{BreakKind, Breakpoints, Hit, cause_matches};
+use crate::place::Place;
+use crate::session::{DoorbellFilter, FinishTarget, FwDoorbell, Granularity, Listener, StopKind};
+
+/// Device events the `events` view keeps.
+const RECENT_EVENTS: usize = 256;
+
+/// Micro-op lines kept per core between two firmware doorbells.
+const MICRO_OPS_KEPT: usize = 64;
+
+/// A stop found inside the executor's hooks, waiting to be returned.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    pub(crate) kind: Option<StopKind>,
+    pub(crate) hits: Vec<Hit>,
+}
+
+impl Pending {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.kind.is_none() && self.hits.is_empty()
+    }
+}
+
+/// The executor hooks of a session: breakpoint checks before statements
+/// and after every engine step, and the statement records.
+pub(crate) struct Monitor {
+    pub(crate) bps: Breakpoints,
+    pub(crate) filter: DoorbellFilter,
+    pub(crate) goal: Granularity,
+    pub(crate) sink: Arc<Mutex<Vec<DeviceEvent>>>,
+    pub(crate) recent: VecDeque<DeviceEvent>,
+    pub(crate) timeline: Option<Vec<DeviceEvent>>,
+    pub(crate) listener: Listener,
+    /// Firmware micro-ops per core since its last doorbell.
+    pub(crate) micro_ops: BTreeMap<u8, Vec<String>>,
+    /// Collect events after every engine step.
+    pub(crate) needs_events: bool,
+    pub(crate) watches: bool,
+    pub(crate) pending: Pending,
+    /// Further firmware doorbell stops found with the one returned.
+    pub(crate) queued: VecDeque<(StopKind, Vec<Hit>)>,
+    /// Events since the step began ([`Granularity::Event`]).
+    pub(crate) step_events: Vec<DeviceEvent>,
+    /// Words (core, number) that completed, and when.
+    pub(crate) words_done: BTreeMap<(u8, u64), u64>,
+}
+
+impl Monitor {
+    /// Takes the events the sink received (with `flush`, also those the
+    /// device holds); scans them when a stop may depend on them.
+    pub(crate) fn drain(&mut self, device: &mut Device, flush: bool, scan: bool) {
+        if flush {
+            device.flush_events();
+        }
+        let events = match self.sink.lock() {
+            Ok(mut s) if !s.is_empty() => std::mem::take(&mut *s),
+            _ => return,
+        };
+        if scan {
+            self.scan(device, &events);
+        }
+        for e in events {
+            if let DeviceEvent::Firmware(fw) = &e
+                && matches!(
+                    fw.kind,
+                    FwEventKind::Done { .. }
+                        | FwEventKind::Rejected { .. }
+                        | FwEventKind::MemcpyDone { .. }
+                )
+            {
+                self.words_done.insert((fw.tpb, fw.inst.seq), fw.at);
+            }
+            if self.recent.len() == RECENT_EVENTS {
+                self.recent.pop_front();
+            }
+            if let Some(t) = self.timeline.as_mut() {
+                t.push(e.clone());
+            }
+            self.recent.push_back(e);
+        }
+    }
+
+    /// Looks at new events for breakpoints and the step's goal.
+    fn scan(&mut self, device: &Device, events: &[DeviceEvent]) {
+        if self.goal == Granularity::Event && !events.is_empty() {
+            self.step_events.extend(events.iter().cloned());
+            if self.pending.kind.is_none() {
+                self.pending.kind = Some(StopKind::Events(Vec::new()));
+            }
+        }
+        for e in events {
+            match e {
+                DeviceEvent::Firmware(fw) => self.scan_fw(device, fw),
+                DeviceEvent::Engine(ev) => self.scan_engine(device, ev),
+                _ => {}
+            }
+        }
+    }
+
+    fn scan_fw(&mut self, device: &Device, fw: &q7::FwEvent) {
+        let mut hits = Vec::new();
+        for b in self.bps.iter_mut() {
+            if let BreakKind::Word { tpb, seq } = b.kind
+                && !b.done
+                && tpb == fw.tpb
+                && seq == fw.inst.seq
+            {
+                b.done = true;
+                if let Some(h) = b.hit(
+                    device,
+                    format!("taken up: {}", soc::exec::fw_event_text(fw)),
+                ) {
+                    hits.push(h);
+                }
+            }
+        }
+        if let Granularity::Finish(FinishTarget::Word { tpb, seq }) = self.goal
+            && tpb == fw.tpb
+            && seq == fw.inst.seq
+            && matches!(
+                fw.kind,
+                FwEventKind::Done { .. }
+                    | FwEventKind::Rejected { .. }
+                    | FwEventKind::MemcpyDone { .. }
+            )
+            && self.pending.kind.is_none()
+        {
+            self.pending.kind = Some(StopKind::Finished {
+                what: soc::exec::fw_event_text(fw),
+            });
+        }
+        self.pending.hits.extend(hits);
+        let ops = self.micro_ops.entry(fw.tpb).or_default();
+        let rung = match &fw.kind {
+            FwEventKind::MicroOp { text } => {
+                if ops.len() < MICRO_OPS_KEPT {
+                    ops.push(text.clone());
+                }
+                None
+            }
+            FwEventKind::Log { text } => {
+                if ops.len() < MICRO_OPS_KEPT {
+                    ops.push(format!("log: {text}"));
+                }
+                None
+            }
+            FwEventKind::InlineChunk {
+                engine,
+                queue,
+                slot,
+                chunk_bytes,
+                anomaly,
+                ..
+            } => {
+                ops.push(format!("word0 anomaly: {anomaly}"));
+                Some((*engine, *queue, 1, 1, *chunk_bytes, *slot, *slot))
+            }
+            FwEventKind::Doorbell {
+                engine,
+                queue,
+                count,
+                m2s_count,
+                bytes,
+                m2s_first,
+                s2m_first,
+            } => Some((
+                *engine, *queue, *count, *m2s_count, *bytes, *m2s_first, *s2m_first,
+            )),
+            _ => None,
+        };
+        let Some((engine, queue, count, m2s_count, bytes, m2s_first, s2m_first)) = rung else {
+            return;
+        };
+        let db = FwDoorbell {
+            at: fw.at,
+            tpb: fw.tpb,
+            seq: fw.inst.seq,
+            source: fw.inst.source.clone(),
+            engine,
+            queue,
+            count,
+            m2s_count,
+            bytes,
+            m2s_first,
+            s2m_first,
+            micro_ops: std::mem::take(ops),
+        };
+        let mut hits = Vec::new();
+        for b in self.bps.iter_mut() {
+            let BreakKind::Doorbell(place) = &b.kind else {
+                continue;
+            };
+            let here = match place {
+                Place::Core(t) => *t == fw.tpb,
+                p => p.has_engine_event(engine, None, Some(queue)),
+            };
+            if here
+                && let Some(h) = b.hit(
+                    device,
+                    format!(
+                        "tpb{}#{} rang eng{engine} queue {queue} at cycle {}",
+                        fw.tpb, fw.inst.seq, fw.at
+                    ),
+                )
+            {
+                hits.push(h);
+            }
+        }
+        let goal = self.goal == Granularity::Doorbell && self.filter.wants(engine, queue);
+        if !goal && hits.is_empty() {
+            return;
+        }
+        let kind = StopKind::FwDoorbell(db);
+        if self.pending.kind.is_none() {
+            self.pending.kind = Some(kind);
+            self.pending.hits.extend(hits);
+        } else {
+            self.queued.push_back((kind, hits));
+        }
+    }
+
+    fn scan_engine(&mut self, device: &Device, ev: &udma::EngineEvent) {
+        let engine = ev.engine;
+        let text = || soc::exec::engine_event_text(ev);
+        let mut hits = Vec::new();
+        for b in self.bps.iter_mut() {
+            let why = match (&b.kind, &ev.kind) {
+                (BreakKind::Packet(p), EventKind::PacketDone { queue, .. })
+                    if p.has_engine_event(engine, None, Some(*queue)) =>
+                {
+                    text()
+                }
+                (
+                    BreakKind::Fault { place, cause },
+                    EventKind::Fault {
+                        dir,
+                        queue,
+                        cause: c,
+                        ..
+                    },
+                ) if place.has_engine_event(engine, Some(*dir), *queue)
+                    && cause.as_ref().is_none_or(|want| cause_matches(c, want)) =>
+                {
+                    text()
+                }
+                (
+                    BreakKind::RingId(p),
+                    EventKind::Fault {
+                        dir, queue, cause, ..
+                    },
+                ) if cause.ends_with(".PREF_RING_ID")
+                    && p.has_engine_event(engine, Some(*dir), *queue) =>
+                {
+                    text()
+                }
+                (BreakKind::State(p), EventKind::State { dir, .. })
+                    if p.has_engine_event(engine, Some(*dir), None) =>
+                {
+                    text()
+                }
+                (BreakKind::State(p), EventKind::QueueReset { dir, queue, .. })
+                    if p.has_engine_event(engine, Some(*dir), Some(*queue)) =>
+                {
+                    text()
+                }
+                (
+                    BreakKind::State(p),
+                    EventKind::Fault {
+                        dir, queue, cause, ..
+                    },
+                ) if cause == "AXI_QUEUE_CFG.NON_ACTIVE"
+                    && queue.is_some()
+                    && p.has_engine_event(engine, Some(*dir), *queue) =>
+                {
+                    text()
+                }
+                _ => continue,
+            };
+            if let Some(h) = b.hit(device, why) {
+                hits.push(h);
+            }
+        }
+        self.pending.hits.extend(hits);
+        if let Granularity::Finish(FinishTarget::Packet {
+            engine: e,
+            queue: q,
+        }) = self.goal
+            && let EventKind::PacketDone { queue, .. } = ev.kind
+            && e == engine
+            && q == queue
+            && self.pending.kind.is_none()
+        {
+            self.pending.kind = Some(StopKind::Finished { what: text() });
+        }
+    }
+
+    /// Watchpoints whose value changed (or whose test became true).
+    pub(crate) fn check_watches(&mut self, device: &Device) {
+        if !self.watches {
+            return;
+        }
+        let now = device.now().0;
+        let mut hits = Vec::new();
+        for b in self.bps.iter_mut() {
+            let BreakKind::Watch { value, test } = &b.kind else {
+                continue;
+            };
+            if !b.enabled {
+                continue;
+            }
+            let new = value.read(device);
+            let old = std::mem::replace(&mut b.last, new);
+            if new == old {
+                continue;
+            }
+            let fires = match (test, new) {
+                (None, _) => true,
+                (Some((cmp, rhs)), Some(n)) => {
+                    cmp.holds(n, *rhs) && !old.is_some_and(|o| cmp.holds(o, *rhs))
+                }
+                (Some(_), None) => false,
+            };
+            if !fires {
+                continue;
+            }
+            let show = |v: Option<u32>| v.map_or("(unreadable)".to_string(), |v| format!("{v:#x}"));
+            let why = format!(
+                "{} changed {} -> {} at cycle {now}",
+                value.text,
+                show(old),
+                show(new)
+            );
+            if let Some(h) = b.hit(device, why) {
+                hits.push(h);
+            }
+        }
+        self.pending.hits.extend(hits);
+    }
+
+    /// Cycle breakpoints time has reached.
+    pub(crate) fn check_cycles(&mut self, device: &Device) {
+        let now = device.now().0;
+        let mut hits = Vec::new();
+        for b in self.bps.iter_mut() {
+            if let BreakKind::Cycle(c) = b.kind
+                && !b.done
+                && now >= c
+            {
+                b.done = true;
+                let why = if now == c {
+                    format!("reached cycle {c}")
+                } else {
+                    format!(
+                        "reached cycle {now}, past {c} (a host operation or an idle jump passed it)"
+                    )
+                };
+                if let Some(h) = b.hit(device, why) {
+                    hits.push(h);
+                }
+            }
+        }
+        self.pending.hits.extend(hits);
+    }
+
+    /// The doorbell a statement is about to write, if it is one.
+    fn doorbell_of(
+        stmt: &Statement,
+        linked: &Linked,
+        device: &Device,
+    ) -> Option<(QueueTarget, u32)> {
+        match (&stmt.kind, linked) {
+            (StatementKind::Doorbell { count, .. }, Linked::Doorbell(q)) => {
+                Some((q.clone(), *count))
+            }
+            (StatementKind::Write32 { value, .. }, Linked::Addr(r)) => {
+                let reg = r.register.as_deref()?;
+                if reg != "TDRTP_INC" && reg != "RDRTP_INC" {
+                    return None;
+                }
+                let d = device.map().decode(r.addr);
+                let name = device.map().name(d.region?);
+                Some((queue_target(device, name)?, value & 0xFF_FFFF))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl ExecHooks for Monitor {
+    fn before(
+        &mut self,
+        _index: usize,
+        stmt: &Statement,
+        linked: &Linked,
+        device: &mut Device,
+        _executor: &Executor,
+    ) -> Control {
+        if self.goal == Granularity::ToEnd {
+            return Control::Continue;
+        }
+        let line = stmt.span.line;
+        let mut hits = Vec::new();
+        let doorbell = Self::doorbell_of(stmt, linked, device);
+        for b in self.bps.iter_mut() {
+            let why = match (&b.kind, &doorbell) {
+                (BreakKind::Line(l), _) if *l == line => format!("line {line}"),
+                (BreakKind::Doorbell(p), Some((q, inc)))
+                    if p.has_engine_event(q.engine, Some(q.dir), Some(q.queue)) =>
+                {
+                    format!("doorbell {} += {inc} at line {line}", q.region)
+                }
+                _ => continue,
+            };
+            if let Some(h) = b.hit(device, why) {
+                hits.push(h);
+            }
+        }
+        let goal = self.goal == Granularity::Doorbell
+            && doorbell
+                .as_ref()
+                .is_some_and(|(q, _)| self.filter.wants(q.engine, q.queue));
+        if let Some((queue, increment)) = doorbell.filter(|_| goal || !hits.is_empty()) {
+            self.pending.kind = Some(StopKind::Doorbell { queue, increment });
+        }
+        self.pending.hits.extend(hits);
+        if self.pending.is_empty() {
+            Control::Continue
+        } else {
+            Control::Pause
+        }
+    }
+
+    fn during_run(&mut self, device: &mut Device) -> Control {
+        if self.goal == Granularity::ToEnd {
+            self.drain(device, false, false);
+            return Control::Continue;
+        }
+        self.drain(device, self.needs_events, self.needs_events);
+        self.check_watches(device);
+        if self.pending.is_empty() {
+            Control::Continue
+        } else {
+            Control::Pause
+        }
+    }
+
+    fn statement(&mut self, record: &StepRecord) {
+        (self.listener)(record);
+    }
+}

@@ -1,0 +1,179 @@
+//! What the debugger shows, as text (docs/user-guide.md §12 "What a stop
+//! shows", "Commands"): a stop, a ring with its descriptors decoded, the
+//! registers of a region, memory, the breakpoint table.
+
+use soc::Device;
+use soc::exec::{QueueTarget, ring_of};
+use soc_map::RegionKind;
+use udma::Dir;
+
+use crate::breakpoint::Breakpoints;
+use crate::session::{FwDoorbell, Stop, StopKind};
+
+mod mem;
+mod regs;
+mod ring;
+
+pub use mem::{MAX_MEM_BYTES, show_mem};
+pub use regs::show_regs;
+pub use ring::{doorbell_warnings, show_ring, show_ring_range};
+
+/// An address as a name: `tpb0.sbuf[p24]+0x40`, `hbm0+0x100000`,
+/// `eng3.s2m.q1.RDRTP`, `tpb0.evt_sem.SEM_INC[7]`; the number when nothing
+/// is mapped there.
+pub fn symbolic(device: &Device, addr: u64) -> String {
+    let info = soc::describe(device, addr);
+    let Some(region) = info.region else {
+        return format!("unmapped {addr:#x}");
+    };
+    let off = info.offset.map_or(0, |o| o.0);
+    let plus = |off: u64| {
+        if off == 0 {
+            String::new()
+        } else {
+            format!("+{off:#x}")
+        }
+    };
+    if let Some(e) = info.element {
+        return format!("{region}.{e}");
+    }
+    match (info.kind, info.partition) {
+        (Some(RegionKind::Sbuf | RegionKind::Psum), Some(p)) => {
+            format!("{region}[p{p}]{}", plus(off))
+        }
+        _ => format!("{region}{}", plus(off)),
+    }
+}
+
+/// The header of a stop: why it stopped, each breakpoint that fired, and
+/// for a doorbell the ring (and the queue's registers for a trace one).
+pub fn stop_text(device: &Device, stop: &Stop) -> String {
+    let mut out = String::new();
+    let line = stop.position.as_ref().map_or(0, |p| p.line);
+    match &stop.kind {
+        StopKind::Doorbell { queue, increment } => {
+            let dir = match queue.dir {
+                Dir::M2s => "M2S (TX, reads the source)",
+                Dir::S2m => "S2M (RX, writes the destination)",
+            };
+            out.push_str(&format!(
+                "== doorbell at line {line}, cycle {}: engine {} queue {} {dir}: tail += {increment}\n",
+                stop.cycle, queue.engine, queue.queue
+            ));
+        }
+        StopKind::FwDoorbell(fw) => out.push_str(&fw_doorbell_header(fw)),
+        StopKind::Statement { line } => {
+            out.push_str(&format!("== stepped line {line} (cycle {})\n", stop.cycle));
+        }
+        StopKind::Cycle { goal } if *goal == stop.cycle => {
+            out.push_str(&format!("== reached cycle {goal}\n"));
+        }
+        StopKind::Cycle { goal } => {
+            out.push_str(&format!(
+                "== reached cycle {} (asked for {goal}; a host operation or an idle jump passed it)\n",
+                stop.cycle
+            ));
+        }
+        StopKind::Events(events) => {
+            out.push_str(&format!(
+                "== {} device event{} at cycle {}:\n",
+                events.len(),
+                if events.len() == 1 { "" } else { "s" },
+                stop.cycle
+            ));
+            for e in events {
+                out.push_str(&soc::exec::event_line(e));
+            }
+        }
+        StopKind::Finished { what } => out.push_str(&format!("== finished: {what}\n")),
+        StopKind::Breakpoint => {}
+        StopKind::End => {
+            out.push_str(&format!("== end of trace at cycle {}\n", stop.cycle));
+        }
+    }
+    for h in &stop.hits {
+        out.push_str(&format!("== breakpoint {} ({}): {}\n", h.id, h.spec, h.why));
+    }
+    match &stop.kind {
+        StopKind::Doorbell { queue, increment } => {
+            for w in doorbell_warnings(device, queue, *increment) {
+                out.push_str(&w);
+                out.push('\n');
+            }
+            out.push_str(&show_ring(device, queue, *increment));
+            out.push_str(&show_regs(device, &queue.region, false, None));
+        }
+        StopKind::FwDoorbell(fw) => out.push_str(&fw_doorbell_rings(device, fw)),
+        _ => {}
+    }
+    out
+}
+
+fn fw_doorbell_header(fw: &FwDoorbell) -> String {
+    let mut out = format!(
+        "== firmware doorbell at cycle {}: tpb{} inst#{} ({}) rang engine {} queue {}: S2M tail += {}, M2S tail += {}, {} bytes\n",
+        fw.at, fw.tpb, fw.seq, fw.source, fw.engine, fw.queue, fw.count, fw.m2s_count, fw.bytes
+    );
+    for op in &fw.micro_ops {
+        out.push_str(&format!("  {op}\n"));
+    }
+    out
+}
+
+/// Both rings of a firmware doorbell: the tails move
+/// `doorbell_latency_cycles` after the write, so what they have not taken
+/// yet shows as `new`.
+fn fw_doorbell_rings(device: &Device, fw: &FwDoorbell) -> String {
+    let (Some(tx), Some(rx)) = (
+        soc::exec::queue_target(device, &format!("eng{}.m2s.q{}", fw.engine, fw.queue)),
+        soc::exec::queue_target(device, &format!("eng{}.s2m.q{}", fw.engine, fw.queue)),
+    ) else {
+        return String::new();
+    };
+    let not_taken = |q: &QueueTarget, first: u32, count: u32| {
+        ring_of(device, q).map_or(0, |(_, len, tail, _)| {
+            let len = len.max(1);
+            (first % len + count + len - tail % len) % len
+        })
+    };
+    let mut out = show_ring(device, &rx, not_taken(&rx, fw.s2m_first, fw.count));
+    out.push_str(&show_ring(
+        device,
+        &tx,
+        not_taken(&tx, fw.m2s_first, fw.m2s_count),
+    ));
+    out
+}
+
+/// `info break`: the table.
+pub fn breakpoint_table(bps: &Breakpoints) -> String {
+    let mut rows: Vec<String> = Vec::new();
+    for b in bps.iter() {
+        rows.push(format!(
+            "{:<4} {:<6} {:<4} {:<5} {}",
+            b.id,
+            b.kind.type_name(),
+            if b.enabled { "y" } else { "n" },
+            b.hits,
+            b.kind.describe()
+        ));
+        if let Some(c) = &b.condition {
+            rows.push(format!("{:22}stop only if {c}", ""));
+        }
+        if b.ignore > 0 {
+            rows.push(format!("{:22}ignore next {} hits", "", b.ignore));
+        }
+    }
+    if rows.is_empty() {
+        return "no breakpoints or watchpoints\n".into();
+    }
+    let mut out = format!(
+        "{:<4} {:<6} {:<4} {:<5} What\n",
+        "Num", "Type", "Enb", "Hits"
+    );
+    for r in rows {
+        out.push_str(&r);
+        out.push('\n');
+    }
+    out
+}

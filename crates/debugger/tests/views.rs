@@ -1,0 +1,244 @@
+//! The views a firmware engineer reads, and pokes (issue 14 items 4, 5):
+//! addresses named, rings flagged slot by slot, doorbells that will fault
+//! called out, registers one by one or filtered, memory folded; trace
+//! statements and `set` typed at a stop run at once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use debugger::view::{
+    doorbell_warnings, show_mem, show_regs, show_ring, show_ring_range, symbolic,
+};
+use debugger::{Granularity, Session, SessionConfig, StopKind};
+use soc::Device;
+use soc::exec::{Status, TraceFiles, queue_target};
+
+fn traces() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces")
+}
+
+struct Dir(PathBuf);
+
+impl TraceFiles for Dir {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.0.join(path))
+    }
+    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn session(name: &str) -> Session {
+    let source = std::fs::read_to_string(traces().join(name)).unwrap();
+    Session::new(
+        Device::trn2().unwrap(),
+        &source,
+        name,
+        Box::new(Dir(traces())),
+        SessionConfig::default(),
+        Box::new(|_| {}),
+    )
+    .unwrap()
+}
+
+#[test]
+fn addresses_have_names() {
+    let d = Device::trn2().unwrap();
+    for (addr, name) in [
+        (0x10_0000, "hbm0+0x100000"),
+        (0x40_00b0_0000, "hbm1+0xb00000"),
+        (0x20_0060_0040, "tpb0.sbuf[p24]+0x40"),
+        (0x20_0000_0000, "tpb0.sbuf[p0]"),
+        (0x28_0270_181c, "tpb0.evt_sem.SEM_INC[7]"),
+        (0x10_0200_1034, "eng0.m2s.q0.TDRHP"),
+    ] {
+        assert_eq!(symbolic(&d, addr), name, "{addr:#x}");
+    }
+    assert!(symbolic(&d, 0xffff_ffff_ffff_0000).starts_with("unmapped "));
+}
+
+#[test]
+fn rings_flag_every_slot() {
+    let mut s = session("copy-hbm-hbm.trace");
+    // At cycle 22 both descriptors are prefetched, the packet not done.
+    s.step(Granularity::UntilCycle(22)).unwrap();
+    let d = s.device();
+    let tx = queue_target(d, "eng0.m2s.q0").unwrap();
+    let ring = show_ring(d, &tx, 0);
+    assert!(
+        ring.starts_with("ring eng0.m2s.q0: base 0x1000000, 256 descriptors; head 1 (ring id 1), tail 1 (ring id 1), 1 outstanding\n"),
+        "{ring}"
+    );
+    assert!(
+        ring.contains("  fetched[   0] 0x000001000000: len   4096 ring_id 1 FIRST LAST src 0x100000 (hbm0+0x100000)  op CME COPY\n"),
+        "{ring}"
+    );
+    let range = show_ring_range(d, &tx, 0, 2);
+    let tags: Vec<&str> = range.lines().skip(1).map(|l| &l[2..9]).collect();
+    assert_eq!(tags, ["fetched", "beyond ", "beyond "], "{range}");
+    assert!(show_ring_range(d, &tx, 3, 300).contains("slots 3..300 are not in the ring (0..255)"));
+    // Done: nothing in flight.
+    s.step(Granularity::Continue).unwrap();
+    let d = s.device();
+    assert!(show_ring(d, &tx, 0).contains("(no descriptors in flight or between head and tail)"));
+    assert!(show_ring_range(d, &tx, 0, 0).contains("  beyond [   0]"));
+}
+
+#[test]
+fn doorbells_that_will_fault_are_called_out() {
+    // A descriptor written with ring id 2 where the queue expects 1.
+    let mut s = session("fault-ring-id.trace");
+    s.add_break("doorbell eng128.m2s.q0").unwrap();
+    let stop = s.step(Granularity::Continue).unwrap();
+    let StopKind::Doorbell { queue, increment } = stop.kind else {
+        panic!("{stop:?}");
+    };
+    let d = s.device();
+    assert_eq!(
+        doorbell_warnings(d, &queue, increment),
+        [
+            "warning: 1 of the 1 descriptors this doorbell posts carry a stale ring id ([0] has 2, expects 1): the prefetch will raise PREF_RING_ID"
+        ]
+    );
+    assert!(
+        show_ring(d, &queue, increment)
+            .contains("ring_id 2 FIRST LAST src 0xb00000 (hbm0+0xb00000)  op CME COPY  <- stale ring id: the queue expects 1 here (PREF_RING_ID when prefetched)"),
+    );
+    // A doorbell of 33 on a ring of 32.
+    let mut s = session("fault-doorbell-overrun.trace");
+    s.add_break("line 75").unwrap();
+    let stop = s.step(Granularity::Continue).unwrap();
+    let StopKind::Doorbell { queue, increment } = stop.kind else {
+        panic!("{stop:?}");
+    };
+    let w = doorbell_warnings(s.device(), &queue, increment);
+    assert_eq!(w.len(), 1);
+    assert!(
+        w[0].starts_with("warning: this doorbell overruns the ring: 0 outstanding + 33 > 32 descriptors; the engine drops it and raises SEC_D_INT_CAUSE.M2S_DOORBELL_OVERRUN"),
+        "{w:?}"
+    );
+    // A clean doorbell has nothing to say.
+    let mut s = session("copy-hbm-hbm.trace");
+    let stop = s.step(Granularity::Doorbell).unwrap();
+    let StopKind::Doorbell { queue, increment } = stop.kind else {
+        panic!("{stop:?}");
+    };
+    assert!(doorbell_warnings(s.device(), &queue, increment).is_empty());
+}
+
+#[test]
+fn registers_one_by_one_or_filtered() {
+    let mut s = session("fault-doorbell-overrun.trace");
+    s.step(Granularity::ToEnd).unwrap();
+    let d = s.device();
+    let changed = show_regs(d, "eng11.gen", true, None);
+    assert!(
+        changed
+            .contains("  0x20c0 SEC_D_INT_CAUSE          0x00000001  M2S_DOORBELL_OVERRUN=0x1\n"),
+        "{changed}"
+    );
+    assert!(!changed.contains("PRI_A_INT_CAUSE"), "{changed}");
+    let causes = show_regs(d, "eng11.gen", true, Some("*cause*"));
+    assert_eq!(causes.lines().count(), 2, "{causes}");
+    let none = show_regs(d, "eng11.gen", true, Some("RLIMIT*"));
+    assert!(
+        none.contains("(none away from reset matching `RLIMIT*`)"),
+        "{none}"
+    );
+    let one = show_regs(d, "eng11.m2s.q0.q_cfg", false, None);
+    assert!(
+        one.starts_with("eng11.m2s.q0.Q_CFG at 0x1002b01020 (RW, reset 0x03000000) = 0x03030000\n"),
+        "{one}"
+    );
+    assert!(
+        one.contains("  16      EN_PREF                  0x1\n"),
+        "{one}"
+    );
+    let field = show_regs(d, "eng11.m2s.q0.q_cfg.en_pref", false, None);
+    assert_eq!(
+        field,
+        "eng11.m2s.q0.Q_CFG.EN_PREF = 0x1 (mask 0x00010000, reset 0x0; register 0x03030000)\n"
+    );
+    assert!(show_regs(d, "eng11.m2s.q0.q_cfgg", false, None).contains("did you mean `q_cfg`?"));
+    assert!(show_regs(d, "hbm0+0x10", false, None).contains("is memory, not a register"));
+}
+
+#[test]
+fn memory_folds_and_says_when_it_cuts() {
+    let d = Device::trn2().unwrap();
+    let text = show_mem(&d, "hbm0+0x1000", "0x400");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "hbm0+0x1000 (0x1000), 1024 bytes:");
+    assert_eq!(lines[2], "    *");
+    assert_eq!(lines.len(), 4, "{text}");
+    let big = show_mem(&d, "hbm0", "99999999");
+    assert!(
+        big.ends_with("(the first 1048576 of 99999999 bytes: mem shows at most 1048576 at once)\n"),
+        "{big}"
+    );
+    assert!(show_mem(&d, "hbm9", "16").contains("no such instance"));
+}
+
+#[test]
+fn pokes_run_at_the_current_cycle() {
+    let mut s = session("fault-ring-id.trace");
+    s.add_break("doorbell eng128.m2s.q0").unwrap();
+    s.step(Granularity::Continue).unwrap();
+    // Fix the descriptor before its doorbell is written.
+    let (status, text) = s
+        .poke("desc eng128.m2s.q0[0] len=4096 src=hbm0+0xb00000 first last ring_id=1")
+        .unwrap();
+    assert_eq!(status, Status::Ok, "{text}");
+    let q = queue_target(s.device(), "eng128.m2s.q0").unwrap();
+    assert!(doorbell_warnings(s.device(), &q, 1).is_empty());
+    // Checks, refusals and errors.
+    let (status, text) = s.poke("read32 eng128.m2s.q0.tdrl == 33").unwrap();
+    assert_eq!(status, Status::Failed);
+    assert!(
+        text.contains("expected 0x00000021, read 0x00000020"),
+        "{text}"
+    );
+    let (status, text) = s.poke("run").unwrap();
+    assert_eq!(status, Status::Error);
+    assert!(text.contains("cannot run out of turn"), "{text}");
+    assert!(
+        s.poke("write32 eng128.m2s.q0.tdrll 1")
+            .unwrap_err()
+            .contains("did you mean `tdrl`?")
+    );
+    assert!(s.poke("fill hbm0 len=").is_err());
+    // `set`: a field (read-modify-write), a memory word, a read-only register.
+    assert_eq!(
+        s.set("eng128.m2s.q0.q_cfg.en_pref", 0).unwrap(),
+        "eng128.m2s.q0.Q_CFG: 0x03030000 -> 0x03020000"
+    );
+    assert!(
+        s.set("eng128.m2s.q0.q_cfg.en_pref", 2)
+            .unwrap_err()
+            .contains("does not fit")
+    );
+    s.set("eng128.m2s.q0.q_cfg.en_pref", 1).unwrap();
+    assert_eq!(
+        s.set("hbm0+0x10", 0x1234_5678).unwrap(),
+        "hbm0+0x10 (0x10) = 0x12345678"
+    );
+    assert!(
+        s.set("eng128.m2s.q0.tdrhp", 5)
+            .unwrap()
+            .contains("is read-only")
+    );
+    // The fixed descriptor moves its packet: no ring-id fault, and the
+    // trace's checks of that fault fail.
+    s.add_break("fault eng128").unwrap();
+    let stop = s.step(Granularity::Continue).unwrap();
+    assert_eq!(stop.kind, StopKind::End, "{stop:?}");
+    let r = s.report();
+    assert!(r.expectations_failed > 0);
+    assert!(
+        r.failures
+            .iter()
+            .any(|f| f.message.contains("sec_a_int_cause")),
+        "{:?}",
+        r.failures
+    );
+}
