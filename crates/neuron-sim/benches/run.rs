@@ -17,7 +17,7 @@
 //!
 //! After divan's table a summary prints the median process time, the
 //! simulated time, the slowdown versus real time (process time /
-//! simulated time), the host time the run itself reports (`host.host_seconds`:
+//! simulated time), the host time the run itself reports (`host_timing.host_seconds`:
 //! the trace's execution without process start and report), and the
 //! budget check of issue 12: the chip stream, timing-only, end to end as a
 //! process, at most 150× slower than real time. It also gives the size of
@@ -94,7 +94,7 @@ const CASES: &[Case] = &[
 struct Report {
     sim_ns: f64,
     tx_descriptors: u64,
-    /// The run's own host seconds (`host.host_seconds`).
+    /// The run's own host seconds (`host_timing.host_seconds`).
     run_host_s: f64,
 }
 
@@ -153,7 +153,9 @@ fn sanity(c: Case) -> Report {
     let r = Report {
         sim_ns: num("sim_ns"),
         tx_descriptors: num("tx_descriptors") as u64,
-        run_host_s: v["host"]["host_seconds"].as_f64().unwrap_or(f64::NAN),
+        run_host_s: v["host_timing"]["host_seconds"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{c}: no host_timing.host_seconds in the report")),
     };
     assert_eq!(r.tx_descriptors, 4608, "{c}: TX descriptors");
     REPORTS.lock().unwrap().insert(c.to_string(), r);
