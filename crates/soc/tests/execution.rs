@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{MemFiles, device};
+use common::{MemFiles, PHASE, device};
 use sim_core::Cycle;
 use soc::Device;
 use soc::exec::{
@@ -143,20 +143,6 @@ run
 const STALL_WAIT: &str = "\
 memcpy tpb3 local=0x85f88 hbm=0x1000000000000 len=4 write
 wait tpb3.sem.read[0] == 1
-";
-
-/// A stalled copy re-enabled after time passed: the completion is seen at
-/// the next poll on its period.
-const PHASE: &str = "\
-fill hbm0+0x70000000 len=4096 pattern=incr32 seed=0x70000000
-memcpy tpb0 local=0x80000 hbm=hbm0+0x70000000 len=4096 read
-run
-write32 eng0.s2m.change_state 2
-memcpy tpb0 local=0x81000 hbm=hbm0+0x70000000 len=4096 read
-run cycles=1001
-write32 eng0.s2m.change_state 1
-memcpy tpb0 local=0x82000 hbm=hbm0+0x70000000 len=4096 read
-run
 ";
 
 #[test]

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{MemFiles, device};
+use common::{MemFiles, PHASE, device};
 use soc::Device;
 use soc::device::RunStop;
 use soc::exec::{RunReport, run_source};
@@ -128,22 +128,6 @@ fn a_device_that_stalls_runs_to_the_limit_through_device_run() {
     assert_eq!(d.run(None), RunStop::Stalled);
     assert_eq!(d.now().0, 50_000, "an unbounded run stops where it is");
 }
-
-/// A `neuron_memcpy` on a queue whose S2M side is disabled stalls; the
-/// trace lets time pass, re-enables it, and the firmware sees the
-/// completion at the next poll on its period — a cycle that depends on the
-/// poll phase, which skipping the polls must keep.
-const PHASE: &str = "\
-fill hbm0+0x70000000 len=4096 pattern=incr32 seed=0x70000000
-memcpy tpb0 local=0x80000 hbm=hbm0+0x70000000 len=4096 read
-run
-write32 eng0.s2m.change_state 2
-memcpy tpb0 local=0x81000 hbm=hbm0+0x70000000 len=4096 read
-run cycles=1001
-write32 eng0.s2m.change_state 1
-memcpy tpb0 local=0x82000 hbm=hbm0+0x70000000 len=4096 read
-run
-";
 
 #[test]
 fn skipping_the_polls_of_a_stalled_core_keeps_every_cycle() {

@@ -67,3 +67,19 @@ impl TraceFiles for MemFiles {
         Ok(())
     }
 }
+
+/// A `neuron_memcpy` on a queue whose S2M side is disabled stalls; the
+/// trace lets time pass, re-enables it, and the firmware sees the
+/// completion at the next poll on its period — a cycle that depends on the
+/// poll phase, which skipping polls or pausing a run must keep.
+pub const PHASE: &str = "\
+fill hbm0+0x70000000 len=4096 pattern=incr32 seed=0x70000000
+memcpy tpb0 local=0x80000 hbm=hbm0+0x70000000 len=4096 read
+run
+write32 eng0.s2m.change_state 2
+memcpy tpb0 local=0x81000 hbm=hbm0+0x70000000 len=4096 read
+run cycles=1001
+write32 eng0.s2m.change_state 1
+memcpy tpb0 local=0x82000 hbm=hbm0+0x70000000 len=4096 read
+run
+";
