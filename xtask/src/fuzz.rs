@@ -25,16 +25,11 @@ pub const TARGETS: &[(&str, &str, &[&str], &str)] = &[
     ),
     (
         "sweep-template",
-        "neuron-sim",
-        &["--bin", "neuron-sim"],
-        "sweep::fuzz::fuzz_sweep_template",
+        "sweep",
+        &["--lib"],
+        "fuzz::fuzz_sweep_template",
     ),
-    (
-        "sweep-merge",
-        "neuron-sim",
-        &["--bin", "neuron-sim"],
-        "sweep::fuzz::fuzz_sweep_merge",
-    ),
+    ("sweep-merge", "sweep", &["--lib"], "fuzz::fuzz_sweep_merge"),
     ("step", "neuron-sim", &["--test", "fuzz_step"], "fuzz_step"),
 ];
 

@@ -1,7 +1,7 @@
 //! The targets of the library crates (docs/fuzzing.md §1). The sweep
-//! templates and merge and the debugger's command parser live in the
-//! `neuron-sim` binary; their targets are in its tests
-//! (`crates/neuron-sim/src/sweep/fuzz.rs`, `crates/neuron-sim/tests/fuzz_step.rs`).
+//! templates and merge have theirs in the `sweep` crate's tests
+//! (`crates/sweep/src/fuzz.rs`, which depends on this one) and the
+//! debugger's command parser in the binary's (`crates/neuron-sim/tests/fuzz_step.rs`).
 
 use std::cell::RefCell;
 

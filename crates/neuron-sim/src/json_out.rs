@@ -240,7 +240,7 @@ pub(crate) const KINDS: &[Kind] = &[
     Kind {
         name: "calibrate",
         command: "neuron-sim calibrate --json",
-        schema: schema_of::<crate::calibrate::Calibration>,
+        schema: schema_of::<sweep::Calibration>,
     },
     Kind {
         name: "csr-blocks",
@@ -315,7 +315,7 @@ pub(crate) const KINDS: &[Kind] = &[
     Kind {
         name: "sweep",
         command: "neuron-sim sweep TRACE --json",
-        schema: schema_of::<crate::sweep::SweepJson>,
+        schema: schema_of::<sweep::SweepJson>,
     },
     Kind {
         name: "timing",

@@ -38,7 +38,7 @@ mod perfetto_cmd;
 mod record_cmd;
 mod run_output;
 mod step;
-mod sweep;
+mod sweep_cmd;
 
 /// Writes to stdout; a closed pipe ends the process with status 0.
 fn emit(text: &str) {
@@ -232,7 +232,7 @@ enum Cmd {
     },
     /// Run a parameterised trace over a set of points: CSV and an SVG
     /// bandwidth plot (`sweep merge` joins `--shard` parts).
-    Sweep(sweep::SweepArgs),
+    Sweep(sweep_cmd::SweepArgs),
     /// Run the calibration traces and compare with the published figures
     /// (the table of docs/timing.md).
     Calibrate(calibrate::CalibrateArgs),
@@ -410,7 +410,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Cmd::Disasm { file, output, full } => asm_cmd::cmd_disasm(&file, output.as_deref(), full),
         Cmd::Asm { file, output } => asm_cmd::cmd_asm(&file, &output),
         Cmd::Timing { timing, json } => cmd_timing(timing.as_deref(), json),
-        Cmd::Sweep(args) => sweep::cmd_sweep(&maps, args),
+        Cmd::Sweep(args) => sweep_cmd::cmd_sweep(&maps, args),
         Cmd::Calibrate(args) => calibrate::cmd_calibrate(&maps, &args),
         Cmd::Schema { kind, out_dir } => json_out::cmd_schema(kind.as_deref(), out_dir.as_deref()),
         Cmd::Completions { shell } => meta_cmd::cmd_completions(shell),

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use fuzz::harness::Outcome;
 use fuzz::{Budget, Target, campaign};
 
-use super::csv::{Csv, Row, SweepMeta, merge, render_csv};
-use super::params::{Published, Template, Value, payload_of, points, substitute};
-use super::svg::render_svg;
+use crate::csv::{Csv, Row, SweepMeta, merge, render_csv};
+use crate::params::{Published, Template, Value, payload_of, points, substitute};
+use crate::svg::render_svg;
 
 /// Seconds per target in the short run.
 const SHORT_SECONDS: f64 = 2.0;
@@ -101,7 +101,7 @@ fn merge_seeds() -> Vec<Vec<u8>> {
 }
 
 /// Inputs the campaign found problems with, kept as seeds once fixed
-/// (`crates/neuron-sim/tests/data/fuzz/TARGET/`).
+/// (`crates/sweep/tests/data/fuzz/TARGET/`).
 fn findings(target: &str) -> Vec<Vec<u8>> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/fuzz")
@@ -144,7 +144,7 @@ fn exec_merge(input: &[u8]) -> Outcome {
 }
 
 /// The targets of this module.
-pub(crate) fn targets() -> [Target; 2] {
+pub fn targets() -> [Target; 2] {
     [
         Target {
             name: "sweep-template",

@@ -8,65 +8,65 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::csv::{Csv, SweepMeta};
+use crate::csv::{Csv, SweepMeta};
 
 /// The whole sweep (docs/schemas/sweep.schema.json).
 #[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct SweepJson {
+pub struct SweepJson {
     /// The parameterised trace.
-    pub(crate) trace: String,
+    pub trace: String,
     /// Parameter names, in the CSV's column order (the first varies
     /// slowest).
-    pub(crate) parameters: Vec<String>,
+    pub parameters: Vec<String>,
     /// The plot's x parameter, if one was named.
-    pub(crate) x: Option<String>,
+    pub x: Option<String>,
     /// The published figures the plot overlays (`auto`, `engine`, `core`,
     /// `chip`, `none`).
-    pub(crate) published: String,
+    pub published: String,
     /// One entry per point, in point order.
-    pub(crate) points: Vec<SweepPoint>,
+    pub points: Vec<SweepPoint>,
     /// Totals over the points.
-    pub(crate) summary: SweepSummary,
+    pub summary: SweepSummary,
 }
 
 /// One point: its parameter values and what it measured.
 #[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct SweepPoint {
+pub struct SweepPoint {
     /// Index in the sweep (from 0).
-    pub(crate) point: usize,
+    pub point: usize,
     /// Parameter name → value as substituted (a number or a word).
-    pub(crate) values: BTreeMap<String, String>,
+    pub values: BTreeMap<String, String>,
     /// Simulated cycles.
-    pub(crate) cycles: u64,
+    pub cycles: u64,
     /// Simulated nanoseconds (CSV `ns`, one decimal).
-    pub(crate) sim_ns: f64,
+    pub sim_ns: f64,
     /// Payload bytes: the trace's `#@ payload`, else the bytes moved.
-    pub(crate) payload_bytes: u64,
+    pub payload_bytes: u64,
     /// Payload bytes per simulated nanosecond (CSV `gbps`, three decimals).
-    pub(crate) bandwidth_gbps: f64,
+    pub bandwidth_gbps: f64,
     /// Descriptors processed.
-    pub(crate) descriptors: u64,
+    pub descriptors: u64,
     /// The point's exit status (0 ok, 1 an expectation failed, 2 error).
-    pub(crate) exit: u8,
+    pub exit: u8,
     /// Host wall-clock seconds of the point; absent with `--no-host-time`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) host_seconds: Option<f64>,
+    pub host_seconds: Option<f64>,
 }
 
 /// Totals over a sweep's points.
 #[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct SweepSummary {
+pub struct SweepSummary {
     /// Points in the sweep.
-    pub(crate) points: usize,
+    pub points: usize,
     /// Points whose exit status is not 0.
-    pub(crate) failed_points: usize,
+    pub failed_points: usize,
     /// Points that moved no payload bytes (drawn as such on the plot).
-    pub(crate) empty_points: usize,
+    pub empty_points: usize,
     /// The highest bandwidth of a point.
-    pub(crate) peak_bandwidth_gbps: f64,
+    pub peak_bandwidth_gbps: f64,
     /// The point with that bandwidth (the first, on a tie); absent when no
     /// point moved bytes.
-    pub(crate) peak_point: Option<usize>,
+    pub peak_point: Option<usize>,
 }
 
 /// A cell the CSV parser accepted as a finite number (or empty).
@@ -76,7 +76,7 @@ fn number(cell: &str) -> f64 {
 
 impl SweepJson {
     /// The document of `csv`, the sweep `meta` describes.
-    pub(super) fn new(csv: &Csv, meta: &SweepMeta) -> Self {
+    pub fn new(csv: &Csv, meta: &SweepMeta) -> Self {
         let points: Vec<SweepPoint> = csv
             .rows
             .iter()
@@ -121,7 +121,7 @@ impl SweepJson {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Published;
+    use crate::Published;
 
     #[test]
     fn the_json_is_the_csv_data() {

@@ -10,13 +10,13 @@ const MAX_POINTS: usize = 1_000_000;
 /// Values all parameters of a sweep may have together: each may have up to
 /// [`MAX_POINTS`], but twenty such lines would hold 20 M values (about a
 /// gigabyte) before their product is refused.
-pub(crate) const MAX_VALUES: usize = 2 * MAX_POINTS;
+pub const MAX_VALUES: usize = 2 * MAX_POINTS;
 
 // ------------------------------------------------------------ parameters
 
 /// A parameter value: an integer, or a word substituted as is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Value {
+pub enum Value {
     /// A number.
     Int(u64),
     /// A word (no arithmetic).
@@ -34,7 +34,7 @@ impl fmt::Display for Value {
 
 /// A parameter and its values in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Param {
+pub struct Param {
     /// Its name (an identifier).
     pub name: String,
     /// Its values.
@@ -90,7 +90,7 @@ fn int_of(s: &str) -> Result<u64, String> {
 }
 
 /// Parses `NAME=ITEMS` (module docs).
-pub(crate) fn parse_param(spec: &str) -> Result<Param, String> {
+pub fn parse_param(spec: &str) -> Result<Param, String> {
     parse_param_max(spec, MAX_POINTS)
 }
 
@@ -179,7 +179,7 @@ fn parse_item(item: &str, out: &mut Vec<Value>, max: usize) -> Result<(), String
 }
 
 /// The cartesian product, first parameter slowest; point k is entry k.
-pub(crate) fn points(params: &[Param]) -> Result<Vec<Vec<Value>>, String> {
+pub fn points(params: &[Param]) -> Result<Vec<Vec<Value>>, String> {
     let mut total = 1usize;
     for p in params {
         total = total
@@ -205,7 +205,7 @@ pub(crate) fn points(params: &[Param]) -> Result<Vec<Vec<Value>>, String> {
 
 /// Replaces every `{EXPR}` / `{EXPR:x}` in `template` (module docs).
 /// Errors name the line and column.
-pub(crate) fn substitute(template: &str, vars: &BTreeMap<String, Value>) -> Result<String, String> {
+pub fn substitute(template: &str, vars: &BTreeMap<String, Value>) -> Result<String, String> {
     let mut out = String::with_capacity(template.len());
     for (n, line) in template.split_inclusive('\n').enumerate() {
         let mut chars = line.char_indices().peekable();
@@ -385,8 +385,8 @@ impl Parser<'_> {
 // -------------------------------------------------------------- the trace
 
 /// Published figures overlaid on the plot (docs/references/figures.md §0, §A).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Published {
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Published {
     /// The set whose peak is nearest the sweep's highest bandwidth.
     #[default]
     Auto,
@@ -401,7 +401,28 @@ pub(crate) enum Published {
 }
 
 impl Published {
-    pub(super) fn name(self) -> &'static str {
+    /// Every set, in the order the help lists them.
+    pub const ALL: [Published; 5] = [
+        Published::Auto,
+        Published::Engine,
+        Published::Core,
+        Published::Chip,
+        Published::None,
+    ];
+
+    /// One line on what the set overlays (the CLI's help).
+    pub fn help(self) -> &'static str {
+        match self {
+            Published::Auto => "The set whose peak is nearest the sweep's highest bandwidth",
+            Published::Engine => "One DMA engine: 23 B/ns; 32 KiB in 1416 ns",
+            Published::Core => "One NeuronCore's 16 engines: 368 GB/s",
+            Published::Chip => "The chip's HBM: 2.9 TB/s",
+            Published::None => "Nothing but the bytes-per-partition guidance lines",
+        }
+    }
+
+    /// The set's name in `--published`, `#@ published` and shard headers.
+    pub fn name(self) -> &'static str {
         match self {
             Published::Auto => "auto",
             Published::Engine => "engine",
@@ -411,16 +432,9 @@ impl Published {
         }
     }
 
-    pub(super) fn from_name(s: &str) -> Option<Self> {
-        [
-            Published::Auto,
-            Published::Engine,
-            Published::Core,
-            Published::Chip,
-            Published::None,
-        ]
-        .into_iter()
-        .find(|p| p.name() == s)
+    /// The set named `s`.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
     }
 }
 
@@ -429,7 +443,7 @@ impl Published {
 /// (bytes that count for GB/s; default: every byte the engines wrote),
 /// `#@ x NAME`, `#@ published SET`.
 #[derive(Clone, Debug)]
-pub(crate) struct Template {
+pub struct Template {
     /// The trace text.
     pub text: String,
     /// Default parameters.
@@ -443,7 +457,7 @@ pub(crate) struct Template {
 impl Template {
     /// Whether a `{EXPR}` placeholder of the trace names `name` (as a
     /// whole identifier): a `--param` for a name nothing uses is a typo.
-    pub(crate) fn uses(&self, name: &str) -> bool {
+    pub fn uses(&self, name: &str) -> bool {
         let mut rest = self.text.as_str();
         while let Some(open) = rest.find('{') {
             let after = &rest[open + 1..];
@@ -461,7 +475,7 @@ impl Template {
     }
 
     /// Reads the metadata lines.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, String> {
         let mut t = Template {
             text: text.to_string(),
             params: Vec::new(),
@@ -515,7 +529,7 @@ impl Template {
 }
 
 /// `#@ payload N` of a substituted trace.
-pub(crate) fn payload_of(text: &str) -> Result<Option<u64>, String> {
+pub fn payload_of(text: &str) -> Result<Option<u64>, String> {
     for line in text.lines() {
         if let Some(rest) = line.trim_start().strip_prefix("#@")
             && let Some(v) = rest.trim().strip_prefix("payload")

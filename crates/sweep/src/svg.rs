@@ -1,7 +1,7 @@
 //! The SVG plot of bandwidth versus the x parameter.
 
-use super::csv::Csv;
-use super::params::Published;
+use crate::csv::Csv;
+use crate::params::Published;
 
 // -------------------------------------------------------------------- SVG
 
@@ -122,7 +122,7 @@ const PALETTE: [&str; 8] = [
 
 /// Bandwidth (GB/s) versus the x parameter on a log axis, one series per
 /// combination of the other parameters, published figures overlaid.
-pub(super) fn render_svg(
+pub fn render_svg(
     csv: &Csv,
     x: Option<&str>,
     published: Published,
@@ -372,8 +372,8 @@ fn trim_float(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::csv::tests::row;
-    use crate::sweep::csv::{Row, render_csv};
+    use crate::csv::tests::row;
+    use crate::csv::{Row, render_csv};
 
     #[test]
     fn svg_has_series_and_published_markers() {

@@ -2,28 +2,28 @@
 
 use std::collections::BTreeMap;
 
-use super::params::Published;
-use super::parse_shard;
-use super::run::{Job, Measured, label};
+use crate::params::Published;
+use crate::parse_shard;
+use crate::run::{Job, Measured, label};
 
 // -------------------------------------------------------------------- CSV
 
 /// One CSV row, formatted.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Row {
-    pub(super) point: usize,
-    pub(super) values: Vec<String>,
-    pub(super) cycles: u64,
-    pub(super) ns: String,
-    pub(super) payload: u64,
-    pub(super) gbps: String,
-    pub(super) descriptors: u64,
-    pub(super) exit: u8,
-    pub(super) host_seconds: String,
+pub struct Row {
+    pub point: usize,
+    pub values: Vec<String>,
+    pub cycles: u64,
+    pub ns: String,
+    pub payload: u64,
+    pub gbps: String,
+    pub descriptors: u64,
+    pub exit: u8,
+    pub host_seconds: String,
 }
 
 impl Row {
-    pub(super) fn new(job: &Job, m: &Measured, host_time: bool) -> Self {
+    pub fn new(job: &Job, m: &Measured, host_time: bool) -> Self {
         let gbps = if m.ns > 0.0 {
             m.payload as f64 / m.ns
         } else {
@@ -46,7 +46,7 @@ impl Row {
         }
     }
 
-    pub(super) fn label(&self, names: &[String]) -> String {
+    pub fn label(&self, names: &[String]) -> String {
         label(names, &self.values)
     }
 
@@ -79,17 +79,17 @@ const RESULT_COLUMNS: [&str; 7] = [
 
 /// What a partial CSV's first line records, for `sweep merge`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct SweepMeta {
-    pub(super) points: usize,
-    pub(super) x: Option<String>,
-    pub(super) published: Published,
-    pub(super) trace: String,
+pub struct SweepMeta {
+    pub points: usize,
+    pub x: Option<String>,
+    pub published: Published,
+    pub trace: String,
 }
 
 const SHARD_PREFIX: &str = "# neuron-sim sweep shard ";
 
 impl SweepMeta {
-    pub(super) fn line(&self, (i, n): (usize, usize)) -> String {
+    pub fn line(&self, (i, n): (usize, usize)) -> String {
         format!(
             "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} trace={}",
             self.points,
@@ -100,7 +100,7 @@ impl SweepMeta {
     }
 
     /// Parses the first line of a partial CSV: (meta, shard).
-    pub(super) fn parse(line: &str) -> Option<(Self, (usize, usize))> {
+    pub fn parse(line: &str) -> Option<(Self, (usize, usize))> {
         let rest = line.strip_prefix(SHARD_PREFIX)?;
         let (shard, rest) = rest.split_once(": ")?;
         let shard = parse_shard(shard).ok()?;
@@ -127,7 +127,7 @@ fn header(names: &[String]) -> String {
     cols.join(",")
 }
 
-pub(super) fn render_csv(
+pub fn render_csv(
     names: &[String],
     rows: &[Row],
     shard: Option<((usize, usize), &SweepMeta)>,
@@ -148,15 +148,15 @@ pub(super) fn render_csv(
 
 /// A sweep CSV read back.
 #[derive(Clone, Debug)]
-pub(super) struct Csv {
-    pub(super) names: Vec<String>,
-    pub(super) rows: Vec<Row>,
+pub struct Csv {
+    pub names: Vec<String>,
+    pub rows: Vec<Row>,
 }
 
 impl Csv {
     /// Errors name the line (1-based, comment lines counted), the column
     /// and what is wrong with the cell.
-    pub(super) fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, String> {
         let mut lines = text
             .lines()
             .enumerate()
@@ -227,7 +227,7 @@ impl Csv {
 }
 
 /// Joins partial CSVs (name, text) into the CSV of one run.
-pub(super) fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), String> {
+pub fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), String> {
     let mut meta: Option<SweepMeta> = None;
     let mut names: Option<Vec<String>> = None;
     let mut shards_seen = BTreeMap::new();
@@ -310,10 +310,10 @@ pub(super) fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), S
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub mod tests {
     use super::*;
 
-    pub(in crate::sweep) fn row(point: usize, bytes: u64, gbps: f64) -> Row {
+    pub(crate) fn row(point: usize, bytes: u64, gbps: f64) -> Row {
         Row {
             point,
             values: vec![bytes.to_string()],

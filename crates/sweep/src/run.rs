@@ -7,25 +7,22 @@ use std::time::Instant;
 use soc::Device;
 use soc_map::SocMap;
 
-use super::params::{Param, Template, Value, payload_of, points, substitute};
-use crate::{Failure, Maps, bad_input};
+use crate::Error;
+use crate::params::{Param, Template, Value, payload_of, points, substitute};
 
 /// The points of one sweep.
-pub(super) struct Plan {
-    pub(super) names: Vec<String>,
-    pub(super) points: Vec<Vec<Value>>,
-    pub(super) template: String,
-    pub(super) file: String,
-    pub(super) base: PathBuf,
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub names: Vec<String>,
+    pub points: Vec<Vec<Value>>,
+    pub template: String,
+    pub file: String,
+    pub base: PathBuf,
 }
 
 impl Plan {
-    pub(super) fn new(
-        trace: &Path,
-        template: &Template,
-        params: Vec<Param>,
-    ) -> Result<Self, Failure> {
-        let points = points(&params).map_err(bad_input)?;
+    pub fn new(trace: &Path, template: &Template, params: Vec<Param>) -> Result<Self, Error> {
+        let points = points(&params).map_err(Error::new)?;
         Ok(Plan {
             names: params.into_iter().map(|p| p.name).collect(),
             points,
@@ -36,7 +33,7 @@ impl Plan {
     }
 
     /// The job of point `k`: the substituted trace.
-    pub(super) fn job(&self, k: usize, timing_only: bool) -> Result<Job, Failure> {
+    pub fn job(&self, k: usize, timing_only: bool) -> Result<Job, Error> {
         let values = self.points.get(k).cloned().unwrap_or_default();
         let vars: BTreeMap<String, Value> = self
             .names
@@ -49,8 +46,8 @@ impl Plan {
             &values.iter().map(ToString::to_string).collect::<Vec<_>>(),
         );
         let source = substitute(&self.template, &vars)
-            .map_err(|e| bad_input(format!("{}: {e}", self.file)))?;
-        let payload = payload_of(&source).map_err(|e| bad_input(format!("{}: {e}", self.file)))?;
+            .map_err(|e| Error::new(format!("{}: {e}", self.file)))?;
+        let payload = payload_of(&source).map_err(|e| Error::new(format!("{}: {e}", self.file)))?;
         Ok(Job {
             point: k,
             label,
@@ -65,19 +62,19 @@ impl Plan {
 }
 
 /// Every point's job of `trace` over `params`.
-pub(crate) fn jobs_of(
+pub fn jobs_of(
     trace: &Path,
     template: &Template,
     params: &[Param],
     timing_only: bool,
-) -> Result<Vec<Job>, Failure> {
+) -> Result<Vec<Job>, Error> {
     let plan = Plan::new(trace, template, params.to_vec())?;
     (0..plan.points.len())
         .map(|k| plan.job(k, timing_only))
         .collect()
 }
 
-pub(super) fn label(names: &[String], values: &[String]) -> String {
+pub fn label(names: &[String], values: &[String]) -> String {
     names
         .iter()
         .zip(values)
@@ -90,25 +87,32 @@ pub(super) fn label(names: &[String], values: &[String]) -> String {
 
 /// Builds one fresh device per run from the same map, CSR catalog and
 /// timing (each thread its own device).
-pub(crate) struct DeviceFactory {
+pub struct DeviceFactory {
     catalog: &'static csr::Catalog,
     map: SocMap,
     timing: sim_core::TimingConfig,
 }
 
+impl std::fmt::Debug for DeviceFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceFactory")
+            .field("clock_ghz", &self.timing.clock_ghz)
+            .finish_non_exhaustive()
+    }
+}
+
 impl DeviceFactory {
-    /// From the CLI's maps and `--timing`.
-    pub(crate) fn new(maps: &Maps, timing: Option<&Path>) -> Result<Self, Failure> {
-        let proto = maps.device_with_timing(timing)?;
-        Ok(Self {
+    /// Devices like `proto`: its map, CSR catalog and timing.
+    pub fn new(proto: &Device) -> Self {
+        Self {
             catalog: proto.catalog(),
             map: proto.map().clone(),
             timing: proto.timing().clone(),
-        })
+        }
     }
 
     /// The DMA clock of the timing the devices get.
-    pub(crate) fn clock_ghz(&self) -> f64 {
+    pub fn clock_ghz(&self) -> f64 {
         self.timing.clock_ghz
     }
 
@@ -118,9 +122,32 @@ impl DeviceFactory {
     }
 }
 
+/// Trace files relative to the trace's directory.
+struct DirFiles {
+    base: PathBuf,
+}
+
+impl soc::exec::TraceFiles for DirFiles {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.base.join(path))
+    }
+    fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
+        let p = self.base.join(path);
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(p, data)
+    }
+    fn open(&mut self, path: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
+        Ok(std::sync::Arc::new(soc::exec::DiskFile::open(
+            &self.base.join(path),
+        )?))
+    }
+}
+
 /// One trace run of a sweep or a calibration.
 #[derive(Clone, Debug)]
-pub(crate) struct Job {
+pub struct Job {
     /// Point index.
     pub point: usize,
     /// `name=value …` for messages.
@@ -141,7 +168,7 @@ pub(crate) struct Job {
 
 /// What one run measured.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Measured {
+pub struct Measured {
     /// Simulated cycles at the end of the trace.
     pub cycles: u64,
     /// The same in ns.
@@ -164,7 +191,7 @@ pub(crate) struct Measured {
 
 /// When one queue of a run was busy (cycles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct QueueSpan {
+pub struct QueueSpan {
     /// Its first packet started.
     pub first: Option<u64>,
     /// Its last packet landed.
@@ -175,7 +202,7 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
     let mut dev = factory.device()?;
     dev.set_timing_only(job.timing_only);
     dev.set_trace(false);
-    let mut files = crate::DirFiles {
+    let mut files = DirFiles {
         base: job.base.clone(),
     };
     let started = Instant::now();
@@ -216,7 +243,7 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
 
 /// Runs `jobs` on up to `threads` threads (default: the host's available
 /// parallelism), each job on its own device; results in job order.
-pub(crate) fn run_jobs(
+pub fn run_jobs(
     factory: &DeviceFactory,
     jobs: &[Job],
     threads: Option<usize>,

@@ -1,0 +1,231 @@
+//! `neuron-sim sweep`: the arguments and the printing; the sweep itself
+//! (parameters, the point runner, CSV, shards, JSON, SVG) is the `sweep`
+//! crate (docs/user-guide.md "Sweeps").
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use sweep::{DeviceFactory, Published, Sweep, SweepOptions};
+
+use crate::{Failure, Maps, bad_input};
+
+/// A library error as the CLI's bad input (exit 2, the same message).
+fn failure(e: sweep::Error) -> Failure {
+    bad_input(e.message())
+}
+
+// ------------------------------------------------------------------ CLI
+
+/// `neuron-sim sweep`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub(crate) struct SweepArgs {
+    #[command(subcommand)]
+    cmd: Option<SweepCmd>,
+    /// The parameterised trace: `{EXPR}` placeholders, `#@ param` defaults.
+    #[arg(required = true)]
+    trace: Option<PathBuf>,
+    /// NAME=ITEMS: values `V1,V2,…` and ranges `A..B*F` (geometric),
+    /// `A..B+S` (arithmetic); repeat for the cartesian product.
+    #[arg(long = "param", value_name = "NAME=ITEMS")]
+    params: Vec<String>,
+    /// Write the CSV to FILE (default: stdout).
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Write the SVG plot of bandwidth versus the x parameter to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Points run at once (default: the host's available parallelism).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Run only the points k with k mod N = I (0 ≤ I < N) into a partial
+    /// CSV for `sweep merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Timing-only mode for every point (no payload bytes; same cycles).
+    #[arg(long)]
+    timing_only: bool,
+    /// Timing file (JSON): the parameters it changes; the rest keep their defaults (docs/timing.md).
+    #[arg(long, value_name = "FILE")]
+    timing: Option<PathBuf>,
+    /// Leave the host_seconds column empty (byte-reproducible files).
+    #[arg(long)]
+    no_host_time: bool,
+    /// Print the points and a summary as JSON on standard output instead
+    /// of the CSV (docs/schemas/sweep.schema.json); --csv FILE still
+    /// writes the CSV.
+    #[arg(long, conflicts_with = "shard")]
+    json: bool,
+    #[command(flatten)]
+    plot: PlotArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum SweepCmd {
+    /// Join partial CSVs of `--shard` runs into the CSV (and SVG) of one run.
+    Merge {
+        /// The partial CSVs, in any order.
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// Write the CSV to FILE (default: stdout).
+        #[arg(long, value_name = "FILE")]
+        csv: Option<PathBuf>,
+        /// Write the SVG plot to FILE.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        /// Print the merged sweep as JSON instead of the CSV (as `sweep
+        /// --json` prints a single run); --csv FILE still writes the CSV.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        plot: PlotArgs,
+    },
+}
+
+/// What the plot shows.
+#[derive(Debug, Default, Args)]
+struct PlotArgs {
+    /// The parameter on the (log) x axis (default: the trace's `#@ x`, else
+    /// the first numeric parameter with several values).
+    #[arg(long, value_name = "NAME")]
+    x: Option<String>,
+    /// Published figures to overlay: auto, engine, core, chip or none
+    /// (default: the trace's `#@ published`, else auto).
+    #[arg(long, value_name = "SET")]
+    published: Option<PublishedArg>,
+}
+
+/// `--published SET`: the library's [`Published`] as a clap value (names
+/// and help lines from the library).
+#[derive(Clone, Copy, Debug)]
+struct PublishedArg(Published);
+
+impl clap::ValueEnum for PublishedArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [PublishedArg; 5] = [
+            PublishedArg(Published::ALL[0]),
+            PublishedArg(Published::ALL[1]),
+            PublishedArg(Published::ALL[2]),
+            PublishedArg(Published::ALL[3]),
+            PublishedArg(Published::ALL[4]),
+        ];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.help()))
+    }
+}
+
+/// `neuron-sim sweep …`.
+pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
+    if let Some(SweepCmd::Merge {
+        parts,
+        csv,
+        svg,
+        json,
+        plot,
+    }) = args.cmd
+    {
+        return cmd_merge(&parts, csv.as_deref(), svg.as_deref(), json, &plot);
+    }
+    let Some(trace) = args.trace else {
+        return Err(bad_input(
+            "sweep needs a TRACE (or `sweep merge PART.csv…`)",
+        ));
+    };
+    let text = crate::input::read_text(&trace, "trace")?;
+    let options = SweepOptions {
+        params: args.params,
+        shard: args.shard,
+        timing_only: args.timing_only,
+        jobs: args.jobs,
+        host_time: !args.no_host_time,
+        x: args.plot.x,
+        published: args.plot.published.map(|p| p.0),
+    };
+    let planned = Sweep::new(&trace, &text, &options).map_err(failure)?;
+    let factory = DeviceFactory::new(&maps.device_with_timing(args.timing.as_deref())?);
+    // On stderr, so a CSV on stdout stays clean.
+    let out = planned
+        .run(&factory, &mut |p| eprintln!("{p}"))
+        .map_err(failure)?;
+    if args.json {
+        if let Some(p) = args.csv.as_deref() {
+            write_file(p, &out.csv)?;
+        }
+        crate::json_out::print(sweep::json_of(&out.csv, &out.meta).map_err(failure)?)?;
+    } else {
+        write_or_print(args.csv.as_deref(), &out.csv)?;
+    }
+    if args.csv.is_some() && !args.json {
+        for r in &out.rows {
+            outln!(
+                "point {} {}: {} cycles, {} ns, {} bytes, {} GB/s, exit {}",
+                r.point,
+                r.label(&out.names),
+                r.cycles,
+                r.ns,
+                r.payload,
+                r.gbps,
+                r.exit
+            );
+        }
+    }
+    if let Some(svg) = args.svg.as_deref() {
+        let text = sweep::svg_of(
+            &out.csv,
+            out.meta.x.as_deref(),
+            out.meta.published,
+            &out.meta,
+        )
+        .map_err(failure)?;
+        write_file(svg, &text)?;
+    }
+    Ok(out.worst_exit)
+}
+
+fn cmd_merge(
+    parts: &[PathBuf],
+    csv_out: Option<&Path>,
+    svg_out: Option<&Path>,
+    json: bool,
+    plot: &PlotArgs,
+) -> Result<u8, Failure> {
+    let mut texts = Vec::new();
+    for p in parts {
+        let t = crate::input::read_text(p, "CSV")?;
+        texts.push((p.display().to_string(), t));
+    }
+    let (merged, meta) = sweep::merge(&texts).map_err(bad_input)?;
+    if json {
+        if let Some(p) = csv_out {
+            write_file(p, &merged)?;
+        }
+        crate::json_out::print(sweep::json_of(&merged, &meta).map_err(failure)?)?;
+    } else {
+        write_or_print(csv_out, &merged)?;
+    }
+    if let Some(svg) = svg_out {
+        let x = plot.x.clone().or(meta.x.clone());
+        let published = plot.published.map_or(meta.published, |p| p.0);
+        let text = sweep::svg_of(&merged, x.as_deref(), published, &meta).map_err(failure)?;
+        write_file(svg, &text)?;
+    }
+    Ok(0)
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text)
+        .map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))
+}
+
+fn write_or_print(path: Option<&Path>, text: &str) -> Result<(), Failure> {
+    match path {
+        Some(p) => write_file(p, text),
+        None => {
+            out!("{text}");
+            Ok(())
+        }
+    }
+}
