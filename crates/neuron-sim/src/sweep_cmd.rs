@@ -143,6 +143,7 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         host_time: !args.no_host_time,
         x: args.plot.x,
         published: args.plot.published.map(|p| p.0),
+        timing: args.timing.as_ref().map(|p| p.display().to_string()),
     };
     let planned = Sweep::new(&trace, &text, &options).map_err(failure)?;
     let factory = DeviceFactory::new(&maps.device_with_timing(args.timing.as_deref())?);

@@ -265,11 +265,100 @@ fn svg_is_well_formed_with_the_published_points() {
     assert_well_formed(&text);
     assert_eq!(text.matches("class=\"sim-point\"").count(), 3);
     // One engine: the 23 B/ns line and the 1416 ns / 32 KiB point (§0, §A.3).
+    // The trace's `bytes` is a descriptor's size, not bytes per partition:
+    // no "≥ 4 KiB/partition" point and no 256 B / 2 KiB guidance.
     assert!(text.contains("class=\"published-line\""));
-    assert_eq!(text.matches("class=\"published-point\"").count(), 2);
+    assert_eq!(text.matches("class=\"published-point\"").count(), 1);
     assert!(text.contains("23 B/ns"));
     assert!(text.contains("32 KiB in 1416 ns"));
+    assert!(!text.contains("partition saturates"));
+    assert!(!text.contains("minimum recommended"));
     assert!(text.contains("docs/references/figures.md"));
+    assert!(
+        text.contains("Mode: data (payload bytes moved and checked); timing: built-in defaults")
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// The plot's caption names the mode and the timing file, the shard
+/// header carries them so a merge draws the same plot, and parts of
+/// another mode are another sweep. The calibration trace declares `bytes`
+/// bytes per partition (`#@ partition-bytes`): its plot has the guidance.
+#[test]
+fn caption_mode_and_timing_survive_a_merge() {
+    let d = tmp_dir("caption");
+    let timing = d.join("timing.json");
+    std::fs::write(&timing, "{\"clock_ghz\": 0.85}\n").unwrap();
+    let calib = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/calib/bw-vs-partition-bytes.trace"
+    );
+    let common = [
+        "--param",
+        "bytes=256..4096*4",
+        "--timing-only",
+        "--no-host-time",
+    ];
+    let (csv, svg) = (d.join("full.csv"), d.join("full.svg"));
+    let mut args = vec!["sweep", calib];
+    args.extend(common);
+    args.extend(["--timing", s(&timing), "--csv", s(&csv), "--svg", s(&svg)]);
+    ok(&run(&args));
+    let text = read(&svg);
+    assert_well_formed(&text);
+    let caption = format!(
+        "Mode: timing-only (no payload bytes moved; the same cycles); timing: file {}.",
+        timing.display()
+    );
+    assert!(text.contains(&caption), "{text}");
+    assert!(
+        text.contains("minimum recommended"),
+        "bytes per partition: guidance"
+    );
+    let mut parts = Vec::new();
+    for i in 0..2 {
+        let part = d.join(format!("part{i}.csv"));
+        let shard = format!("{i}/2");
+        let mut args = vec!["sweep", calib];
+        args.extend(common);
+        args.extend(["--timing", s(&timing), "--shard", &shard, "--csv", s(&part)]);
+        ok(&run(&args));
+        assert!(read(&part).lines().next().unwrap().contains(&format!(
+            " mode=timing-only partition-bytes=bytes timing={} trace=",
+            timing.display()
+        )));
+        parts.push(part);
+    }
+    let msvg = d.join("merged.svg");
+    ok(&run(&[
+        "sweep",
+        "merge",
+        s(&parts[1]),
+        s(&parts[0]),
+        "--svg",
+        s(&msvg),
+        "--csv",
+        s(&d.join("m.csv")),
+    ]));
+    assert_eq!(read(&msvg), text);
+    // A data-mode part of the same trace is another sweep.
+    let data = d.join("data.csv");
+    ok(&run(&[
+        "sweep",
+        calib,
+        "--param",
+        "bytes=256..4096*4",
+        "--no-host-time",
+        "--timing",
+        s(&timing),
+        "--shard",
+        "1/2",
+        "--csv",
+        s(&data),
+    ]));
+    let o = run(&["sweep", "merge", s(&parts[0]), s(&data)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("from another sweep"));
     std::fs::remove_dir_all(&d).ok();
 }
 

@@ -77,26 +77,51 @@ const RESULT_COLUMNS: [&str; 7] = [
     "host_seconds",
 ];
 
-/// What a partial CSV's first line records, for `sweep merge`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a partial CSV's first line records, for `sweep merge`, and what
+/// the plot says besides the rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepMeta {
+    /// Points of the whole sweep.
     pub points: usize,
+    /// The x parameter (`#@ x`, `--x`).
     pub x: Option<String>,
+    /// The published set (`#@ published`, `--published`).
     pub published: Published,
+    /// The trace as named on the command line.
     pub trace: String,
+    /// Timing-only mode (no payload bytes moved; the same cycles).
+    pub timing_only: bool,
+    /// The timing file (`--timing`), or None for the built-in timing.
+    pub timing: Option<String>,
+    /// The parameter that is bytes per partition (`#@ partition-bytes`):
+    /// the plot draws the bytes-per-partition guidance only over it.
+    pub partition_bytes: Option<String>,
 }
 
 const SHARD_PREFIX: &str = "# neuron-sim sweep shard ";
 
 impl SweepMeta {
+    /// The first line of shard `(i, n)`'s partial CSV.
     pub fn line(&self, (i, n): (usize, usize)) -> String {
         format!(
-            "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} trace={}",
+            "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} mode={} partition-bytes={} timing={} trace={}",
             self.points,
             self.x.as_deref().unwrap_or("-"),
             self.published.name(),
+            self.mode(),
+            self.partition_bytes.as_deref().unwrap_or("-"),
+            self.timing.as_deref().unwrap_or("-"),
             self.trace
         )
+    }
+
+    /// `timing-only` or `data`.
+    pub fn mode(&self) -> &'static str {
+        if self.timing_only {
+            "timing-only"
+        } else {
+            "data"
+        }
     }
 
     /// Parses the first line of a partial CSV: (meta, shard).
@@ -107,13 +132,24 @@ impl SweepMeta {
         let rest = rest.strip_prefix("points=")?;
         let (points, rest) = rest.split_once(" x=")?;
         let (x, rest) = rest.split_once(" published=")?;
-        let (published, trace) = rest.split_once(" trace=")?;
+        let (published, rest) = rest.split_once(" mode=")?;
+        let (mode, rest) = rest.split_once(" partition-bytes=")?;
+        let (partition_bytes, rest) = rest.split_once(" timing=")?;
+        let (timing, trace) = rest.split_once(" trace=")?;
+        let named = |v: &str| (v != "-").then(|| v.to_string());
         Some((
             SweepMeta {
                 points: points.parse().ok()?,
-                x: (x != "-").then(|| x.to_string()),
+                x: named(x),
                 published: Published::from_name(published)?,
                 trace: trace.to_string(),
+                timing_only: match mode {
+                    "timing-only" => true,
+                    "data" => false,
+                    _ => return None,
+                },
+                timing: named(timing),
+                partition_bytes: named(partition_bytes),
             },
             shard,
         ))
@@ -372,6 +408,7 @@ pub mod tests {
             x: None,
             published: Published::Auto,
             trace: "t.trace".into(),
+            ..SweepMeta::default()
         };
         let part = |i: usize, points: &[usize]| {
             let mine: Vec<Row> = points.iter().map(|&k| row(k, 128, 1.0)).collect();
@@ -398,6 +435,7 @@ pub mod tests {
             x: None,
             published: Published::Auto,
             trace: "t.trace".into(),
+            ..SweepMeta::default()
         };
         let n = usize::MAX;
         let part = render_csv(&names, &[row(0, 128, 1.0)], Some(((0, n), &meta)));
@@ -421,6 +459,7 @@ pub mod tests {
             x: None,
             published: Published::Auto,
             trace: "t.trace".into(),
+            ..SweepMeta::default()
         };
         let full = render_csv(&names, &rows, None);
         let parts: Vec<(String, String)> = (0..2)

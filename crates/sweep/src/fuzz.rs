@@ -85,6 +85,7 @@ fn merge_seeds() -> Vec<Vec<u8>> {
         x: Some("bytes".into()),
         published: Published::Auto,
         trace: "traces/calib/x.trace".into(),
+        ..SweepMeta::default()
     };
     let mut out = Vec::new();
     for n in 1..=3 {
@@ -125,7 +126,7 @@ fn exec_merge(input: &[u8]) -> Outcome {
         .collect();
     for (_, t) in &parts {
         if let Ok(csv) = Csv::parse(t) {
-            let _ = render_svg(&csv, None, Published::Auto, "fuzz");
+            let _ = render_svg(&csv, None, Published::Auto, &SweepMeta::default());
         }
     }
     let Ok((merged, meta)) = merge(&parts) else {
@@ -139,7 +140,7 @@ fn exec_merge(input: &[u8]) -> Outcome {
             meta.points
         ));
     }
-    let _ = render_svg(&csv, meta.x.as_deref(), meta.published, &meta.trace);
+    let _ = render_svg(&csv, meta.x.as_deref(), meta.published, &meta);
     Ok(true)
 }
 

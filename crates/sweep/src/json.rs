@@ -137,6 +137,7 @@ mod tests {
             x: Some("bytes".into()),
             published: Published::Core,
             trace: "t.trace".into(),
+            ..SweepMeta::default()
         };
         let j = SweepJson::new(&csv, &meta);
         assert_eq!(j.parameters, ["bytes"]);

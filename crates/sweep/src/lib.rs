@@ -85,6 +85,8 @@ pub struct SweepOptions {
     /// Published figures to overlay (default: the trace's `#@ published`,
     /// else auto).
     pub published: Option<Published>,
+    /// The timing file, as the plot's caption names it (None: built-in).
+    pub timing: Option<String>,
 }
 
 /// What a sweep produced.
@@ -164,6 +166,9 @@ impl Sweep {
             x: options.x.clone().or(template.x.clone()),
             published: options.published.or(template.published).unwrap_or_default(),
             trace: trace.display().to_string(),
+            timing_only: options.timing_only,
+            timing: options.timing.clone(),
+            partition_bytes: template.partition_bytes.clone(),
         };
         Ok(Sweep {
             plan,
@@ -241,7 +246,7 @@ pub fn svg_of(
     meta: &SweepMeta,
 ) -> Result<String, Error> {
     let parsed = Csv::parse(csv).map_err(Error::new)?;
-    render_svg(&parsed, x, published, &meta.trace).map_err(Error::new)
+    render_svg(&parsed, x, published, meta).map_err(Error::new)
 }
 
 /// `I/N` of a shard option.
@@ -278,6 +283,9 @@ mod tests {
             x: Some("bytes".into()),
             published: Published::Core,
             trace: "traces/calib/a b.trace".into(),
+            timing_only: true,
+            timing: Some("my timing.json".into()),
+            partition_bytes: Some("bytes".into()),
         };
         assert_eq!(SweepMeta::parse(&m.line((1, 3))), Some((m, (1, 3))));
     }

@@ -452,6 +452,8 @@ pub struct Template {
     pub x: Option<String>,
     /// Default overlay.
     pub published: Option<Published>,
+    /// The parameter that is bytes per partition (`#@ partition-bytes NAME`).
+    pub partition_bytes: Option<String>,
 }
 
 impl Template {
@@ -481,6 +483,7 @@ impl Template {
             params: Vec::new(),
             x: None,
             published: None,
+            partition_bytes: None,
         };
         for (n, line) in text.lines().enumerate() {
             let Some(rest) = line.trim_start().strip_prefix("#@") else {
@@ -510,6 +513,7 @@ impl Template {
                 }
                 "payload" => {}
                 "x" if is_ident(arg) => t.x = Some(arg.to_string()),
+                "partition-bytes" if is_ident(arg) => t.partition_bytes = Some(arg.to_string()),
                 "published" => {
                     t.published = Some(Published::from_name(arg).ok_or_else(|| {
                         at(format!(
@@ -519,7 +523,7 @@ impl Template {
                 }
                 _ => {
                     return Err(at(format!(
-                        "unknown sweep metadata `#@ {rest}` (param, payload, x, published)"
+                        "unknown sweep metadata `#@ {rest}` (param, payload, x, published, partition-bytes)"
                     )));
                 }
             }
@@ -687,6 +691,10 @@ mod tests {
         assert_eq!(t.params.len(), 1);
         assert_eq!(t.x.as_deref(), Some("bytes"));
         assert_eq!(t.published, Some(Published::Core));
+        assert_eq!(t.partition_bytes, None);
+        let t = Template::parse("#@ partition-bytes bytes\n").unwrap();
+        assert_eq!(t.partition_bytes.as_deref(), Some("bytes"));
+        assert!(Template::parse("#@ partition-bytes 4k\n").is_err());
         assert!(Template::parse("#@ nonsense\n").is_err());
         assert!(Template::parse("#@ published lots\n").is_err());
         assert_eq!(payload_of("#@ payload 1024\nrun\n").unwrap(), Some(1024));
