@@ -62,11 +62,14 @@ fn ns(e: &Value, key: &str) -> i64 {
 
 /// Every event is well formed; complete slices on one track nest or are
 /// disjoint (closed on the left, open on the right, as Perfetto imports
-/// them); flow ids pair one start with one end.
+/// them); packets are async slices, each begin with one end of the same id,
+/// name and process, no earlier; a bound flow (`bind_id`) has one start
+/// (`flow_out` only), one end (`flow_in` only) and steps (both) between.
 fn check_format(v: &Value) {
     assert_eq!(v["displayTimeUnit"], "ns");
     let mut tracks: BTreeMap<(u64, u64), Vec<(i64, i64)>> = BTreeMap::new();
     let mut flows: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut open: BTreeMap<(u64, u64), (String, i64)> = BTreeMap::new();
     for e in events(v) {
         let ph = e["ph"].as_str().unwrap();
         assert!(e["name"].is_string(), "{e}");
@@ -114,13 +117,33 @@ fn check_format(v: &Value) {
                         .all(Value::is_number)
                 );
             }
-            "s" | "t" | "f" => {
-                flows
-                    .entry(e["id"].as_u64().unwrap())
-                    .or_default()
-                    .push(ph.to_string());
+            "b" => {
+                assert_eq!(e["cat"], "packet", "{e}");
+                let key = (e["pid"].as_u64().unwrap(), e["id"].as_u64().unwrap());
+                let name = e["name"].as_str().unwrap().to_string();
+                assert!(
+                    open.insert(key, (name, ns(e, "ts"))).is_none(),
+                    "id reused: {e}"
+                );
+            }
+            "e" => {
+                let key = (e["pid"].as_u64().unwrap(), e["id"].as_u64().unwrap());
+                let (name, start) = open
+                    .remove(&key)
+                    .unwrap_or_else(|| panic!("end without begin: {e}"));
+                assert_eq!(e["name"].as_str().unwrap(), name, "{e}");
+                assert!(ns(e, "ts") >= start, "{e}");
             }
             other => panic!("unexpected phase {other}: {e}"),
+        }
+        if let Some(id) = e["bind_id"].as_u64() {
+            let dir = match (e.get("flow_in").is_some(), e.get("flow_out").is_some()) {
+                (false, true) => "s",
+                (true, true) => "t",
+                (true, false) => "f",
+                _ => panic!("a bound flow event without a direction: {e}"),
+            };
+            flows.entry(id).or_default().push(dir.to_string());
         }
         if ph != "M" {
             let ts = e["ts"].as_f64().unwrap();
@@ -147,8 +170,13 @@ fn check_format(v: &Value) {
             stack.push(b);
         }
     }
+    assert!(open.is_empty(), "packets that never end: {open:?}");
     for (id, phs) in flows {
-        assert_eq!(phs.first().map(String::as_str), Some("s"), "flow {id}");
+        assert_eq!(
+            phs.first().map(String::as_str),
+            Some("s"),
+            "flow {id}: {phs:?}"
+        );
         assert_eq!(phs.last().map(String::as_str), Some("f"), "flow {id}");
         assert!(phs[1..phs.len() - 1].iter().all(|p| p == "t"), "flow {id}");
     }
@@ -172,7 +200,7 @@ fn count(v: &Value, f: impl Fn(&Value) -> bool) -> usize {
 }
 
 fn packet_slices(v: &Value) -> usize {
-    count(v, |e| e["ph"] == "X" && e["cat"] == "packet")
+    count(v, |e| e["ph"] == "b" && e["cat"] == "packet")
 }
 
 #[test]
@@ -188,12 +216,19 @@ fn a_plain_copy_is_one_packet_on_its_queue_track() {
     let threads: BTreeSet<String> = names(&v, "thread_name").into_values().collect();
     assert!(threads.contains("eng0 q0"), "{threads:?}");
     let p = events(&v).iter().find(|e| e["cat"] == "packet").unwrap();
+    assert_eq!(p["ph"], "b");
+    assert_eq!(p["name"], "eng0 q0", "named by its queue's track");
+    assert_eq!(p["args"]["cause"], "packet");
     assert_eq!(p["args"]["bytes"], 4096);
     assert_eq!(p["args"]["src"], "0x100000");
     assert_eq!(p["args"]["dst"], "0x200000");
     // 22 cycles to 194 at 0.85 GHz.
     assert_eq!(p["ts"], 0.026);
-    assert_eq!(p["dur"], 0.202);
+    let end = events(&v)
+        .iter()
+        .find(|e| e["ph"] == "e" && e["id"] == p["id"])
+        .unwrap();
+    assert_eq!(end["ts"], 0.228);
     assert!(count(&v, |e| e["ph"] == "i" && e["cat"] == "doorbell") == 2);
     assert!(count(&v, |e| e["ph"] == "C") > 0);
 }
@@ -213,50 +248,44 @@ fn firmware_words_flow_to_the_packets_that_complete_them() {
     // Counters: queue occupancy and bytes in flight.
     assert!(count(&v, |e| e["ph"] == "C" && e["name"] == "eng0 in flight") > 0);
     assert!(count(&v, |e| e["ph"] == "C" && e["name"] == "eng0.q1 queued") > 0);
-    // Each flow starts inside an instruction's slice and ends inside a
-    // packet slice of the same track it names, caused by that instruction.
+    // Each flow starts at a `doorbell` slice inside an instruction's slice
+    // and ends on a packet caused by that instruction (bound by `bind_id`).
     let evs = events(&v);
     let x: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "X").collect();
-    let enclosing = |e: &Value, cat_prefix: &str| -> Option<&Value> {
-        let t = ns(e, "ts");
-        x.iter()
-            .filter(|s| {
-                s["pid"] == e["pid"]
-                    && s["tid"] == e["tid"]
-                    && s["cat"].as_str().unwrap().starts_with(cat_prefix)
-                    && ns(s, "ts") <= t
-                    && t <= ns(s, "ts") + ns(s, "dur")
-            })
-            .min_by_key(|s| ns(s, "dur"))
-            .copied()
-    };
     let mut linked: BTreeMap<String, usize> = BTreeMap::new();
-    let starts: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "s").collect();
+    let starts: Vec<&Value> = x.iter().copied().filter(|e| e["cat"] == "flow").collect();
     assert!(!starts.is_empty());
     for s in &starts {
-        let inst = enclosing(s, "inst").unwrap_or_else(|| panic!("no instruction at {s}"));
+        assert_eq!(s["name"], "doorbell");
+        let t = ns(s, "ts");
         let inst = x
             .iter()
             .find(|e| {
                 e["cat"] == "inst"
-                    && e["tid"] == inst["tid"]
-                    && ns(e, "ts") <= ns(inst, "ts")
-                    && ns(inst, "ts") <= ns(e, "ts") + ns(e, "dur")
+                    && e["tid"] == s["tid"]
+                    && ns(e, "ts") <= t
+                    && t <= ns(e, "ts") + ns(e, "dur")
             })
-            .unwrap();
+            .unwrap_or_else(|| panic!("no instruction at {s}"));
         let tag = inst["args"]["inst"].as_str().unwrap().to_string();
-        let end = evs
+        let ends: Vec<&Value> = evs
             .iter()
-            .find(|e| e["ph"] == "f" && e["id"] == s["id"])
-            .unwrap();
-        let packet = enclosing(end, "packet").unwrap_or_else(|| panic!("no packet at {end}"));
-        assert!(
-            packet["name"]
-                .as_str()
-                .unwrap()
-                .starts_with(&format!("{tag} ")),
-            "{packet} is not caused by {tag}"
-        );
+            .filter(|e| e["ph"] == "b" && e["bind_id"] == s["bind_id"])
+            .collect();
+        assert!(!ends.is_empty(), "{s}: no packet");
+        for p in &ends {
+            assert!(
+                p["args"]["cause"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{tag} ")),
+                "{p} is not caused by {tag}"
+            );
+        }
+        // The completion: the last packet of each engine's share is the
+        // 4-byte semaphore write.
+        let last = ends.iter().find(|p| p.get("flow_out").is_none()).unwrap();
+        assert_eq!(last["args"]["bytes"], 4, "{last}");
         *linked
             .entry(inst["name"].as_str().unwrap().to_string())
             .or_default() += 1;
@@ -270,13 +299,7 @@ fn firmware_words_flow_to_the_packets_that_complete_them() {
             ("DIRECT2D #2".to_string(), 4)
         ])
     );
-    // The completion: the last packet of each engine's share is the
-    // 4-byte semaphore write, and the word's EVENTS update is an instant.
-    let ends: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "f").collect();
-    assert!(
-        ends.iter()
-            .all(|f| enclosing(f, "packet").unwrap()["args"]["bytes"] == 4)
-    );
+    // The word's EVENTS update is an instant.
     assert!(evs.iter().any(|e| e["ph"] == "i"
         && e["name"] == "done"
         && e["args"]["update"] == "SEM_INC_COMPLETE sem[6] += 1"));
@@ -296,7 +319,10 @@ fn host_copies_are_on_the_host_process_and_flow_from_their_ioctl() {
     for t in ["driver ioctls", "driver H2T batches", "eng128 q1"] {
         assert!(threads.contains(t), "{t}: {threads:?}");
     }
-    let starts: Vec<&Value> = events(&v).iter().filter(|e| e["ph"] == "s").collect();
+    let starts: Vec<&Value> = events(&v)
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "flow")
+        .collect();
     assert!(!starts.is_empty());
     assert!(starts.iter().all(|s| s["pid"] == 9 && s["tid"] == 20_000));
 }

@@ -12,18 +12,20 @@
 //!   steps as instants on `Q7 events`); one process "host / driver" (`pid`
 //!   9) holding the H2T engines 128..131, the driver's ioctls, its H2T
 //!   batches and its log;
-//! - one thread track per engine queue (`engN qQ`), a slice (`X`) per packet
-//!   from its start to the cycle it lands; packets of one queue overlap
-//!   (the next starts while the previous one's writes are in flight), and a
-//!   track's slices must nest, so an overlapping packet goes to an extra
-//!   lane `engN qQ (2)`, `(3)`, … right below;
+//! - per engine queue, its packets as async slices (`b`/`e`, one `id`
+//!   each) named `engN qQ` from start to landing: packets of one queue
+//!   overlap (the next starts while the previous one's writes are in
+//!   flight), and Perfetto stacks a process's same-name async slices on one
+//!   track; the queue's thread track `engN qQ` holds its instants and
+//!   counters (other overlapping slices, an instruction's or a lost
+//!   packet's, go to extra lanes `… (2)` right below);
 //! - instants (`i`) for doorbells, faults, state changes and firmware
 //!   steps; counters (`C`) for each queue's posted-but-not-completed
 //!   descriptors and each engine's bytes in flight;
-//! - flows (`s`/`t`/`f`) from the instruction or ioctl that rang a
-//!   doorbell to the first and the last packet of the descriptors it rang
-//!   (the last is the completion semaphore write of a firmware word's
-//!   engine share).
+//! - bound flows (`bind_id`, `flow_in`/`flow_out`) from a zero-length
+//!   `doorbell` slice inside the instruction or ioctl that rang a doorbell
+//!   to the first and the last packet of the descriptors it rang (the last
+//!   is the completion semaphore write of a firmware word's engine share).
 //!
 //! Times: cycles → integer nanoseconds (`cycle / clock_ghz`, rounded), `ts`
 //! and `dur` in µs with up to three decimals, `displayTimeUnit: "ns"`.

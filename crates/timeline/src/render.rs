@@ -57,6 +57,12 @@ struct Ev<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     bp: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    bind_id: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    flow_in: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    flow_out: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     args: Option<&'a Args>,
 }
 
@@ -73,6 +79,9 @@ impl<'a> Ev<'a> {
             s: None,
             id: None,
             bp: None,
+            bind_id: None,
+            flow_in: false,
+            flow_out: false,
             args: None,
         }
     }
@@ -168,17 +177,27 @@ fn track_kept(f: &Filter, track: Track) -> bool {
 /// What goes out, before sorting by time.
 enum Out {
     Slice(usize),
+    /// A packet's async begin (`b`) and end (`e`).
+    PacketBegin(usize),
+    PacketEnd(usize),
+    /// A flow's source: a zero-length slice inside the cause where its
+    /// doorbell rang.
+    FlowSource {
+        id: u64,
+        slice: usize,
+    },
     Instant(usize),
     Counter {
         track: Track,
         name: String,
         args: Args,
     },
-    Flow {
-        ph: char,
-        id: u64,
-        slice: usize,
-    },
+}
+
+/// A packet: drawn as an async slice so that a queue's overlapping packets
+/// stack on one track.
+fn is_packet(s: &crate::model::Slice) -> bool {
+    s.cat == "packet" && matches!(s.track, Track::Queue(..)) && s.parent.is_none()
 }
 
 /// The series points to show: the value at the window start, then the
@@ -230,7 +249,7 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
     let mut lane = vec![0u64; n];
     let mut by_track: BTreeMap<Track, Vec<usize>> = BTreeMap::new();
     for (i, s) in m.slices.iter().enumerate() {
-        if keep[i] && s.parent.is_none() {
+        if keep[i] && s.parent.is_none() && !is_packet(s) {
             by_track.entry(s.track).or_default().push(i);
         }
     }
@@ -265,7 +284,15 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
     // stack), then instants and counters.
     let mut outs: Vec<(u64, u8, Out)> = Vec::new();
     for (i, s) in m.slices.iter().enumerate() {
-        if keep[i] {
+        if !keep[i] {
+            continue;
+        }
+        if is_packet(s) {
+            outs.push((clock.ns(s.start), 0, Out::PacketBegin(i)));
+            // Ends after everything else at their time (a zero-length
+            // packet's end follows its begin).
+            outs.push((clock.ns(s.end), 5, Out::PacketEnd(i)));
+        } else {
             outs.push((clock.ns(s.start), 0, Out::Slice(i)));
         }
     }
@@ -306,8 +333,13 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
             ));
         }
     }
-    // Flows whose slices stayed (at least the cause and one packet).
+    // Flows whose slices stayed (at least the cause and one packet), as
+    // bound flows (`bind_id`): the source is a zero-length slice inside the
+    // cause where its doorbell rang (a cause rings many doorbells; a slice
+    // binds one flow), then the first packet (`flow_in`, and `flow_out`
+    // when a last packet follows) and the last (`flow_in`).
     let mut flows = 0usize;
+    let mut flow_of: BTreeMap<usize, (u64, bool, bool)> = BTreeMap::new();
     for fl in &m.flows {
         let kept: Vec<usize> = fl
             .slices
@@ -318,26 +350,25 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
         if kept.len() < 2 || kept.first() != fl.slices.first() {
             continue;
         }
+        // Flows end on packets, and a packet binds one flow: a packet
+        // already in one stays there.
+        if kept[1..]
+            .iter()
+            .any(|&i| flow_of.contains_key(&i) || !is_packet(&m.slices[i]))
+        {
+            continue;
+        }
         flows += 1;
         let id = flows as u64;
+        let cause = kept[0];
+        let s = &m.slices[cause];
+        let at = clock
+            .ns(fl.rung_at)
+            .clamp(clock.ns(s.start), clock.ns(s.end));
+        outs.push((at, 1, Out::FlowSource { id, slice: cause }));
         let last = kept.len() - 1;
-        for (k, &i) in kept.iter().enumerate() {
-            let s = &m.slices[i];
-            let (a, b) = (clock.ns(s.start), clock.ns(s.end));
-            // The cause where its doorbell rang (its track holds only
-            // slices, so the slice on top there is the cause or one of its
-            // phases); a packet where it starts, right after it.
-            let at = if k == 0 {
-                clock.ns(fl.rung_at).clamp(a, b)
-            } else {
-                a
-            };
-            let ph = match k {
-                0 => 's',
-                k if k == last => 'f',
-                _ => 't',
-            };
-            outs.push((at, 1, Out::Flow { ph, id, slice: i }));
+        for (k, &i) in kept.iter().enumerate().skip(1) {
+            flow_of.insert(i, (id, true, k < last));
         }
     }
     // Time order; within a time, the order built (slices first).
@@ -347,10 +378,13 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
     let mut tracks: BTreeSet<(u32, u64, Track, u64)> = BTreeSet::new();
     for (_, _, o) in &outs {
         let (track, l) = match o {
-            Out::Slice(i) => (m.slices[*i].track, lane[*i].min(MAX_LANES)),
+            Out::Slice(i) | Out::FlowSource { slice: i, .. } => {
+                (m.slices[*i].track, lane[*i].min(MAX_LANES))
+            }
+            Out::PacketBegin(i) => (m.slices[*i].track, 0),
             Out::Instant(i) => (m.instants[*i].track, 0),
             Out::Counter { track, .. } => (*track, 0),
-            Out::Flow { .. } => continue,
+            Out::PacketEnd(_) => continue,
         };
         tracks.insert((pid_of(track), tid_of(track, l), track, l));
     }
@@ -415,9 +449,6 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
         match o {
             Out::Slice(i) => {
                 let s = &m.slices[*i];
-                if s.cat == "packet" {
-                    packets += 1;
-                }
                 let mut ev = Ev::new(&s.name, 'X', pid_of(s.track));
                 ev.cat = s.cat;
                 ev.ts = Some(us(*t));
@@ -444,15 +475,43 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
                 ev.args = Some(args);
                 write(&ev, &mut buf);
             }
-            Out::Flow { ph, id, slice } => {
+            Out::FlowSource { id, slice } => {
                 let s = &m.slices[*slice];
-                let mut ev = Ev::new("cause", *ph, pid_of(s.track));
+                let mut ev = Ev::new("doorbell", 'X', pid_of(s.track));
                 ev.cat = "flow";
                 ev.ts = Some(us(*t));
+                ev.dur = Some(0.0);
                 ev.tid = Some(tid_of(s.track, lane[*slice]));
-                ev.id = Some(*id);
-                if *ph != 's' {
-                    ev.bp = Some("e");
+                ev.bind_id = Some(*id);
+                ev.flow_out = true;
+                write(&ev, &mut buf);
+            }
+            Out::PacketBegin(i) | Out::PacketEnd(i) => {
+                let s = &m.slices[*i];
+                let begin = matches!(o, Out::PacketBegin(_));
+                if begin {
+                    packets += 1;
+                }
+                // Named by the queue: Perfetto shows a process's async
+                // slices of one name on one track, stacking those that
+                // overlap. What rang the doorbell is the `cause` arg.
+                let name = track_name(s.track, 0);
+                let mut ev = Ev::new(&name, if begin { 'b' } else { 'e' }, pid_of(s.track));
+                ev.cat = s.cat;
+                ev.ts = Some(us(*t));
+                ev.tid = Some(tid_of(s.track, 0));
+                ev.id = Some(*i as u64);
+                let args;
+                if begin {
+                    let mut a = s.args.clone();
+                    a.0.insert(0, ("cause", Val::S(s.name.clone())));
+                    args = a;
+                    ev.args = Some(&args);
+                    if let Some(&(id, flow_in, flow_out)) = flow_of.get(i) {
+                        ev.bind_id = Some(id);
+                        ev.flow_in = flow_in;
+                        ev.flow_out = flow_out;
+                    }
                 }
                 write(&ev, &mut buf);
             }

@@ -1,6 +1,8 @@
 //! The exporter on small synthetic event lists.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeSet;
+
 use kdriver::h2t::Ctx;
 use kdriver::{DriverEvent, DriverEventKind};
 use q7::{FwEvent, FwEventKind, InstTag};
@@ -95,10 +97,30 @@ fn by_ph<'a>(v: &'a Value, ph: &str) -> Vec<&'a Value> {
     trace_events(v).iter().filter(|e| e["ph"] == ph).collect()
 }
 
-fn packets(v: &Value) -> Vec<&Value> {
-    by_ph(v, "X")
+/// Packets are async slices (`b` … `e`, paired by `id`, named by their
+/// queue's track, the doorbell's cause in `args.cause`): each as one object
+/// with the begin's fields, `dur` from its end, and `name` = its cause.
+fn packets(v: &Value) -> Vec<Value> {
+    let ends: Vec<&Value> = by_ph(v, "e")
         .into_iter()
         .filter(|e| e["cat"] == "packet")
+        .collect();
+    by_ph(v, "b")
+        .into_iter()
+        .filter(|e| e["cat"] == "packet")
+        .map(|b| {
+            let e = ends
+                .iter()
+                .find(|e| e["id"] == b["id"] && e["pid"] == b["pid"])
+                .expect("every packet begin has its end");
+            assert_eq!(e["name"], b["name"], "a packet ends on its track");
+            let mut p = b.clone();
+            let dur = e["ts"].as_f64().unwrap() - b["ts"].as_f64().unwrap();
+            p["dur"] = serde_json::json!((dur * 1000.0).round() / 1000.0);
+            p["track"] = b["name"].clone();
+            p["name"] = b["args"]["cause"].clone();
+            p
+        })
         .collect()
 }
 
@@ -120,7 +142,7 @@ fn a_packet_is_a_complete_slice_with_its_fields_and_ns_times() {
     let p = packets(&v);
     assert_eq!(p.len(), 1);
     assert_eq!(out.packets, 1);
-    let p = p[0];
+    let p = &p[0];
     // 23 cycles / 0.85 GHz = 27.06 ns; 339 / 0.85 = 398.8 ns.
     assert_eq!(p["ts"], 0.027);
     assert_eq!(p["dur"], 0.372);
@@ -196,7 +218,7 @@ fn doorbells_are_instants_and_counters_follow_occupancy_and_bytes_in_flight() {
 }
 
 #[test]
-fn overlapping_packets_of_a_queue_go_to_lanes() {
+fn overlapping_packets_of_a_queue_stack_on_one_async_track() {
     let events = vec![
         doorbell(1, 0, Dir::S2m, 0, 3),
         start(10, 0, 0, 1024, 80),
@@ -207,19 +229,27 @@ fn overlapping_packets_of_a_queue_go_to_lanes() {
         done(150, 0, 0, 1024),
     ];
     let (_, v) = run(&events, &[], &Filter::default());
-    let tids: Vec<u64> = packets(&v)
-        .iter()
-        .map(|p| p["tid"].as_u64().unwrap())
-        .collect();
-    // The third starts as the first lands: lane 1 again.
-    assert_eq!(tids, vec![1_000_100, 1_000_101, 1_000_100]);
+    let p = packets(&v);
+    assert_eq!(p.len(), 3);
+    // One name (the queue's track) and one process for all three, each its
+    // own id: Perfetto stacks the overlapping ones on that one track.
+    assert!(p.iter().all(|p| p["track"] == "eng0 q0" && p["pid"] == 1));
+    let ids: BTreeSet<u64> = p.iter().map(|p| p["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids.len(), 3);
+    // No overflow lanes: the queue has one thread track, for its doorbells
+    // and counters.
     let names: Vec<String> = by_ph(&v, "M")
         .iter()
         .filter(|e| e["name"] == "thread_name")
         .map(|e| e["args"]["name"].as_str().unwrap().to_string())
         .collect();
     assert!(names.contains(&"eng0 q0".to_string()));
-    assert!(names.contains(&"eng0 q0 (2)".to_string()));
+    assert!(
+        !names.iter().any(|n| n.starts_with("eng0 q0 (")),
+        "{names:?}"
+    );
+    // No complete (`X`) slice for a packet.
+    assert!(by_ph(&v, "X").iter().all(|e| e["cat"] != "packet"));
 }
 
 /// A DIRECT2D word on core 1 that rings engine 17 queue 3 with a data
@@ -317,29 +347,41 @@ fn an_instruction_is_a_slice_and_flows_to_its_packets() {
     assert_eq!(p.len(), 2);
     assert!(p.iter().all(|p| p["name"] == "tpb1#0 DIRECT2D"));
     assert!(p.iter().all(|p| p["pid"] == 2));
-    // One flow: instruction → first packet → last packet.
+    // One flow: instruction → first packet → last packet, bound
+    // (`bind_id`): a zero-length `doorbell` slice inside the instruction
+    // where the doorbell rang (cycle 31) starts it, the first packet steps
+    // it (in and out), the last ends it.
     assert_eq!(out.flows, 1);
-    let f: Vec<&Value> = trace_events(&v)
-        .iter()
+    let src: Vec<&Value> = by_ph(&v, "X")
+        .into_iter()
         .filter(|e| e["cat"] == "flow")
         .collect();
-    let phs: Vec<&str> = f.iter().map(|e| e["ph"].as_str().unwrap()).collect();
-    assert_eq!(phs, vec!["s", "t", "f"]);
-    assert!(f.iter().all(|e| e["id"] == 1));
-    assert_eq!(f[0]["tid"], 10_100);
-    // Where the doorbell rang (cycle 31), inside the instruction.
-    assert_eq!(f[0]["ts"], 0.036);
-    assert_eq!(f[1]["ts"], p[0]["ts"]);
-    assert_eq!(f[1]["tid"], p[0]["tid"]);
-    assert_eq!(f[2]["ts"], p[1]["ts"]);
-    assert_eq!(f[2]["tid"], p[1]["tid"]);
-    assert_eq!(f[2]["bp"], "e");
-    // Each flow event right after the slice it binds to.
+    assert_eq!(src.len(), 1);
+    assert_eq!(src[0]["name"], "doorbell");
+    assert_eq!(src[0]["tid"], 10_100);
+    assert_eq!(src[0]["ts"], 0.036);
+    assert_eq!(src[0]["dur"], 0.0);
+    assert_eq!(src[0]["bind_id"], 1);
+    assert_eq!(src[0]["flow_out"], true);
+    assert!(src[0].get("flow_in").is_none());
+    assert_eq!(p[0]["bind_id"], 1);
+    assert_eq!(
+        (&p[0]["flow_in"], &p[0]["flow_out"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+    assert_eq!(p[1]["bind_id"], 1);
+    assert_eq!(p[1]["flow_in"], true);
+    assert!(p[1].get("flow_out").is_none());
+    // The source comes before the packets in the file, inside the
+    // instruction's time.
     let evs = trace_events(&v);
-    for fe in &f[1..] {
-        let at = evs.iter().position(|e| e == *fe).unwrap();
-        assert_eq!(evs[at - 1]["cat"], "packet");
-    }
+    let at = |e: &Value| evs.iter().position(|x| x == e).unwrap();
+    assert!(at(inst) < at(src[0]), "a child slice follows its parent");
+    let first_b = evs
+        .iter()
+        .position(|e| e["ph"] == "b" && e["cat"] == "packet")
+        .unwrap();
+    assert!(at(src[0]) < first_b);
     // Firmware steps are instants on their own track.
     let i = by_ph(&v, "i");
     let d = i.iter().find(|e| e["name"] == "done").unwrap();
@@ -426,8 +468,12 @@ fn an_ioctl_flows_to_the_h2t_packets_it_rang() {
     assert!(p.iter().all(|p| p["pid"] == HOST_PID));
     assert!(p.iter().all(|p| p["name"] == "ioctl MEM_BUF_COPY64"));
     assert_eq!(out.flows, 1);
-    let s = by_ph(&v, "s");
-    assert_eq!(s[0]["tid"], 20_000);
+    // The flow starts inside the ioctl, on the ioctl track.
+    let src: Vec<&&Value> = x.iter().filter(|e| e["cat"] == "flow").collect();
+    assert_eq!(src.len(), 1);
+    assert_eq!(src[0]["tid"], 20_000);
+    assert_eq!(src[0]["flow_out"], true);
+    assert_eq!(p.last().unwrap()["bind_id"], src[0]["bind_id"]);
     let log = by_ph(&v, "i")
         .into_iter()
         .find(|e| e["name"] == "driver log")
