@@ -162,24 +162,26 @@ impl RunOutput {
             }
             return;
         }
-        let mut text = String::new();
+        let mut text: Vec<u8> = Vec::new();
         for e in &events {
             match self.format {
-                Format::Text => {
-                    text.push_str(&self.paint.lines(&self.trace, &soc::exec::event_line(e)))
-                }
+                Format::Text => text.extend_from_slice(
+                    self.paint
+                        .lines(&self.trace, &soc::exec::event_line(e))
+                        .as_bytes(),
+                ),
                 Format::Json => {
-                    text.push_str(if self.n_events == 0 { "\n" } else { ",\n" });
-                    text.push_str(&" ".repeat(8));
+                    text.extend_from_slice(if self.n_events == 0 { b"\n" } else { b",\n" });
+                    text.extend_from_slice(b"        ");
                     // Through a Value, as the report's JSON goes: its
                     // objects' keys come out in the map's order.
                     let v = serde_json::to_value(e).unwrap_or_default();
-                    text.push_str(&indent(&pretty(&v), 4));
+                    pretty_at(&mut text, &v, 4);
                 }
             }
             self.n_events += 1;
         }
-        let r = self.events.push(text.as_bytes());
+        let r = self.events.push(&text);
         check(r);
         if let Some(t) = self.timeline.as_mut() {
             t.extend(events);
@@ -348,6 +350,100 @@ fn pretty<T: serde::Serialize + ?Sized>(v: &T) -> String {
 /// `text` as it reads `level` levels deep in a pretty-printed document.
 fn indent(text: &str, level: usize) -> String {
     text.replace('\n', &format!("\n{}", "  ".repeat(level)))
+}
+
+/// Appends `v` to `out` pretty-printed as it reads `level` levels deep in a
+/// pretty-printed document: what `indent(&pretty(v), level)` gives, written
+/// in one pass (a `--json` run prints every device event this way).
+fn pretty_at<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T, level: usize) {
+    let start = out.len();
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, Nested::new(level));
+    if let Err(e) = v.serialize(&mut ser) {
+        out.truncate(start);
+        out.extend_from_slice(format!("\"(cannot render: {e})\"").as_bytes());
+    }
+}
+
+/// serde_json's pretty layout (two spaces a level) starting `base` levels
+/// deep.
+struct Nested {
+    level: usize,
+    has_value: bool,
+}
+
+impl Nested {
+    fn new(base: usize) -> Self {
+        Nested {
+            level: base,
+            has_value: false,
+        }
+    }
+
+    fn newline<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(b"\n")?;
+        for _ in 0..self.level {
+            w.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for Nested {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            self.newline(w)?;
+        }
+        w.write_all(b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        self.newline(w)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            self.newline(w)?;
+        }
+        w.write_all(b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        self.newline(w)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 /// An output error ends the process: a closed pipe with status 0 (as
@@ -567,10 +663,19 @@ mod tests {
 
     #[test]
     fn indent_matches_nested_pretty_printing() {
-        let inner = serde_json::json!({"a": [1, 2], "b": {}});
+        let inner = serde_json::json!({"a": [1, 2], "b": {}, "c": [], "d": [{"e": "x\ny"}]});
         let outer = serde_json::json!({"k": inner});
         let want = serde_json::to_string_pretty(&outer).unwrap();
         let got = format!("{{\n  \"k\": {}\n}}", indent(&pretty(&inner), 1));
         assert_eq!(got, want);
+        // The one-pass writer gives the same bytes at any depth.
+        for level in 0..5 {
+            let mut out = Vec::new();
+            pretty_at(&mut out, &inner, level);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                indent(&pretty(&inner), level)
+            );
+        }
     }
 }
