@@ -30,6 +30,9 @@ pub struct Reply {
     pub text: String,
     /// What next.
     pub flow: Flow,
+    /// The command was not understood (unknown, or wrong arguments): the
+    /// text says why.
+    pub error: bool,
 }
 
 impl Reply {
@@ -37,6 +40,14 @@ impl Reply {
         Reply {
             text: text.into(),
             flow: Flow::Prompt,
+            error: false,
+        }
+    }
+
+    fn error(text: impl Into<String>) -> Reply {
+        Reply {
+            error: true,
+            ..Reply::text(text)
         }
     }
 }
@@ -118,6 +129,9 @@ pub struct Console {
     end_shown: bool,
     /// `display`: values shown at every stop.
     displays: Vec<Value>,
+    /// Stops shown so far (the machine interface tells a command that
+    /// moved from one that did not).
+    stops_shown: u64,
 }
 
 impl Console {
@@ -129,6 +143,7 @@ impl Console {
             quit_early: false,
             end_shown: false,
             displays: Vec::new(),
+            stops_shown: 0,
         }
     }
 
@@ -206,16 +221,16 @@ impl Console {
                 Ok(t) => Reply::text(self.go(Granularity::Finish(t))),
                 Err(e) => Reply::text(format!("{e}\n")),
             },
-            ("b" | "break", _) => Reply::text(match self.session.add_break(rest) {
+            ("b" | "break", _) => match self.session.add_break(rest) {
                 Ok((id, note)) => {
                     let spec = self.spec_of(id);
                     let mut out = note.map(|n| format!("{n}\n")).unwrap_or_default();
                     out.push_str(&format!("breakpoint {id}: {spec}\n"));
-                    out
+                    Reply::text(out)
                 }
-                Err(e) => format!("{e}\n"),
-            }),
-            ("watch", _) => Reply::text(match self.session.add_watch(rest) {
+                Err(e) => Reply::error(format!("{e}\n")),
+            },
+            ("watch", _) => match self.session.add_watch(rest) {
                 Ok(id) => {
                     let spec = self.spec_of(id);
                     let now = self
@@ -224,10 +239,10 @@ impl Console {
                         .get(id)
                         .and_then(|b| b.last)
                         .map_or("unreadable".to_string(), |v| format!("{v:#x}"));
-                    format!("watchpoint {id}: {spec} (now {now})\n")
+                    Reply::text(format!("watchpoint {id}: {spec} (now {now})\n"))
                 }
-                Err(e) => format!("{e}\n"),
-            }),
+                Err(e) => Reply::error(format!("{e}\n")),
+            },
             ("info", ["break" | "breakpoints" | "b" | "watch" | "watchpoints"]) => {
                 Reply::text(view::breakpoint_table(self.session.breakpoints()))
             }
@@ -341,8 +356,8 @@ impl Console {
                     self.quit_early = true;
                 }
                 Reply {
-                    text: String::new(),
                     flow: Flow::Quit,
+                    ..Reply::text("")
                 }
             }
             ("set", [target, value]) => Reply::text(
@@ -368,11 +383,11 @@ impl Console {
                     || ["s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q", "l"]
                         .contains(&word);
                 if known {
-                    Reply::text(format!(
+                    Reply::error(format!(
                         "`{line}`: wrong arguments for {word} (help lists the commands)\n"
                     ))
                 } else {
-                    Reply::text(format!(
+                    Reply::error(format!(
                         "unknown command `{line}` (help lists the commands){}\n",
                         trace_format::closest_name(word, COMMANDS.iter().copied())
                             .map(|c| format!("; did you mean `{c}`?"))
@@ -409,6 +424,7 @@ impl Console {
         }
         out.push_str(&self.displays_text());
         self.last = Some(stop);
+        self.stops_shown += 1;
         out
     }
 
@@ -606,6 +622,16 @@ impl Console {
             return EXIT_QUIT_EARLY;
         }
         self.session.report().exit_code()
+    }
+
+    /// How many stops were shown so far.
+    pub fn stops_shown(&self) -> u64 {
+        self.stops_shown
+    }
+
+    /// The last stop shown, if any.
+    pub fn last_stop(&self) -> Option<&Stop> {
+        self.last.as_ref()
     }
 
     /// Whether the user quit before the end.

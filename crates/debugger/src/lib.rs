@@ -6,8 +6,8 @@
 //! as text, and [`console`] is the command language of the prompt.
 //!
 //! Front ends stay thin: `neuron-sim step` reads lines and prints the
-//! console's answers; a machine interface would call [`Session::step`] and
-//! serialize the [`Stop`]s. The session runs the trace through
+//! console's answers; `neuron-sim step --json` speaks [`protocol`], one
+//! JSON object per line. The session runs the trace through
 //! `soc::exec::Execution`, one statement at a time, pausing a `run`/`wait`
 //! between two events; paused and resumed, a run gives the same cycles as
 //! `neuron-sim run`.
@@ -16,6 +16,7 @@ pub mod breakpoint;
 pub mod console;
 mod monitor;
 pub mod place;
+pub mod protocol;
 pub mod session;
 pub mod view;
 

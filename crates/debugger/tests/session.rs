@@ -465,3 +465,67 @@ fn expectations_count_as_in_run() {
     assert_eq!((r.expectations_failed, r.exit_code()), (1, 1));
     assert_eq!(s.device().now().0, 10);
 }
+
+/// The JSON protocol (docs/user-guide.md §12 "The JSON protocol"): a view
+/// answers without a stop, a step with one, a bad command with an error,
+/// and `end` counts the expectations as `run`.
+#[test]
+fn protocol_messages_carry_stops_views_errors_and_the_end() {
+    use debugger::protocol::{self, Message};
+    use debugger::{Console, Flow};
+    let (s, _) = session("copy-hbm-hbm.trace");
+    let mut c = Console::new(s);
+    let Message::Reply {
+        stop: Some(first), ..
+    } = protocol::start(&mut c, true)
+    else {
+        panic!("the first stop is a reply with a stop");
+    };
+    assert_eq!((first.reason.as_str(), first.line), ("doorbell", Some(14)));
+    let (view, flow) = protocol::handle(&mut c, r#"{"command": "time"}"#);
+    assert_eq!(flow, Flow::Prompt);
+    assert!(
+        matches!(&view, Message::Reply { stop: None, lines, .. } if lines[0].starts_with("cycle 0")),
+        "{view:?}"
+    );
+    let (step, _) = protocol::handle(&mut c, r#"{"command": "step", "granularity": "statement"}"#);
+    let Message::Reply {
+        command,
+        stop: Some(stop),
+        ..
+    } = step
+    else {
+        panic!("{step:?}");
+    };
+    assert_eq!(
+        (command.as_str(), stop.reason.as_str(), stop.line),
+        ("step", "statement", Some(15))
+    );
+    for bad in [
+        r#"{"command": "watch nowhere.reg"}"#,
+        r#"{"cmd": "next"}"#,
+        "[]",
+    ] {
+        let (m, _) = protocol::handle(&mut c, bad);
+        assert!(matches!(m, Message::Error { .. }), "{bad}: {m:?}");
+    }
+    let end = protocol::run_to_end(&mut c).unwrap();
+    assert!(
+        matches!(&end, Message::Reply { stop: Some(s), .. } if s.reason == "end"),
+        "{end:?}"
+    );
+    let (_, flow) = protocol::handle(&mut c, r#"{"command": "quit"}"#);
+    assert_eq!(flow, Flow::Quit);
+    let report = run_report("copy-hbm-hbm.trace");
+    assert_eq!(
+        protocol::end(&mut c),
+        Message::End {
+            exit_status: 0,
+            quit_early: false,
+            cycle: report.summary.cycles,
+            expectations_passed: report.expectations_passed,
+            expectations_failed: 0,
+            expectations_skipped: 0,
+        }
+    );
+}

@@ -68,6 +68,15 @@ pub(crate) fn print<T: Serialize>(body: T) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `body` as one line of JSON (the step protocol writes a message a line).
+pub(crate) fn line<T: Serialize>(body: &T) -> String {
+    serde_json::to_string(body).unwrap_or_else(|e| {
+        format!(
+            r#"{{"schema_version":{SCHEMA_VERSION},"type":"error","message":"cannot encode: {e}"}}"#
+        )
+    })
+}
+
 // ------------------------------------------------------------- the bodies
 
 /// `csr list --json`: the CSR blocks.
@@ -311,6 +320,11 @@ pub(crate) const KINDS: &[Kind] = &[
         name: "run",
         command: "neuron-sim run TRACE --json",
         schema: schema_of::<Run<'static>>,
+    },
+    Kind {
+        name: "step",
+        command: "neuron-sim step TRACE --json",
+        schema: schema_of::<debugger::protocol::Message>,
     },
     Kind {
         name: "sweep",

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use debugger::{Console, DoorbellFilter, Flow, SessionConfig};
 
-use crate::{Failure, Maps, bad_input, color, input, perfetto_cmd, record_cmd};
+use crate::{Failure, Maps, bad_input, color, input, json_out, perfetto_cmd, record_cmd};
 
 /// The options of `neuron-sim step`.
 #[derive(Debug, clap::Args)]
@@ -45,6 +45,10 @@ pub(crate) struct StepArgs {
     /// Do not stop at doorbells at the start: run to the first breakpoint.
     #[arg(long)]
     no_doorbells: bool,
+    /// Speak JSON: one command object per line in (`{"command": "next"}`),
+    /// one message object per line out (docs/user-guide.md §12).
+    #[arg(long)]
+    json: bool,
     /// Timing file (JSON), as for `run`.
     #[arg(long, value_name = "FILE")]
     timing: Option<PathBuf>,
@@ -114,6 +118,11 @@ fn show(name: &str, text: &str) {
     }
 }
 
+/// Prints one protocol message as a line of JSON.
+fn send(message: debugger::protocol::Message) {
+    outln!("{}", json_out::line(&json_out::Doc::new(message)));
+}
+
 /// `neuron-sim step TRACE`.
 pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
     let trace = a.trace.as_path();
@@ -170,11 +179,14 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
         },
     };
     let listener_name = name.clone();
+    let json = a.json;
     let listener: debugger::Listener = Box::new(move |record| {
-        show(
-            &listener_name,
-            &soc::exec::step_line(&listener_name, record),
-        );
+        let text = soc::exec::step_line(&listener_name, record);
+        if json {
+            send(debugger::protocol::log(&text));
+        } else {
+            show(&listener_name, &text);
+        }
     });
     let session =
         debugger::Session::new(dev, &source, &name, files, config, listener).map_err(|errors| {
@@ -211,27 +223,20 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
                 .map_err(|e| bad_input(format!("cannot read --script {}: {e}", p.display())))?;
             Input::Lines(Box::new(std::io::BufReader::new(f)))
         }
+        None if a.json => Input::Lines(Box::new(std::io::BufReader::new(std::io::stdin()))),
         None => Input::stdin(),
     };
-    show(&name, &console.start(!a.no_doorbells));
-    loop {
-        let Some(line) = input.next_line("(neuron-sim) ") else {
-            // End of input: the trace runs to its end.
-            show(&name, &console.run_to_end());
-            break;
-        };
-        let reply = console.execute(&line);
-        show(&name, &reply.text);
-        if reply.flow == Flow::Quit {
-            break;
-        }
+    if let (true, Input::Lines(lines)) = (a.json, &mut input) {
+        json_session(&mut console, lines, !a.no_doorbells);
+    } else {
+        text_session(&mut console, &mut input, &name, !a.no_doorbells);
     }
     let code = console.exit_code();
     let quit_early = console.quit_early();
     let stops = console.session().stops();
     let events = console.session().take_timeline();
     let (report, mut host) = console.finish();
-    if quit_early {
+    if quit_early && !a.json {
         let mut tail = report.tail_text_with(true);
         if host.used() {
             tail.push_str(&host.report().to_text());
@@ -243,7 +248,9 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
         ));
         show(&name, &tail);
     }
-    outln!("debugger: {stops} stops");
+    if !a.json {
+        outln!("debugger: {stops} stops");
+    }
     let mut output_errors: Vec<String> = Vec::new();
     if let Err(e) = record_cmd::finish(host.device_mut(), a.reg_log.as_deref(), a.vcd.as_deref()) {
         output_errors.push(e.message);
@@ -262,6 +269,50 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
         )));
     }
     Ok(code)
+}
+
+/// The prompt: commands from `input`, the console's text printed.
+fn text_session(console: &mut Console, input: &mut Input, name: &str, doorbells: bool) {
+    show(name, &console.start(doorbells));
+    loop {
+        let Some(line) = input.next_line("(neuron-sim) ") else {
+            // End of input: the trace runs to its end.
+            show(name, &console.run_to_end());
+            break;
+        };
+        let reply = console.execute(&line);
+        show(name, &reply.text);
+        if reply.flow == Flow::Quit {
+            break;
+        }
+    }
+}
+
+/// `step --json`: the protocol (`debugger::protocol`) on standard output,
+/// one command object a line from `lines`; the last message is `end`.
+fn json_session(console: &mut Console, lines: &mut Box<dyn BufRead>, doorbells: bool) {
+    use debugger::protocol;
+    send(protocol::start(console, doorbells));
+    loop {
+        let mut line = String::new();
+        match lines.read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                if let Some(m) = protocol::run_to_end(console) {
+                    send(m);
+                }
+                break;
+            }
+            Ok(_) if line.trim().is_empty() => continue,
+            Ok(_) => {
+                let (message, flow) = protocol::handle(console, &line);
+                send(message);
+                if flow == Flow::Quit {
+                    break;
+                }
+            }
+        }
+    }
+    send(protocol::end(console));
 }
 
 /// A filter no doorbell can match would make `next` never stop.

@@ -427,3 +427,136 @@ fn sweep_json_is_the_csv_data_and_merges_the_same() {
         String::from_utf8(json).unwrap()
     );
 }
+
+/// A scripted client of `step --json` (docs/user-guide.md §12 "JSON
+/// protocol"): one command written, the messages up to its answer read.
+struct StepClient {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    /// Every line read, for the schema check.
+    seen: Vec<String>,
+}
+
+impl StepClient {
+    fn start(trace: &str) -> StepClient {
+        use std::process::Stdio;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+            .args(["step", trace, "--json"])
+            .current_dir(root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        StepClient {
+            child,
+            stdin,
+            stdout,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next message that is not the statement log.
+    fn answer(&mut self) -> Value {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "no answer");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            self.seen.push(line);
+            if v["type"] != "log" {
+                return v;
+            }
+        }
+    }
+
+    fn send(&mut self, json: &str) -> Value {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{json}").unwrap();
+        stdin.flush().unwrap();
+        self.answer()
+    }
+}
+
+#[test]
+fn step_json_is_a_protocol_a_script_can_drive() {
+    let mut c = StepClient::start("traces/copy-hbm-hbm.trace");
+    // The first stop: the first doorbell.
+    let first = c.answer();
+    assert_eq!(first["type"], "reply");
+    assert_eq!(first["stop"]["reason"], "doorbell");
+    assert_eq!(first["stop"]["line"], 14);
+    assert_eq!(first["stop"]["statement"], "doorbell eng0.s2m.q0 1");
+    let b = c.send(r#"{"command": "break line 17"}"#);
+    assert_eq!(b["lines"][0], "breakpoint 1: break line 17");
+    // A breakpoint stop says which breakpoint fired and why.
+    let stop = c.send(r#"{"command": "continue"}"#);
+    assert_eq!(stop["stop"]["reason"], "breakpoint");
+    assert_eq!(stop["stop"]["cycle"], 194);
+    assert_eq!(stop["stop"]["line"], 17);
+    assert_eq!(
+        stop["stop"]["hits"][0],
+        serde_json::json!({"id": 1, "spec": "break line 17", "why": "line 17"})
+    );
+    // A view: text lines, no stop.
+    let ring = c.send(r#"{"command": "ring eng0.m2s.q0"}"#);
+    assert!(ring.get("stop").is_none(), "{ring}");
+    assert!(
+        ring["lines"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("ring eng0.m2s.q0: base 0x1000000, 256 descriptors; head 1"),
+        "{ring}"
+    );
+    // Errors, and the session goes on.
+    let e = c.send(r#"{"command": "bogus"}"#);
+    assert_eq!(e["type"], "error");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown command `bogus`")
+    );
+    let e = c.send("not json");
+    assert_eq!(e["type"], "error");
+    let e = c.send(r#"{"command": "step", "granularity": "sideways"}"#);
+    assert_eq!(e["type"], "error");
+    let e = c.send(r#"{"command": "break line 99"}"#);
+    assert_eq!(e["type"], "error");
+    // The structured step runs to the end of the trace.
+    let end = c.send(r#"{"command": "step", "granularity": "continue"}"#);
+    assert_eq!(end["stop"]["reason"], "end");
+    assert!(end["stop"].get("line").is_none());
+    let q = c.send(r#"{"command": "quit"}"#);
+    assert_eq!(q["type"], "reply");
+    let fin = c.answer();
+    assert_eq!(
+        fin,
+        serde_json::json!({"schema_version": 1, "type": "end", "exit_status": 0,
+            "quit_early": false, "cycle": 194, "expectations_passed": 2,
+            "expectations_failed": 0, "expectations_skipped": 0})
+    );
+    drop(c.stdin.take());
+    assert_eq!(c.child.wait().unwrap().code(), Some(0));
+    assert!(c.seen.iter().any(|l| l.contains(r#""type":"log""#)));
+    for line in &c.seen {
+        check("step", line.as_bytes());
+    }
+}
+
+#[test]
+fn step_json_quit_early_exits_3() {
+    let mut c = StepClient::start("traces/copy-hbm-hbm.trace");
+    assert_eq!(c.answer()["stop"]["cycle"], 0);
+    c.send(r#"{"command": "q"}"#);
+    let fin = c.answer();
+    assert_eq!(fin["type"], "end");
+    assert_eq!(fin["quit_early"], true);
+    assert_eq!(fin["exit_status"], 3);
+    check("step", c.seen.last().unwrap().as_bytes());
+    drop(c.stdin.take());
+    assert_eq!(c.child.wait().unwrap().code(), Some(3));
+}
