@@ -57,6 +57,12 @@ fn emit(text: &str) {
 }
 use soc::Device;
 use soc::exec::TraceFiles;
+
+/// The process allocator: mimalloc. The simulator allocates small, short-lived
+/// objects on its hot paths (events, plans, pages); measured in
+/// docs/user-guide.md §14 against the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use soc_map::Hex;
 
 /// `neuron-sim --version`: the package version, the commit built (or

@@ -59,6 +59,11 @@ mod firmware;
 mod linear;
 mod summary;
 
+/// The allocator of the `neuron-sim` binary, so that the cases time the
+/// model as users run it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `memcpy` chunk (one sparse-memory page).
 const CHUNK: usize = 64 * 1024;
 
