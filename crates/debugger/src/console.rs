@@ -61,6 +61,10 @@ pub const COMMANDS: &[&str] = &[
     "cycles",
     "until",
     "finish",
+    "reverse-step",
+    "reverse-next",
+    "reverse-continue",
+    "goto",
     "break",
     "watch",
     "info",
@@ -92,6 +96,12 @@ pub const HELP: &str = "stepping (each stops early at a breakpoint):
   until C               run until cycle C
   finish [QUEUE|tpbN#K] run until the packet of the queue in focus (or QUEUE) or the word (tpbN#K) completes
   continue | c          run to the next breakpoint, or to the end of the trace
+going back (exact: the trace replays from its start on a fresh device):
+  reverse-step | rs     back to where the previous statement began
+  reverse-next | rn     back to the previous doorbell
+  reverse-continue | rc back to the last breakpoint hit before here (the start if none)
+  goto C                to cycle C, as `until C` from the start reaches it (pokes made before it included)
+  info checkpoints      what going back costs: the checkpoint, the journal, the last replay's time
 breakpoints:
   break | b SPEC        doorbell [ENGINE|QUEUE|tpbN], line N, cycle N, tpbN#K, fault [ENGINE|QUEUE] [CAUSE],
                         packet [ENGINE|QUEUE], state [ENGINE|QUEUE], ring-id [ENGINE|QUEUE]
@@ -246,7 +256,19 @@ impl Console {
             ("info", ["break" | "breakpoints" | "b" | "watch" | "watchpoints"]) => {
                 Reply::text(view::breakpoint_table(self.session.breakpoints()))
             }
-            ("info", _) => Reply::text("info break: the breakpoints and watchpoints\n"),
+            ("info", ["checkpoints" | "checkpoint"]) => {
+                Reply::text(self.session.checkpoints_text())
+            }
+            ("info", _) => Reply::text(
+                "info break: the breakpoints and watchpoints; info checkpoints: what going back costs\n",
+            ),
+            ("rs" | "reverse-step", []) => Reply::text(self.back(Session::reverse_step)),
+            ("rn" | "reverse-next", []) => Reply::text(self.back(Session::reverse_next)),
+            ("rc" | "reverse-continue", []) => Reply::text(self.back(Session::reverse_continue)),
+            ("goto", [c] | ["cycle", c]) => match parse_u64(c) {
+                Ok(c) => Reply::text(self.back(|s| s.goto(c))),
+                Err(e) => Reply::text(format!("goto C: {e}\n")),
+            },
             ("d" | "delete", ids) => Reply::text(match parse_ids(ids) {
                 Ok(ids) => match self.session.breakpoints_mut().delete(&ids) {
                     Ok(n) => format!("deleted {n} breakpoint{}\n", plural(n)),
@@ -380,7 +402,9 @@ impl Console {
             }),
             _ => {
                 let known = COMMANDS.contains(&word)
-                    || ["s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q", "l"]
+                    || [
+                        "s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q", "l", "rs", "rn", "rc",
+                    ]
                         .contains(&word);
                 if known {
                     Reply::error(format!(
@@ -422,6 +446,21 @@ impl Console {
         } else {
             out.push_str(&self.position_line());
         }
+        out.push_str(&self.displays_text());
+        self.last = Some(stop);
+        self.stops_shown += 1;
+        out
+    }
+
+    /// Goes back with `how` and renders the stop it lands on.
+    fn back(&mut self, how: impl FnOnce(&mut Session) -> Result<Stop, String>) -> String {
+        let stop = match how(&mut self.session) {
+            Ok(s) => s,
+            Err(e) => return format!("{e}\n"),
+        };
+        self.end_shown = false;
+        let mut out = format!("(back) {}", view::stop_text(self.session.device(), &stop));
+        out.push_str(&self.position_line());
         out.push_str(&self.displays_text());
         self.last = Some(stop);
         self.stops_shown += 1;

@@ -93,6 +93,7 @@ struct Cli {
 }
 
 /// Where the device description comes from.
+#[derive(Clone)]
 pub(crate) struct Maps {
     soc_map: Option<PathBuf>,
     csr_maps: Option<PathBuf>,

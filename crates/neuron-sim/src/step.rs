@@ -195,6 +195,22 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
             bad_input(msg)
         })?;
     let mut console = Console::new(session);
+    // Going back replays the trace on a fresh device built the same way;
+    // the register log and the waveform record one pass, so they turn it off.
+    if a.reg_log.is_some() || a.vcd.is_some() {
+        console
+            .session()
+            .disable_reverse("--reg-log and --vcd record one pass of the trace");
+    } else {
+        let (maps, timing, timing_only) = (maps.clone(), a.timing.clone(), a.timing_only);
+        console.session().set_device_factory(Box::new(move || {
+            let mut dev = maps
+                .device_with_timing(timing.as_deref())
+                .map_err(|f| f.message)?;
+            dev.set_timing_only(timing_only);
+            Ok(dev)
+        }));
+    }
     // Breakpoints from the command line: bad names are bad input.
     let mut specs: Vec<(&str, String)> = a.breaks.iter().map(|b| ("--break", b.clone())).collect();
     if let Some(c) = a.at_cycle {
