@@ -264,8 +264,19 @@ impl Console {
             ),
             ("rs" | "reverse-step", []) => Reply::text(self.back(Session::reverse_step)),
             ("rn" | "reverse-next", []) => Reply::text(self.back(Session::reverse_next)),
-            ("rc" | "reverse-continue", []) => Reply::text(self.back(Session::reverse_continue)),
+            ("rc" | "reverse-continue", []) => {
+                let mut out = self.back(Session::reverse_continue);
+                if self.last.as_ref().is_some_and(|s| s.hits.is_empty())
+                    && out.starts_with("(back)")
+                {
+                    out.insert_str(0, "no breakpoint fires before here: back to the start\n");
+                }
+                Reply::text(out)
+            }
             ("goto", [c] | ["cycle", c]) => match parse_u64(c) {
+                Ok(c) if c > self.session.device().now().0 => {
+                    Reply::text(self.go(Granularity::UntilCycle(c)))
+                }
                 Ok(c) => Reply::text(self.back(|s| s.goto(c))),
                 Err(e) => Reply::text(format!("goto C: {e}\n")),
             },
@@ -403,9 +414,10 @@ impl Console {
             _ => {
                 let known = COMMANDS.contains(&word)
                     || [
-                        "s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q", "l", "rs", "rn", "rc",
+                        "s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q", "l", "rs", "rn",
+                        "rc",
                     ]
-                        .contains(&word);
+                    .contains(&word);
                 if known {
                     Reply::error(format!(
                         "`{line}`: wrong arguments for {word} (help lists the commands)\n"

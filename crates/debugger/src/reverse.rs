@@ -94,10 +94,14 @@ struct NoFiles;
 
 impl TraceFiles for NoFiles {
     fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        Err(std::io::Error::other(format!("{path}: files are with a replay")))
+        Err(std::io::Error::other(format!(
+            "{path}: files are with a replay"
+        )))
     }
     fn write(&mut self, path: &str, _data: &[u8]) -> std::io::Result<()> {
-        Err(std::io::Error::other(format!("{path}: files are with a replay")))
+        Err(std::io::Error::other(format!(
+            "{path}: files are with a replay"
+        )))
     }
 }
 

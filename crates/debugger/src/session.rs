@@ -712,10 +712,10 @@ impl Session {
                     self.monitor.bps.next_cycle(now),
                     bound.map(|b| b.cycle),
                 ]
-                    .into_iter()
-                    .flatten()
-                    .min()
-                    .map(Cycle)
+                .into_iter()
+                .flatten()
+                .min()
+                .map(Cycle)
             };
             let advance = self.exec.advance(
                 &mut self.host,

@@ -24,6 +24,7 @@ use crate::memory::DeviceMemory;
 use crate::record::{Access, Master, Recorder, RegLog, Waves, access_line};
 
 mod cores;
+mod digest;
 mod fabric;
 mod stall;
 use fabric::{DmaBus, RegCache, engine_blocks};
