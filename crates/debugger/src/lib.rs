@@ -14,6 +14,7 @@
 
 pub mod breakpoint;
 pub mod console;
+pub mod dap;
 mod monitor;
 pub mod place;
 pub mod protocol;

@@ -15,7 +15,7 @@ mod regs;
 mod ring;
 
 pub use mem::{MAX_MEM_BYTES, show_mem};
-pub use regs::show_regs;
+pub use regs::{RegRow, registers, show_regs};
 pub use ring::{doorbell_warnings, show_ring, show_ring_range};
 
 /// An address as a name: `tpb0.sbuf[p24]+0x40`, `hbm0+0x100000`,

@@ -64,6 +64,56 @@ pub fn show_regs(device: &Device, region: &str, changed: bool, glob: Option<&str
     out
 }
 
+/// One register as data: for front ends that show fields as children
+/// (the DAP server's variables).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegRow {
+    /// Its name (`TDRHP`, `SEM_INC[7]`).
+    pub name: String,
+    /// Its offset in the block.
+    pub offset: u64,
+    /// Its value now.
+    pub value: u32,
+    /// Its reset value.
+    pub reset: u32,
+    /// Its fields: name, bits (`[23:0]`), value.
+    pub fields: Vec<(String, String, u32)>,
+}
+
+/// The registers of block `region` (with `changed`, only those away from
+/// reset; array elements only away from reset), fields decoded; `None`
+/// when `region` is not a block with registers.
+pub fn registers(device: &Device, region: &str, changed: bool) -> Option<Vec<RegRow>> {
+    let id = device.map().by_name(region)?;
+    let block = device.block_of(id)?;
+    let base = device.map().region(id).base;
+    let mut rows = Vec::new();
+    for r in block.elements() {
+        let Ok(Some(t)) = device.reg_target(base + r.offset()) else {
+            continue;
+        };
+        let value = device.peek_reg(t).unwrap_or(0);
+        let reset = block.reset_values().get(r.slot()).copied().unwrap_or(0);
+        if (r.index().is_some() || changed) && value == reset {
+            continue;
+        }
+        let fields = r
+            .spec()
+            .fields()
+            .iter()
+            .map(|f| (f.name().to_string(), f.bits(), f.extract(value)))
+            .collect();
+        rows.push(RegRow {
+            name: r.name(),
+            offset: r.offset(),
+            value,
+            reset,
+            fields,
+        });
+    }
+    Some(rows)
+}
+
 /// One register (every field, with its bits and reset) or one field.
 fn one(device: &Device, text: &str) -> String {
     let v = match Value::parse(device, text) {
