@@ -42,6 +42,8 @@ pub(crate) struct History {
     /// Replays run, and the host time of the last.
     replays: u64,
     last_replay: Option<Duration>,
+    /// The last command that went back: its replays and host time.
+    last_command: Option<(u64, Duration)>,
 }
 
 impl History {
@@ -54,6 +56,7 @@ impl History {
             keep_timeline,
             replays: 0,
             last_replay: None,
+            last_command: None,
         }
     }
 
@@ -150,13 +153,15 @@ impl Session {
             pokes,
             h.bytes()
         ));
-        match h.last_replay {
-            Some(t) => out.push_str(&format!(
-                "replays: {}, the last took {:.3} s of host time\n",
+        match (h.last_replay, h.last_command) {
+            (Some(t), Some((n, c))) => out.push_str(&format!(
+                "replays: {}, the last took {:.3} s of host time; the last command going back took {:.3} s ({n} replay{})\n",
                 h.replays,
-                t.as_secs_f64()
+                t.as_secs_f64(),
+                c.as_secs_f64(),
+                if n == 1 { "" } else { "s" }
             )),
-            None => out.push_str("replays: 0\n"),
+            _ => out.push_str("replays: 0\n"),
         }
         out
     }
@@ -172,9 +177,22 @@ impl Session {
         if cycle > now {
             return self.step(Granularity::UntilCycle(cycle));
         }
-        let new = self.replay(Target::Cycle(cycle))?;
-        self.adopt(new);
-        Ok(self.here(crate::StopKind::Cycle { goal: cycle }))
+        self.timed(|s| {
+            let new = s.replay(Target::Cycle(cycle))?;
+            s.adopt(new);
+            Ok(s.here(crate::StopKind::Cycle { goal: cycle }))
+        })
+    }
+
+    /// Runs a command that goes back, noting its replays and host time.
+    fn timed(&mut self, f: impl FnOnce(&mut Session) -> Result<Stop, String>) -> Result<Stop, String> {
+        let (began, replays) = (Instant::now(), self.history.replays);
+        let out = f(self);
+        let n = self.history.replays - replays;
+        if n > 0 {
+            self.history.last_command = Some((n, began.elapsed()));
+        }
+        out
     }
 
     /// `reverse-step`: back to where the statement before this point began
@@ -184,7 +202,7 @@ impl Session {
     ///
     /// As [`Session::goto`]; at the start of the trace already.
     pub fn reverse_step(&mut self) -> Result<Stop, String> {
-        self.back(Back::Statement)
+        self.timed(|s| s.back(Back::Statement))
     }
 
     /// `reverse-next`: back to the previous doorbell stop (the session's
@@ -194,7 +212,7 @@ impl Session {
     ///
     /// As [`Session::reverse_step`].
     pub fn reverse_next(&mut self) -> Result<Stop, String> {
-        self.back(Back::Doorbell)
+        self.timed(|s| s.back(Back::Doorbell))
     }
 
     /// `reverse-continue`: back to the last point before this one where a
@@ -204,7 +222,7 @@ impl Session {
     ///
     /// As [`Session::reverse_step`].
     pub fn reverse_continue(&mut self) -> Result<Stop, String> {
-        self.back(Back::Breakpoint)
+        self.timed(|s| s.back(Back::Breakpoint))
     }
 
     fn back(&mut self, what: Back) -> Result<Stop, String> {
@@ -419,6 +437,7 @@ impl Session {
         new.history.factory = self.history.factory.take();
         new.history.replays = self.history.replays;
         new.history.last_replay = self.history.last_replay;
+        new.history.last_command = self.history.last_command;
         new.stops = self.stops;
         *self = new;
     }
