@@ -21,6 +21,7 @@ pub mod protocol;
 pub mod reverse;
 pub mod session;
 pub mod view;
+pub mod view_data;
 
 pub use breakpoint::{BreakKind, Breakpoint, Breakpoints, Hit};
 pub use console::{Console, EXIT_QUIT_EARLY, Flow, Reply};

@@ -185,7 +185,10 @@ impl Session {
     }
 
     /// Runs a command that goes back, noting its replays and host time.
-    fn timed(&mut self, f: impl FnOnce(&mut Session) -> Result<Stop, String>) -> Result<Stop, String> {
+    fn timed(
+        &mut self,
+        f: impl FnOnce(&mut Session) -> Result<Stop, String>,
+    ) -> Result<Stop, String> {
         let (began, replays) = (Instant::now(), self.history.replays);
         let out = f(self);
         let n = self.history.replays - replays;

@@ -15,6 +15,7 @@ mod regs;
 mod ring;
 
 pub use mem::{MAX_MEM_BYTES, show_mem};
+pub(crate) use regs::glob_match;
 pub use regs::{RegRow, registers, show_regs};
 pub use ring::{doorbell_warnings, show_ring, show_ring_range};
 
