@@ -13,6 +13,7 @@
 //! `neuron-sim run`.
 
 pub mod breakpoint;
+pub mod complete;
 pub mod console;
 pub mod dap;
 mod monitor;
