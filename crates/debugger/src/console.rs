@@ -77,6 +77,7 @@ pub const COMMANDS: &[&str] = &[
     "regs",
     "mem",
     "where",
+    "inflight",
     "list",
     "display",
     "undisplay",
@@ -120,6 +121,7 @@ views:
                         registers of a block (e.g. eng0.gen --changed, eng0.gen '*CAUSE*'), one register or field
   mem | x ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000), repeated lines folded
   where                 the statement next (or under way) and the cycle
+  inflight              packets in flight per engine, the scheduler's next pick, firmware words and their waits
   list | l [LINE]       the trace around the statement next (or LINE)
   display [VALUE]       show VALUE (a register, field, semaphore, memory word) at every stop; undisplay [N ...]
   events [N]            the last N device events (default 10)
@@ -324,6 +326,7 @@ impl Console {
                 Reply::text(view::show_mem(self.session.device(), addr, len))
             }
             ("where", []) => Reply::text(self.where_text()),
+            ("inflight", []) => Reply::text(view::show_inflight(self.session.device())),
             ("list" | "l", []) => Reply::text(self.list(None)),
             ("list" | "l", [n]) => match n.parse::<u32>() {
                 Ok(n) => Reply::text(self.list(Some(n))),

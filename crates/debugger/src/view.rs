@@ -10,10 +10,12 @@ use udma::Dir;
 use crate::breakpoint::Breakpoints;
 use crate::session::{FwDoorbell, Stop, StopKind};
 
+mod inflight;
 mod mem;
 mod regs;
 mod ring;
 
+pub use inflight::show_inflight;
 pub use mem::{MAX_MEM_BYTES, show_mem};
 pub(crate) use regs::glob_match;
 pub use regs::{RegRow, registers, show_regs};

@@ -325,3 +325,26 @@ fn view_break(c: &mut debugger::Console) {
         ]})
     );
 }
+
+/// `inflight` (issue 14 item 5): descriptors in flight per queue, the
+/// scheduler's next pick, the firmware's words and what they wait on.
+#[test]
+fn inflight_shows_what_is_under_way() {
+    let mut s = session("fw-semaphore-chain.trace");
+    s.step(Granularity::UntilCycle(300)).unwrap();
+    let text = debugger::view::show_inflight(s.device());
+    for want in [
+        "next pick: eng0 (its next event) at cycle 312\n",
+        "  eng0: m2s normal, s2m normal; next event at cycle 312\n",
+        "    eng0.m2s.q1: 8 descriptors in flight (fetched, packet not done), 1 posted behind them\n",
+        "  tpb0 firmware: 2 words queued, 1 in flight\n",
+        "    tpb0#0 DIRECT2D (line 42) waits on eng2.q1 for completions: M2S at 0 of 1, S2M at 0 of 1",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
+    while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+    assert_eq!(
+        debugger::view::show_inflight(s.device()),
+        "next pick: nothing pending (engines idle, no firmware run due)\n  no engine has work under way\n  firmware: no core has words queued or in flight\n"
+    );
+}
