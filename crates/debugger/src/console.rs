@@ -560,15 +560,16 @@ impl Console {
         out
     }
 
-    fn events(&self, n: usize) -> String {
-        let all: Vec<_> = self.session.recent_events().collect();
+    fn events(&mut self, n: usize) -> String {
+        let all: Vec<_> = self.session.recent_events().cloned().collect();
         if all.is_empty() {
             return "no device events yet\n".into();
         }
         let from = all.len().saturating_sub(n);
+        let device = self.session.device();
         all[from..]
             .iter()
-            .map(|e| soc::exec::event_line(e))
+            .map(|e| view::event_line(device, e))
             .collect()
     }
 

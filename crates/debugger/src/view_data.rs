@@ -183,10 +183,12 @@ pub fn view_of(console: &mut Console, line: &str) -> Option<ViewData> {
                 Some(n) => usize::try_from(crate::place::parse_u64(n).ok()?).unwrap_or(usize::MAX),
                 None => 10,
             };
-            let all: Vec<String> = console
-                .session()
-                .recent_events()
-                .map(|e| soc::exec::event_line(e).trim_end().to_string())
+            let session = console.session();
+            let events: Vec<soc::DeviceEvent> = session.recent_events().cloned().collect();
+            let device = session.device();
+            let all: Vec<String> = events
+                .iter()
+                .map(|e| view::event_line(device, e).trim().to_string())
                 .collect();
             let from = all.len().saturating_sub(n);
             Some(ViewData::Events {

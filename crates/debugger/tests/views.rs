@@ -348,3 +348,31 @@ fn inflight_shows_what_is_under_way() {
         "next pick: nothing pending (engines idle, no firmware run due)\n  no engine has work under way\n  firmware: no core has words queued or in flight\n"
     );
 }
+
+/// Addresses in event lines and ring base registers carry their names
+/// (issue 14 item 5).
+#[test]
+fn event_lines_and_base_registers_name_their_addresses() {
+    let d = Device::trn2().unwrap();
+    assert_eq!(
+        debugger::view::name_addresses(&d, "RD : addr=0x2000200200, elem_size=2"),
+        "RD : addr=0x2000200200 (tpb0.sbuf[p8]+0x200), elem_size=2"
+    );
+    // Short numbers, unmapped addresses and names already given stay.
+    for plain in [
+        "bits 0x1f",
+        "data write at 0x1000000000000: 0x1000000000000 is not mapped",
+        "at 0x200000 (hbm0+0x200000)",
+    ] {
+        assert_eq!(debugger::view::name_addresses(&d, plain), plain);
+    }
+    let mut s = session("copy-hbm-hbm.trace");
+    s.step(Granularity::Doorbell).unwrap();
+    let regs = show_regs(s.device(), "eng0.m2s.q0", true, None);
+    assert!(
+        regs.contains(
+            "  0x0028 TDRBP_LOW                0x01000000  ADDR=0x40000  -> hbm0+0x1000000\n"
+        ),
+        "{regs}"
+    );
+}

@@ -43,8 +43,24 @@ pub fn show_regs(device: &Device, region: &str, changed: bool, glob: Option<&str
         } else {
             Vec::new()
         };
+        // A ring or completion-ring base (xDRBP_LOW, xCRBP_LOW): the
+        // address it points to, with its HIGH half, by name.
+        let points_to = r
+            .name()
+            .strip_suffix("BP_LOW")
+            .filter(|_| v != 0)
+            .map(|stem| {
+                let high = block
+                    .find(&format!("{stem}BP_HIGH"), None)
+                    .and_then(|off| device.reg_target(base + off).ok().flatten())
+                    .and_then(|t| device.peek_reg(t))
+                    .unwrap_or(0);
+                let addr = (u64::from(high) << 32) | u64::from(v);
+                format!("  -> {}", super::symbolic(device, addr))
+            })
+            .unwrap_or_default();
         out.push_str(&format!(
-            "  {:#06x} {:<24} {v:#010x}{}\n",
+            "  {:#06x} {:<24} {v:#010x}{}{points_to}\n",
             r.offset(),
             r.name(),
             if fields.is_empty() {
