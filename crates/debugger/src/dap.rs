@@ -274,11 +274,16 @@ impl Server {
         let args = req.get("arguments").cloned().unwrap_or(Value::Null);
         let mut after = Vec::new();
         let body = match command {
-            "initialize" => {
-                after.push(("initialized", json!({})));
-                Ok(capabilities())
+            "initialize" => Ok(capabilities()),
+            "launch" => {
+                // Breakpoints are set once a trace is there: `initialized`
+                // invites them after the launch.
+                let r = self.launch(&args);
+                if r.is_ok() {
+                    after.push(("initialized", json!({})));
+                }
+                r
             }
-            "launch" => self.launch(&args),
             "setBreakpoints" => self.set_breakpoints(&args),
             "setExceptionBreakpoints" => self.set_exception_breakpoints(&args),
             "configurationDone" => Ok(json!({})),

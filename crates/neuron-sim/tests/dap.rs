@@ -127,7 +127,6 @@ fn a_scripted_client_debugs_a_trace() {
     assert_eq!(caps["supportsStepBack"], true);
     assert_eq!(caps["supportsConfigurationDoneRequest"], true);
     assert_eq!(caps["exceptionBreakpointFilters"][0]["filter"], "fault");
-    c.event("initialized");
     // A trace that does not exist: the launch fails and says why.
     let r = c.request("launch", json!({"program": "traces/nothing.trace"}));
     assert_eq!(r["success"], false);
@@ -139,6 +138,8 @@ fn a_scripted_client_debugs_a_trace() {
         "{r}"
     );
     c.ok("launch", json!({"program": "traces/fault-ring-id.trace"}));
+    // Configuration comes after `initialized`, sent once the trace is loaded.
+    c.event("initialized");
     let b = c.ok(
         "setBreakpoints",
         json!({"source": {"path": "traces/fault-ring-id.trace"},
