@@ -271,3 +271,29 @@ fn disconnect_before_the_end_is_status_3() {
     c.ok("disconnect", json!({}));
     assert_eq!(c.child.wait().unwrap().code(), Some(3));
 }
+
+/// At the end of a firmware trace the semaphores scope shows the values
+/// the words left, and `stepBack` still goes back from there.
+#[test]
+fn semaphores_at_the_end_and_back_from_it() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok(
+        "launch",
+        json!({"program": "traces/fw-semaphore-chain.trace"}),
+    );
+    c.event("initialized");
+    c.ok("configurationDone", json!({}));
+    assert_eq!(c.event("stopped")["reason"], "end of trace");
+    let scopes = c.ok("scopes", json!({"frameId": 1}));
+    let sems = c.vars(&scopes["scopes"][2]["variablesReference"]);
+    let s3 = find(&sems, "SEM_READ[3]");
+    assert_eq!(s3["value"], "0x00000004");
+    assert_eq!(s3["evaluateName"], "tpb0.evt_sem.sem_read[3]");
+    c.ok("stepBack", json!({"threadId": 1}));
+    assert_eq!(c.event("stopped")["reason"], "step");
+    let line = c.line();
+    assert!(line > 40, "{line}");
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(3));
+}
