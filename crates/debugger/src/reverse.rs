@@ -306,6 +306,8 @@ impl Session {
             Box::new(|_| {}),
         ) {
             Ok(s) => Ok(s),
+            // The trace parsed and linked when the session began, so only
+            // the host runtime's start can fail here, as it would have then.
             Err(e) => Err(format!("the replay could not start: {}", e.join("; "))),
         }
     }
