@@ -342,6 +342,17 @@ pub struct Breakpoints {
 }
 
 impl Breakpoints {
+    /// A copy whose one-shot breakpoints (cycles, words) and hit counts
+    /// start over, for a replay from the start of the trace.
+    pub(crate) fn rearmed(&self) -> Breakpoints {
+        let mut c = self.clone();
+        for b in &mut c.list {
+            b.done = false;
+            b.hits = 0;
+        }
+        c
+    }
+
     /// Adds one; returns its number. A watch starts from the value now.
     pub fn add(&mut self, kind: BreakKind, device: &Device) -> u32 {
         self.next_id += 1;

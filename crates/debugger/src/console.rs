@@ -61,6 +61,10 @@ pub const COMMANDS: &[&str] = &[
     "cycles",
     "until",
     "finish",
+    "reverse-step",
+    "reverse-next",
+    "reverse-continue",
+    "goto",
     "break",
     "watch",
     "info",
@@ -73,6 +77,7 @@ pub const COMMANDS: &[&str] = &[
     "regs",
     "mem",
     "where",
+    "inflight",
     "list",
     "display",
     "undisplay",
@@ -92,6 +97,12 @@ pub const HELP: &str = "stepping (each stops early at a breakpoint):
   until C               run until cycle C
   finish [QUEUE|tpbN#K] run until the packet of the queue in focus (or QUEUE) or the word (tpbN#K) completes
   continue | c          run to the next breakpoint, or to the end of the trace
+going back (exact: the trace replays from its start on a fresh device):
+  reverse-step | rs     back to where the previous statement began
+  reverse-next | rn     back to the previous doorbell
+  reverse-continue | rc back to the last breakpoint hit before here (the start if none)
+  goto C                to cycle C, as `until C` from the start reaches it (pokes made before it included)
+  info checkpoints      what going back costs: the checkpoint, the journal, the last replay's time
 breakpoints:
   break | b SPEC        doorbell [ENGINE|QUEUE|tpbN], line N, cycle N, tpbN#K, fault [ENGINE|QUEUE] [CAUSE],
                         packet [ENGINE|QUEUE], state [ENGINE|QUEUE], ring-id [ENGINE|QUEUE]
@@ -110,6 +121,7 @@ views:
                         registers of a block (e.g. eng0.gen --changed, eng0.gen '*CAUSE*'), one register or field
   mem | x ADDR [LEN]    memory at ADDR (number or trace address, e.g. hbm0+0x1000), repeated lines folded
   where                 the statement next (or under way) and the cycle
+  inflight              packets in flight per engine, the scheduler's next pick, firmware words and their waits
   list | l [LINE]       the trace around the statement next (or LINE)
   display [VALUE]       show VALUE (a register, field, semaphore, memory word) at every stop; undisplay [N ...]
   events [N]            the last N device events (default 10)
@@ -246,7 +258,30 @@ impl Console {
             ("info", ["break" | "breakpoints" | "b" | "watch" | "watchpoints"]) => {
                 Reply::text(view::breakpoint_table(self.session.breakpoints()))
             }
-            ("info", _) => Reply::text("info break: the breakpoints and watchpoints\n"),
+            ("info", ["checkpoints" | "checkpoint"]) => {
+                Reply::text(self.session.checkpoints_text())
+            }
+            ("info", _) => Reply::text(
+                "info break: the breakpoints and watchpoints; info checkpoints: what going back costs\n",
+            ),
+            ("rs" | "reverse-step", []) => Reply::text(self.back(Session::reverse_step)),
+            ("rn" | "reverse-next", []) => Reply::text(self.back(Session::reverse_next)),
+            ("rc" | "reverse-continue", []) => {
+                let mut out = self.back(Session::reverse_continue);
+                if self.last.as_ref().is_some_and(|s| s.hits.is_empty())
+                    && out.starts_with("(back)")
+                {
+                    out.insert_str(0, "no breakpoint fires before here: back to the start\n");
+                }
+                Reply::text(out)
+            }
+            ("goto", [c] | ["cycle", c]) => match parse_u64(c) {
+                Ok(c) if c > self.session.device().now().0 => {
+                    Reply::text(self.go(Granularity::UntilCycle(c)))
+                }
+                Ok(c) => Reply::text(self.back(|s| s.goto(c))),
+                Err(e) => Reply::text(format!("goto C: {e}\n")),
+            },
             ("d" | "delete", ids) => Reply::text(match parse_ids(ids) {
                 Ok(ids) => match self.session.breakpoints_mut().delete(&ids) {
                     Ok(n) => format!("deleted {n} breakpoint{}\n", plural(n)),
@@ -291,6 +326,7 @@ impl Console {
                 Reply::text(view::show_mem(self.session.device(), addr, len))
             }
             ("where", []) => Reply::text(self.where_text()),
+            ("inflight", []) => Reply::text(view::show_inflight(self.session.device())),
             ("list" | "l", []) => Reply::text(self.list(None)),
             ("list" | "l", [n]) => match n.parse::<u32>() {
                 Ok(n) => Reply::text(self.list(Some(n))),
@@ -380,8 +416,11 @@ impl Console {
             }),
             _ => {
                 let known = COMMANDS.contains(&word)
-                    || ["s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q", "l"]
-                        .contains(&word);
+                    || [
+                        "s", "n", "c", "si", "b", "d", "r", "x", "t", "h", "q", "l", "rs", "rn",
+                        "rc",
+                    ]
+                    .contains(&word);
                 if known {
                     Reply::error(format!(
                         "`{line}`: wrong arguments for {word} (help lists the commands)\n"
@@ -422,6 +461,21 @@ impl Console {
         } else {
             out.push_str(&self.position_line());
         }
+        out.push_str(&self.displays_text());
+        self.last = Some(stop);
+        self.stops_shown += 1;
+        out
+    }
+
+    /// Goes back with `how` and renders the stop it lands on.
+    fn back(&mut self, how: impl FnOnce(&mut Session) -> Result<Stop, String>) -> String {
+        let stop = match how(&mut self.session) {
+            Ok(s) => s,
+            Err(e) => return format!("{e}\n"),
+        };
+        self.end_shown = false;
+        let mut out = format!("(back) {}", view::stop_text(self.session.device(), &stop));
+        out.push_str(&self.position_line());
         out.push_str(&self.displays_text());
         self.last = Some(stop);
         self.stops_shown += 1;
@@ -506,15 +560,16 @@ impl Console {
         out
     }
 
-    fn events(&self, n: usize) -> String {
-        let all: Vec<_> = self.session.recent_events().collect();
+    fn events(&mut self, n: usize) -> String {
+        let all: Vec<_> = self.session.recent_events().cloned().collect();
         if all.is_empty() {
             return "no device events yet\n".into();
         }
         let from = all.len().saturating_sub(n);
+        let device = self.session.device();
         all[from..]
             .iter()
-            .map(|e| soc::exec::event_line(e))
+            .map(|e| view::event_line(device, e))
             .collect()
     }
 

@@ -13,17 +13,22 @@
 //! `neuron-sim run`.
 
 pub mod breakpoint;
+pub mod complete;
 pub mod console;
+pub mod dap;
 mod monitor;
 pub mod place;
 pub mod protocol;
+pub mod reverse;
 pub mod session;
 pub mod view;
+pub mod view_data;
 
 pub use breakpoint::{BreakKind, Breakpoint, Breakpoints, Hit};
 pub use console::{Console, EXIT_QUIT_EARLY, Flow, Reply};
 pub use place::{Cmp, Place, Test, Value};
+pub use reverse::DeviceFactory;
 pub use session::{
-    DoorbellFilter, FinishTarget, FwDoorbell, Granularity, Listener, Position, Session,
+    DoorbellFilter, FinishTarget, FwDoorbell, Granularity, Listener, Mark, Position, Session,
     SessionConfig, Stop, StopKind,
 };

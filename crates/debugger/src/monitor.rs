@@ -13,7 +13,9 @@ use udma::EventKind;
 
 use crate::breakpoint::{BreakKind, Breakpoints, Hit, cause_matches};
 use crate::place::Place;
-use crate::session::{DoorbellFilter, FinishTarget, FwDoorbell, Granularity, Listener, StopKind};
+use crate::session::{
+    DoorbellFilter, FinishTarget, FwDoorbell, Granularity, Listener, Mark, StopKind,
+};
 
 /// Device events the `events` view keeps.
 const RECENT_EVENTS: usize = 256;
@@ -56,9 +58,26 @@ pub(crate) struct Monitor {
     pub(crate) step_events: Vec<DeviceEvent>,
     /// Words (core, number) that completed, and when.
     pub(crate) words_done: BTreeMap<(u8, u64), u64>,
+    /// Reverse execution's replay: pause once the session reaches this
+    /// point ([`Mark`]).
+    pub(crate) bound: Option<Mark>,
+    /// The statement last started (for the marks of a run under way).
+    pub(crate) index: usize,
 }
 
 impl Monitor {
+    /// Whether the device, at trace progress `progress`, has reached the
+    /// replay's bound.
+    fn at_bound(&self, device: &Device, progress: u64) -> bool {
+        self.bound.is_some_and(|b| {
+            Mark {
+                cycle: device.now().0,
+                events: device.events_processed(),
+                progress,
+            } >= b
+        })
+    }
+
     /// Takes the events the sink received (with `flush`, also those the
     /// device holds); scans them when a stop may depend on them.
     pub(crate) fn drain(&mut self, device: &mut Device, flush: bool, scan: bool) {
@@ -402,12 +421,13 @@ impl Monitor {
 impl ExecHooks for Monitor {
     fn before(
         &mut self,
-        _index: usize,
+        index: usize,
         stmt: &Statement,
         linked: &Linked,
         device: &mut Device,
         _executor: &Executor,
     ) -> Control {
+        self.index = index;
         if self.goal == Granularity::ToEnd {
             return Control::Continue;
         }
@@ -436,7 +456,7 @@ impl ExecHooks for Monitor {
             self.pending.kind = Some(StopKind::Doorbell { queue, increment });
         }
         self.pending.hits.extend(hits);
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && !self.at_bound(device, index as u64 * 2) {
             Control::Continue
         } else {
             Control::Pause
@@ -450,7 +470,7 @@ impl ExecHooks for Monitor {
         }
         self.drain(device, self.needs_events, self.needs_events);
         self.check_watches(device);
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && !self.at_bound(device, self.index as u64 * 2 + 1) {
             Control::Continue
         } else {
             Control::Pause

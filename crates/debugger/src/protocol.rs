@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::breakpoint::Hit;
 use crate::console::{Console, Flow};
 use crate::session::{Stop, StopKind};
+use crate::view_data::{ViewData, view_of};
 
 /// A command read from the client.
 #[derive(Debug, Deserialize)]
@@ -39,6 +40,10 @@ pub enum Message {
         /// trace.
         #[serde(skip_serializing_if = "Option::is_none")]
         stop: Option<StopInfo>,
+        /// A view's data in fields (`regs`, `ring`, `mem`, `where`,
+        /// `time`, `events`, `info break`), tagged by `kind`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        view: Option<ViewData>,
     },
     /// Statements run while stepping (the statement log), as text lines.
     Log {
@@ -205,10 +210,13 @@ pub fn handle(console: &mut Console, json: &str) -> (Message, Flow) {
         );
     }
     let moved = console.stops_shown() != before;
-    (
-        reply_with_stop(console, line, &reply.text, moved),
-        reply.flow,
-    )
+    let mut message = reply_with_stop(console, line.clone(), &reply.text, moved);
+    if let Message::Reply { view, .. } = &mut message
+        && !moved
+    {
+        *view = view_of(console, &line);
+    }
+    (message, reply.flow)
 }
 
 fn reply_with_stop(console: &mut Console, command: String, text: &str, moved: bool) -> Message {
@@ -221,6 +229,7 @@ fn reply_with_stop(console: &mut Console, command: String, text: &str, moved: bo
         command,
         lines: lines(text),
         stop: stop.map(|s| stop_info(console, &s)),
+        view: None,
     }
 }
 

@@ -224,19 +224,49 @@ pub struct SessionConfig {
 /// Receives each statement's record as it finishes.
 pub type Listener = Box<dyn FnMut(&StepRecord)>;
 
+/// A point of a session's history, ordered as time runs: the cycle, the
+/// simulator events processed ([`Device::events_processed`]) and the trace's
+/// progress (twice the statement index, plus one while it is under way).
+/// The device is deterministic, so a fresh session brought to the same
+/// mark with the same pokes holds the same state ([`crate::reverse`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mark {
+    /// The simulated cycle.
+    pub cycle: u64,
+    /// Simulator events processed so far.
+    pub events: u64,
+    /// Statement index × 2, + 1 for a `run`/`wait` under way.
+    pub progress: u64,
+}
+
+/// One entry of the session's history, replayed by reverse execution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// A step reached this point.
+    Reach(Mark),
+    /// A statement typed at the prompt ran here.
+    Poke(String),
+    /// `set TARGET VALUE` ran here.
+    Set(String, u32),
+}
+
 /// A trace being debugged.
 pub struct Session {
-    host: HostSession,
-    trace: Trace,
+    pub(crate) host: HostSession,
+    pub(crate) trace: Trace,
     linked: Vec<Linked>,
-    source: String,
-    files: Box<dyn TraceFiles>,
+    pub(crate) source: String,
+    /// The trace's name in messages.
+    pub(crate) file: String,
+    pub(crate) files: Box<dyn TraceFiles>,
     exec: Execution,
-    monitor: Monitor,
-    stops: usize,
+    pub(crate) monitor: Monitor,
+    pub(crate) stops: usize,
     ended: bool,
     /// The cycle the trace ended at.
     last_cycle: u64,
+    /// Reverse execution: the history and how to rebuild the device.
+    pub(crate) history: crate::reverse::History,
 }
 
 impl std::fmt::Debug for Session {
@@ -281,11 +311,13 @@ impl Session {
         })));
         let mut host = HostSession::with_options(device, config.host).map_err(|e| vec![e])?;
         let exec = Execution::start(&mut host, file);
+        let history = crate::reverse::History::new(config.filter.clone(), config.keep_timeline);
         Ok(Session {
             host,
             trace,
             linked,
             source: source.to_string(),
+            file: file.to_string(),
             files,
             exec,
             monitor: Monitor {
@@ -303,10 +335,13 @@ impl Session {
                 queued: VecDeque::new(),
                 step_events: Vec::new(),
                 words_done: BTreeMap::new(),
+                bound: None,
+                index: 0,
             },
             stops: 0,
             ended: false,
             last_cycle: 0,
+            history,
         })
     }
 
@@ -430,9 +465,11 @@ impl Session {
         let Some(linked) = linked.first() else {
             return Err("the statement did not link".into());
         };
-        Ok(self
+        let out = self
             .exec
-            .run_extra(&mut self.host, stmt, linked, &mut *self.files))
+            .run_extra(&mut self.host, stmt, linked, &mut *self.files);
+        self.history.journal.push(Entry::Poke(line.to_string()));
+        Ok(out)
     }
 
     /// `set VALUE NUMBER`: writes a register (a field of it: read, modify,
@@ -443,6 +480,14 @@ impl Session {
     ///
     /// An unknown name, a number too wide for the field, a bus fault.
     pub fn set(&mut self, target: &str, value: u32) -> Result<String, String> {
+        let out = self.set_value(target, value)?;
+        self.history
+            .journal
+            .push(Entry::Set(target.to_string(), value));
+        Ok(out)
+    }
+
+    fn set_value(&mut self, target: &str, value: u32) -> Result<String, String> {
         let device = self.host.device_mut();
         let v = crate::place::Value::parse(device, target)?;
         match &v.source {
@@ -507,6 +552,20 @@ impl Session {
         })
     }
 
+    /// The point of history the session stands at.
+    pub fn mark(&mut self) -> Mark {
+        let progress = match self.exec.position(&self.trace) {
+            Some((index, under_way)) => index as u64 * 2 + u64::from(under_way),
+            None => self.trace.statements.len() as u64 * 2,
+        };
+        let device = self.host.device_mut();
+        Mark {
+            cycle: device.now().0,
+            events: device.events_processed(),
+            progress,
+        }
+    }
+
     /// Whether every statement has run.
     pub fn ended(&self) -> bool {
         self.ended
@@ -563,6 +622,38 @@ impl Session {
     /// A request that cannot be met from here (a cycle not ahead; zero
     /// cycles). At the end of the trace every step returns the end stop.
     pub fn step(&mut self, granularity: Granularity) -> Result<Stop, String> {
+        let (stop, _) = self.run_to(granularity, None)?;
+        let stop = stop.unwrap_or_else(|| self.end_stop());
+        let mark = self.mark();
+        self.history.reached(mark);
+        Ok(stop)
+    }
+
+    /// Runs like [`Session::step`], also stopping once the session reaches
+    /// `bound` (see [`Mark`]). Returns the stop `granularity` made (`None`
+    /// when only the bound was reached) and the mark it stopped at.
+    pub(crate) fn run_to(
+        &mut self,
+        granularity: Granularity,
+        bound: Option<Mark>,
+    ) -> Result<(Option<Stop>, Mark), String> {
+        self.monitor.bound = None;
+        let stop = self.run_inner(granularity, bound);
+        self.monitor.bound = None;
+        let stop = stop?;
+        Ok((stop, self.mark()))
+    }
+
+    fn run_inner(
+        &mut self,
+        granularity: Granularity,
+        bound: Option<Mark>,
+    ) -> Result<Option<Stop>, String> {
+        if let Some(b) = bound
+            && self.mark() >= b
+        {
+            return Ok(None);
+        }
         let now = self.host.device_mut().now().0;
         let goal_cycle = match granularity {
             Granularity::Cycles(0) => return Err("cycles takes a count above 0".into()),
@@ -576,7 +667,7 @@ impl Session {
             _ => None,
         };
         if self.ended {
-            return Ok(self.end_stop());
+            return Ok(Some(self.end_stop()));
         }
         // Firmware doorbells found together come one stop at a time.
         while let Some((kind, hits)) = self.monitor.queued.pop_front() {
@@ -586,10 +677,11 @@ impl Session {
                 _ => false,
             };
             if wanted {
-                return Ok(self.stop(kind, hits));
+                return Ok(Some(self.stop(kind, hits)));
             }
         }
         self.monitor.goal = granularity.clone();
+        self.monitor.bound = bound;
         self.monitor.needs_events = matches!(
             granularity,
             Granularity::Doorbell | Granularity::Event | Granularity::Finish(_)
@@ -615,11 +707,15 @@ impl Session {
             let pause_at = if granularity == Granularity::ToEnd {
                 None
             } else {
-                [goal_cycle, self.monitor.bps.next_cycle(now)]
-                    .into_iter()
-                    .flatten()
-                    .min()
-                    .map(Cycle)
+                [
+                    goal_cycle,
+                    self.monitor.bps.next_cycle(now),
+                    bound.map(|b| b.cycle),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(Cycle)
             };
             let advance = self.exec.advance(
                 &mut self.host,
@@ -670,9 +766,22 @@ impl Session {
                     self.last_cycle = device.now().0;
                     let pending = std::mem::take(&mut self.monitor.pending);
                     if !pending.hits.is_empty() {
-                        return Ok(self.stop(StopKind::Breakpoint, pending.hits));
+                        return Ok(Some(self.stop(StopKind::Breakpoint, pending.hits)));
                     }
-                    return Ok(self.end_stop());
+                    return Ok(Some(self.end_stop()));
+                }
+            }
+            let held = matches!(advance, Advance::Held { .. });
+            if let Some(b) = bound
+                && self.monitor.pending.is_empty()
+            {
+                // A statement that finished stands where the next one
+                // starts: the bound is met there only once that one is
+                // held (a doorbell stop), so `next` moves on from it.
+                let m = self.mark();
+                let finished = matches!(advance, Advance::Finished { .. });
+                if held || (finished && m > b) || (!finished && m >= b) {
+                    return Ok(None);
                 }
             }
             if !self.monitor.pending.is_empty() {
@@ -684,7 +793,7 @@ impl Session {
                     Some(k) => k,
                     None => StopKind::Breakpoint,
                 };
-                return Ok(self.stop(kind, pending.hits));
+                return Ok(Some(self.stop(kind, pending.hits)));
             }
         }
     }

@@ -10,13 +10,54 @@ use udma::Dir;
 use crate::breakpoint::Breakpoints;
 use crate::session::{FwDoorbell, Stop, StopKind};
 
+mod inflight;
 mod mem;
 mod regs;
 mod ring;
 
+pub use inflight::show_inflight;
 pub use mem::{MAX_MEM_BYTES, show_mem};
-pub use regs::show_regs;
+pub(crate) use regs::glob_match;
+pub use regs::{RegRow, registers, show_regs};
 pub use ring::{doorbell_warnings, show_ring, show_ring_range};
+
+/// A device event as a line, each mapped address in it followed by its
+/// name (`data write at 0x4000200000 (hbm1+0x200000)`).
+pub fn event_line(device: &Device, e: &soc::DeviceEvent) -> String {
+    format!(
+        "    {}\n",
+        name_addresses(device, &soc::exec::event_text(e))
+    )
+}
+
+/// `text` with each hex number of at least 5 digits that falls in a mapped
+/// region followed by the region's name in parentheses.
+pub fn name_addresses(device: &Device, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("0x") {
+        let (before, from) = rest.split_at(i);
+        out.push_str(before);
+        let digits = from[2..]
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(from.len() - 2);
+        let token = &from[..2 + digits];
+        out.push_str(token);
+        rest = &from[2 + digits..];
+        // Offsets inside a name (`hbm0+0x200000`) and numbers already
+        // named are left as they are.
+        if digits < 5 || rest.starts_with(" (") || before.ends_with('+') {
+            continue;
+        }
+        if let Ok(addr) = u64::from_str_radix(&token[2..], 16)
+            && soc::describe(device, addr).region.is_some()
+        {
+            out.push_str(&format!(" ({})", symbolic(device, addr)));
+        }
+    }
+    out.push_str(rest);
+    out
+}
 
 /// An address as a name: `tpb0.sbuf[p24]+0x40`, `hbm0+0x100000`,
 /// `eng3.s2m.q1.RDRTP`, `tpb0.evt_sem.SEM_INC[7]`; the number when nothing
@@ -82,7 +123,7 @@ pub fn stop_text(device: &Device, stop: &Stop) -> String {
                 stop.cycle
             ));
             for e in events {
-                out.push_str(&soc::exec::event_line(e));
+                out.push_str(&event_line(device, e));
             }
         }
         StopKind::Finished { what } => out.push_str(&format!("== finished: {what}\n")),

@@ -242,3 +242,137 @@ fn pokes_run_at_the_current_cycle() {
         r.failures
     );
 }
+
+/// `step --json` views answer in fields too (issue 14 item 6): registers
+/// with their fields, one value, ring slots flagged, memory bytes, where,
+/// time, events and the breakpoint table.
+#[test]
+fn json_views_carry_their_data_in_fields() {
+    use debugger::Console;
+    use debugger::protocol::{self, Message};
+    use serde_json::Value as J;
+    let mut c = Console::new(session("copy-hbm-hbm.trace"));
+    protocol::start(&mut c, true);
+    let mut view = |cmd: &str| -> J {
+        let (m, _) = protocol::handle(&mut c, &serde_json::json!({ "command": cmd }).to_string());
+        assert!(matches!(m, Message::Reply { .. }), "{cmd}: {m:?}");
+        serde_json::to_value(&m).unwrap()["view"].clone()
+    };
+    let regs = view("regs eng0.s2m.q0 --changed");
+    assert_eq!(regs["kind"], "registers");
+    assert_eq!(regs["region"], "eng0.s2m.q0");
+    let q_cfg = regs["registers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "Q_CFG")
+        .unwrap();
+    assert_eq!(q_cfg["value"], "0x3030000");
+    assert!(
+        q_cfg["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "EN_PREF" && f["value"] == "0x1" && f["bits"] == "16")
+    );
+    let globbed = view("regs eng0.s2m.q0 *RDR?P*");
+    let names: Vec<&str> = globbed["registers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["RDRBP_LOW", "RDRBP_HIGH", "RDRHP", "RDRTP_INC", "RDRTP"]
+    );
+    assert_eq!(
+        view("regs eng0.s2m.q0.q_cfg.en_pref"),
+        serde_json::json!({"kind": "value", "name": "eng0.s2m.q0.q_cfg.en_pref", "value": "0x1"})
+    );
+    let ring = view("ring");
+    assert_eq!(ring["queue"], "eng0.s2m.q0");
+    assert_eq!(ring["slots"][0]["index"], 0);
+    assert_eq!(ring["slots"][0]["flag"], "new");
+    assert_eq!(view("ring eng0.m2s.q0 0..1")["slots"][1]["flag"], "beyond");
+    assert_eq!(
+        view("mem hbm0+0x100000 4"),
+        serde_json::json!({"kind": "memory", "address": "0x100000", "bytes": "00010203"})
+    );
+    let w = view("where");
+    assert_eq!(
+        (&w["line"], &w["under_way"]),
+        (&J::from(14), &J::from(false))
+    );
+    assert_eq!(view("time")["cycle"], 0);
+    assert_eq!(view("events")["kind"], "events");
+    view_break(&mut c);
+    // A command that is not a view has no view data.
+    let (m, _) = protocol::handle(&mut c, r#"{"command": "help"}"#);
+    assert!(serde_json::to_value(&m).unwrap().get("view").is_none());
+}
+
+fn view_break(c: &mut debugger::Console) {
+    use debugger::protocol;
+    protocol::handle(c, r#"{"command": "break line 16"}"#);
+    protocol::handle(c, r#"{"command": "ignore 1 2"}"#);
+    let (m, _) = protocol::handle(c, r#"{"command": "info break"}"#);
+    let v = serde_json::to_value(&m).unwrap()["view"].clone();
+    assert_eq!(
+        v,
+        serde_json::json!({"kind": "breakpoints", "breakpoints": [
+            {"id": 1, "spec": "break line 16", "enabled": true, "hits": 0, "ignore": 2}
+        ]})
+    );
+}
+
+/// `inflight` (issue 14 item 5): descriptors in flight per queue, the
+/// scheduler's next pick, the firmware's words and what they wait on.
+#[test]
+fn inflight_shows_what_is_under_way() {
+    let mut s = session("fw-semaphore-chain.trace");
+    s.step(Granularity::UntilCycle(300)).unwrap();
+    let text = debugger::view::show_inflight(s.device());
+    for want in [
+        "next pick: eng0 (its next event) at cycle 312\n",
+        "  eng0: m2s normal, s2m normal; next event at cycle 312\n",
+        "    eng0.m2s.q1: 8 descriptors in flight (fetched, packet not done), 1 posted behind them\n",
+        "  tpb0 firmware: 2 words queued, 1 in flight\n",
+        "    tpb0#0 DIRECT2D (line 42) waits on eng2.q1 for completions: M2S at 0 of 1, S2M at 0 of 1",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
+    while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+    assert_eq!(
+        debugger::view::show_inflight(s.device()),
+        "next pick: nothing pending (engines idle, no firmware run due)\n  no engine has work under way\n  firmware: no core has words queued or in flight\n"
+    );
+}
+
+/// Addresses in event lines and ring base registers carry their names
+/// (issue 14 item 5).
+#[test]
+fn event_lines_and_base_registers_name_their_addresses() {
+    let d = Device::trn2().unwrap();
+    assert_eq!(
+        debugger::view::name_addresses(&d, "RD : addr=0x2000200200, elem_size=2"),
+        "RD : addr=0x2000200200 (tpb0.sbuf[p8]+0x200), elem_size=2"
+    );
+    // Short numbers, unmapped addresses and names already given stay.
+    for plain in [
+        "bits 0x1f",
+        "data write at 0x1000000000000: 0x1000000000000 is not mapped",
+        "at 0x200000 (hbm0+0x200000)",
+    ] {
+        assert_eq!(debugger::view::name_addresses(&d, plain), plain);
+    }
+    let mut s = session("copy-hbm-hbm.trace");
+    s.step(Granularity::Doorbell).unwrap();
+    let regs = show_regs(s.device(), "eng0.m2s.q0", true, None);
+    assert!(
+        regs.contains(
+            "  0x0028 TDRBP_LOW                0x01000000  ADDR=0x40000  -> hbm0+0x1000000\n"
+        ),
+        "{regs}"
+    );
+}

@@ -29,6 +29,7 @@ macro_rules! outln {
 mod asm_cmd;
 mod calibrate;
 mod color;
+mod dap_cmd;
 mod input;
 mod ioctl_cmd;
 mod json_out;
@@ -99,6 +100,7 @@ struct Cli {
 }
 
 /// Where the device description comes from.
+#[derive(Clone)]
 pub(crate) struct Maps {
     soc_map: Option<PathBuf>,
     csr_maps: Option<PathBuf>,
@@ -187,6 +189,13 @@ enum Cmd {
     /// Exit status as `run` once the trace has run to its end; 3 when the
     /// session was quit before.
     Step(step::StepArgs),
+    /// The debugger as a Debug Adapter Protocol server on standard input
+    /// and output, for VS Code and other DAP clients: the `launch` request
+    /// names the trace as `program` (docs/user-guide.md §12).
+    ///
+    /// Exit status: the run's once the trace ran to its end; 3 when the
+    /// client disconnected before.
+    Dap,
     /// Decode a 16-byte hardware descriptor (--desc) or a 64-byte DMA instruction word (--word).
     #[command(group(clap::ArgGroup::new("what").required(true).args(["desc", "word"])))]
     Decode {
@@ -423,6 +432,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Cmd::Man { out_dir } => meta_cmd::cmd_man(out_dir.as_deref()),
         Cmd::Ioctl { cmd } => ioctl_cmd::run(cmd, &maps),
         Cmd::Step(args) => step::cmd_step(&maps, args),
+        Cmd::Dap => dap_cmd::cmd_dap(&maps),
         Cmd::Run {
             trace,
             csr_snapshot,

@@ -64,32 +64,98 @@ pub(crate) struct StepArgs {
     /// `--perfetto FILE` and its filters, as for `run`.
     #[command(flatten)]
     perfetto: perfetto_cmd::PerfettoArgs,
+    /// Do not read or write the prompt's history file
+    /// (`$XDG_STATE_HOME/neuron-sim/history`; `NEURON_SIM_HISTORY` names
+    /// another, or `off`).
+    #[arg(long)]
+    no_history: bool,
 }
 
 /// Where the debugger's commands come from.
 enum Input {
-    /// A terminal with line editing and history.
-    Editor(Box<rustyline::DefaultEditor>),
+    /// A terminal with line editing, completion and history.
+    Editor(Box<Editor>),
     /// Lines from a script or a pipe.
     Lines(Box<dyn BufRead>),
 }
 
+/// The line editor: completion from the device's names.
+type Editor = rustyline::Editor<Completion, rustyline::history::DefaultHistory>;
+
+/// Tab completion of commands, regions, registers and fields
+/// (`debugger::complete`).
+struct Completion(debugger::complete::Names);
+
+impl rustyline::completion::Completer for Completion {
+    type Candidate = String;
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        Ok(self.0.complete(line, pos))
+    }
+}
+
+impl rustyline::hint::Hinter for Completion {
+    type Hint = String;
+}
+impl rustyline::highlight::Highlighter for Completion {}
+impl rustyline::validate::Validator for Completion {}
+impl rustyline::Helper for Completion {}
+
+/// Lines of history kept in the file.
+const HISTORY_LINES: usize = 1000;
+
+/// The history file: `NEURON_SIM_HISTORY` (empty or `off`: none), else
+/// `$XDG_STATE_HOME/neuron-sim/history`, else
+/// `~/.local/state/neuron-sim/history`; none with `--no-history`.
+fn history_path(off: bool) -> Option<PathBuf> {
+    if off {
+        return None;
+    }
+    if let Some(p) = std::env::var_os("NEURON_SIM_HISTORY") {
+        return (!p.is_empty() && p != "off").then(|| PathBuf::from(p));
+    }
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
+        })?;
+    Some(state.join("neuron-sim").join("history"))
+}
+
 impl Input {
-    /// Standard input: an editor on a terminal, lines otherwise.
-    fn stdin() -> Input {
-        if std::io::stdin().is_terminal()
-            && let Ok(ed) = rustyline::DefaultEditor::new()
-        {
-            return Input::Editor(Box::new(ed));
+    /// Standard input: an editor on a terminal (completing `names`,
+    /// history in `history`), lines otherwise.
+    fn stdin(names: debugger::complete::Names, history: Option<PathBuf>) -> Input {
+        if std::io::stdin().is_terminal() {
+            let config = rustyline::Config::builder()
+                .completion_type(rustyline::CompletionType::List)
+                .build();
+            if let Ok(mut ed) = Editor::with_config(config) {
+                ed.set_helper(Some(Completion(names)));
+                if let Some(p) = &history {
+                    load_history(&mut ed, p);
+                }
+                return Input::Editor(Box::new(ed));
+            }
         }
         Input::Lines(Box::new(std::io::BufReader::new(std::io::stdin())))
     }
 
-    fn next_line(&mut self, prompt: &str) -> Option<String> {
+    fn next_line(&mut self, prompt: &str, history: Option<&Path>) -> Option<String> {
         match self {
             Input::Editor(ed) => match ed.readline(prompt) {
                 Ok(line) => {
-                    let _ = ed.add_history_entry(line.as_str());
+                    if !line.trim().is_empty() {
+                        let _ = ed.add_history_entry(line.as_str());
+                        if let Some(p) = history {
+                            save_history_line(p, &line);
+                        }
+                    }
                     Some(line)
                 }
                 // Ctrl-C quits the session; Ctrl-D (end of input) runs on.
@@ -108,6 +174,40 @@ impl Input {
                 }
             }
         }
+    }
+}
+
+/// The history file's last lines into the editor (a missing file is an
+/// empty history).
+fn load_history(ed: &mut Editor, path: &Path) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    for l in &lines[lines.len().saturating_sub(HISTORY_LINES)..] {
+        let _ = ed.add_history_entry(*l);
+    }
+    // Keep the file from growing without end.
+    if lines.len() > 2 * HISTORY_LINES {
+        let mut kept = lines[lines.len() - HISTORY_LINES..].join("\n");
+        kept.push('\n');
+        let _ = std::fs::write(path, kept);
+    }
+}
+
+/// Appends one command to the history file (creating its directory);
+/// history is a convenience, so a failure is silent.
+fn save_history_line(path: &Path, line: &str) {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{line}");
     }
 }
 
@@ -195,6 +295,22 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
             bad_input(msg)
         })?;
     let mut console = Console::new(session);
+    // Going back replays the trace on a fresh device built the same way;
+    // the register log and the waveform record one pass, so they turn it off.
+    if a.reg_log.is_some() || a.vcd.is_some() {
+        console
+            .session()
+            .disable_reverse("--reg-log and --vcd record one pass of the trace");
+    } else {
+        let (maps, timing, timing_only) = (maps.clone(), a.timing.clone(), a.timing_only);
+        console.session().set_device_factory(Box::new(move || {
+            let mut dev = maps
+                .device_with_timing(timing.as_deref())
+                .map_err(|f| f.message)?;
+            dev.set_timing_only(timing_only);
+            Ok(dev)
+        }));
+    }
     // Breakpoints from the command line: bad names are bad input.
     let mut specs: Vec<(&str, String)> = a.breaks.iter().map(|b| ("--break", b.clone())).collect();
     if let Some(c) = a.at_cycle {
@@ -224,12 +340,22 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
             Input::Lines(Box::new(std::io::BufReader::new(f)))
         }
         None if a.json => Input::Lines(Box::new(std::io::BufReader::new(std::io::stdin()))),
-        None => Input::stdin(),
+        None => Input::stdin(
+            debugger::complete::Names::of(console.session().device()),
+            history_path(a.no_history),
+        ),
     };
+    let history = history_path(a.no_history);
     if let (true, Input::Lines(lines)) = (a.json, &mut input) {
         json_session(&mut console, lines, !a.no_doorbells);
     } else {
-        text_session(&mut console, &mut input, &name, !a.no_doorbells);
+        text_session(
+            &mut console,
+            &mut input,
+            &name,
+            !a.no_doorbells,
+            history.as_deref(),
+        );
     }
     let code = console.exit_code();
     let quit_early = console.quit_early();
@@ -272,10 +398,16 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
 }
 
 /// The prompt: commands from `input`, the console's text printed.
-fn text_session(console: &mut Console, input: &mut Input, name: &str, doorbells: bool) {
+fn text_session(
+    console: &mut Console,
+    input: &mut Input,
+    name: &str,
+    doorbells: bool,
+    history: Option<&Path>,
+) {
     show(name, &console.start(doorbells));
     loop {
-        let Some(line) = input.next_line("(neuron-sim) ") else {
+        let Some(line) = input.next_line("(neuron-sim) ", history) else {
             // End of input: the trace runs to its end.
             show(name, &console.run_to_end());
             break;

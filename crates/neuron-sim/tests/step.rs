@@ -573,3 +573,44 @@ fn list_and_display() {
         assert!(text.contains(want), "{want}\n---\n{text}");
     }
 }
+
+/// Reverse execution at the prompt (issue 14 item 3): back to the
+/// doorbell before a fault, a poke there, on to a clean end; `goto`,
+/// `reverse-step`, `info checkpoints`; off with `--vcd`.
+#[test]
+fn reverse_session() {
+    let out = step_script(
+        &[
+            "traces/fault-ring-id.trace",
+            "--break",
+            "fault eng128",
+            "--no-doorbells",
+        ],
+        "reverse-next\ndesc eng128.m2s.q0[0] len=4096 src=hbm0+0xb00000 first last ring_id=1\ndelete\nbreak packet eng128\ncontinue\ngoto 5\nwhere\nreverse-step\nwhere\ninfo checkpoints\nreverse-continue\nquit\n",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let text = stdout(&out);
+    for want in [
+        "== breakpoint 1 (break fault eng128): @22 eng128 m2s.q0 FAULT SEC_A_INT_CAUSE.PREF_RING_ID",
+        "(neuron-sim) reverse-next\n(back) == doorbell at line 43, cycle 0: engine 128 queue 0 M2S",
+        "== breakpoint 2 (break packet eng128): @194 eng128 q0 packet done: 4096 bytes written",
+        "(neuron-sim) reverse-continue\nno breakpoint fires before here: back to the start\n(back) == reached cycle 0\n-> line 16: fill",
+        "(neuron-sim) goto 5\n(back) == reached cycle 5\n-> line 44 (under way at cycle 5): run\n",
+        "(neuron-sim) reverse-step\n(back) == stepped line 43 (cycle 0)\n-> line 44: run\n",
+        "reverse execution: on\ncheckpoints: 1, the start of the trace",
+        "journal: 3 entries (1 pokes and sets)",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
+    // With --vcd the file records one pass: going back is off.
+    let vcd = scratch("reverse").join("w.vcd");
+    let out = step_script(
+        &["traces/copy-hbm-hbm.trace", "--vcd", vcd.to_str().unwrap()],
+        "next\nreverse-next\ninfo checkpoints\nquit\n",
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("reverse execution is off: --reg-log and --vcd record one pass of the trace"),
+        "{text}"
+    );
+}

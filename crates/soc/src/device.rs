@@ -24,9 +24,13 @@ use crate::memory::DeviceMemory;
 use crate::record::{Access, Master, Recorder, RegLog, Waves, access_line};
 
 mod cores;
+mod digest;
 mod fabric;
+mod inflight;
 mod stall;
+
 use fabric::{DmaBus, RegCache, engine_blocks};
+pub use inflight::NextPick;
 pub use stall::{StallReport, StalledWait};
 
 /// A side effect a register access had, in the order it happened.

@@ -12,7 +12,9 @@ pub mod resolve;
 pub mod workload;
 
 pub use describe::{AddressInfo, describe};
-pub use device::{BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, RegWrite};
+pub use device::{
+    BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, NextPick, RegWrite,
+};
 pub use fault::BusFault;
 pub use record::{Master, Waves};
 pub use resolve::{ResolveError, Resolved, resolve};

@@ -455,6 +455,36 @@ impl DeviceMemory {
         &self.stale
     }
 
+    /// A digest (FNV-1a, 64 bits) of every byte of every store: equal
+    /// digests mean equal memories, all-zero pages counting as untouched
+    /// (a debugger's replays are checked with it).
+    pub fn digest(&self) -> u64 {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes {
+                h = (h ^ u64::from(*b)).wrapping_mul(PRIME);
+            }
+        };
+        for (i, store) in self.stores.iter().enumerate() {
+            let Some(store) = store else { continue };
+            let sparse = match store {
+                Backing::Linear(m) => m,
+                Backing::Sbuf(m) => m.as_partitioned().backing(),
+                Backing::Psum(m) => m.as_partitioned().backing(),
+            };
+            for (offset, page) in sparse.pages() {
+                if page.iter().all(|b| *b == 0) {
+                    continue;
+                }
+                eat(&(i as u64).to_le_bytes());
+                eat(&offset.to_le_bytes());
+                eat(page);
+            }
+        }
+        h
+    }
+
     /// Host bytes allocated by all stores (sparse pages).
     pub fn allocated_bytes(&self) -> u64 {
         self.stores

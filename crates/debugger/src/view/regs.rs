@@ -43,8 +43,24 @@ pub fn show_regs(device: &Device, region: &str, changed: bool, glob: Option<&str
         } else {
             Vec::new()
         };
+        // A ring or completion-ring base (xDRBP_LOW, xCRBP_LOW): the
+        // address it points to, with its HIGH half, by name.
+        let points_to = r
+            .name()
+            .strip_suffix("BP_LOW")
+            .filter(|_| v != 0)
+            .map(|stem| {
+                let high = block
+                    .find(&format!("{stem}BP_HIGH"), None)
+                    .and_then(|off| device.reg_target(base + off).ok().flatten())
+                    .and_then(|t| device.peek_reg(t))
+                    .unwrap_or(0);
+                let addr = (u64::from(high) << 32) | u64::from(v);
+                format!("  -> {}", super::symbolic(device, addr))
+            })
+            .unwrap_or_default();
         out.push_str(&format!(
-            "  {:#06x} {:<24} {v:#010x}{}\n",
+            "  {:#06x} {:<24} {v:#010x}{}{points_to}\n",
             r.offset(),
             r.name(),
             if fields.is_empty() {
@@ -62,6 +78,56 @@ pub fn show_regs(device: &Device, region: &str, changed: bool, glob: Option<&str
         ));
     }
     out
+}
+
+/// One register as data: for front ends that show fields as children
+/// (the DAP server's variables).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegRow {
+    /// Its name (`TDRHP`, `SEM_INC[7]`).
+    pub name: String,
+    /// Its offset in the block.
+    pub offset: u64,
+    /// Its value now.
+    pub value: u32,
+    /// Its reset value.
+    pub reset: u32,
+    /// Its fields: name, bits (`[23:0]`), value.
+    pub fields: Vec<(String, String, u32)>,
+}
+
+/// The registers of block `region` (with `changed`, only those away from
+/// reset; array elements only away from reset), fields decoded; `None`
+/// when `region` is not a block with registers.
+pub fn registers(device: &Device, region: &str, changed: bool) -> Option<Vec<RegRow>> {
+    let id = device.map().by_name(region)?;
+    let block = device.block_of(id)?;
+    let base = device.map().region(id).base;
+    let mut rows = Vec::new();
+    for r in block.elements() {
+        let Ok(Some(t)) = device.reg_target(base + r.offset()) else {
+            continue;
+        };
+        let value = device.peek_reg(t).unwrap_or(0);
+        let reset = block.reset_values().get(r.slot()).copied().unwrap_or(0);
+        if (r.index().is_some() || changed) && value == reset {
+            continue;
+        }
+        let fields = r
+            .spec()
+            .fields()
+            .iter()
+            .map(|f| (f.name().to_string(), f.bits(), f.extract(value)))
+            .collect();
+        rows.push(RegRow {
+            name: r.name(),
+            offset: r.offset(),
+            value,
+            reset,
+            fields,
+        });
+    }
+    Some(rows)
 }
 
 /// One register (every field, with its bits and reset) or one field.

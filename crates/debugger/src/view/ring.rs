@@ -45,12 +45,12 @@ impl RingState {
     }
 
     /// Descriptors between head and tail (posted, not prefetched).
-    fn posted(&self) -> u32 {
+    pub(crate) fn posted(&self) -> u32 {
         (self.tail + self.len - self.head % self.len) % self.len
     }
 
     /// Prefetched descriptors whose packets have not completed.
-    fn fetched(&self) -> u32 {
+    pub(crate) fn fetched(&self) -> u32 {
         self.outstanding.saturating_sub(self.posted())
     }
 

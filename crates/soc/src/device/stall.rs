@@ -329,6 +329,15 @@ impl Device {
         if !self.is_stalled() {
             return None;
         }
+        Some(StallReport {
+            cycle: self.now.0,
+            waits: self.fw_waits(),
+        })
+    }
+
+    /// Every firmware word or call now polling for completions, with what
+    /// would end its wait (stalled or not; a debugger's `inflight`).
+    pub fn fw_waits(&self) -> Vec<StalledWait> {
         let mut waits = Vec::new();
         for core in self.cores.iter().flatten() {
             let tpb = core.tpb();
@@ -346,10 +355,7 @@ impl Device {
                 });
             }
         }
-        Some(StallReport {
-            cycle: self.now.0,
-            waits,
-        })
+        waits
     }
 
     /// An engine's direction states and the error cause bits set on it.

@@ -1,0 +1,310 @@
+//! Reverse execution (issue 14 item 3): going back and forth lands on
+//! byte-identical state (cycle, simulator events, CSR snapshot, memory
+//! digest, trace position, run report), and `goto C` from any later point
+//! equals running forward to C (a property over random traces).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use debugger::{Granularity, Session, SessionConfig, StopKind};
+use proptest::prelude::*;
+use soc::Device;
+use soc::exec::TraceFiles;
+
+fn traces() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces")
+}
+
+struct Dir(PathBuf);
+
+impl TraceFiles for Dir {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.0.join(path))
+    }
+    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn session_of(source: &str, name: &str) -> Session {
+    let mut s = Session::new(
+        Device::trn2().unwrap(),
+        source,
+        name,
+        Box::new(Dir(traces())),
+        SessionConfig::default(),
+        Box::new(|_| {}),
+    )
+    .unwrap();
+    s.set_device_factory(Box::new(|| Device::trn2().map_err(|e| e.to_string())));
+    s
+}
+
+fn session(name: &str) -> Session {
+    let source = std::fs::read_to_string(traces().join(name)).unwrap();
+    session_of(&source, name)
+}
+
+/// Everything that must be equal: the point, the registers, the memories,
+/// the report so far.
+#[derive(Debug, PartialEq, Eq)]
+struct State {
+    mark: debugger::Mark,
+    position: Option<debugger::Position>,
+    csrs: soc::CsrSnapshot,
+    memory: u64,
+    report: String,
+}
+
+fn state(s: &mut Session) -> State {
+    let mark = s.mark();
+    let position = s.position();
+    let report = s.report();
+    let device = s.device();
+    State {
+        mark,
+        position,
+        csrs: device.csr_snapshot(),
+        memory: device.memory_digest(),
+        report: format!(
+            "{} {:?} {:?}",
+            report.tail_text(),
+            report.failures,
+            report.errors
+        ),
+    }
+}
+
+const TRACES: [&str; 5] = [
+    "copy-hbm-hbm.trace",
+    "fw-semaphore-chain.trace",
+    "fault-doorbell-overrun.trace",
+    "fw-tile-load-bf16.trace",
+    "host-dmem-batch.trace",
+];
+
+#[test]
+fn back_and_forth_lands_on_identical_state() {
+    for name in TRACES {
+        let mut s = session(name);
+        // Every doorbell stop (statement, for the host runtime's trace),
+        // its state kept.
+        let host = name.starts_with("host-");
+        let g = if host {
+            Granularity::Statement
+        } else {
+            Granularity::Doorbell
+        };
+        let mut seen = Vec::new();
+        loop {
+            let stop = s.step(g.clone()).unwrap();
+            if stop.kind == StopKind::End {
+                break;
+            }
+            seen.push(state(&mut s));
+        }
+        let end = state(&mut s);
+        assert!(!seen.is_empty(), "{name}: no stop");
+        // Backwards, one doorbell at a time: each is the one seen going
+        // forward (firmware doorbells found together share one point).
+        let mut distinct: Vec<&State> = Vec::new();
+        // (The last statement's stop stands where the end does.)
+        for st in seen.iter().filter(|st| st.mark < end.mark) {
+            if distinct.last().is_none_or(|l| l.mark != st.mark) {
+                distinct.push(st);
+            }
+        }
+        for want in distinct.iter().rev() {
+            if host {
+                s.reverse_step().unwrap();
+            } else {
+                s.reverse_next().unwrap();
+            }
+            assert_eq!(&&state(&mut s), want, "{name}: reverse-next");
+        }
+        // Forward again to the end: the same end.
+        while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+        assert_eq!(state(&mut s), end, "{name}: forward after going back");
+        // goto a cycle in the middle and back to the end.
+        let mid = end.mark.cycle / 2;
+        if mid > 0 {
+            s.goto(mid).unwrap();
+            let mut fresh = session(name);
+            fresh.step(Granularity::UntilCycle(mid)).unwrap();
+            assert_eq!(state(&mut s), state(&mut fresh), "{name}: goto {mid}");
+            while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+            assert_eq!(state(&mut s), end, "{name}: the end again after goto");
+        }
+    }
+}
+
+#[test]
+fn reverse_step_goes_back_one_statement() {
+    let mut s = session("copy-hbm-hbm.trace");
+    let mut points = vec![state(&mut s)];
+    for _ in 0..8 {
+        s.step(Granularity::Statement).unwrap();
+        points.push(state(&mut s));
+    }
+    for want in points.iter().rev().skip(1) {
+        s.reverse_step().unwrap();
+        assert_eq!(&state(&mut s), want);
+    }
+    assert!(s.reverse_step().unwrap_err().contains("start of the trace"));
+}
+
+#[test]
+fn reverse_continue_finds_the_last_breakpoint_hit() {
+    let mut s = session("fault-doorbell-overrun.trace");
+    s.add_break("fault").unwrap();
+    let mut hits = Vec::new();
+    loop {
+        let stop = s.step(Granularity::Continue).unwrap();
+        if stop.kind == StopKind::End {
+            break;
+        }
+        hits.push((state(&mut s), stop.hits.clone()));
+    }
+    assert!(hits.len() >= 2, "the trace faults at least twice");
+    for (want, want_hits) in hits.iter().rev() {
+        let stop = s.reverse_continue().unwrap();
+        assert_eq!(&state(&mut s), want);
+        assert_eq!(
+            stop.hits.iter().map(|h| &h.why).collect::<Vec<_>>(),
+            want_hits.iter().map(|h| &h.why).collect::<Vec<_>>()
+        );
+    }
+    // None before the first: back to the start.
+    let stop = s.reverse_continue().unwrap();
+    assert!(stop.hits.is_empty());
+    assert_eq!(s.mark().cycle, 0);
+}
+
+#[test]
+fn pokes_replay_where_they_ran_and_a_new_branch_drops_the_rest() {
+    let mut s = session("copy-hbm-hbm.trace");
+    // At the first doorbell, a poke; then to the end.
+    s.step(Granularity::Doorbell).unwrap();
+    s.poke("write32 hbm0+0x300000 0xdeadbeef").unwrap();
+    s.set("hbm0+0x300004", 0x1234).unwrap();
+    while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+    let end = state(&mut s);
+    // Going back past the poke and forward again keeps it.
+    s.reverse_next().unwrap();
+    s.reverse_next().unwrap();
+    let mut word = [0u8; 8];
+    s.device().read_bytes(0x300000, &mut word).unwrap();
+    assert_eq!(word, [0xef, 0xbe, 0xad, 0xde, 0x34, 0x12, 0, 0]);
+    while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+    assert_eq!(state(&mut s), end);
+    // goto 0: before the poke, nothing written.
+    s.goto(0).unwrap();
+    s.device().read_bytes(0x300000, &mut word).unwrap();
+    assert_eq!(word, [0; 8]);
+    // A new branch from the start: the old poke is gone.
+    while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+    s.device().read_bytes(0x300000, &mut word).unwrap();
+    assert_eq!(word, [0; 8]);
+}
+
+#[test]
+fn without_a_factory_going_back_says_why() {
+    let source = std::fs::read_to_string(traces().join("copy-hbm-hbm.trace")).unwrap();
+    let mut s = Session::new(
+        Device::trn2().unwrap(),
+        &source,
+        "copy-hbm-hbm.trace",
+        Box::new(Dir(traces())),
+        SessionConfig::default(),
+        Box::new(|_| {}),
+    )
+    .unwrap();
+    s.step(Granularity::Doorbell).unwrap();
+    s.disable_reverse("--vcd records one pass");
+    let e = s.reverse_next().unwrap_err();
+    assert!(e.contains("--vcd records one pass"), "{e}");
+    assert!(
+        s.checkpoints_text()
+            .contains("off (--vcd records one pass)")
+    );
+}
+
+/// A random copy trace: 1 to 3 engines, batches of descriptors rung and
+/// run for a random while.
+fn copy_trace(engines: &[u16], batches: &[(u8, u16, Option<u16>)]) -> String {
+    let mut t = String::from("fill hbm0+0x100000 len=65536 pattern=incr8\n");
+    for &e in engines {
+        let base = 0x0100_0000 + u64::from(e) * 0x1_0000;
+        t.push_str(&format!(
+            "write32 eng{e}.m2s.q0.tdrbp_low {base:#x}\nwrite32 eng{e}.m2s.q0.tdrl 64\n\
+             write32 eng{e}.s2m.q0.rdrbp_low {:#x}\nwrite32 eng{e}.s2m.q0.rdrl 64\n\
+             write32 eng{e}.m2s.q0.q_cfg 0x03030000\nwrite32 eng{e}.s2m.q0.q_cfg 0x03030000\n\
+             write32 eng{e}.m2s.change_state 0x1\nwrite32 eng{e}.s2m.change_state 0x1\n",
+            base + 0x8000
+        ));
+    }
+    let mut offset = 0u64;
+    for (i, &(count, len, run)) in batches.iter().enumerate() {
+        let e = engines[i % engines.len()];
+        let len = u64::from(len) * 64;
+        for _ in 0..count {
+            let src = 0x10_0000 + offset % 0x1_0000;
+            let dst = 0x20_0000 + offset;
+            t.push_str(&format!(
+                "desc eng{e}.s2m.q0 len={len} dst=hbm1+{dst:#x}\n\
+                 desc eng{e}.m2s.q0 len={len} src=hbm0+{src:#x} first last\n"
+            ));
+            offset += len;
+        }
+        t.push_str(&format!(
+            "doorbell eng{e}.s2m.q0 {count}\ndoorbell eng{e}.m2s.q0 {count}\n"
+        ));
+        match run {
+            Some(c) => t.push_str(&format!("run cycles={c}\n")),
+            None => t.push_str("run\n"),
+        }
+    }
+    t.push_str("run\n");
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// `goto C` from a later point (after random steps and one going back)
+    /// yields the state running forward to C gives.
+    #[test]
+    fn goto_equals_running_forward(
+        engines in prop::collection::btree_set(0u16..16, 1..=3),
+        batches in prop::collection::vec((1u8..=4, 1u16..=32, prop::option::of(1u16..400)), 1..6),
+        steps in prop::collection::vec(0u8..4, 0..12),
+        frac in 0.0f64..1.0,
+    ) {
+        let engines: Vec<u16> = engines.into_iter().collect();
+        let text = copy_trace(&engines, &batches);
+        let mut s = session_of(&text, "random.trace");
+        for k in steps {
+            let g = match k {
+                0 => Granularity::Doorbell,
+                1 => Granularity::Statement,
+                2 => Granularity::Event,
+                _ => Granularity::Cycles(37),
+            };
+            if s.step(g).unwrap().kind == StopKind::End {
+                break;
+            }
+        }
+        while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+        let end = s.mark().cycle;
+        prop_assume!(end > 1);
+        let c = 1 + ((end - 1) as f64 * frac) as u64;
+        s.goto(c).unwrap();
+        let mut fresh = session_of(&text, "random.trace");
+        fresh.step(Granularity::UntilCycle(c)).unwrap();
+        prop_assert_eq!(state(&mut s), state(&mut fresh));
+        // And from there to the end: as a straight run.
+        while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+        while fresh.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+        prop_assert_eq!(state(&mut s), state(&mut fresh));
+    }
+}
