@@ -70,6 +70,17 @@ pub trait FwBus {
         let _ = engine;
         None
     }
+    /// An observer's hint with no simulated effect: the doorbells that
+    /// follow are word `tag`'s (the race detector names it, docs/races.md).
+    fn note_word(&mut self, tag: &InstTag) {
+        let _ = tag;
+    }
+    /// An observer's hint: word `tag` scatters two elements (index-vector
+    /// positions `first` and `later`) to one destination `index` without
+    /// `non_unique_dst_idx` (docs/races.md).
+    fn note_scatter_race(&mut self, tag: &InstTag, first: u32, later: u32, index: u32) {
+        let _ = (tag, first, later, index);
+    }
 }
 
 /// Completion heads (TCRHP, RCRHP) read from an engine, and when.
