@@ -318,6 +318,15 @@ enum Cmd {
         /// (masked causes excepted; for CI, docs/user-guide.md §Faults).
         #[arg(long)]
         fail_on_fault: bool,
+        /// Check every DMA and host data access against happens-before and
+        /// report unordered conflicting accesses in a `race` section
+        /// (docs/races.md).
+        #[arg(long)]
+        detect_races: bool,
+        /// Exit 1 when the race detector found a race (implies
+        /// --detect-races; for CI).
+        #[arg(long)]
+        fail_on_race: bool,
     },
 }
 
@@ -432,12 +441,16 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             core,
             fail_on_fault,
             no_host_timing,
+            detect_races,
+            fail_on_race,
         } => cmd_run(
             &maps,
             &trace,
             &RunOpts {
                 core,
                 fail_on_fault,
+                detect_races: detect_races || fail_on_race,
+                fail_on_race,
                 host_timing: !no_host_timing,
                 snapshot: csr_snapshot.as_deref(),
                 json,
@@ -732,6 +745,10 @@ struct RunOpts<'a> {
     level: run_output::Level,
     /// `--fail-on-fault`.
     fail_on_fault: bool,
+    /// `--detect-races` (or `--fail-on-race`).
+    detect_races: bool,
+    /// `--fail-on-race`.
+    fail_on_race: bool,
     /// Not `--no-host-timing`: report the host wall-clock figures.
     host_timing: bool,
 }
@@ -757,6 +774,8 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         level,
         core,
         fail_on_fault,
+        detect_races,
+        fail_on_race,
         host_timing,
     } = *o;
     let timeline = perfetto.plan()?;
@@ -835,6 +854,9 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     };
     let mut dev = maps.device_with_timing(timing)?;
     dev.set_timing_only(timing_only);
+    if detect_races {
+        dev.detect_races();
+    }
     record_cmd::start(&mut dev, reg_log, vcd)?;
     let mut files = RunFiles {
         dir: DirFiles {
@@ -896,6 +918,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     };
     hooks.finish();
     let host = session.used().then(|| session.report());
+    let race = session.device_mut().race_summary();
     let events = session.device_mut().events_processed();
     let speed = json_out::HostTiming::measure(started.elapsed(), &report, events);
     let signal = interrupt.load(std::sync::atomic::Ordering::Relaxed);
@@ -933,6 +956,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
             host_runtime: host,
             interrupted: interrupted.clone(),
             host_timing: host_timing.then_some(speed),
+            race: race.clone(),
         });
         let v = serde_json::to_value(&doc).map_err(|e| bad_input(e.to_string()))?;
         out.finish_json(&v);
@@ -940,6 +964,9 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         let mut tail = report.tail_text_with(level != run_output::Level::Quiet);
         if let Some(h) = &host {
             tail.push_str(&h.to_text());
+        }
+        if let Some(r) = &race {
+            tail.push_str(&r.to_text());
         }
         if host_timing {
             tail.push_str(&format!(
@@ -999,6 +1026,16 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         eprintln!(
             "--fail-on-fault: {} unexpected fault(s) (listed under `faults:`; claim the intended ones with expect_fault)",
             report.summary.unexpected_faults
+        );
+        return Ok(1);
+    }
+    if code == 0
+        && fail_on_race
+        && let Some(r) = race.as_ref().filter(|r| !r.races.is_empty())
+    {
+        eprintln!(
+            "--fail-on-race: {} race(s) (listed under `race:`; docs/races.md)",
+            r.races.len()
         );
         return Ok(1);
     }

@@ -25,6 +25,7 @@ use crate::record::{Access, Master, Recorder, RegLog, Waves, access_line};
 
 mod cores;
 mod fabric;
+mod race_hooks;
 mod stall;
 use fabric::{DmaBus, RegCache, engine_blocks};
 pub use stall::{StallReport, StalledWait};
@@ -198,6 +199,9 @@ struct Fabric {
     /// SEM_READ's offset in the EVT_SEM block, by semaphore index, found
     /// on first use (every EVT_SEM region shares one map).
     sem_read_offsets: Vec<Option<u32>>,
+    /// The race detector (docs/races.md); `None` (the default) checks
+    /// nothing.
+    race: race_hooks::RaceSlot,
 }
 
 /// Why a device could not be built.
@@ -421,6 +425,7 @@ impl Device {
                 hbm,
                 trace: true,
                 sem_read_offsets: Vec::new(),
+                race: None,
             },
             unit_maps,
             timing: std::sync::Arc::new(timing),
@@ -711,7 +716,11 @@ impl Device {
     /// A 32-bit read as a bus master: register read with its side effects
     /// (read-to-clear), or four little-endian bytes of memory.
     pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
-        if let Some(t) = self.fabric.reg_target(addr)? {
+        let target = self.fabric.reg_target(addr)?;
+        if self.fabric.race.is_some() {
+            self.race_read32(addr, target);
+        }
+        if let Some(t) = target {
             // A read can clear bits (RC); the firmware's own polls read
             // nothing of the kind and must not count as a change.
             if !matches!(self.fabric.master, Master::Firmware(_)) {
@@ -773,11 +782,17 @@ impl Device {
             _ => self.touch(),
         }
         let Some(t) = target? else {
+            if self.fabric.race.is_some() {
+                self.race_cpu_access(addr, 4, true);
+            }
             self.fabric
                 .memory
                 .write(&self.fabric.map, addr, &value.to_le_bytes())?;
             return Ok(None);
         };
+        if self.fabric.race.is_some() {
+            self.race_write32(t, value);
+        }
         let recording = self.fabric.rec.is_some();
         if recording && let Some(rec) = self.fabric.rec.as_deref_mut() {
             rec.cycle = self.now.0;
@@ -1130,18 +1145,27 @@ impl Device {
 
     /// Reads `buf.len()` bytes of memory at `addr`.
     pub fn read_bytes(&self, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
+        if self.fabric.race.is_some() {
+            self.race_cpu_access(addr, buf.len() as u64, false);
+        }
         self.fabric.memory.read(&self.fabric.map, addr, buf)
     }
 
     /// Writes bytes to memory at `addr`.
     pub fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), BusFault> {
         self.touch();
+        if self.fabric.race.is_some() {
+            self.race_cpu_access(addr, data.len() as u64, true);
+        }
         self.fabric.memory.write(&self.fabric.map, addr, data)
     }
 
     /// Fills `len` bytes of memory at `addr` with `byte`.
     pub fn fill(&mut self, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
         self.touch();
+        if self.fabric.race.is_some() {
+            self.race_cpu_access(addr, len, true);
+        }
         self.fabric.memory.fill(&self.fabric.map, addr, len, byte)
     }
 

@@ -13,6 +13,9 @@ impl Device {
         word: InstWord,
         source: String,
     ) -> Result<InstTag, DeviceError> {
+        if self.fabric.race.is_some() {
+            self.race_submit(tpb);
+        }
         let core = self.core_mut(tpb)?;
         let tag = core.submit(word, source);
         self.wake_core_now(tpb);
@@ -27,6 +30,9 @@ impl Device {
         call: q7::FwCall,
         source: String,
     ) -> Result<InstTag, DeviceError> {
+        if self.fabric.race.is_some() {
+            self.race_submit(tpb);
+        }
         let core = self.core_mut(tpb)?;
         let tag = core.submit_call(call, source);
         self.wake_core_now(tpb);

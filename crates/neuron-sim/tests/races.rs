@@ -1,0 +1,149 @@
+//! The race detector on the golden traces (docs/races.md): every trace of
+//! `traces/` runs with detection on; the `race-*.trace` ones carry a known
+//! synchronisation bug and must report it (their race sections are insta
+//! snapshots), every other must report no race.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use soc::exec::TraceFiles;
+use soc::{Device, RaceSummary};
+
+struct DirFiles(PathBuf);
+
+impl TraceFiles for DirFiles {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.0.join(path))
+    }
+    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("golden traces must not write files"))
+    }
+}
+
+/// Runs `path` with the detector on: its race section and its output text.
+fn detect(path: &Path) -> (RaceSummary, String) {
+    let source = std::fs::read_to_string(path).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    let mut dev = Device::trn2().unwrap();
+    dev.detect_races();
+    let mut files = DirFiles(path.parent().unwrap().to_path_buf());
+    let (report, mut session) = match host_exec::run_source(dev, &source, &name, &mut files) {
+        Ok(r) => r,
+        Err(errors) => panic!("{name} does not parse or link: {errors:#?}"),
+    };
+    let summary = session.device_mut().race_summary().unwrap();
+    (summary, report.to_text())
+}
+
+fn traces() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Golden traces that demonstrate a synchronisation bug on purpose: the
+/// `race-*` ones, and two older ones — an INDIRECT1D scatter that names
+/// one destination twice (its run output says "scatter race") and a lost
+/// H2T doorbell injected into the driver (`driver drop_batch`), after
+/// which the host rewrites a completion marker a stale batch still writes.
+fn is_buggy(p: &Path) -> bool {
+    p.file_name().is_some_and(|n| {
+        let n = n.to_string_lossy();
+        n.starts_with("race-")
+            || n == "fw-kv-cache-scatter.trace"
+            || n == "host-driver-drop-batch.trace"
+    })
+}
+
+#[test]
+fn no_golden_trace_without_a_known_bug_reports_a_race() {
+    let mut checked = 0;
+    let mut bad = String::new();
+    for p in traces().iter().filter(|p| !is_buggy(p)) {
+        let (s, _) = detect(p);
+        if !s.races.is_empty() {
+            bad.push_str(&format!("{}:\n{}", p.display(), s.to_text()));
+        }
+        checked += 1;
+    }
+    assert!(
+        bad.is_empty(),
+        "races in traces without a known bug:\n{bad}"
+    );
+    assert!(checked >= 40, "only {checked} traces checked");
+}
+
+#[test]
+fn every_known_bug_is_found() {
+    let mut seen = 0;
+    for p in traces().iter().filter(|p| is_buggy(p)) {
+        let (s, _) = detect(p);
+        assert!(
+            !s.races.is_empty(),
+            "{}: the known race was not found",
+            p.display()
+        );
+        let name = p.file_stem().unwrap().to_string_lossy().to_string();
+        insta::assert_snapshot!(name, s.to_text());
+        seen += 1;
+    }
+    assert!(seen >= 4, "expected the four race traces, found {seen}");
+}
+
+fn neuron_sim(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn fail_on_race_exits_1_on_a_race_and_0_without() {
+    let racy = neuron_sim(&[
+        "run",
+        "traces/race-missing-dmb.trace",
+        "--fail-on-race",
+        "-q",
+    ]);
+    assert_eq!(racy.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&racy.stdout);
+    assert!(
+        text.contains("read/write race on hbm0+0x200000..+0x201000"),
+        "{text}"
+    );
+    assert!(String::from_utf8_lossy(&racy.stderr).contains("--fail-on-race: 1 race(s)"));
+    let clean = neuron_sim(&["run", "traces/copy-hbm-hbm.trace", "--fail-on-race", "-q"]);
+    assert_eq!(clean.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&clean.stdout).contains("race: 0 race(s)"));
+}
+
+#[test]
+fn json_has_a_race_object_only_when_detecting() {
+    let on = neuron_sim(&[
+        "run",
+        "traces/race-two-cores-one-hbm-range.trace",
+        "--json",
+        "--detect-races",
+        "--no-host-timing",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&on.stdout).unwrap();
+    let r = &v["race"]["races"][0];
+    assert_eq!(r["kind"], "write/write");
+    assert_eq!(r["range"], "hbm0+0x20100000..+0x20100200");
+    assert_eq!(r["first"]["agent"], "eng0.q0");
+    assert_eq!(r["second"]["agent"], "eng16.q0");
+    let off = neuron_sim(&[
+        "run",
+        "traces/race-two-cores-one-hbm-range.trace",
+        "--json",
+        "--no-host-timing",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&off.stdout).unwrap();
+    assert!(v.get("race").is_none());
+}

@@ -1,0 +1,206 @@
+//! The race detector's hooks in the device (docs/races.md): each is
+//! called only when detection is on (`fabric.race` is `Some`).
+
+use super::*;
+use crate::race::{Detector, RaceSummary};
+
+/// The detector as the fabric holds it: `None` when detection is off.
+pub(super) type RaceSlot = Option<Box<std::cell::RefCell<Detector>>>;
+
+/// The CPU agent of a bus master: `Some(None)` the host (trace, host
+/// runtime, driver), `Some(Some(t))` core `tpbN`; `None` an engine's
+/// posted register write.
+fn cpu_of(m: Master) -> Option<Option<u8>> {
+    match m {
+        Master::Host | Master::Trace | Master::Driver => Some(None),
+        Master::Firmware(t) => Some(Some(t)),
+        Master::Engine(_) => None,
+    }
+}
+
+impl Device {
+    /// Turns the race detector on (docs/races.md): from now on every data
+    /// access of the engines and the host is checked against
+    /// happens-before. Off by default; turn it on before the run.
+    pub fn detect_races(&mut self) {
+        if self.fabric.race.is_none() {
+            self.fabric.race = Some(Box::new(std::cell::RefCell::new(Detector::new())));
+        }
+    }
+
+    /// Whether the race detector is on.
+    pub fn detects_races(&self) -> bool {
+        self.fabric.race.is_some()
+    }
+
+    /// The races found so far (`None` when detection is off).
+    pub fn race_summary(&self) -> Option<RaceSummary> {
+        let d = self.fabric.race.as_deref()?;
+        let name = |addr: u64| crate::describe::symbolic(self, addr);
+        Some(d.borrow().summary(&name))
+    }
+
+    /// The host statement that runs next (names the host's accesses and
+    /// doorbells in race reports).
+    pub fn race_statement(&mut self, label: &str) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            d.borrow_mut().set_host_label(label);
+        }
+    }
+
+    /// The host saw the device idle with nothing pending (a `run` that
+    /// ended): everything done so far happens before the host's next step.
+    pub fn race_quiesce(&mut self) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            d.borrow_mut().quiesce();
+        }
+    }
+
+    /// A host `wait` on `addr` succeeded: the host saw the value there (a
+    /// semaphore, a completion register, a memory flag).
+    pub fn race_waited(&mut self, addr: u64) {
+        let Some(d) = self.fabric.race.as_deref() else {
+            return;
+        };
+        match self.fabric.reg_target(addr) {
+            Ok(Some(t)) => self.race_reg_read(None, t),
+            Ok(None) => d.borrow_mut().poll(None, addr, 4),
+            Err(_) => {}
+        }
+    }
+
+    /// A register read by a CPU agent: a semaphore's value or a queue's
+    /// completion registers are what it synchronises on.
+    pub(super) fn race_reg_read(&self, core: Option<u8>, t: RegTarget) {
+        let Some(d) = self.fabric.race.as_deref() else {
+            return;
+        };
+        if let Some(r) = self.fabric.engine_block(t.region) {
+            if let UnitBlock::M2sQ(q) | UnitBlock::S2mQ(q) = r.block {
+                d.borrow_mut().completion_poll(core, r.engine, q);
+            }
+            return;
+        }
+        if self.fabric.sem_cores.contains_key(&t.region)
+            && let Some(index) = self.sem_index(t)
+        {
+            d.borrow_mut().sem_read(core, t.region, index);
+        }
+    }
+
+    fn sem_index(&self, t: RegTarget) -> Option<u32> {
+        let block = self.fabric.block_of(t.region)?;
+        block.element_at(t.offset).ok().and_then(|e| e.index())
+    }
+
+    /// `read32` hook: the master's register read or memory read.
+    pub(super) fn race_read32(&mut self, addr: u64, t: Option<RegTarget>) {
+        let Some(core) = cpu_of(self.fabric.master) else {
+            return;
+        };
+        match t {
+            Some(t) => self.race_reg_read(core, t),
+            None => self.race_cpu_access(addr, 4, false),
+        }
+    }
+
+    /// A doorbell or semaphore write by the master (before it applies).
+    pub(super) fn race_write32(&mut self, t: RegTarget, value: u32) {
+        let Some(d) = self.fabric.race.as_deref() else {
+            return;
+        };
+        let Some(r) = self.fabric.engine_block(t.region) else {
+            return;
+        };
+        if let UnitBlock::M2sQ(q) = r.block
+            && !r.broadcast
+            && t.offset == self.unit_maps.offsets.m2s_q.drtp_inc
+        {
+            let n = value & 0x00ff_ffff;
+            match cpu_of(self.fabric.master) {
+                Some(core) => d.borrow_mut().doorbell(core, r.engine, q, n),
+                None => {
+                    if let Master::Engine(from) = self.fabric.master {
+                        d.borrow_mut().engine_doorbell(from, r.engine, q, n);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A CPU read or write of memory bytes. The host's writes (trace
+    /// set-up, the runtime) are data; the firmware's stores are its own
+    /// descriptors and rings. A CPU read is a poll (a completion marker, a
+    /// ring entry): it sees what completed packets wrote there, nothing
+    /// more; the trace's reads (`expect`, `read32 ==`, dumps) are the test
+    /// harness looking, not the program (docs/races.md).
+    pub(super) fn race_cpu_access(&self, addr: u64, len: u64, write: bool) {
+        let Some(d) = self.fabric.race.as_deref() else {
+            return;
+        };
+        match (write, self.fabric.master) {
+            (_, Master::Engine(_)) | (false, Master::Trace) => {}
+            (true, Master::Firmware(_)) => {}
+            (true, _) => d.borrow_mut().access(None, addr, len, true, self.now.0),
+            (false, m) => d.borrow_mut().poll(cpu_of(m).flatten(), addr, len),
+        }
+    }
+
+    /// The host handed core `tpb` a word or call.
+    pub(super) fn race_submit(&mut self, tpb: u8) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            d.borrow_mut().submit(tpb);
+        }
+    }
+
+    /// Core `tpb` fires word `tag` next.
+    pub(crate) fn race_word(&mut self, tpb: u8, tag: &InstTag) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            d.borrow_mut()
+                .set_core_label(tpb, &format!("tpb{tpb} word #{} ({})", tag.seq, tag.source));
+        }
+    }
+
+    /// Core `tpb`'s word `tag` scatters two positions to one destination.
+    pub(crate) fn race_scatter(
+        &mut self,
+        tpb: u8,
+        tag: &InstTag,
+        first: u32,
+        later: u32,
+        index: u32,
+    ) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            d.borrow_mut().scatter_race(
+                tpb,
+                &format!("tpb{tpb} word #{} ({})", tag.seq, tag.source),
+                first,
+                later,
+                index,
+                self.now.0,
+            );
+        }
+    }
+}
+
+impl Fabric {
+    /// A semaphore write by `master` (or the packet in scope).
+    pub(super) fn race_sem_write(&self, region: RegionId, index: u32) {
+        if let Some(d) = self.race.as_deref() {
+            let core = cpu_of(self.master).flatten();
+            d.borrow_mut().sem_write(core, region, index);
+        }
+    }
+}
+
+impl DmaBus<'_> {
+    /// A data access by the packet in scope.
+    pub(super) fn race_access(&self, addr: u64, len: u64, write: bool) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            let mut d = d.borrow_mut();
+            if d.in_packet() {
+                d.access(None, addr, len, write, self.now.0);
+            }
+        }
+    }
+}
