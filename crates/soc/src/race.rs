@@ -173,14 +173,22 @@ struct Found {
 /// The detector's state.
 #[derive(Debug, Default)]
 pub(crate) struct Detector {
-    ids: HashMap<Agent, u32>,
+    /// Agent id of each CPU (cores 0..8, the host last); `u32::MAX`: none.
+    cpu_ids: [u32; 9],
+    /// Agent id of each queue, by `engine × 16 + queue`.
+    queue_ids: Vec<u32>,
     agents: Vec<Agent>,
     clocks: Vec<VClock>,
+    /// Per agent (queues only use theirs).
+    qsync: Vec<QueueSync>,
+    /// Per core: the completions its firmware's register polls saw. The
+    /// DGE path polls asynchronously: what a poll sees orders the word's
+    /// EVENTS update (a semaphore write), not the words it fires next.
+    core_seen: Vec<VClock>,
     sems: HashMap<(RegionId, u32), VClock>,
-    queues: HashMap<(u16, u8), QueueSync>,
     /// Per engine: the clocks of its packets so far (what a write barrier
     /// or strong-order write waits for).
-    engine_writes: HashMap<u16, VClock>,
+    engine_writes: Vec<VClock>,
     shadow: Shadow,
     labels: Vec<String>,
     label_ids: HashMap<String, u32>,
@@ -195,7 +203,10 @@ pub(crate) struct Detector {
 
 impl Detector {
     pub(crate) fn new() -> Self {
-        let mut d = Detector::default();
+        let mut d = Detector {
+            cpu_ids: [u32::MAX; 9],
+            ..Detector::default()
+        };
         d.host_who = d.label("host");
         d
     }
@@ -212,21 +223,52 @@ impl Detector {
 
     /// The agent's id, created with clock `{self: 1}` on first use.
     fn agent(&mut self, a: Agent) -> u32 {
-        if let Some(&id) = self.ids.get(&a) {
+        let slot = match a {
+            Agent::Host => self.cpu_ids.get(8).copied(),
+            Agent::Core(t) => self.cpu_ids.get(usize::from(t)).copied(),
+            Agent::Queue(e, q) => self
+                .queue_ids
+                .get(usize::from(e) * 16 + usize::from(q))
+                .copied(),
+        };
+        if let Some(id) = slot.filter(|&id| id != u32::MAX) {
             return id;
         }
         let id = self.agents.len() as u32;
         self.agents.push(a);
-        self.ids.insert(a, id);
+        match a {
+            Agent::Host => self.cpu_ids[8] = id,
+            Agent::Core(t) => {
+                if let Some(c) = self.cpu_ids.get_mut(usize::from(t).min(7)) {
+                    *c = id;
+                }
+            }
+            Agent::Queue(e, q) => {
+                let i = usize::from(e) * 16 + usize::from(q);
+                if self.queue_ids.len() <= i {
+                    self.queue_ids.resize(i + 1, u32::MAX);
+                }
+                self.queue_ids[i] = id;
+            }
+        }
         let mut c = VClock::default();
         c.set(id as usize, 1);
         self.clocks.push(c);
+        self.qsync.push(QueueSync::default());
         id
     }
 
     /// The host agent, or core `tpb`'s.
     pub(crate) fn cpu_agent(&mut self, core: Option<u8>) -> u32 {
-        self.agent(core.map_or(Agent::Host, Agent::Core))
+        self.agent(core.map_or(Agent::Host, |t| Agent::Core(t.min(7))))
+    }
+
+    fn engine_writes_mut(&mut self, engine: u16) -> &mut VClock {
+        let i = usize::from(engine);
+        if self.engine_writes.len() <= i {
+            self.engine_writes.resize(i + 1, VClock::default());
+        }
+        &mut self.engine_writes[i]
     }
 
     fn clock(&self, agent: u32) -> &VClock {
@@ -279,7 +321,12 @@ impl Detector {
     /// A semaphore write (set, increment, decrement) by the actor.
     pub(crate) fn sem_write(&mut self, core: Option<u8>, region: RegionId, index: u32) {
         let a = self.actor(core);
-        let c = self.release(a);
+        let mut c = self.release(a);
+        if self.cur.is_none()
+            && let Some(seen) = core.and_then(|t| self.core_seen.get(usize::from(t)))
+        {
+            c.join(seen);
+        }
         self.sems.entry((region, index)).or_default().join(&c);
     }
 
@@ -298,42 +345,45 @@ impl Detector {
         let a = self.cpu_agent(core);
         let who = self.who_of(core);
         let clock = self.release(a);
-        self.agent(Agent::Queue(engine, queue));
-        self.queues
-            .entry((engine, queue))
-            .or_default()
-            .posted
-            .push_back(Posted {
-                left: n,
-                clock,
-                who,
-            });
+        let qa = self.agent(Agent::Queue(engine, queue));
+        self.qsync[qa as usize].posted.push_back(Posted {
+            left: n,
+            clock,
+            who,
+        });
     }
 
     /// A doorbell rung by a DMA write of engine `from` (posted after its
     /// step): it carries what that engine's packets saw.
     pub(crate) fn engine_doorbell(&mut self, from: u16, engine: u16, queue: u8, n: u32) {
-        let clock = self.engine_writes.get(&from).cloned().unwrap_or_default();
+        let clock = self.engine_writes_mut(from).clone();
         let who = self.label(&format!("eng{from} (a DMA-written doorbell)"));
-        self.agent(Agent::Queue(engine, queue));
-        self.queues
-            .entry((engine, queue))
-            .or_default()
-            .posted
-            .push_back(Posted {
-                left: n,
-                clock,
-                who,
-            });
+        let qa = self.agent(Agent::Queue(engine, queue));
+        self.qsync[qa as usize].posted.push_back(Posted {
+            left: n,
+            clock,
+            who,
+        });
     }
 
     /// A CPU agent read a queue's completion registers: it sees the
-    /// queue's completed packets.
+    /// queue's completed packets (the host waits on them; a core's
+    /// firmware polls them for its words' EVENTS updates).
     pub(crate) fn completion_poll(&mut self, core: Option<u8>, engine: u16, queue: u8) {
-        let a = self.cpu_agent(core);
-        if let Some(q) = self.queues.get(&(engine, queue)) {
-            let done = q.done.clone();
-            self.clocks[a as usize].join(&done);
+        let qa = self.agent(Agent::Queue(engine, queue)) as usize;
+        match core {
+            Some(t) => {
+                let t = usize::from(t);
+                if self.core_seen.len() <= t {
+                    self.core_seen.resize(t + 1, VClock::default());
+                }
+                self.core_seen[t].join(&self.qsync[qa].done);
+            }
+            None => {
+                let a = self.cpu_agent(None) as usize;
+                let (clocks, qsync) = (&mut self.clocks, &self.qsync);
+                clocks[a].join(&qsync[qa].done);
+            }
         }
     }
 
@@ -361,11 +411,11 @@ impl Detector {
     pub(crate) fn packet_scope(&mut self, engine: u16, scope: Option<PacketScope>) {
         let Some(s) = scope else {
             if let Some(c) = self.cur.take() {
-                let clock = self.clocks[c.agent as usize].clone();
-                if let Some(q) = self.queue_of(c.agent) {
-                    q.done.join(&clock);
-                }
-                self.engine_writes.entry(c.engine).or_default().join(&clock);
+                let ai = c.agent as usize;
+                self.engine_writes_mut(c.engine);
+                let clock = &self.clocks[ai];
+                self.qsync[ai].done.join(clock);
+                self.engine_writes[usize::from(c.engine)].join(clock);
             }
             return;
         };
@@ -378,15 +428,15 @@ impl Detector {
         let a = self.agent(Agent::Queue(engine, s.queue));
         let ai = a as usize;
         let mut who = None;
-        let mut joined = VClock::default();
         let mut synced = 0;
-        let q = self.queues.entry((engine, s.queue)).or_default();
+        let own = &mut self.clocks[ai];
+        let q = &mut self.qsync[ai];
         let mut n = s.tx_descs.max(1);
         while n > 0 {
             let Some(front) = q.posted.front_mut() else {
                 break;
             };
-            joined.join(&front.clock);
+            own.join(&front.clock);
             synced = synced.max(front.clock.get(ai));
             who.get_or_insert(front.who);
             let take = n.min(front.left);
@@ -397,21 +447,15 @@ impl Detector {
             }
         }
         q.synced = q.synced.max(synced);
-        let epoch = {
-            let c = &mut self.clocks[ai];
-            c.join(&joined);
-            c.tick(ai)
-        };
-        let q = self.queues.entry((engine, s.queue)).or_default();
+        let epoch = own.tick(ai);
         if s.dmb {
             q.last_dmb = epoch;
         }
         let (last_dmb, synced) = (q.last_dmb, q.synced);
-        if s.barrier
-            && let Some(w) = self.engine_writes.get(&engine)
-        {
-            let w = w.clone();
-            self.clocks[ai].join(&w);
+        if s.barrier {
+            self.engine_writes_mut(engine);
+            let w = &self.engine_writes[usize::from(engine)];
+            self.clocks[ai].join(w);
             self.clocks[ai].set(ai, epoch);
         }
         let who = match who {
@@ -428,13 +472,6 @@ impl Detector {
             engine,
             completion: false,
         });
-    }
-
-    fn queue_of(&mut self, agent: u32) -> Option<&mut QueueSync> {
-        match self.agents.get(agent as usize) {
-            Some(Agent::Queue(e, q)) => self.queues.get_mut(&(*e, *q)),
-            _ => None,
-        }
     }
 
     /// Whether the packet is in scope (its accesses are checked).
@@ -505,7 +542,10 @@ impl Detector {
         let hi = addr.saturating_add(len);
         if self.cur.is_some_and(|c| c.completion) {
             if write {
-                self.shadow.set_written(addr, hi, cur);
+                self.shadow.visit(addr, hi, |_, seg| {
+                    seg.write = Some(cur);
+                    seg.reads.clear();
+                });
             }
             return;
         }
@@ -524,15 +564,14 @@ impl Detector {
                         races.push((*r, false, start, seg.end));
                     }
                 }
+                seg.write = Some(cur);
+                seg.reads.clear();
             } else if let Some(r) = seg.reads.iter_mut().find(|r| r.agent == cur.agent) {
                 *r = cur;
             } else {
                 seg.reads.push(cur);
             }
         });
-        if write {
-            shadow.set_written(addr, hi, cur);
-        }
         self.shadow = shadow;
         // One occurrence per earlier access, over the bytes both touch.
         let mut merged: Vec<(Acc, bool, u64, u64)> = Vec::new();
@@ -570,9 +609,9 @@ impl Detector {
         });
         self.shadow = shadow;
         for w in writers {
-            if let Some(q) = self.queue_of(w) {
-                let done = q.done.clone();
-                self.clocks[a as usize].join(&done);
+            if matches!(self.agents.get(w as usize), Some(Agent::Queue(..))) {
+                let (clocks, qsync) = (&mut self.clocks, &self.qsync);
+                clocks[a as usize].join(&qsync[w as usize].done);
             }
         }
     }

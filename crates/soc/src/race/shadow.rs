@@ -58,27 +58,65 @@ impl Shadow {
         if hi <= lo {
             return;
         }
+        // Fast paths: bytes nothing touched yet (a streaming workload's
+        // next buffer), or exactly one segment's bytes again.
+        match self.segs.range_mut(..hi).next_back() {
+            None => {
+                let mut seg = Seg {
+                    end: hi,
+                    ..Seg::default()
+                };
+                f(lo, &mut seg);
+                self.segs.insert(lo, seg);
+                return;
+            }
+            Some((_, seg)) if seg.end <= lo => {
+                let mut seg = Seg {
+                    end: hi,
+                    ..Seg::default()
+                };
+                f(lo, &mut seg);
+                self.segs.insert(lo, seg);
+                return;
+            }
+            Some((&start, seg)) if start == lo && seg.end == hi => {
+                f(lo, seg);
+                return;
+            }
+            Some(_) => {}
+        }
         self.split(lo);
         self.split(hi);
-        let mut gaps: Vec<(u64, u64)> = Vec::new();
+        // Fill the gaps, one at a time (most accesses have none or one).
         let mut cur = lo;
-        for (&s, seg) in self.segs.range(lo..hi) {
-            if s > cur {
-                gaps.push((cur, s));
+        while cur < hi {
+            let next = self
+                .segs
+                .range(cur..hi)
+                .next()
+                .map(|(&s, seg)| (s, seg.end));
+            match next {
+                Some((s, end)) if s == cur => cur = end,
+                Some((s, _)) => {
+                    self.segs.insert(
+                        cur,
+                        Seg {
+                            end: s,
+                            ..Seg::default()
+                        },
+                    );
+                }
+                None => {
+                    self.segs.insert(
+                        cur,
+                        Seg {
+                            end: hi,
+                            ..Seg::default()
+                        },
+                    );
+                    cur = hi;
+                }
             }
-            cur = seg.end;
-        }
-        if cur < hi {
-            gaps.push((cur, hi));
-        }
-        for (a, b) in gaps {
-            self.segs.insert(
-                a,
-                Seg {
-                    end: b,
-                    ..Seg::default()
-                },
-            );
         }
         for (&s, seg) in self.segs.range_mut(lo..hi) {
             f(s, seg);
@@ -97,16 +135,15 @@ impl Shadow {
         }
     }
 
-    /// Makes `[lo, hi)` one segment written by `acc` with no reads (after
-    /// a write has been checked against what was there).
+    /// Makes `[lo, hi)` one segment written by `acc` with no reads.
+    #[cfg(test)]
     pub(crate) fn set_written(&mut self, lo: u64, hi: u64, acc: Acc) {
         if hi <= lo {
             return;
         }
         self.split(lo);
         self.split(hi);
-        let keys: Vec<u64> = self.segs.range(lo..hi).map(|(&k, _)| k).collect();
-        for k in keys {
+        while let Some((&k, _)) = self.segs.range(lo..hi).next() {
             self.segs.remove(&k);
         }
         self.segs.insert(

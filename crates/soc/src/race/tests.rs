@@ -151,3 +151,31 @@ fn a_scatter_race_is_reported_with_both_positions() {
     );
     assert_eq!(s.races[0].kind, "write/write");
 }
+
+#[test]
+fn a_firmware_completion_poll_orders_its_semaphore_update_not_its_next_word() {
+    // Word 0 of core 0 writes 0x2000 on eng0.q0; the firmware's poll sees
+    // it complete; word 1 (fired after the poll) reads it on the same
+    // queue: nothing gates word 1 on that completion, so it races.
+    let mut d = Detector::new();
+    d.set_core_label(0, "tpb0 word #0");
+    d.doorbell(Some(0), 0, 0, 1);
+    packet(&mut d, 0, 0, 0, false, 0x1000, 0x2000);
+    d.completion_poll(Some(0), 0, 0);
+    d.set_core_label(0, "tpb0 word #1");
+    d.doorbell(Some(0), 0, 0, 1);
+    packet(&mut d, 0, 0, 1, false, 0x2000, 0x3000);
+    assert_eq!(d.summary(&name).races.len(), 1);
+    // The EVENTS update after the poll carries the completion: a core
+    // waiting on that semaphore is ordered after word 0.
+    d.sem_write(Some(0), 1, 6);
+    d.sem_read(Some(2), 1, 6);
+    d.doorbell(Some(2), 5, 0, 1);
+    packet(&mut d, 5, 0, 0, false, 0x2000, 0x4000);
+    assert_eq!(
+        d.summary(&name).races.len(),
+        1,
+        "{}",
+        d.summary(&name).to_text()
+    );
+}
