@@ -327,6 +327,11 @@ enum Cmd {
         /// --detect-races; for CI).
         #[arg(long)]
         fail_on_race: bool,
+        /// Write the wait-for graph (the first with a deadlock, else the
+        /// last taken) to FILE as Graphviz DOT (implies --detect-races;
+        /// docs/races.md §Deadlocks).
+        #[arg(long, value_name = "FILE")]
+        deadlock_graph: Option<PathBuf>,
     },
 }
 
@@ -443,14 +448,16 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             no_host_timing,
             detect_races,
             fail_on_race,
+            deadlock_graph,
         } => cmd_run(
             &maps,
             &trace,
             &RunOpts {
                 core,
                 fail_on_fault,
-                detect_races: detect_races || fail_on_race,
+                detect_races: detect_races || fail_on_race || deadlock_graph.is_some(),
                 fail_on_race,
+                deadlock_graph: deadlock_graph.as_deref(),
                 host_timing: !no_host_timing,
                 snapshot: csr_snapshot.as_deref(),
                 json,
@@ -749,6 +756,8 @@ struct RunOpts<'a> {
     detect_races: bool,
     /// `--fail-on-race`.
     fail_on_race: bool,
+    /// `--deadlock-graph FILE`.
+    deadlock_graph: Option<&'a Path>,
     /// Not `--no-host-timing`: report the host wall-clock figures.
     host_timing: bool,
 }
@@ -776,6 +785,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         fail_on_fault,
         detect_races,
         fail_on_race,
+        deadlock_graph,
         host_timing,
     } = *o;
     let timeline = perfetto.plan()?;
@@ -798,6 +808,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
             "--profile",
         ),
         (ioctl_record, "ioctl recording", "--ioctl-record"),
+        (deadlock_graph, "deadlock graph", "--deadlock-graph"),
     ] {
         match path {
             Some(p) if input::is_stdio(p) => to_stdout.push(option),
@@ -930,6 +941,23 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     let mut output_errors: Vec<Failure> = Vec::new();
     if let Err(e) = record_cmd::finish(session.device_mut(), reg_log, vcd) {
         output_errors.push(e);
+    }
+    if let Some(path) = deadlock_graph {
+        let graphs = race.as_ref().map_or(&[][..], |r| &r.wait_graphs[..]);
+        let dot = graphs
+            .iter()
+            .find(|g| g.deadlock)
+            .or(graphs.last())
+            .map_or_else(
+                || "digraph waitfor {\n  label=\"nothing waited\";\n}\n".to_string(),
+                soc::WaitGraph::to_dot,
+            );
+        if let Err(e) = outputs::write(path, dot.as_bytes()) {
+            output_errors.push(bad_input(format!(
+                "cannot write deadlock graph {}: {e}",
+                outputs::name_of(path)
+            )));
+        }
     }
     if let Some(plan) = &timeline {
         let events = out.take_timeline();

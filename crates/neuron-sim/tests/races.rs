@@ -47,7 +47,7 @@ fn traces() -> Vec<PathBuf> {
 }
 
 /// Golden traces that demonstrate a synchronisation bug on purpose: the
-/// `race-*` ones, and two older ones — an INDIRECT1D scatter that names
+/// `race-*` and `deadlock-*` ones, and two older ones — an INDIRECT1D scatter that names
 /// one destination twice (its run output says "scatter race") and a lost
 /// H2T doorbell injected into the driver (`driver drop_batch`), after
 /// which the host rewrites a completion marker a stale batch still writes.
@@ -55,6 +55,7 @@ fn is_buggy(p: &Path) -> bool {
     p.file_name().is_some_and(|n| {
         let n = n.to_string_lossy();
         n.starts_with("race-")
+            || n.starts_with("deadlock-")
             || n == "fw-kv-cache-scatter.trace"
             || n == "host-driver-drop-batch.trace"
     })
@@ -66,14 +67,14 @@ fn no_golden_trace_without_a_known_bug_reports_a_race() {
     let mut bad = String::new();
     for p in traces().iter().filter(|p| !is_buggy(p)) {
         let (s, _) = detect(p);
-        if !s.races.is_empty() {
+        if !s.races.is_empty() || s.deadlock() {
             bad.push_str(&format!("{}:\n{}", p.display(), s.to_text()));
         }
         checked += 1;
     }
     assert!(
         bad.is_empty(),
-        "races in traces without a known bug:\n{bad}"
+        "races or deadlocks in traces without a known bug:\n{bad}"
     );
     assert!(checked >= 40, "only {checked} traces checked");
 }
@@ -84,8 +85,8 @@ fn every_known_bug_is_found() {
     for p in traces().iter().filter(|p| is_buggy(p)) {
         let (s, _) = detect(p);
         assert!(
-            !s.races.is_empty(),
-            "{}: the known race was not found",
+            !s.races.is_empty() || s.deadlock(),
+            "{}: the known race or deadlock was not found",
             p.display()
         );
         let name = p.file_stem().unwrap().to_string_lossy().to_string();
@@ -146,4 +147,32 @@ fn json_has_a_race_object_only_when_detecting() {
     ]);
     let v: serde_json::Value = serde_json::from_slice(&off.stdout).unwrap();
     assert!(v.get("race").is_none());
+}
+
+#[test]
+fn deadlock_graph_writes_dot_with_the_deadlocked_waits() {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-deadlock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dot = dir.join("g.dot");
+    let out = neuron_sim(&[
+        "run",
+        "traces/deadlock-semaphore-chain.trace",
+        "--deadlock-graph",
+        dot.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("DEADLOCK, 3 wait(s) nothing can end"),
+        "{text}"
+    );
+    let g = std::fs::read_to_string(&dot).unwrap();
+    assert!(g.starts_with("digraph waitfor {"), "{g}");
+    assert!(
+        g.contains("\"tpb0#0 DIRECT2D (line 14)\" -> \"tpb0.sem[6]\""),
+        "{g}"
+    );
+    assert!(g.contains("color=red"), "{g}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

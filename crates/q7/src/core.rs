@@ -28,6 +28,7 @@ mod completion;
 mod event;
 mod fire;
 mod issue;
+mod pending;
 
 pub use calls::FwCall;
 use calls::*;
@@ -35,6 +36,7 @@ pub use completion::WakeNeed;
 use completion::*;
 pub use event::{FwEvent, FwEventKind, FwWait};
 use issue::*;
+pub use pending::PendingWork;
 
 /// The device as the firmware sees it: 32-bit register and semaphore
 /// accesses, byte stores into the carve-out, and the partition decode.

@@ -27,8 +27,10 @@ mod cores;
 mod fabric;
 mod race_hooks;
 mod stall;
+mod waitgraph;
 use fabric::{DmaBus, RegCache, engine_blocks};
 pub use stall::{StallReport, StalledWait};
+pub use waitgraph::{HostWait, WaitGraph, WaitNode};
 
 /// A side effect a register access had, in the order it happened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]

@@ -13,7 +13,10 @@ pub mod resolve;
 pub mod workload;
 
 pub use describe::{AddressInfo, describe};
-pub use device::{BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, RegWrite};
+pub use device::{
+    BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, HostWait, RegWrite, WaitGraph,
+    WaitNode,
+};
 pub use fault::BusFault;
 pub use race::{RaceReport, RaceSide, RaceSummary};
 pub use record::{Master, Waves};

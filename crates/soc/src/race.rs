@@ -48,6 +48,9 @@ pub struct RaceSummary {
     pub agents: u32,
     /// Races found, one per distinct pair of sources.
     pub races: Vec<RaceReport>,
+    /// Wait-for graphs: one per `wait` that failed, and one at the end
+    /// when work was left (docs/races.md §Deadlocks).
+    pub wait_graphs: Vec<crate::WaitGraph>,
 }
 
 /// Two unordered accesses to overlapping bytes, at least one a write.
@@ -118,7 +121,15 @@ impl RaceSummary {
                 ));
             }
         }
+        for g in &self.wait_graphs {
+            out.push_str(&g.to_text());
+        }
         out
+    }
+
+    /// Whether a wait-for graph found a deadlock.
+    pub fn deadlock(&self) -> bool {
+        self.wait_graphs.iter().any(|g| g.deadlock)
     }
 }
 
@@ -199,6 +210,8 @@ pub(crate) struct Detector {
     found: BTreeMap<(u32, u32, u32, u32, bool), Found>,
     cur: Option<Cur>,
     accesses: u64,
+    /// Wait-for graphs taken at failed waits.
+    pub(crate) graphs: Vec<crate::WaitGraph>,
 }
 
 impl Detector {
@@ -273,6 +286,14 @@ impl Detector {
 
     fn clock(&self, agent: u32) -> &VClock {
         &self.clocks[agent as usize]
+    }
+
+    /// The host statement running (its label).
+    pub(crate) fn host_label(&self) -> String {
+        self.labels
+            .get(self.host_who as usize)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The host statement that runs now (its accesses and doorbells).
@@ -731,6 +752,7 @@ impl Detector {
             accesses_checked: self.accesses,
             agents: self.agents.len() as u32,
             races,
+            wait_graphs: self.graphs.clone(),
         }
     }
 

@@ -94,3 +94,44 @@ proptest! {
         );
     }
 }
+
+/// A `wait` on a semaphore that only a word stuck behind a deadlocked
+/// word would write: the failed wait keeps a wait-for graph in which the
+/// host's wait is deadlocked too.
+#[test]
+fn a_failed_wait_keeps_a_wait_for_graph() {
+    let mut t = String::from(
+        "write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00400000\n\
+         write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x00010001\n",
+    );
+    let copy = "src_start_addr=imm:0x20000000 src_step_elem=[1,256] src_num_elem=[256,1] \
+                src_elem_size=1 dst_start_addr=imm:0x20100000 dst_step_elem=[1,256] \
+                dst_num_elem=[256,1] dst_elem_size=1";
+    t.push_str(&format!(
+        "inst tpb0 DIRECT2D events.wait_mode=WAIT_FOR_SEM_GE_IMM events.wait_idx=6 \
+         events.semaphore_value=1 semaphore=2 sem_increment=1 {copy}\n\
+         inst tpb0 DIRECT2D semaphore=3 sem_increment=1 {copy}\n\
+         wait tpb0.sem.read[3] == 1 timeout=3000\n"
+    ));
+    let mut dev = Device::trn2().unwrap();
+    dev.detect_races();
+    let report = run_source(&mut dev, &t, "w.trace", &mut NoFiles).unwrap();
+    assert_eq!(report.exit_code(), 1, "the wait fails");
+    let s = dev.race_summary().unwrap();
+    let g = &s.wait_graphs[0];
+    assert!(
+        g.when.contains("trace line 5 wait failed"),
+        "{}",
+        g.to_text()
+    );
+    assert!(g.deadlock, "{}", g.to_text());
+    let host = g.waits.iter().find(|w| w.waiter.contains("wait")).unwrap();
+    assert_eq!(host.on, "tpb0.evt_sem.SEM_READ[3]", "{}", g.to_text());
+    assert!(host.deadlocked, "{}", g.to_text());
+    assert_eq!(
+        host.could_change,
+        ["tpb0#1 DIRECT2D (line 4)"],
+        "{}",
+        g.to_text()
+    );
+}

@@ -1,6 +1,7 @@
 //! The race detector's hooks in the device (docs/races.md): each is
 //! called only when detection is on (`fabric.race` is `Some`).
 
+use super::waitgraph::HostWait;
 use super::*;
 use crate::race::{Detector, RaceSummary};
 
@@ -37,7 +38,30 @@ impl Device {
     pub fn race_summary(&self) -> Option<RaceSummary> {
         let d = self.fabric.race.as_deref()?;
         let name = |addr: u64| crate::describe::symbolic(self, addr);
-        Some(d.borrow().summary(&name))
+        let mut s = d.borrow().summary(&name);
+        if let Some(g) = self.wait_graph("end of run, work left", None) {
+            s.wait_graphs.push(g);
+        }
+        Some(s)
+    }
+
+    /// A `wait` failed: keeps the wait-for graph of that moment.
+    pub fn race_failed_wait(&mut self, wait: &HostWait) {
+        let Some(d) = self.fabric.race.as_deref() else {
+            return;
+        };
+        // The host statement's own label names its line.
+        let wait = HostWait {
+            label: d.borrow().host_label(),
+            ..wait.clone()
+        };
+        let when = format!("{} failed", wait.label);
+        if let (Some(g), Some(d)) = (
+            self.wait_graph(&when, Some(&wait)),
+            self.fabric.race.as_deref(),
+        ) {
+            d.borrow_mut().graphs.push(g);
+        }
     }
 
     /// The host statement that runs next (names the host's accesses and

@@ -214,6 +214,12 @@ pub(super) fn advance_timed(
             }
             if met {
                 device.race_waited(addr);
+            } else if device.detects_races() {
+                device.race_failed_wait(&crate::HostWait {
+                    label: format!("host wait {at}"),
+                    addr,
+                    needs: format!("{compare} {value:#x}"),
+                });
             }
             Progress::Done(Ok(outcome(device, Some(stop), met)))
         }
