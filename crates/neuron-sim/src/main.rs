@@ -332,7 +332,37 @@ enum Cmd {
         /// docs/races.md §Deadlocks).
         #[arg(long, value_name = "FILE")]
         deadlock_graph: Option<PathBuf>,
+        /// What never-written memory reads as for the DMA engines: `zero`
+        /// (the default), `nan` (0xFF bytes: NaN in every float type) or
+        /// `pattern=0xAB` (docs/races.md §Uninitialised memory).
+        #[arg(long, value_name = "MODE", value_parser = parse_uninit)]
+        uninit: Option<UninitFill>,
+        /// Report every DMA read of bytes nothing wrote (distinguishing
+        /// bytes the trace or host set up) in the race section.
+        #[arg(long)]
+        check_uninit: bool,
     },
+}
+
+/// `--uninit MODE`: the byte never-written memory reads as (`None`: zero).
+#[derive(Clone, Copy, Debug)]
+struct UninitFill(Option<u8>);
+
+fn parse_uninit(text: &str) -> Result<UninitFill, String> {
+    match text {
+        "zero" => Ok(UninitFill(None)),
+        "nan" => Ok(UninitFill(Some(0xff))),
+        _ => text
+            .strip_prefix("pattern=")
+            .and_then(|v| {
+                v.strip_prefix("0x")
+                    .map_or_else(|| v.parse::<u8>().ok(), |h| u8::from_str_radix(h, 16).ok())
+            })
+            .map(|b| UninitFill(Some(b)))
+            .ok_or_else(|| {
+                format!("`{text}` is not an uninit mode (expected zero, nan or pattern=0xAB)")
+            }),
+    }
 }
 
 /// `--core tpbN`.
@@ -449,6 +479,8 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             detect_races,
             fail_on_race,
             deadlock_graph,
+            uninit,
+            check_uninit,
         } => cmd_run(
             &maps,
             &trace,
@@ -458,6 +490,8 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 detect_races: detect_races || fail_on_race || deadlock_graph.is_some(),
                 fail_on_race,
                 deadlock_graph: deadlock_graph.as_deref(),
+                uninit: uninit.and_then(|u| u.0),
+                check_uninit,
                 host_timing: !no_host_timing,
                 snapshot: csr_snapshot.as_deref(),
                 json,
@@ -758,6 +792,10 @@ struct RunOpts<'a> {
     fail_on_race: bool,
     /// `--deadlock-graph FILE`.
     deadlock_graph: Option<&'a Path>,
+    /// `--uninit`: the byte never-written memory reads as (`None`: zero).
+    uninit: Option<u8>,
+    /// `--check-uninit`.
+    check_uninit: bool,
     /// Not `--no-host-timing`: report the host wall-clock figures.
     host_timing: bool,
 }
@@ -786,6 +824,8 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         detect_races,
         fail_on_race,
         deadlock_graph,
+        uninit,
+        check_uninit,
         host_timing,
     } = *o;
     let timeline = perfetto.plan()?;
@@ -867,6 +907,9 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     dev.set_timing_only(timing_only);
     if detect_races {
         dev.detect_races();
+    }
+    if uninit.is_some() || check_uninit {
+        dev.set_uninit(uninit, check_uninit);
     }
     record_cmd::start(&mut dev, reg_log, vcd)?;
     let mut files = RunFiles {

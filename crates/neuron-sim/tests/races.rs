@@ -26,6 +26,9 @@ fn detect(path: &Path) -> (RaceSummary, String) {
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     let mut dev = Device::trn2().unwrap();
     dev.detect_races();
+    if name.starts_with("uninit-") {
+        dev.set_uninit(None, true);
+    }
     let mut files = DirFiles(path.parent().unwrap().to_path_buf());
     let (report, mut session) = match host_exec::run_source(dev, &source, &name, &mut files) {
         Ok(r) => r,
@@ -47,7 +50,8 @@ fn traces() -> Vec<PathBuf> {
 }
 
 /// Golden traces that demonstrate a synchronisation bug on purpose: the
-/// `race-*` and `deadlock-*` ones, and two older ones — an INDIRECT1D scatter that names
+/// `race-*`, `deadlock-*` and `uninit-*` ones (the last run with
+/// `--check-uninit`), and two older ones — an INDIRECT1D scatter that names
 /// one destination twice (its run output says "scatter race") and a lost
 /// H2T doorbell injected into the driver (`driver drop_batch`), after
 /// which the host rewrites a completion marker a stale batch still writes.
@@ -56,6 +60,7 @@ fn is_buggy(p: &Path) -> bool {
         let n = n.to_string_lossy();
         n.starts_with("race-")
             || n.starts_with("deadlock-")
+            || n.starts_with("uninit-")
             || n == "fw-kv-cache-scatter.trace"
             || n == "host-driver-drop-batch.trace"
     })
@@ -85,7 +90,9 @@ fn every_known_bug_is_found() {
     for p in traces().iter().filter(|p| is_buggy(p)) {
         let (s, _) = detect(p);
         assert!(
-            !s.races.is_empty() || s.deadlock(),
+            !s.races.is_empty()
+                || s.deadlock()
+                || s.uninit.as_ref().is_some_and(|u| !u.reads.is_empty()),
             "{}: the known race or deadlock was not found",
             p.display()
         );
@@ -175,4 +182,30 @@ fn deadlock_graph_writes_dot_with_the_deadlocked_waits() {
     );
     assert!(g.contains("color=red"), "{g}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn uninit_nan_fills_never_written_bytes_and_zero_leaves_them() {
+    let nan = neuron_sim(&[
+        "run",
+        "traces/uninit-psum-bank.trace",
+        "--uninit",
+        "nan",
+        "--check-uninit",
+        "--json",
+        "--no-host-timing",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&nan.stdout).unwrap();
+    let u = &v["race"]["uninit"];
+    assert_eq!(u["reads_of_setup_bytes"], 1);
+    assert_eq!(u["reads"][0]["range"], "tpb0.psum[p0]+0x800..+0x1000");
+    assert_eq!(u["reads"][0]["len_bytes"], 2048);
+    let bad = neuron_sim(&[
+        "run",
+        "traces/uninit-psum-bank.trace",
+        "--uninit",
+        "pattern=0x1ff",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not an uninit mode"));
 }

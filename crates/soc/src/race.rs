@@ -51,6 +51,35 @@ pub struct RaceSummary {
     /// Wait-for graphs: one per `wait` that failed, and one at the end
     /// when work was left (docs/races.md §Deadlocks).
     pub wait_graphs: Vec<crate::WaitGraph>,
+    /// Reads of bytes nothing wrote (`--check-uninit`, docs/races.md
+    /// §Uninitialised memory), one per reading source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uninit: Option<UninitSummary>,
+}
+
+/// What `--check-uninit` found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct UninitSummary {
+    /// Packet reads of bytes the trace or the host runtime set up (wrote
+    /// before): not uninitialised, counted for comparison.
+    pub reads_of_setup_bytes: u64,
+    /// Reads of bytes nothing wrote, one per reading source.
+    pub reads: Vec<UninitRead>,
+}
+
+/// A read of never-written bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct UninitRead {
+    /// The first such read's bytes, symbolically.
+    pub range: String,
+    /// Their first address.
+    pub addr: Hex,
+    /// Bytes of the first read.
+    pub len_bytes: u64,
+    /// Who read them (the packet and what rang it).
+    pub reader: RaceSide,
+    /// Reads by this source of never-written bytes.
+    pub count: u64,
 }
 
 /// Two unordered accesses to overlapping bytes, at least one a write.
@@ -124,6 +153,27 @@ impl RaceSummary {
         for g in &self.wait_graphs {
             out.push_str(&g.to_text());
         }
+        if let Some(u) = &self.uninit {
+            out.push_str(&format!(
+                "uninit: {} source(s) read never-written bytes ({} reads of bytes the trace or host set up)\n",
+                u.reads.len(),
+                u.reads_of_setup_bytes
+            ));
+            for r in &u.reads {
+                out.push_str(&format!(
+                    "  read of never-written {} ({} bytes) by {} at cycle {}{}\n",
+                    r.range,
+                    r.len_bytes,
+                    r.reader.source,
+                    r.reader.cycle,
+                    if r.count > 1 {
+                        format!(", {} times", r.count)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
         out
     }
 
@@ -181,6 +231,10 @@ struct Found {
     scatter: Option<String>,
 }
 
+/// A source's first read of never-written bytes: (first byte, end, ring
+/// slot, cycle, reads so far).
+type FirstUninit = (u64, u64, u32, u64, u64);
+
 /// The detector's state.
 #[derive(Debug, Default)]
 pub(crate) struct Detector {
@@ -212,6 +266,14 @@ pub(crate) struct Detector {
     accesses: u64,
     /// Wait-for graphs taken at failed waits.
     pub(crate) graphs: Vec<crate::WaitGraph>,
+    /// `--check-uninit`: reads of never-written bytes are reported.
+    pub(crate) check_uninit: bool,
+    /// `--uninit nan|pattern=B`: never-written bytes read as this byte.
+    pub(crate) uninit_fill: Option<u8>,
+    /// Per reading source (agent, label): its first read of never-written
+    /// bytes and a count.
+    uninit_reads: BTreeMap<(u32, u32), FirstUninit>,
+    setup_reads: u64,
 }
 
 impl Detector {
@@ -572,8 +634,23 @@ impl Detector {
         }
         self.accesses += 1;
         let mut races: Vec<(Acc, bool, u64, u64)> = Vec::new();
+        let check_uninit = self.check_uninit && !write && self.cur.is_some();
+        let host = self.cpu_ids[8];
+        let mut unwritten: Option<(u64, u64)> = None;
+        let mut setup = false;
         let mut shadow = std::mem::take(&mut self.shadow);
         shadow.visit(addr, hi, |start, seg| {
+            if check_uninit {
+                match seg.write {
+                    None => {
+                        let u = unwritten.get_or_insert((start, seg.end));
+                        u.0 = u.0.min(start);
+                        u.1 = u.1.max(seg.end);
+                    }
+                    Some(w) if w.agent == host => setup = true,
+                    Some(_) => {}
+                }
+            }
             if let Some(w) = seg.write
                 && !self.ordered(&w, true, &cur, write)
             {
@@ -594,6 +671,16 @@ impl Detector {
             }
         });
         self.shadow = shadow;
+        if setup {
+            self.setup_reads += 1;
+        }
+        if let Some((lo, hi)) = unwritten {
+            let e = self
+                .uninit_reads
+                .entry((cur.agent, cur.who))
+                .or_insert((lo, hi, cur.slot, cur.cycle, 0));
+            e.4 += 1;
+        }
         // One occurrence per earlier access, over the bytes both touch.
         let mut merged: Vec<(Acc, bool, u64, u64)> = Vec::new();
         for (prior, prior_write, lo, hi) in races {
@@ -613,6 +700,38 @@ impl Detector {
         }
     }
 
+    /// A write that sets bytes up without being checked (the firmware's
+    /// own stores, for `--check-uninit`).
+    pub(crate) fn setup_write(&mut self, core: Option<u8>, addr: u64, len: u64, cycle: u64) {
+        let cur = self.current(core, cycle);
+        self.shadow.visit(addr, addr.saturating_add(len), |_, seg| {
+            seg.write = Some(cur);
+            seg.reads.clear();
+        });
+    }
+
+    /// The parts of `[addr, addr + len)` nothing wrote.
+    pub(crate) fn unwritten(&self, addr: u64, len: u64) -> Vec<(u64, u64)> {
+        let hi = addr.saturating_add(len);
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        let mut cur = addr;
+        self.shadow.peek(addr, hi, |start, seg| {
+            let s = start.max(addr);
+            if s > cur {
+                out.push((cur, s));
+            }
+            if seg.write.is_none() {
+                out.push((s, seg.end.min(hi)));
+            }
+            cur = cur.max(seg.end.min(hi));
+        });
+        if cur < hi {
+            out.push((cur, hi));
+        }
+        out.retain(|(a, b)| b > a);
+        out
+    }
+
     /// A CPU agent polled `[addr, addr + len)`: reads-from, it sees what
     /// the completed packets that wrote there did (their queues' completed
     /// clocks). Not a data read: it races with nothing.
@@ -620,7 +739,7 @@ impl Detector {
         let a = self.cpu_agent(core);
         let mut writers: Vec<u32> = Vec::new();
         let shadow = std::mem::take(&mut self.shadow);
-        shadow.peek(addr, addr.saturating_add(len), |seg| {
+        shadow.peek(addr, addr.saturating_add(len), |_, seg| {
             if let Some(w) = seg.write
                 && w.agent != a
                 && !writers.contains(&w.agent)
@@ -753,6 +872,29 @@ impl Detector {
             agents: self.agents.len() as u32,
             races,
             wait_graphs: self.graphs.clone(),
+            uninit: self.check_uninit.then(|| UninitSummary {
+                reads_of_setup_bytes: self.setup_reads,
+                reads: self
+                    .uninit_reads
+                    .iter()
+                    .map(|(&(agent, who), &(lo, hi, slot, cycle, count))| {
+                        let a = Acc {
+                            agent,
+                            epoch: 0,
+                            who,
+                            slot,
+                            cycle,
+                        };
+                        UninitRead {
+                            range: range_text(name, lo, hi),
+                            addr: Hex(lo),
+                            len_bytes: hi - lo,
+                            reader: side(&a, false, false),
+                            count,
+                        }
+                    })
+                    .collect(),
+            }),
         }
     }
 

@@ -426,6 +426,14 @@ impl Bus for DmaBus<'_> {
         match self.fabric.memory.read(&self.fabric.map, addr, buf) {
             Ok(()) => {
                 if self.fabric.race.is_some() {
+                    if let Some((fill, parts)) = self.uninit_parts(addr, buf.len() as u64) {
+                        for (a, b) in parts {
+                            let (i, j) = ((a - addr) as usize, (b - addr) as usize);
+                            if let Some(bytes) = buf.get_mut(i..j) {
+                                bytes.fill(fill);
+                            }
+                        }
+                    }
                     self.race_access(addr, buf.len() as u64, false);
                 }
                 Ok(())
@@ -504,6 +512,16 @@ impl Bus for DmaBus<'_> {
         match self.fabric.memory.copy(&self.fabric.map, src, dst, len) {
             Ok(()) => {
                 if self.fabric.race.is_some() {
+                    if let Some((fill, parts)) = self.uninit_parts(src, len) {
+                        for (a, b) in parts {
+                            let _ = self.fabric.memory.fill(
+                                &self.fabric.map,
+                                dst + (a - src),
+                                b - a,
+                                fill,
+                            );
+                        }
+                    }
                     self.race_access(src, len, false);
                     self.race_access(dst, len, true);
                 }

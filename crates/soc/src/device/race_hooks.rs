@@ -29,6 +29,19 @@ impl Device {
         }
     }
 
+    /// Uninitialised memory (docs/races.md §Uninitialised memory): with
+    /// `check`, packet reads of bytes nothing wrote are reported; with
+    /// `fill`, those bytes read as `fill` (0xFF: NaN in every float type).
+    /// Turns the detector on (it knows which bytes were written).
+    pub fn set_uninit(&mut self, fill: Option<u8>, check: bool) {
+        self.detect_races();
+        if let Some(d) = self.fabric.race.as_deref() {
+            let mut d = d.borrow_mut();
+            d.uninit_fill = fill;
+            d.check_uninit = check;
+        }
+    }
+
     /// Whether the race detector is on.
     pub fn detects_races(&self) -> bool {
         self.fabric.race.is_some()
@@ -164,7 +177,12 @@ impl Device {
         };
         match (write, self.fabric.master) {
             (_, Master::Engine(_)) | (false, Master::Trace) => {}
-            (true, Master::Firmware(_)) => {}
+            (true, Master::Firmware(t)) => {
+                let mut d = d.borrow_mut();
+                if d.check_uninit || d.uninit_fill.is_some() {
+                    d.setup_write(Some(t), addr, len, self.now.0);
+                }
+            }
             (true, _) => d.borrow_mut().access(None, addr, len, true, self.now.0),
             (false, m) => d.borrow_mut().poll(cpu_of(m).flatten(), addr, len),
         }
@@ -218,6 +236,18 @@ impl Fabric {
 }
 
 impl DmaBus<'_> {
+    /// `--uninit`: the byte never-written memory reads as, and the parts
+    /// of `[addr, addr + len)` nothing wrote.
+    pub(super) fn uninit_parts(&self, addr: u64, len: u64) -> Option<(u8, Vec<(u64, u64)>)> {
+        let d = self.fabric.race.as_deref()?.borrow();
+        let fill = d.uninit_fill?;
+        if !d.in_packet() {
+            return None;
+        }
+        let parts = d.unwritten(addr, len);
+        (!parts.is_empty()).then_some((fill, parts))
+    }
+
     /// A data access by the packet in scope.
     pub(super) fn race_access(&self, addr: u64, len: u64, write: bool) {
         if let Some(d) = self.fabric.race.as_deref() {

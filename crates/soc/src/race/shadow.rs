@@ -124,14 +124,14 @@ impl Shadow {
     }
 
     /// Calls `f` on every segment overlapping `[lo, hi)`, changing nothing.
-    pub(crate) fn peek(&self, lo: u64, hi: u64, mut f: impl FnMut(&Seg)) {
-        if let Some((_, seg)) = self.segs.range(..lo).next_back()
+    pub(crate) fn peek(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, &Seg)) {
+        if let Some((&start, seg)) = self.segs.range(..lo).next_back()
             && seg.end > lo
         {
-            f(seg);
+            f(start, seg);
         }
-        for (_, seg) in self.segs.range(lo..hi) {
-            f(seg);
+        for (&start, seg) in self.segs.range(lo..hi) {
+            f(start, seg);
         }
     }
 
