@@ -35,6 +35,7 @@ mod json_out;
 mod meta_cmd;
 mod outputs;
 mod perfetto_cmd;
+mod race_cmd;
 mod record_cmd;
 mod run_output;
 mod step;
@@ -233,6 +234,10 @@ enum Cmd {
     /// Run a parameterised trace over a set of points: CSV and an SVG
     /// bandwidth plot (`sweep merge` joins `--shard` parts).
     Sweep(sweep_cmd::SweepArgs),
+    /// Run a trace under many perturbed schedules (seeds 1 ..= N, in
+    /// parallel) and report the checks whose outcome differs (exit 1):
+    /// a race the deterministic run hides (docs/races.md).
+    Race(race_cmd::RaceArgs),
     /// Run the calibration traces and compare with the published figures
     /// (the table of docs/timing.md).
     Calibrate(calibrate::CalibrateArgs),
@@ -341,6 +346,11 @@ enum Cmd {
         /// bytes the trace or host set up) in the race section.
         #[arg(long)]
         check_uninit: bool,
+        /// Perturb the schedule: every packet's latency grows by a
+        /// reproducible pseudo-random 0..=64 cycles drawn from N
+        /// (docs/races.md §Schedule perturbation).
+        #[arg(long, value_name = "N")]
+        schedule_seed: Option<u64>,
     },
 }
 
@@ -455,6 +465,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Cmd::Asm { file, output } => asm_cmd::cmd_asm(&file, &output),
         Cmd::Timing { timing, json } => cmd_timing(timing.as_deref(), json),
         Cmd::Sweep(args) => sweep_cmd::cmd_sweep(&maps, args),
+        Cmd::Race(args) => race_cmd::cmd_race(&maps, &args),
         Cmd::Calibrate(args) => calibrate::cmd_calibrate(&maps, &args),
         Cmd::Schema { kind, out_dir } => json_out::cmd_schema(kind.as_deref(), out_dir.as_deref()),
         Cmd::Completions { shell } => meta_cmd::cmd_completions(shell),
@@ -481,6 +492,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             deadlock_graph,
             uninit,
             check_uninit,
+            schedule_seed,
         } => cmd_run(
             &maps,
             &trace,
@@ -492,6 +504,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 deadlock_graph: deadlock_graph.as_deref(),
                 uninit: uninit.and_then(|u| u.0),
                 check_uninit,
+                schedule_seed,
                 host_timing: !no_host_timing,
                 snapshot: csr_snapshot.as_deref(),
                 json,
@@ -796,6 +809,8 @@ struct RunOpts<'a> {
     uninit: Option<u8>,
     /// `--check-uninit`.
     check_uninit: bool,
+    /// `--schedule-seed N`.
+    schedule_seed: Option<u64>,
     /// Not `--no-host-timing`: report the host wall-clock figures.
     host_timing: bool,
 }
@@ -826,6 +841,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         deadlock_graph,
         uninit,
         check_uninit,
+        schedule_seed,
         host_timing,
     } = *o;
     let timeline = perfetto.plan()?;
@@ -910,6 +926,9 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     }
     if uninit.is_some() || check_uninit {
         dev.set_uninit(uninit, check_uninit);
+    }
+    if schedule_seed.is_some() {
+        dev.set_schedule_seed(schedule_seed);
     }
     record_cmd::start(&mut dev, reg_log, vcd)?;
     let mut files = RunFiles {

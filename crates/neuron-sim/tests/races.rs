@@ -209,3 +209,32 @@ fn uninit_nan_fills_never_written_bytes_and_zero_leaves_them() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not an uninit mode"));
 }
+
+#[test]
+fn race_command_finds_the_schedule_dependent_check_and_nothing_elsewhere() {
+    let racy = neuron_sim(&[
+        "race",
+        "traces/race-two-cores-one-hbm-range.trace",
+        "--seeds",
+        "16",
+    ]);
+    assert_eq!(racy.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&racy.stdout);
+    assert!(
+        text.contains("1 check(s) differ between schedules"),
+        "{text}"
+    );
+    assert!(text.contains("line 19: seed 1: Failed"), "{text}");
+    // Every trace without a known bug gives the same checks under every
+    // schedule.
+    for p in traces().iter().filter(|p| !is_buggy(p)) {
+        let out = neuron_sim(&["race", p.to_str().unwrap(), "--seeds", "4"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}

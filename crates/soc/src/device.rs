@@ -323,6 +323,8 @@ pub struct Device {
     /// partition of: the firmware asks once per descriptor, always of the
     /// same few regions ([`Device::partition_of`]).
     last_partitioned: std::cell::Cell<Option<PartitionedRegion>>,
+    /// Schedule perturbation seed ([`Device::set_schedule_seed`]).
+    schedule_seed: Option<u64>,
 }
 
 /// A leaf SBUF/PSUM region's extent and partition stride.
@@ -450,6 +452,7 @@ impl Device {
             unparked: false,
             cur_key: (0, 2, 0),
             sink: SinkSlot(None),
+            schedule_seed: None,
         })
     }
 
@@ -689,6 +692,7 @@ impl Device {
         let maps = self.unit_maps;
         let timing = &self.timing;
         let trace = self.trace;
+        let seed = self.schedule_seed;
         let i = usize::from(id);
         if self.engines.len() <= i {
             self.engines.resize_with(i + 1, || None);
@@ -696,6 +700,9 @@ impl Device {
         self.engines[i].get_or_insert_with(|| {
             let mut e = Engine::new(id, maps, timing);
             e.set_trace(trace);
+            if seed.is_some() {
+                e.set_schedule_seed(seed);
+            }
             e
         })
     }

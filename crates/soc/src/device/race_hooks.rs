@@ -42,6 +42,18 @@ impl Device {
         }
     }
 
+    /// Schedule perturbation (docs/races.md §Schedule perturbation): with
+    /// a seed, every packet's latency grows by a reproducible pseudo-random
+    /// 0 ..= [`udma::JITTER_MAX_CYCLES`] cycles, which reorders what the
+    /// hardware leaves unordered (packets of different queues and engines);
+    /// a race-free trace gives the same memory under every seed.
+    pub fn set_schedule_seed(&mut self, seed: Option<u64>) {
+        self.schedule_seed = seed;
+        for e in self.engines.iter_mut().flatten() {
+            e.set_schedule_seed(seed);
+        }
+    }
+
     /// Whether the race detector is on.
     pub fn detects_races(&self) -> bool {
         self.fabric.race.is_some()
