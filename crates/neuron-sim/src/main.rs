@@ -1025,9 +1025,18 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         let events = out.take_timeline();
         let map = session.device_mut().map().clone();
         let region = |addr: u64| perfetto_cmd::region_of(&map, addr);
-        if let Err(e) =
-            perfetto_cmd::write(plan, &report, &events, session.driver_events(), &region)
-        {
+        let marks = race
+            .as_ref()
+            .map(perfetto_cmd::race_marks)
+            .unwrap_or_default();
+        if let Err(e) = perfetto_cmd::write_with_races(
+            plan,
+            &report,
+            &events,
+            session.driver_events(),
+            &region,
+            &marks,
+        ) {
             output_errors.push(e);
         }
     }

@@ -238,3 +238,36 @@ fn race_command_finds_the_schedule_dependent_check_and_nothing_elsewhere() {
         );
     }
 }
+
+#[test]
+fn perfetto_flags_both_sides_of_a_race_with_a_flow() {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-race-pf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("t.json");
+    let out = neuron_sim(&[
+        "run",
+        "traces/race-two-cores-one-hbm-range.trace",
+        "--detect-races",
+        "--perfetto",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let races: Vec<&serde_json::Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "race")
+        .collect();
+    assert_eq!(races.len(), 2, "{races:#?}");
+    assert_eq!(races[0]["bind_id"], races[1]["bind_id"]);
+    assert_eq!(races[0]["flow_out"], true);
+    assert_eq!(races[1]["flow_in"], true);
+    assert_ne!(
+        races[0]["tid"], races[1]["tid"],
+        "each on its queue's track"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
