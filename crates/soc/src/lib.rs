@@ -18,6 +18,6 @@ pub use device::{
     WaitNode,
 };
 pub use fault::BusFault;
-pub use race::{RaceReport, RaceSide, RaceSummary};
+pub use race::{GateStall, RaceReport, RaceSide, RaceSummary};
 pub use record::{Master, Waves};
 pub use resolve::{ResolveError, Resolved, resolve};

@@ -51,10 +51,33 @@ pub struct RaceSummary {
     /// Wait-for graphs: one per `wait` that failed, and one at the end
     /// when work was left (docs/races.md §Deadlocks).
     pub wait_graphs: Vec<crate::WaitGraph>,
+    /// Words that waited long at their EVENTS gate in this run (at least
+    /// [`LONG_STALL_CYCLES`]): how long and on whom (docs/races.md
+    /// §Deadlocks).
+    pub stalls: Vec<GateStall>,
     /// Reads of bytes nothing wrote (`--check-uninit`, docs/races.md
     /// §Uninitialised memory), one per reading source.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uninit: Option<UninitSummary>,
+}
+
+/// Gate waits shorter than this are not listed as stalls.
+pub const LONG_STALL_CYCLES: u64 = 100;
+
+/// A word that waited at its EVENTS gate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct GateStall {
+    /// The word (`tpb0 word #1 (line 23)`).
+    pub word: String,
+    /// What it waited on (`tpb0.sem[2] WAIT_FOR_SEM_GE_IMM`).
+    pub on: String,
+    /// Cycles from its gate's first failed check until it issued.
+    pub waited_cycles: u64,
+    /// The cycle it issued.
+    pub cycle: u64,
+    /// The last writer of the semaphore before it issued (the packet and
+    /// what rang it, or the firmware word).
+    pub released_by: String,
 }
 
 /// What `--check-uninit` found.
@@ -152,6 +175,18 @@ impl RaceSummary {
         }
         for g in &self.wait_graphs {
             out.push_str(&g.to_text());
+        }
+        if !self.stalls.is_empty() {
+            out.push_str(&format!(
+                "stalls: {} word(s) waited at least {LONG_STALL_CYCLES} cycles at their EVENTS gate\n",
+                self.stalls.len()
+            ));
+            for st in &self.stalls {
+                out.push_str(&format!(
+                    "  {} waited {} cycles on {} (issued at cycle {}; last written by {})\n",
+                    st.word, st.waited_cycles, st.on, st.cycle, st.released_by
+                ));
+            }
         }
         if let Some(u) = &self.uninit {
             out.push_str(&format!(
@@ -274,6 +309,12 @@ pub(crate) struct Detector {
     /// bytes and a count.
     uninit_reads: BTreeMap<(u32, u32), FirstUninit>,
     setup_reads: u64,
+    /// Per (core, word seq): the cycle its gate first held it, and what
+    /// it waits on.
+    gate_waits: BTreeMap<(u8, u64), (u64, String)>,
+    /// The last writer of each semaphore: (agent, label, ring slot).
+    sem_writers: HashMap<(RegionId, u32), (u32, u32, u32)>,
+    stalls: Vec<GateStall>,
 }
 
 impl Detector {
@@ -404,6 +445,12 @@ impl Detector {
     /// A semaphore write (set, increment, decrement) by the actor.
     pub(crate) fn sem_write(&mut self, core: Option<u8>, region: RegionId, index: u32) {
         let a = self.actor(core);
+        let (who, slot) = match (self.cur, core) {
+            (Some(c), _) => (c.who, c.slot),
+            (None, Some(_)) => (self.label("an EVENTS update"), u32::MAX),
+            (None, None) => (self.who_of(None), u32::MAX),
+        };
+        self.sem_writers.insert((region, index), (a, who, slot));
         let mut c = self.release(a);
         if self.cur.is_none()
             && let Some(seen) = core.and_then(|t| self.core_seen.get(usize::from(t)))
@@ -732,6 +779,59 @@ impl Detector {
         out
     }
 
+    /// The gate wait noted for word `seq` of core `tpb`.
+    pub(crate) fn gate_wait_of(&self, tpb: u8, seq: u64) -> Option<&(u64, String)> {
+        self.gate_waits.get(&(tpb, seq))
+    }
+
+    /// Core `tpb`'s front word `seq` is held by its gate (`on`).
+    pub(crate) fn gate_waiting(&mut self, tpb: u8, seq: u64, on: String, cycle: u64) {
+        self.gate_waits.entry((tpb, seq)).or_insert((cycle, on));
+    }
+
+    /// Core `tpb`'s word `seq` (labelled `word`) issues at `cycle`; its
+    /// gate's semaphore is `sem` (region, index) when it had one.
+    pub(crate) fn word_issued(
+        &mut self,
+        tpb: u8,
+        seq: u64,
+        word: &str,
+        sem: Option<(RegionId, u32)>,
+        cycle: u64,
+    ) {
+        let Some((start, on)) = self.gate_waits.remove(&(tpb, seq)) else {
+            return;
+        };
+        let waited = cycle.saturating_sub(start);
+        if waited < LONG_STALL_CYCLES {
+            return;
+        }
+        let released_by = sem
+            .and_then(|k| self.sem_writers.get(&k).copied())
+            .map_or_else(
+                || "nothing seen".to_string(),
+                |(agent, who, slot)| {
+                    let agent_name = self
+                        .agents
+                        .get(agent as usize)
+                        .map_or_else(String::new, ToString::to_string);
+                    let who = self.labels.get(who as usize).cloned().unwrap_or_default();
+                    if slot == u32::MAX {
+                        format!("{agent_name} ({who})")
+                    } else {
+                        format!("{agent_name}[{slot}] rung by {who}")
+                    }
+                },
+            );
+        self.stalls.push(GateStall {
+            word: word.to_string(),
+            on,
+            waited_cycles: waited,
+            cycle,
+            released_by,
+        });
+    }
+
     /// A CPU agent polled `[addr, addr + len)`: reads-from, it sees what
     /// the completed packets that wrote there did (their queues' completed
     /// clocks). Not a data read: it races with nothing.
@@ -872,6 +972,7 @@ impl Detector {
             agents: self.agents.len() as u32,
             races,
             wait_graphs: self.graphs.clone(),
+            stalls: self.stalls.clone(),
             uninit: self.check_uninit.then(|| UninitSummary {
                 reads_of_setup_bytes: self.setup_reads,
                 reads: self

@@ -22,6 +22,19 @@ pub struct PendingWork {
 }
 
 impl Q7Core {
+    /// The front word while its EVENTS gate holds it (the gate was checked
+    /// and failed, and no semaphore change has released it): its tag, the
+    /// semaphore and the wait mode.
+    pub fn gate_holding(&self) -> Option<(&InstTag, u8, &'static str)> {
+        let q = self.queue.front()?;
+        let Work::Inst(w) = &q.work else {
+            return None;
+        };
+        let ev = w.events();
+        (q.waiting_reported && !q.gate_passed && q.released_at.is_none())
+            .then(|| (&q.tag, ev.wait_idx, ev.wait_mode.name().unwrap_or("?")))
+    }
+
     /// Everything the core has not finished, in order: the words in flight,
     /// then the queue (its front first).
     pub fn pending(&self) -> Vec<PendingWork> {

@@ -159,6 +159,9 @@ impl Device {
         for e in core.take_events() {
             self.fabric.events.push(DeviceEvent::Firmware(e));
         }
+        if self.fabric.race.is_some() {
+            self.race_gate(tpb, &core);
+        }
         let polling = core.polling_only();
         let on_memory = core.polls_memory();
         let needs = if polling { core.wake_needs() } else { None };

@@ -209,9 +209,44 @@ impl Device {
 
     /// Core `tpb` fires word `tag` next.
     pub(crate) fn race_word(&mut self, tpb: u8, tag: &InstTag) {
+        let sem = self.pending_gate_sem(tpb, tag.seq);
         if let Some(d) = self.fabric.race.as_deref() {
-            d.borrow_mut()
-                .set_core_label(tpb, &format!("tpb{tpb} word #{} ({})", tag.seq, tag.source));
+            let label = format!("tpb{tpb} word #{} ({})", tag.seq, tag.source);
+            let mut d = d.borrow_mut();
+            d.set_core_label(tpb, &label);
+            d.word_issued(tpb, tag.seq, &label, sem, self.now.0);
+        }
+    }
+
+    /// The semaphore (EVT_SEM region, index) word `seq` of core `tpb`
+    /// waited on, if its gate held it.
+    fn pending_gate_sem(&self, tpb: u8, seq: u64) -> Option<(RegionId, u32)> {
+        let d = self.fabric.race.as_deref()?.borrow();
+        let (_, on) = d.gate_wait_of(tpb, seq)?;
+        let idx = on
+            .split_once(".sem[")?
+            .1
+            .split_once(']')?
+            .0
+            .parse::<u32>()
+            .ok()?;
+        let region = self
+            .fabric
+            .sem_cores
+            .iter()
+            .find(|&(_, &c)| c == tpb)
+            .map(|(&r, _)| r)?;
+        Some((region, idx))
+    }
+
+    /// After core `tpb`'s firmware ran: note its front word's gate wait.
+    pub(super) fn race_gate(&self, tpb: u8, core: &Q7Core) {
+        let Some(d) = self.fabric.race.as_deref() else {
+            return;
+        };
+        if let Some((tag, sem, mode)) = core.gate_holding() {
+            let label = format!("tpb{tpb}.sem[{sem}] {mode}");
+            d.borrow_mut().gate_waiting(tpb, tag.seq, label, self.now.0);
         }
     }
 
