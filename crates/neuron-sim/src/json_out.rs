@@ -214,6 +214,9 @@ pub(crate) struct Run<'a> {
     /// Host wall-clock figures; absent with `--no-host-timing`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) host_timing: Option<HostTiming>,
+    /// The race detector's findings (`--detect-races`, docs/races.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) race: Option<soc::RaceSummary>,
 }
 
 /// `run --csr-snapshot FILE.json`: every register that differs from reset.

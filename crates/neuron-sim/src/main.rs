@@ -36,6 +36,7 @@ mod json_out;
 mod meta_cmd;
 mod outputs;
 mod perfetto_cmd;
+mod race_cmd;
 mod record_cmd;
 mod run_output;
 mod step;
@@ -248,6 +249,10 @@ enum Cmd {
     /// Run a parameterised trace over a set of points: CSV and an SVG
     /// bandwidth plot (`sweep merge` joins `--shard` parts).
     Sweep(sweep_cmd::SweepArgs),
+    /// Run a trace under many perturbed schedules (seeds 1 ..= N, in
+    /// parallel) and report the checks whose outcome differs (exit 1):
+    /// a race the deterministic run hides (docs/races.md).
+    Race(race_cmd::RaceArgs),
     /// Run the calibration traces and compare with the published figures
     /// (the table of docs/timing.md).
     Calibrate(calibrate::CalibrateArgs),
@@ -333,7 +338,56 @@ enum Cmd {
         /// (masked causes excepted; for CI, docs/user-guide.md §Faults).
         #[arg(long)]
         fail_on_fault: bool,
+        /// Check every DMA and host data access against happens-before and
+        /// report unordered conflicting accesses in a `race` section
+        /// (docs/races.md).
+        #[arg(long)]
+        detect_races: bool,
+        /// Exit 1 when the race detector found a race (implies
+        /// --detect-races; for CI).
+        #[arg(long)]
+        fail_on_race: bool,
+        /// Write the wait-for graph (the first with a deadlock, else the
+        /// last taken) to FILE as Graphviz DOT (implies --detect-races;
+        /// docs/races.md §Deadlocks).
+        #[arg(long, value_name = "FILE")]
+        deadlock_graph: Option<PathBuf>,
+        /// What never-written memory reads as for the DMA engines: `zero`
+        /// (the default), `nan` (0xFF bytes: NaN in every float type) or
+        /// `pattern=0xAB` (docs/races.md §Uninitialised memory).
+        #[arg(long, value_name = "MODE", value_parser = parse_uninit)]
+        uninit: Option<UninitFill>,
+        /// Report every DMA read of bytes nothing wrote (distinguishing
+        /// bytes the trace or host set up) in the race section.
+        #[arg(long)]
+        check_uninit: bool,
+        /// Perturb the schedule: every packet's latency grows by a
+        /// reproducible pseudo-random 0..=64 cycles drawn from N
+        /// (docs/races.md §Schedule perturbation).
+        #[arg(long, value_name = "N")]
+        schedule_seed: Option<u64>,
     },
+}
+
+/// `--uninit MODE`: the byte never-written memory reads as (`None`: zero).
+#[derive(Clone, Copy, Debug)]
+struct UninitFill(Option<u8>);
+
+fn parse_uninit(text: &str) -> Result<UninitFill, String> {
+    match text {
+        "zero" => Ok(UninitFill(None)),
+        "nan" => Ok(UninitFill(Some(0xff))),
+        _ => text
+            .strip_prefix("pattern=")
+            .and_then(|v| {
+                v.strip_prefix("0x")
+                    .map_or_else(|| v.parse::<u8>().ok(), |h| u8::from_str_radix(h, 16).ok())
+            })
+            .map(|b| UninitFill(Some(b)))
+            .ok_or_else(|| {
+                format!("`{text}` is not an uninit mode (expected zero, nan or pattern=0xAB)")
+            }),
+    }
 }
 
 /// `--core tpbN`.
@@ -426,6 +480,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Cmd::Asm { file, output } => asm_cmd::cmd_asm(&file, &output),
         Cmd::Timing { timing, json } => cmd_timing(timing.as_deref(), json),
         Cmd::Sweep(args) => sweep_cmd::cmd_sweep(&maps, args),
+        Cmd::Race(args) => race_cmd::cmd_race(&maps, &args),
         Cmd::Calibrate(args) => calibrate::cmd_calibrate(&maps, &args),
         Cmd::Schema { kind, out_dir } => json_out::cmd_schema(kind.as_deref(), out_dir.as_deref()),
         Cmd::Completions { shell } => meta_cmd::cmd_completions(shell),
@@ -448,12 +503,24 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             core,
             fail_on_fault,
             no_host_timing,
+            detect_races,
+            fail_on_race,
+            deadlock_graph,
+            uninit,
+            check_uninit,
+            schedule_seed,
         } => cmd_run(
             &maps,
             &trace,
             &RunOpts {
                 core,
                 fail_on_fault,
+                detect_races: detect_races || fail_on_race || deadlock_graph.is_some(),
+                fail_on_race,
+                deadlock_graph: deadlock_graph.as_deref(),
+                uninit: uninit.and_then(|u| u.0),
+                check_uninit,
+                schedule_seed,
                 host_timing: !no_host_timing,
                 snapshot: csr_snapshot.as_deref(),
                 json,
@@ -748,6 +815,18 @@ struct RunOpts<'a> {
     level: run_output::Level,
     /// `--fail-on-fault`.
     fail_on_fault: bool,
+    /// `--detect-races` (or `--fail-on-race`).
+    detect_races: bool,
+    /// `--fail-on-race`.
+    fail_on_race: bool,
+    /// `--deadlock-graph FILE`.
+    deadlock_graph: Option<&'a Path>,
+    /// `--uninit`: the byte never-written memory reads as (`None`: zero).
+    uninit: Option<u8>,
+    /// `--check-uninit`.
+    check_uninit: bool,
+    /// `--schedule-seed N`.
+    schedule_seed: Option<u64>,
     /// Not `--no-host-timing`: report the host wall-clock figures.
     host_timing: bool,
 }
@@ -773,6 +852,12 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         level,
         core,
         fail_on_fault,
+        detect_races,
+        fail_on_race,
+        deadlock_graph,
+        uninit,
+        check_uninit,
+        schedule_seed,
         host_timing,
     } = *o;
     let timeline = perfetto.plan()?;
@@ -795,6 +880,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
             "--profile",
         ),
         (ioctl_record, "ioctl recording", "--ioctl-record"),
+        (deadlock_graph, "deadlock graph", "--deadlock-graph"),
     ] {
         match path {
             Some(p) if input::is_stdio(p) => to_stdout.push(option),
@@ -851,6 +937,15 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     };
     let mut dev = maps.device_with_timing(timing)?;
     dev.set_timing_only(timing_only);
+    if detect_races {
+        dev.detect_races();
+    }
+    if uninit.is_some() || check_uninit {
+        dev.set_uninit(uninit, check_uninit);
+    }
+    if schedule_seed.is_some() {
+        dev.set_schedule_seed(schedule_seed);
+    }
     record_cmd::start(&mut dev, reg_log, vcd)?;
     let mut files = RunFiles {
         dir: DirFiles {
@@ -912,6 +1007,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     };
     hooks.finish();
     let host = session.used().then(|| session.report());
+    let race = session.device_mut().race_summary();
     let events = session.device_mut().events_processed();
     let speed = json_out::HostTiming::measure(started.elapsed(), &report, events);
     let signal = interrupt.load(std::sync::atomic::Ordering::Relaxed);
@@ -924,13 +1020,39 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     if let Err(e) = record_cmd::finish(session.device_mut(), reg_log, vcd) {
         output_errors.push(e);
     }
+    if let Some(path) = deadlock_graph {
+        let graphs = race.as_ref().map_or(&[][..], |r| &r.wait_graphs[..]);
+        let dot = graphs
+            .iter()
+            .find(|g| g.deadlock)
+            .or(graphs.last())
+            .map_or_else(
+                || "digraph waitfor {\n  label=\"nothing waited\";\n}\n".to_string(),
+                soc::WaitGraph::to_dot,
+            );
+        if let Err(e) = outputs::write(path, dot.as_bytes()) {
+            output_errors.push(bad_input(format!(
+                "cannot write deadlock graph {}: {e}",
+                outputs::name_of(path)
+            )));
+        }
+    }
     if let Some(plan) = &timeline {
         let events = out.take_timeline();
         let map = session.device_mut().map().clone();
         let region = |addr: u64| perfetto_cmd::region_of(&map, addr);
-        if let Err(e) =
-            perfetto_cmd::write(plan, &report, &events, session.driver_events(), &region)
-        {
+        let marks = race
+            .as_ref()
+            .map(perfetto_cmd::race_marks)
+            .unwrap_or_default();
+        if let Err(e) = perfetto_cmd::write_with_races(
+            plan,
+            &report,
+            &events,
+            session.driver_events(),
+            &region,
+            &marks,
+        ) {
             output_errors.push(e);
         }
     }
@@ -949,6 +1071,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
             host_runtime: host,
             interrupted: interrupted.clone(),
             host_timing: host_timing.then_some(speed),
+            race: race.clone(),
         });
         let v = serde_json::to_value(&doc).map_err(|e| bad_input(e.to_string()))?;
         out.finish_json(&v);
@@ -956,6 +1079,9 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         let mut tail = report.tail_text_with(level != run_output::Level::Quiet);
         if let Some(h) = &host {
             tail.push_str(&h.to_text());
+        }
+        if let Some(r) = &race {
+            tail.push_str(&r.to_text());
         }
         if host_timing {
             tail.push_str(&format!(
@@ -1015,6 +1141,16 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         eprintln!(
             "--fail-on-fault: {} unexpected fault(s) (listed under `faults:`; claim the intended ones with expect_fault)",
             report.summary.unexpected_faults
+        );
+        return Ok(1);
+    }
+    if code == 0
+        && fail_on_race
+        && let Some(r) = race.as_ref().filter(|r| !r.races.is_empty())
+    {
+        eprintln!(
+            "--fail-on-race: {} race(s) (listed under `race:`; docs/races.md)",
+            r.races.len()
         );
         return Ok(1);
     }

@@ -117,13 +117,57 @@ pub(crate) fn write(
     driver: &[(u64, kdriver::DriverEvent)],
     region: &dyn Fn(u64) -> String,
 ) -> Result<(), Failure> {
+    write_with_races(plan, report, events, driver, region, &[])
+}
+
+/// The races between two packets of a race section, as timeline marks
+/// (docs/races.md): sides on other agents (the host, a core) are not
+/// queue tracks and are left out.
+pub(crate) fn race_marks(summary: &soc::RaceSummary) -> Vec<timeline::RaceMark> {
+    let queue = |agent: &str| {
+        let (e, q) = agent.strip_prefix("eng")?.split_once(".q")?;
+        Some((e.parse::<u16>().ok()?, q.parse::<u8>().ok()?))
+    };
+    summary
+        .races
+        .iter()
+        .filter_map(|r| {
+            let (e1, q1) = queue(&r.first.agent)?;
+            let (e2, q2) = queue(&r.second.agent)?;
+            Some(timeline::RaceMark {
+                name: format!("race {}", r.kind),
+                text: format!(
+                    "{} race on {}: {} by {} / {} by {}",
+                    r.kind,
+                    r.range,
+                    r.first.access,
+                    r.first.source,
+                    r.second.access,
+                    r.second.source
+                ),
+                first: (r.first.cycle, e1, q1),
+                second: (r.second.cycle, e2, q2),
+            })
+        })
+        .collect()
+}
+
+/// [`write`] with races flagged on the Perfetto timeline.
+pub(crate) fn write_with_races(
+    plan: &Plan,
+    report: &RunReport,
+    events: &[soc::DeviceEvent],
+    driver: &[(u64, kdriver::DriverEvent)],
+    region: &dyn Fn(u64) -> String,
+    races: &[timeline::RaceMark],
+) -> Result<(), Failure> {
     let meta = timeline::Meta {
         trace: report.trace.clone(),
         clock_ghz: report.summary.clock_ghz,
         end_cycle: report.summary.cycles,
     };
     if let Some((path, filter)) = &plan.perfetto {
-        let out = timeline::export(events, driver, &meta, filter);
+        let out = timeline::export_with_races(events, driver, &meta, filter, races);
         // `-`: standard output (crate::outputs).
         crate::outputs::write(path, out.json.as_bytes()).map_err(|e| {
             bad_input(format!(

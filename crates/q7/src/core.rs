@@ -28,6 +28,7 @@ mod completion;
 mod event;
 mod fire;
 mod issue;
+mod pending;
 
 pub use calls::FwCall;
 use calls::*;
@@ -35,6 +36,7 @@ pub use completion::WakeNeed;
 use completion::*;
 pub use event::{FwEvent, FwEventKind, FwWait};
 use issue::*;
+pub use pending::PendingWork;
 
 /// The device as the firmware sees it: 32-bit register and semaphore
 /// accesses, byte stores into the carve-out, and the partition decode.
@@ -69,6 +71,17 @@ pub trait FwBus {
     fn engine_epoch(&self, engine: u16) -> Option<u64> {
         let _ = engine;
         None
+    }
+    /// An observer's hint with no simulated effect: the doorbells that
+    /// follow are word `tag`'s (the race detector names it, docs/races.md).
+    fn note_word(&mut self, tag: &InstTag) {
+        let _ = tag;
+    }
+    /// An observer's hint: word `tag` scatters two elements (index-vector
+    /// positions `first` and `later`) to one destination `index` without
+    /// `non_unique_dst_idx` (docs/races.md).
+    fn note_scatter_race(&mut self, tag: &InstTag, first: u32, later: u32, index: u32) {
+        let _ = (tag, first, later, index);
     }
 }
 

@@ -21,7 +21,7 @@ pub mod layout;
 pub mod plan;
 
 pub use crate::core::{
-    FwBus, FwCall, FwEvent, FwEventKind, FwWait, InstTag, KindStats, Q7Core, WakeNeed,
+    FwBus, FwCall, FwEvent, FwEventKind, FwWait, InstTag, KindStats, PendingWork, Q7Core, WakeNeed,
 };
 pub use layout::{CoreLayout, DgeConfig, EngineLayout, PeerLayout, QueueRegs};
 pub use plan::{DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError, TxSource, expand};

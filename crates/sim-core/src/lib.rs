@@ -213,6 +213,34 @@ pub trait Bus {
         let _ = addr;
         None
     }
+
+    /// An observer's hint with no simulated effect: the data accesses that
+    /// follow are packet `scope`'s, until a `None` (the race detector
+    /// attributes them, docs/races.md). The default ignores it.
+    fn packet_scope(&mut self, scope: Option<PacketScope>) {
+        let _ = scope;
+    }
+}
+
+/// The packet whose data moves next ([`Bus::packet_scope`]): its queue,
+/// ring slot and the ordering bits it carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketScope {
+    /// Queue id.
+    pub queue: u8,
+    /// Ring index of its first TX descriptor.
+    pub slot: u32,
+    /// TX descriptors it takes off the ring.
+    pub tx_descs: u32,
+    /// The first TX descriptor's DMB bit: it waits for the queue's earlier
+    /// transfers (docs/references/driver.md §2.4).
+    pub dmb: bool,
+    /// Write barrier or strong-order write: it waits for every earlier
+    /// write of the engine.
+    pub barrier: bool,
+    /// The data has moved; the writes that follow are its completion
+    /// (ring entries): synchronisation, not data.
+    pub completion: bool,
 }
 
 #[cfg(test)]

@@ -60,6 +60,28 @@ pub struct AddressInfo {
     pub reason: Option<String>,
 }
 
+/// An address as a name: `tpb0.sbuf[p24]+0x40`, `hbm0+0x100000`,
+/// `tpb0.evt_sem.SEM_INC[7]`; the number when nothing is mapped there.
+pub fn symbolic(device: &Device, addr: u64) -> String {
+    let info = describe(device, addr);
+    let Some(region) = info.region else {
+        return format!("unmapped {addr:#x}");
+    };
+    let off = info.offset.map_or(0, |o| o.0);
+    let plus = if off == 0 {
+        String::new()
+    } else {
+        format!("+{off:#x}")
+    };
+    if let Some(e) = info.element {
+        return format!("{region}.{e}");
+    }
+    match (info.kind, info.partition) {
+        (Some(RegionKind::Sbuf | RegionKind::Psum), Some(p)) => format!("{region}[p{p}]{plus}"),
+        _ => format!("{region}{plus}"),
+    }
+}
+
 /// Describes one address.
 pub fn describe(device: &Device, addr: u64) -> AddressInfo {
     let map = device.map();

@@ -27,11 +27,14 @@ mod cores;
 mod digest;
 mod fabric;
 mod inflight;
+mod race_hooks;
 mod stall;
+mod waitgraph;
 
 use fabric::{DmaBus, RegCache, engine_blocks};
 pub use inflight::NextPick;
 pub use stall::{StallReport, StalledWait};
+pub use waitgraph::{HostWait, WaitGraph, WaitNode};
 
 /// A side effect a register access had, in the order it happened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -202,6 +205,9 @@ struct Fabric {
     /// SEM_READ's offset in the EVT_SEM block, by semaphore index, found
     /// on first use (every EVT_SEM region shares one map).
     sem_read_offsets: Vec<Option<u32>>,
+    /// The race detector (docs/races.md); `None` (the default) checks
+    /// nothing.
+    race: race_hooks::RaceSlot,
 }
 
 /// Why a device could not be built.
@@ -321,6 +327,8 @@ pub struct Device {
     /// partition of: the firmware asks once per descriptor, always of the
     /// same few regions ([`Device::partition_of`]).
     last_partitioned: std::cell::Cell<Option<PartitionedRegion>>,
+    /// Schedule perturbation seed ([`Device::set_schedule_seed`]).
+    schedule_seed: Option<u64>,
 }
 
 /// A leaf SBUF/PSUM region's extent and partition stride.
@@ -425,6 +433,7 @@ impl Device {
                 hbm,
                 trace: true,
                 sem_read_offsets: Vec::new(),
+                race: None,
             },
             unit_maps,
             timing: std::sync::Arc::new(timing),
@@ -447,6 +456,7 @@ impl Device {
             unparked: false,
             cur_key: (0, 2, 0),
             sink: SinkSlot(None),
+            schedule_seed: None,
         })
     }
 
@@ -686,6 +696,7 @@ impl Device {
         let maps = self.unit_maps;
         let timing = &self.timing;
         let trace = self.trace;
+        let seed = self.schedule_seed;
         let i = usize::from(id);
         if self.engines.len() <= i {
             self.engines.resize_with(i + 1, || None);
@@ -693,6 +704,9 @@ impl Device {
         self.engines[i].get_or_insert_with(|| {
             let mut e = Engine::new(id, maps, timing);
             e.set_trace(trace);
+            if seed.is_some() {
+                e.set_schedule_seed(seed);
+            }
             e
         })
     }
@@ -715,7 +729,11 @@ impl Device {
     /// A 32-bit read as a bus master: register read with its side effects
     /// (read-to-clear), or four little-endian bytes of memory.
     pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
-        if let Some(t) = self.fabric.reg_target(addr)? {
+        let target = self.fabric.reg_target(addr)?;
+        if self.fabric.race.is_some() {
+            self.race_read32(addr, target);
+        }
+        if let Some(t) = target {
             // A read can clear bits (RC); the firmware's own polls read
             // nothing of the kind and must not count as a change.
             if !matches!(self.fabric.master, Master::Firmware(_)) {
@@ -777,11 +795,17 @@ impl Device {
             _ => self.touch(),
         }
         let Some(t) = target? else {
+            if self.fabric.race.is_some() {
+                self.race_cpu_access(addr, 4, true);
+            }
             self.fabric
                 .memory
                 .write(&self.fabric.map, addr, &value.to_le_bytes())?;
             return Ok(None);
         };
+        if self.fabric.race.is_some() {
+            self.race_write32(t, value);
+        }
         let recording = self.fabric.rec.is_some();
         if recording && let Some(rec) = self.fabric.rec.as_deref_mut() {
             rec.cycle = self.now.0;
@@ -1134,18 +1158,27 @@ impl Device {
 
     /// Reads `buf.len()` bytes of memory at `addr`.
     pub fn read_bytes(&self, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
+        if self.fabric.race.is_some() {
+            self.race_cpu_access(addr, buf.len() as u64, false);
+        }
         self.fabric.memory.read(&self.fabric.map, addr, buf)
     }
 
     /// Writes bytes to memory at `addr`.
     pub fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), BusFault> {
         self.touch();
+        if self.fabric.race.is_some() {
+            self.race_cpu_access(addr, data.len() as u64, true);
+        }
         self.fabric.memory.write(&self.fabric.map, addr, data)
     }
 
     /// Fills `len` bytes of memory at `addr` with `byte`.
     pub fn fill(&mut self, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
         self.touch();
+        if self.fabric.race.is_some() {
+            self.race_cpu_access(addr, len, true);
+        }
         self.fabric.memory.fill(&self.fabric.map, addr, len, byte)
     }
 

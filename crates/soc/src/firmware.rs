@@ -230,6 +230,18 @@ impl FwBus for DeviceFwBus<'_> {
         self.device.read_bytes(addr, buf).map_err(|e| e.to_string())
     }
 
+    fn note_word(&mut self, tag: &q7::InstTag) {
+        if let crate::Master::Firmware(t) = self.device.bus_master() {
+            self.device.race_word(t, tag);
+        }
+    }
+
+    fn note_scatter_race(&mut self, tag: &q7::InstTag, first: u32, later: u32, index: u32) {
+        if let crate::Master::Firmware(t) = self.device.bus_master() {
+            self.device.race_scatter(t, tag, first, later, index);
+        }
+    }
+
     fn partition_of(&self, addr: u64) -> Option<u16> {
         self.device
             .partition_of(addr)

@@ -7,14 +7,17 @@ pub mod exec;
 pub mod fault;
 pub mod firmware;
 pub mod memory;
+pub mod race;
 pub mod record;
 pub mod resolve;
 pub mod workload;
 
 pub use describe::{AddressInfo, describe};
 pub use device::{
-    BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, NextPick, RegWrite,
+    BlockSnapshot, CsrSnapshot, Device, DeviceError, DeviceEvent, HostWait, NextPick, RegWrite,
+    WaitGraph, WaitNode,
 };
 pub use fault::BusFault;
+pub use race::{GateStall, RaceReport, RaceSide, RaceSummary};
 pub use record::{Master, Waves};
 pub use resolve::{ResolveError, Resolved, resolve};

@@ -30,6 +30,7 @@ mod fuzz;
 pub mod json;
 pub mod params;
 pub mod run;
+pub mod seeds;
 pub mod svg;
 
 pub use calibrate::Calibration;

@@ -116,15 +116,15 @@ impl DeviceFactory {
         self.timing.clock_ghz
     }
 
-    fn device(&self) -> Result<Device, String> {
+    pub(crate) fn device(&self) -> Result<Device, String> {
         Device::with_timing(self.map.clone(), self.catalog, self.timing.clone())
             .map_err(|e| e.to_string())
     }
 }
 
 /// Trace files relative to the trace's directory.
-struct DirFiles {
-    base: PathBuf,
+pub(crate) struct DirFiles {
+    pub(crate) base: PathBuf,
 }
 
 impl soc::exec::TraceFiles for DirFiles {

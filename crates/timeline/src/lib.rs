@@ -144,8 +144,34 @@ pub fn export<'a>(
     meta: &Meta,
     filter: &Filter,
 ) -> Export {
+    export_with_races(device, driver, meta, filter, &[])
+}
+
+/// A race between two packets (docs/races.md), to flag on the timeline:
+/// each side's (cycle, engine, queue).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceMark {
+    /// The slices' name (`race write/write`).
+    pub name: String,
+    /// The report line (the `race` arg).
+    pub text: String,
+    /// The earlier access.
+    pub first: (u64, u16, u8),
+    /// The later access.
+    pub second: (u64, u16, u8),
+}
+
+/// [`export`] with races flagged: a zero-length `race` slice on each
+/// side's queue track and a flow arrow from the first to the second.
+pub fn export_with_races<'a>(
+    device: impl IntoIterator<Item = &'a DeviceEvent>,
+    driver: &[(u64, DriverEvent)],
+    meta: &Meta,
+    filter: &Filter,
+    races: &[RaceMark],
+) -> Export {
     let model = model::build(device, driver, meta);
-    render::render(&model, meta, filter)
+    render::render(&model, meta, filter, races)
 }
 
 /// The run's DMA activity as Neuron Explorer's profile tables

@@ -223,7 +223,7 @@ fn windowed<T: Copy>(series: &[(u64, T)], w: Option<Window>) -> Vec<(u64, T)> {
     out
 }
 
-pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
+pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter, races: &[crate::RaceMark]) -> Export {
     let ghz = if meta.clock_ghz.is_finite() && meta.clock_ghz > 0.0 {
         meta.clock_ghz
     } else {
@@ -516,6 +516,35 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter) -> Export {
                 write(&ev, &mut buf);
             }
         }
+    }
+    // Races (docs/races.md): a flagged zero-length slice on each side's
+    // queue track at the cycle of its access, bound by a flow from the
+    // first to the second.
+    for (k, r) in races.iter().enumerate() {
+        let sides = [r.first, r.second];
+        let shown = sides.iter().all(|&(_, e, q)| {
+            let track = Track::Queue(e, q);
+            track_kept(f, track) && tracks.iter().any(|&(_, tid, _, _)| tid == tid_of(track, 0))
+        });
+        if !shown {
+            continue;
+        }
+        let id = (1 << 48) + k as u64;
+        let args = Args::default().s("race", r.text.clone());
+        for (i, &(cycle, e, q)) in sides.iter().enumerate() {
+            let track = Track::Queue(e, q);
+            let mut ev = Ev::new(&r.name, 'X', pid_of(track));
+            ev.cat = "race";
+            ev.ts = Some(us(clock.ns(cycle)));
+            ev.dur = Some(0.0);
+            ev.tid = Some(tid_of(track, 0));
+            ev.bind_id = Some(id);
+            ev.flow_out = i == 0;
+            ev.flow_in = i == 1;
+            ev.args = Some(&args);
+            write(&ev, &mut buf);
+        }
+        flows += 1;
     }
     buf.extend_from_slice(b"\n]}\n");
     let json = String::from_utf8(buf)

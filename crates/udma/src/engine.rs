@@ -363,6 +363,27 @@ pub struct Engine {
     init: Vec<(UnitBlock, RegFile<'static>)>,
     /// See [`Engine::reg_epoch`].
     reg_epoch: u64,
+    /// Schedule perturbation ([`Engine::set_schedule_seed`]); `None`: none.
+    jitter: Option<Box<Jitter>>,
+}
+
+/// Extra packet latency drawn from a seed (docs/races.md §Schedule
+/// perturbation): reproducible, at most [`JITTER_MAX_CYCLES`].
+#[derive(Clone, Debug)]
+struct Jitter(u64);
+
+/// The most a perturbed schedule adds to one packet's latency.
+pub const JITTER_MAX_CYCLES: u64 = 64;
+
+impl Jitter {
+    /// SplitMix64: the next draw in `0..=JITTER_MAX_CYCLES`.
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % (JITTER_MAX_CYCLES + 1)
+    }
 }
 
 /// Slots of the queue registers the hot paths write.
@@ -421,6 +442,7 @@ impl Engine {
             hot: Default::default(),
             m2s_maybe_ready: 0,
             dwrr_ready: Vec::with_capacity(QUEUES),
+            jitter: None,
         };
         let slots = |f: &RegFile<'static>, qo: crate::regs::QueueOffsets| HotSlots {
             status: f.slot_of(qo.status).unwrap_or_default(),
@@ -473,6 +495,19 @@ impl Engine {
                 .map(|((r, v), _)| (r.name(), soc_map::Hex32(v)))
                 .collect(),
         }
+    }
+
+    /// Schedule perturbation (docs/races.md §Schedule perturbation): with
+    /// a seed, each packet's latency grows by a pseudo-random 0 ..=
+    /// [`JITTER_MAX_CYCLES`] cycles drawn from the seed and the engine id
+    /// (queues still complete in order); `None` restores the model's
+    /// latencies.
+    pub fn set_schedule_seed(&mut self, seed: Option<u64>) {
+        self.jitter = seed.map(|s| {
+            Box::new(Jitter(
+                s ^ u64::from(self.id).wrapping_mul(0xD1B5_4A32_D192_ED03),
+            ))
+        });
     }
 
     /// Engine id.

@@ -545,6 +545,7 @@ impl Q7Core {
         } else {
             (sq + regs.drtp_inc, mq + regs.drtp_inc)
         };
+        bus.note_word(&x.tag);
         let _ = bus.write32(primary, 1);
         let _ = bus.write32(other_reg, 1);
         self.stats.entry("neuron_memcpy").or_default().descriptors += 2;

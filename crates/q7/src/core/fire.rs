@@ -13,6 +13,7 @@ impl Q7Core {
         tag: InstTag,
         update: Option<(UpdateMode, u8, u32)>,
     ) {
+        bus.note_word(&tag);
         let regs = self.layout.regs;
         let mut targets = Vec::new();
         let mut written = 0u64;

@@ -535,6 +535,7 @@ impl Q7Core {
             );
         }
         for &(first, later, index) in &plan.duplicate_dst {
+            bus.note_scatter_race(&q.tag, first, later, index);
             self.event(
                 now,
                 &q.tag,

@@ -488,3 +488,32 @@ fn fw(bencher: Bencher, c: FwCase) {
             dev
         });
 }
+
+/// The firmware cases with the race detector on (docs/races.md; issue 15's
+/// budget: at most 3× the host time of the same case with it off). The
+/// workloads are race-free: the detector must find nothing.
+#[divan::bench(args = [FW_CASES[0], FW_CASES[3], FW_CASES[4]], sample_count = 5, sample_size = 1)]
+fn fw_races(bencher: Bencher, c: FwCase) {
+    let m = sanity(c);
+    let key = format!("fw-races/{c}");
+    let mut checked = setup(c);
+    checked.detect_races();
+    checked.run(None);
+    let races = checked.race_summary().map(|s| s.races.len());
+    assert_eq!(races, Some(0), "{c}: races in a race-free workload");
+    bencher
+        .counter(ItemsCount::new(m.tx_descs))
+        .counter(BytesCount::new(m.bytes))
+        .with_inputs(|| {
+            let mut dev = setup(c);
+            dev.detect_races();
+            dev
+        })
+        .bench_local_values(|mut dev| {
+            let t = Instant::now();
+            let stop = dev.run(None);
+            record(key.clone(), t.elapsed());
+            black_box(stop);
+            dev
+        });
+}

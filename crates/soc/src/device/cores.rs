@@ -13,6 +13,9 @@ impl Device {
         word: InstWord,
         source: String,
     ) -> Result<InstTag, DeviceError> {
+        if self.fabric.race.is_some() {
+            self.race_submit(tpb);
+        }
         let core = self.core_mut(tpb)?;
         let tag = core.submit(word, source);
         self.wake_core_now(tpb);
@@ -27,6 +30,9 @@ impl Device {
         call: q7::FwCall,
         source: String,
     ) -> Result<InstTag, DeviceError> {
+        if self.fabric.race.is_some() {
+            self.race_submit(tpb);
+        }
         let core = self.core_mut(tpb)?;
         let tag = core.submit_call(call, source);
         self.wake_core_now(tpb);
@@ -152,6 +158,9 @@ impl Device {
         self.set_bus_master(prev);
         for e in core.take_events() {
             self.fabric.events.push(DeviceEvent::Firmware(e));
+        }
+        if self.fabric.race.is_some() {
+            self.race_gate(tpb, &core);
         }
         let polling = core.polling_only();
         let on_memory = core.polls_memory();

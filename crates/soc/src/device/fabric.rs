@@ -338,6 +338,9 @@ impl Fabric {
             _ => return,
         };
         if rf.hw_set(read_off, new).is_ok() {
+            if self.race.is_some() {
+                self.race_sem_write(region, index);
+            }
             if let Some(&core) = self.sem_cores.get(&region) {
                 self.sem_touched |= 1 << core;
                 if let Some(rec) = self.rec.as_deref_mut()
@@ -421,7 +424,20 @@ pub(super) fn access_error(e: BusFault, addr: u64) -> AccessError {
 impl Bus for DmaBus<'_> {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), AccessError> {
         match self.fabric.memory.read(&self.fabric.map, addr, buf) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if self.fabric.race.is_some() {
+                    if let Some((fill, parts)) = self.uninit_parts(addr, buf.len() as u64) {
+                        for (a, b) in parts {
+                            let (i, j) = ((a - addr) as usize, (b - addr) as usize);
+                            if let Some(bytes) = buf.get_mut(i..j) {
+                                bytes.fill(fill);
+                            }
+                        }
+                    }
+                    self.race_access(addr, buf.len() as u64, false);
+                }
+                Ok(())
+            }
             Err(BusFault::NotMemory { .. }) if buf.len() == 4 => {
                 let t = self
                     .fabric
@@ -459,7 +475,12 @@ impl Bus for DmaBus<'_> {
             return self.write_reg(addr, t, value);
         }
         match self.fabric.memory.write(&self.fabric.map, addr, data) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if self.fabric.race.is_some() {
+                    self.race_access(addr, data.len() as u64, true);
+                }
+                Ok(())
+            }
             Err(BusFault::NotMemory { .. }) if data.len() == 4 => {
                 let value = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
                 let t = self
@@ -489,7 +510,23 @@ impl Bus for DmaBus<'_> {
             return self.write(dst, &buf[..n]);
         }
         match self.fabric.memory.copy(&self.fabric.map, src, dst, len) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if self.fabric.race.is_some() {
+                    if let Some((fill, parts)) = self.uninit_parts(src, len) {
+                        for (a, b) in parts {
+                            let _ = self.fabric.memory.fill(
+                                &self.fabric.map,
+                                dst + (a - src),
+                                b - a,
+                                fill,
+                            );
+                        }
+                    }
+                    self.race_access(src, len, false);
+                    self.race_access(dst, len, true);
+                }
+                Ok(())
+            }
             // A copy into a register aperture (a 4-byte semaphore increment
             // as the last packet of a transfer): through `write`.
             Err((BusFault::NotMemory { .. }, at)) if at == dst && len <= 8 => {
@@ -508,6 +545,12 @@ impl Bus for DmaBus<'_> {
 
     fn touch(&mut self, addr: u64, len: u64) {
         self.fabric.memory.touch(addr, len);
+    }
+
+    fn packet_scope(&mut self, scope: Option<sim_core::PacketScope>) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            d.borrow_mut().packet_scope(self.engine, scope);
+        }
     }
 
     fn partition_stride(&self, addr: u64) -> Option<u64> {

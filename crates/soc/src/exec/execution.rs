@@ -174,6 +174,10 @@ impl Execution {
         }
         self.held = None;
         self.next = i + 1;
+        if host.device().detects_races() {
+            let label = format!("trace line {} {}", s.span.line, s.kind.directive());
+            host.device().race_statement(&label);
+        }
         let progress = match (unbound, &s.kind) {
             (Some(e), _) => Progress::Done(Err(e)),
             (None, StatementKind::Host { op, status }) => {

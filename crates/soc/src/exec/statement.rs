@@ -127,6 +127,9 @@ pub(super) fn advance_timed(
                     _ => return Progress::Paused(Timed::Run { start, limit }),
                 }
             }
+            if stop == RunStop::Idle {
+                device.race_quiesce();
+            }
             Progress::Done(run_outcome(device, start, limit, stop))
         }
         Timed::Wait {
@@ -180,6 +183,7 @@ pub(super) fn advance_timed(
                 }
             };
             if resumed && wait_value(device, addr).is_some_and(holds) {
+                device.race_waited(addr);
                 return Progress::Done(Ok(outcome(device, None, true)));
             }
             let pause = pause_at.filter(|p| *p < limit);
@@ -207,6 +211,15 @@ pub(super) fn advance_timed(
             }
             if pause.is_some() && !met && stop == RunStop::Limit {
                 return Progress::Paused(paused);
+            }
+            if met {
+                device.race_waited(addr);
+            } else if device.detects_races() {
+                device.race_failed_wait(&crate::HostWait {
+                    label: format!("host wait {at}"),
+                    addr,
+                    needs: format!("{compare} {value:#x}"),
+                });
             }
             Progress::Done(Ok(outcome(device, Some(stop), met)))
         }

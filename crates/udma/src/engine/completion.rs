@@ -25,6 +25,18 @@ impl Engine {
         let encode_64k = self.cfg.encode_64k;
         let crc_init = self.q[qi].cfg.crc_init;
         let hdr_split = self.q[qi].cfg.hdr_split;
+        let scope = p.tx.first().map(|first| sim_core::PacketScope {
+            queue: q,
+            slot: first.idx,
+            tx_descs: p.tx.len() as u32,
+            dmb: first.desc.dmb(),
+            barrier: crate::desc::Cme(first.desc.word1).write_barrier()
+                || p.rx.iter().any(|f| f.desc.sow()),
+            completion: false,
+        });
+        if scope.is_some() {
+            bus.packet_scope(scope);
+        }
         let result = crate::datapath::move_packet(
             bus,
             &p.tx,
@@ -34,6 +46,9 @@ impl Engine {
             hdr_split,
             &mut self.crc_cache,
         );
+        if result.is_err() {
+            bus.packet_scope(None);
+        }
         let (written, checksum) = match result {
             Ok(r) => (r.written, r.checksum),
             Err(crate::datapath::MoveError::Read(e)) => {
@@ -95,8 +110,15 @@ impl Engine {
             }
         };
         // Completion: descriptors done, completion rings, counters.
+        if let Some(s) = scope {
+            bus.packet_scope(Some(sim_core::PacketScope {
+                completion: true,
+                ..s
+            }));
+        }
         self.complete(Dir::M2s, q, &p.tx, bus);
         self.complete(Dir::S2m, q, &p.rx, bus);
+        bus.packet_scope(None);
         let st = &mut self.stats[qi];
         st.tx_descs += p.tx.len() as u64;
         st.rx_descs += p.rx.len() as u64;

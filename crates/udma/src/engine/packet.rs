@@ -188,6 +188,9 @@ impl Engine {
             .max()
             .unwrap_or(timing.write_latency_cycles);
         let mut end = start.after(read_latency + data_cycles + write_latency);
+        if let Some(j) = self.jitter.as_mut() {
+            end = end.after(j.next());
+        }
         end = end.max(self.q[qi].last_end);
         let barrier =
             desc::Cme(tx[0].desc.word1).write_barrier() || rx.iter().any(|f| f.desc.sow());
