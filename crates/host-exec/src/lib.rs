@@ -76,6 +76,56 @@ impl std::fmt::Debug for SessionOptions {
     }
 }
 
+/// The report of a run as `neuron-sim run --json` prints it, less the
+/// CLI's own fields (`schema_version`, `host_timing`): the same document
+/// for every front end (docs/user-guide.md §Output, docs/python.md).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct RunDocument<'a> {
+    /// The report: statements, expectations, the summary, steps.
+    #[serde(flatten)]
+    pub report: &'a soc::exec::RunReport,
+    /// The host runtime's side (ioctls, allocations, copies), when the
+    /// trace used it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_runtime: Option<HostReport>,
+    /// Why the run stopped early (a signal), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
+}
+
+/// Trace files (`load`, `dump`, `file=` sources) relative to a directory:
+/// the trace's own, as every front end resolves them.
+#[derive(Debug, Clone)]
+pub struct DirFiles {
+    base: std::path::PathBuf,
+}
+
+impl DirFiles {
+    /// Files relative to `base`.
+    #[must_use]
+    pub fn new(base: impl Into<std::path::PathBuf>) -> Self {
+        Self { base: base.into() }
+    }
+}
+
+impl TraceFiles for DirFiles {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.base.join(path))
+    }
+    fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
+        let p = self.base.join(path);
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(p, data)
+    }
+    fn open(&mut self, path: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
+        Ok(std::sync::Arc::new(soc::exec::DiskFile::open(
+            &self.base.join(path),
+        )?))
+    }
+}
+
 /// What the host side did in a run (`neuron-sim run` prints it).
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct HostReport {

@@ -9,6 +9,7 @@ pub mod firmware;
 pub mod memory;
 pub mod record;
 pub mod resolve;
+pub mod setup;
 pub mod workload;
 
 pub use describe::{AddressInfo, describe};

@@ -1,0 +1,22 @@
+"""neuron-sim from Python: a cycle-level simulator of the AWS Trainium2 DMA
+subsystem with numpy in and out (docs/python.md).
+
+    >>> import numpy as np, neuron_sim as ns
+    >>> dev = ns.Device()
+    >>> src = dev.hbm_tensor("hbm0+0x1000", (128, 2048), "bfloat16")
+    >>> dst = dev.sbuf_tile(0, (128, 2048), "bfloat16")
+    >>> t = ns.dma_copy(dev, dst=dst, src=src)
+"""
+
+from . import desc, isa
+from ._device import Device, PartitionView, Register
+from ._dtypes import ElemType, elem_type
+from ._native import BusError, DeviceError, NeuronSimError, TraceError, __version__
+from ._trace import Report, run_trace
+from ._views import TensorView, Timing, dma_copy, plan_word
+
+__all__ = [
+    "Device", "PartitionView", "Register", "TensorView", "Timing", "dma_copy", "plan_word",
+    "run_trace", "Report", "isa", "desc", "elem_type", "ElemType",
+    "NeuronSimError", "BusError", "DeviceError", "TraceError", "__version__",
+]
