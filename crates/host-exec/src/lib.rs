@@ -6,7 +6,10 @@
 
 use std::collections::BTreeMap;
 
+mod buffers;
 mod stream;
+
+pub use buffers::{BatchIn, MemStats};
 
 pub use stream::{CheckSink, MAX_PENDING_BYTES, Mismatch, SinkReport, Stream, StreamSource};
 
@@ -762,22 +765,18 @@ impl HostSession {
     }
 
     fn mem_stats_text(&mut self) -> String {
-        let logger = self.dmem.logger();
+        let m = self.mem_stats();
         let mut t = String::from("mem_stats:");
-        for c in 0..4 {
-            t.push_str(&format!(" hbm{c}={}", logger.memory_usage(c).unwrap_or(0)));
+        for (c, b) in m.hbm_channel_bytes.iter().enumerate() {
+            t.push_str(&format!(" hbm{c}={b}"));
         }
-        for nc in 0..8 {
-            let v = logger.memory_usage_nc(nc, dmem::USAGE_TYPES).unwrap_or(0);
-            if v > 0 {
-                t.push_str(&format!(" nc{nc}={v}"));
-            }
+        for (nc, v) in &m.nc_bytes {
+            t.push_str(&format!(" nc{nc}={v}"));
         }
-        if let Some(d) = self.driver() {
-            let a = d.memory().accounting();
+        if self.driver().is_some() {
             t.push_str(&format!(
                 "; driver device_mem={} host_mem={}",
-                a.device_mem_bytes, a.host_mem_bytes
+                m.driver_device_mem_bytes, m.driver_host_mem_bytes
             ));
         }
         t

@@ -410,6 +410,11 @@ impl Device {
         Ok(out.packets)
     }
 
+    /// The host runtime over this device's session.
+    fn runtime(slf: Py<Self>) -> crate::runtime::Runtime {
+        crate::runtime::Runtime::new(slf)
+    }
+
     /// The SoC map's regions as (name, base, size) for a region prefix.
     fn region(&mut self, name: &str) -> PyResult<(u64, u64)> {
         let map = self.dev().map();

@@ -30,6 +30,31 @@ create_exception!(
     "A trace that does not parse or resolve; nothing ran."
 );
 
+create_exception!(
+    neuron_sim,
+    NrtError,
+    NeuronSimError,
+    "A host runtime call that returned an NRT status other than NRT_SUCCESS; `status` is its name (\"NRT_RESOURCE\")."
+);
+
+/// A failed runtime call: `NrtError` (with `status`) when the runtime
+/// returned a status, else `ValueError` (a tensor name that is not live,
+/// an unknown usage: refused before the runtime ran).
+pub(crate) fn nrt(py: Python<'_>, status: Option<&'static str>, msg: String) -> PyErr {
+    match status {
+        Some(name) => {
+            let e = NrtError::new_err(msg);
+            // Setting an attribute on a fresh exception object cannot fail
+            // but for memory exhaustion, which then propagates instead.
+            match e.value(py).setattr("status", name) {
+                Ok(()) => e,
+                Err(other) => other,
+            }
+        }
+        None => bad(msg),
+    }
+}
+
 /// Bad input (a name, a shape, a value): `ValueError`.
 pub(crate) fn bad(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 mod device;
 mod errors;
 mod isa;
+mod runtime;
 mod trace;
 
 #[pymodule]
@@ -20,7 +21,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BusError", py.get_type::<errors::BusError>())?;
     m.add("DeviceError", py.get_type::<errors::DeviceError>())?;
     m.add("TraceError", py.get_type::<errors::TraceError>())?;
+    m.add("NrtError", py.get_type::<errors::NrtError>())?;
     m.add_class::<device::Device>()?;
+    m.add_class::<runtime::Runtime>()?;
     m.add_function(wrap_pyfunction!(trace::run_trace_json, m)?)?;
     m.add_function(wrap_pyfunction!(isa::word_fields, m)?)?;
     m.add_function(wrap_pyfunction!(isa::encode_word, m)?)?;

@@ -11,12 +11,14 @@ subsystem with numpy in and out (docs/python.md).
 from . import desc, isa
 from ._device import Device, PartitionView, Register
 from ._dtypes import ElemType, elem_type
-from ._native import BusError, DeviceError, NeuronSimError, TraceError, __version__
+from ._native import BusError, DeviceError, NeuronSimError, NrtError, TraceError, __version__
+from ._runtime import Runtime, Tensor
 from ._trace import Report, run_trace
 from ._views import TensorView, Timing, dma_copy, plan_word
 
 __all__ = [
     "Device", "PartitionView", "Register", "TensorView", "Timing", "dma_copy", "plan_word",
     "run_trace", "Report", "isa", "desc", "elem_type", "ElemType",
-    "NeuronSimError", "BusError", "DeviceError", "TraceError", "__version__",
+    "Runtime", "Tensor",
+    "NeuronSimError", "BusError", "DeviceError", "NrtError", "TraceError", "__version__",
 ]

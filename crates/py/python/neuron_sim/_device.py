@@ -166,6 +166,13 @@ class Device:
                                  vcd=vcd, perfetto=perfetto)
         self._dge: dict[int, tuple[int, int]] = {}
 
+    def runtime(self) -> "Runtime":
+        """The host runtime over this device (docs/python.md §Host
+        runtime): `rt.alloc`, `t.copyin`, `t.copyout`, `rt.batch_copy`,
+        `t.free`, `rt.mem_stats`."""
+        from ._runtime import Runtime
+        return Runtime(self)
+
     # ------------------------------------------------------------ addresses
     def addr(self, a: Any) -> int:
         """A SoC address from an int or a trace address (`"hbm0+0x1000"`,
