@@ -353,6 +353,75 @@ impl Device {
         Ok(())
     }
 
+    /// `dma_copy`'s one native call (docs/python.md §Speed): `template` (a
+    /// DIRECT2D or DIRECT2D_XPOSE word) with its source and destination
+    /// replaced by the immediate addresses `src_addr` and `dst_addr`,
+    /// queued on core `tpb`'s firmware, then a run until idle. Returns
+    /// (cycles, descriptors, packets, how the run stopped, whether the
+    /// firmware rejected a word meanwhile).
+    fn copy_word(
+        &mut self,
+        tpb: u8,
+        template: &[u8],
+        src_addr: u64,
+        dst_addr: u64,
+    ) -> PyResult<(u64, u64, u64, &'static str, bool)> {
+        use dma_abi::inst::InstWord;
+        use soc_map::Addr8;
+        let bytes: &[u8; dma_abi::inst::WORD_BYTES] = template
+            .try_into()
+            .map_err(|_| bad("copy_word: a template is one 64-byte word"))?;
+        let mut w = InstWord::decode(bytes).map_err(|e| bad(e.to_string()))?;
+        let imm = |addr| Addr8::Immediate {
+            addr,
+            shape_reg: false,
+        };
+        match &mut w {
+            InstWord::Direct2d(d) => {
+                d.src_start_addr = imm(src_addr);
+                d.dst_start_addr = imm(dst_addr);
+            }
+            InstWord::Direct2dXpose(d) => {
+                d.src_start_addr = imm(src_addr);
+                d.dst_start_addr = imm(dst_addr);
+            }
+            _ => {
+                return Err(bad(
+                    "copy_word: the template is not DIRECT2D or DIRECT2D_XPOSE",
+                ));
+            }
+        }
+        // Encoding checks the addresses fit the field.
+        w.encode().map_err(|e| bad(e.to_string()))?;
+        let totals = |d: &SocDevice| {
+            d.queue_stats()
+                .iter()
+                .fold((0, 0), |(descs, pkts), (_, _, s)| {
+                    (descs + s.tx_descs + s.rx_descs, pkts + s.packets)
+                })
+        };
+        let rejected = |d: &SocDevice| {
+            d.core(tpb)
+                .map_or(0, |c| c.stats().values().map(|k| k.rejected).sum::<u64>())
+        };
+        let dev = self.dev();
+        let (descs0, pkts0) = totals(dev);
+        let rej0 = rejected(dev);
+        let start = dev.now().0;
+        dev.submit_inst(tpb, w, "python".into()).map_err(device)?;
+        let stop = dev.run(None);
+        let (descs1, pkts1) = totals(dev);
+        let refused = rejected(dev) != rej0;
+        let cycles = dev.now().0 - start;
+        self.keep_events();
+        let stop = match stop {
+            soc::device::RunStop::Idle => "idle",
+            soc::device::RunStop::Limit => "limit",
+            soc::device::RunStop::Stalled => "stalled",
+        };
+        Ok((cycles, descs1 - descs0, pkts1 - pkts0, stop, refused))
+    }
+
     /// Words and calls core `tpb`'s firmware has rejected so far.
     fn fw_rejected(&mut self, tpb: u8) -> u64 {
         self.dev()

@@ -95,6 +95,19 @@ class TensorView:
                           tuple(self.strides[a] for a in axes), self.etype, self.space, self.core, p)
 
     def __getitem__(self, key: Any) -> "TensorView":
+        if type(key) is int and self.shape:
+            # The common loop `t[i]`: one index on dim 0.
+            n = self.shape[0]
+            i = key + n if key < 0 else key
+            if not 0 <= i < n:
+                raise IndexError(f"index {key} is out of range for dim 0 of size {n}")
+            p = self.pdim
+            v = TensorView.__new__(TensorView)
+            v.dev, v.etype, v.space, v.core = self.dev, self.etype, self.space, self.core
+            v.addr = self.addr + i * self.strides[0] * self.etype.itemsize
+            v.shape, v.strides = self.shape[1:], self.strides[1:]
+            v.pdim = None if p is None or p == 0 else p - 1
+            return v
         if not isinstance(key, tuple):
             key = (key,)
         if len(key) > self.ndim:
@@ -297,41 +310,58 @@ def plan_word(dst: TensorView, src: TensorView, dtype: Any = None) -> tuple[str,
     return "DIRECT2D", fields
 
 
+# Planned words by the views' geometry (everything but the two addresses,
+# which `_native.Device.copy_word` puts into the word): a loop over tiles
+# plans and encodes its word once.
+_PLANS: dict[tuple, tuple[str, bytes]] = {}
+_PLANS_MAX = 4096
+
+
+def _geometry(v: TensorView) -> tuple:
+    return (v.shape, v.strides, v.etype, v.space, v.pdim)
+
+
 def dma_copy(dev: Any, dst: TensorView, src: TensorView, core: int = 0, engines: int = 16,
              dtype: Any = None, semaphore: int = 1, queue: int = 0) -> Timing:
     """Copies `src` into `dst` with one DMA instruction word on core
     `core`'s firmware, spread over `engines` engines, and runs the device
     until it is idle. Returns the timing. With `dtype`, both sides are
     read as that type; views of different dtypes convert (DIRECT2D
-    in_dtype/out_dtype)."""
-    from .isa import Word
+    in_dtype/out_dtype). A word the firmware refuses raises `DeviceError`.
 
-    kind, fields = plan_word(dst, src, dtype)
-    if kind == "DIRECT2D_XPOSE":
-        fields.append(("semaphore", str(semaphore)))
-    else:
-        fields += [("semaphore", str(semaphore)), ("sem_increment", "1")]
-    word = Word.from_fields(kind, fields)
+    The word is planned once per geometry (shapes, strides, dtypes) and
+    reused with new addresses: one native call per copy (docs/python.md
+    §Speed)."""
+    key = (_geometry(dst), _geometry(src), dtype, semaphore, dst.addr % 32 == 0)
+    plan = _PLANS.get(key)
+    if plan is None:
+        from .isa import Word
+
+        kind, fields = plan_word(dst, src, dtype)
+        if kind == "DIRECT2D_XPOSE":
+            fields.append(("semaphore", str(semaphore)))
+        else:
+            fields += [("semaphore", str(semaphore)), ("sem_increment", "1")]
+        plan = (kind, Word.from_fields(kind, fields).to_bytes())
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    kind, template = plan
     dev.configure_dge(core, engines, queue)
-    before = dev._n.queue_stats()
-    rejected = dev._n.fw_rejected(core)
-    start = dev.now
-    dev._n.inst(core, word.to_bytes())
-    stop = dev._n.run(None)
-    from ._native import DeviceError
+    n = dev._n
+    cycles, descs, packets, stop, rejected = n.copy_word(core, template, src.addr, dst.addr)
+    if rejected:
+        from ._native import DeviceError
+        from .isa import Word
 
-    if dev._n.fw_rejected(core) != rejected:
+        word = Word.decode(template)
+        word["src_start_addr"] = f"imm:{src.addr:#x}"
+        word["dst_start_addr"] = f"imm:{dst.addr:#x}"
         raise DeviceError(f"dma_copy: core {core}'s firmware rejected the word ({word.asm()}); "
                           f"Device(perfetto=True) keeps its REJECTED event with the reason")
     if stop == "stalled":
-        raise DeviceError(f"dma_copy: the device stalled at cycle {dev.now} (see dev.report()['stall'])")
-    after = dev._n.queue_stats()
-    cycles = dev.now - start
+        from ._native import DeviceError
 
-    def tot(stats: list, i: int) -> int:
-        return sum(s[i] for s in stats)
-
-    descs = (tot(after, 3) + tot(after, 4)) - (tot(before, 3) + tot(before, 4))
-    packets = tot(after, 2) - tot(before, 2)
-    return Timing(cycles=cycles, ns=cycles / dev.clock_ghz, bytes=dst.nbytes,
+        raise DeviceError(f"dma_copy: the device stalled at cycle {n.now} (see dev.report()['stall'])")
+    return Timing(cycles=cycles, ns=cycles / n.clock_ghz, bytes=dst.nbytes,
                   descriptors=descs, packets=packets, word=kind)
