@@ -3,8 +3,8 @@
 //! environment under the target directory (`py-venv`), the package built
 //! into it by maturin with the `dev` profile (it reuses the crates the Rust
 //! tests just built, so CI pays only for the extension itself), numpy,
-//! ml_dtypes and pytest from the package index, then pytest on
-//! `crates/py/tests`.
+//! ml_dtypes, pytest and mypy (the type stubs' tests) from the package
+//! index, then pytest on `crates/py/tests`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,7 +53,7 @@ pub(crate) fn test(root: &Path, rust: bool, pytest_args: &[String]) -> Result<()
     }
     let py = bin.join("python");
     run(
-        "pip install maturin numpy ml_dtypes pytest",
+        "pip install maturin numpy ml_dtypes pytest mypy",
         Command::new(&py).args([
             "-m",
             "pip",
@@ -64,6 +64,8 @@ pub(crate) fn test(root: &Path, rust: bool, pytest_args: &[String]) -> Result<()
             "numpy",
             "ml_dtypes",
             "pytest",
+            // The stubs' checks (tests/test_stubs.py: stubtest, --strict).
+            "mypy",
         ]),
     )?;
     // `maturin develop` installs into the environment named by

@@ -10,8 +10,6 @@ import numpy as np
 from . import _native
 from ._dtypes import ElemType, elem_type
 
-Addr = "int | str"
-
 
 def _as_bytes(data: Any) -> np.ndarray:
     """`data` as a flat uint8 array, without a copy when it is contiguous."""
@@ -58,6 +56,7 @@ class Register:
 
     @property
     def field_names(self) -> list[str]:
+        """The field names, in register order."""
         return list(self._fields)
 
     @property
@@ -78,6 +77,7 @@ class Register:
         raise ValueError(f"{self.region}.{self.register} has no field {name!r} (fields: {known})")
 
     def __getitem__(self, name: str) -> int:
+        """Field `name`'s value (case-insensitive)."""
         n = self._field_name(name)
         lsb, w, _, _ = self._fields[n]
         return (self.value >> lsb) & ((1 << w) - 1)
@@ -128,6 +128,7 @@ class PartitionView:
         return prange, c, (1 if self.etype is None else self.etype.itemsize)
 
     def __getitem__(self, key: Any) -> np.ndarray:
+        """The block `key` selects, as a new array."""
         prange, c, size = self._block(key)
         row_bytes = (c.stop - c.start) * size
         raw = self._dev._n.read_rows(self.base + prange.start * self.partition_stride + c.start * size,
@@ -227,9 +228,11 @@ class Device:
         return Register(self, name, addr, region, regname, fields)
 
     def read32(self, addr: Any) -> int:
+        """A 32-bit bus read (register read side effects apply)."""
         return self._n.read32(self.addr(addr))
 
     def write32(self, addr: Any, value: int) -> None:
+        """A 32-bit bus write (doorbells ring, semaphores count)."""
         self._n.write32(self.addr(addr), int(value))
 
     # ----------------------------------------------------------------- time
@@ -257,6 +260,7 @@ class Device:
 
     @property
     def clock_ghz(self) -> float:
+        """The DMA clock in GHz (cycles per ns)."""
         return self._n.clock_ghz
 
     # -------------------------------------------------------------- reports

@@ -20,6 +20,7 @@ class Report(Mapping):
         self.exit_code = exit_code
 
     def __getitem__(self, k: str) -> Any:
+        """The report field `k` (`rep["cycles"]`)."""
         return self._data[k]
 
     def __iter__(self) -> Iterator[str]:
@@ -29,6 +30,7 @@ class Report(Mapping):
         return len(self._data)
 
     def to_dict(self) -> dict:
+        """The report as a plain dict (a copy)."""
         return self._data
 
     @property

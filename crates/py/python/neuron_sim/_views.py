@@ -32,6 +32,7 @@ class TensorView:
 
     @classmethod
     def contiguous(cls, dev: Any, addr: int, shape: Any, dtype: Any) -> "TensorView":
+        """A C-order view of `shape` at `addr`."""
         et = elem_type(dtype)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         strides = []
@@ -44,6 +45,7 @@ class TensorView:
     @classmethod
     def tile(cls, dev: Any, space: str, core: int, shape: Any, dtype: Any,
              partition_offset: int, byte_offset: int) -> "TensorView":
+        """A tile of `space` ("sbuf", "psum") whose dim 0 is the partition."""
         et = elem_type(dtype)
         shape = tuple(shape)
         if len(shape) < 1 or shape[0] + partition_offset > 128 or partition_offset < 0:
@@ -67,14 +69,17 @@ class TensorView:
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     @property
     def dtype(self) -> ElemType:
+        """The element type."""
         return self.etype
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the elements the view covers."""
         return math.prod(self.shape) * self.etype.itemsize
 
     @property
@@ -85,6 +90,7 @@ class TensorView:
                           self.space, self.core, p)
 
     def transpose(self, *axes: int) -> "TensorView":
+        """The view with its dims permuted (reversed without `axes`)."""
         axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
         if not axes:
             return self.T
@@ -95,6 +101,8 @@ class TensorView:
                           tuple(self.strides[a] for a in axes), self.etype, self.space, self.core, p)
 
     def __getitem__(self, key: Any) -> "TensorView":
+        """A sub-view by numpy basic indexing (ints, slices with steps); no
+        data moves."""
         if type(key) is int and self.shape:
             # The common loop `t[i]`: one index on dim 0.
             n = self.shape[0]
@@ -215,6 +223,7 @@ class Timing:
         return self.bytes / self.ns if self.ns else 0.0
 
     def __getitem__(self, k: str) -> Any:
+        """The field `k` (`t["cycles"]`)."""
         return getattr(self, k)
 
 

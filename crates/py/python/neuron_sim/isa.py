@@ -68,6 +68,7 @@ class Word:
         return [(k, v) for k, v in self._values.items() if d.get(k) != v]
 
     def __getitem__(self, path: str) -> str:
+        """The text-form value of the field at dotted `path`."""
         return self._values[self._path(path)]
 
     def __setitem__(self, path: str, value: Any) -> None:
