@@ -158,10 +158,34 @@ def test_mergeable_dims_are_merged(dev):
 
 
 def test_too_many_elements_names_the_dimension(dev):
+    # One word cannot count 70000 elements: plan_word (one word) says which
+    # dimension; dma_copy splits instead (test_dimension_over_65535_is_split).
     src = dev.hbm_tensor("hbm0", (2, 70000), "uint8")
     dst = dev.hbm_tensor("hbm1", (2, 70000), "uint8")
     with pytest.raises(ValueError, match="dim 0 has 70000"):
-        ns.dma_copy(dev, dst=dst[:, ::1], src=src[:, ::1])
+        ns.plan_word(dst[:, ::1], src[:, ::1])
+
+
+def test_dimension_over_65535_is_split(dev):
+    a = np.random.default_rng(7).integers(0, 256, size=(2, 70000), dtype=np.uint8)
+    src = dev.hbm_tensor("hbm0+0x100000", a.shape, "uint8")
+    src.write(a)
+    dst = dev.hbm_tensor("hbm0+0x200000", a.shape, "uint8")
+    t = ns.dma_copy(dev, dst=dst, src=src)
+    assert np.array_equal(dst.numpy(), a)
+    assert t.words == 4 and t.bytes == a.size and t.word == "DIRECT2D"
+    assert t.cycles > 0 and t.descriptors > 0
+
+
+def test_long_vector_is_split(dev):
+    a = np.arange(150000, dtype=np.float32)
+    src = dev.hbm_tensor("hbm0+0x100000", a.shape, "float32")
+    src.write(a)
+    dst = dev.hbm_tensor("hbm0+0x400000", a.shape, "float32")
+    t = ns.dma_copy(dev, dst=dst, src=src)
+    assert np.array_equal(dst.numpy(), a)
+    assert t.words == 4 and t.bytes == a.nbytes
+    assert ns.dma_copy(dev, dst=dst[:1000], src=src[:1000]).words == 1
 
 
 def test_view_slicing_shapes(dev):

@@ -207,7 +207,8 @@ class TensorView:
 class Timing:
     """What one `dma_copy` took: simulated cycles and ns from the word's
     issue to the device going idle, payload bytes of the tensor, the
-    descriptors and packets the engines completed, the word's kind and its
+    descriptors and packets the engines completed, the word's kind, how many
+    words it took (more than one when a dimension was split) and its
     achieved bandwidth."""
 
     cycles: int
@@ -216,6 +217,7 @@ class Timing:
     descriptors: int
     packets: int
     word: str
+    words: int = 1
 
     @property
     def gbps(self) -> float:
@@ -255,10 +257,15 @@ _U16 = 0xFFFF
 _I32 = (-(1 << 31), (1 << 31) - 1)
 
 
+class _TooManyElements(ValueError):
+    """A dimension over a word's 16-bit element count: `dma_copy` splits
+    the copy, `plan_word` (one word) reports it."""
+
+
 def _check_pair(name: str, shape: tuple[int, int], strides: tuple[int, int]) -> None:
     for d, n in enumerate(shape):
         if n > _U16:
-            raise ValueError(f"{name}: dim {d} has {n} elements; a DMA word counts at most {_U16} per dim")
+            raise _TooManyElements(f"{name}: dim {d} has {n} elements; a DMA word counts at most {_U16} per dim")
     for d, s in enumerate(strides):
         if not _I32[0] <= s <= _I32[1]:
             raise ValueError(f"{name}: dim {d} stride {s} elements does not fit the word's signed 32 bits")
@@ -340,13 +347,17 @@ def dma_copy(dev: Any, dst: TensorView, src: TensorView, core: int = 0, engines:
 
     The word is planned once per geometry (shapes, strides, dtypes) and
     reused with new addresses: one native call per copy (docs/python.md
-    §Speed)."""
+    §Speed). A dimension over 65535 elements splits the copy into several
+    words (`Timing.words`)."""
     key = (_geometry(dst), _geometry(src), dtype, semaphore, dst.addr % 32 == 0)
     plan = _PLANS.get(key)
     if plan is None:
         from .isa import Word
 
-        kind, fields = plan_word(dst, src, dtype)
+        try:
+            kind, fields = plan_word(dst, src, dtype)
+        except _TooManyElements:
+            return _split_copy(dev, dst, src, core, engines, dtype, semaphore, queue)
         if kind == "DIRECT2D_XPOSE":
             fields.append(("semaphore", str(semaphore)))
         else:
@@ -374,3 +385,23 @@ def dma_copy(dev: Any, dst: TensorView, src: TensorView, core: int = 0, engines:
         raise DeviceError(f"dma_copy: the device stalled at cycle {n.now} (see dev.report()['stall'])")
     return Timing(cycles=cycles, ns=cycles / n.clock_ghz, bytes=dst.nbytes,
                   descriptors=descs, packets=packets, word=kind)
+
+
+def _split_copy(dev: Any, dst: TensorView, src: TensorView, core: int, engines: int,
+                dtype: Any, semaphore: int, queue: int) -> Timing:
+    """A copy with a dimension over 65535 elements as several words: the
+    outermost dimension of more than one element is halved until every
+    piece fits one word (a piece of one element per dimension always
+    does). The pieces run one after another; the timing adds them up."""
+    d = next(k for k, n in enumerate(dst.shape) if n > 1)
+    half = (dst.shape[d] + 1) // 2
+    parts = []
+    for sl in (slice(0, half), slice(half, dst.shape[d])):
+        key = (slice(None),) * d + (sl,)
+        parts.append(dma_copy(dev, dst=dst[key], src=src[key], core=core, engines=engines,
+                              dtype=dtype, semaphore=semaphore, queue=queue))
+    return Timing(cycles=sum(p.cycles for p in parts), ns=sum(p.ns for p in parts),
+                  bytes=sum(p.bytes for p in parts),
+                  descriptors=sum(p.descriptors for p in parts),
+                  packets=sum(p.packets for p in parts), word=parts[0].word,
+                  words=sum(p.words for p in parts))

@@ -55,7 +55,8 @@ class TensorView:
 class Timing:
     """What one `dma_copy` took: simulated cycles and ns from the word's
     issue to the device going idle, payload bytes of the tensor, the
-    descriptors and packets the engines completed, the word's kind and its
+    descriptors and packets the engines completed, the word's kind, how many
+    words it took (more than one when a dimension was split) and its
     achieved bandwidth."""
     cycles: int
     ns: float
@@ -63,6 +64,7 @@ class Timing:
     descriptors: int
     packets: int
     word: str
+    words: int = 1
     @property
     def gbps(self) -> float:
         """Achieved GB/s (bytes per ns)."""
@@ -82,4 +84,5 @@ def dma_copy(dev: Device, dst: TensorView, src: TensorView, core: int = 0, engin
 
     The word is planned once per geometry (shapes, strides, dtypes) and
     reused with new addresses: one native call per copy (docs/python.md
-    §Speed)."""
+    §Speed). A dimension over 65535 elements splits the copy into several
+    words (`Timing.words`)."""
