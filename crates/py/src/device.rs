@@ -354,7 +354,7 @@ impl Device {
     }
 
     /// `dma_copy`'s one native call (docs/python.md §Speed): `template` (a
-    /// DIRECT2D or DIRECT2D_XPOSE word) with its source and destination
+    /// DIRECT2D, DIRECT2D_XPOSE or INDIRECT1D word) with its source and destination
     /// replaced by the immediate addresses `src_addr` and `dst_addr`,
     /// queued on core `tpb`'s firmware, then a run until idle. Returns
     /// (cycles, descriptors, packets, how the run stopped, whether the
@@ -385,9 +385,13 @@ impl Device {
                 d.src_start_addr = imm(src_addr);
                 d.dst_start_addr = imm(dst_addr);
             }
+            InstWord::Indirect1d(d) => {
+                d.src_start_addr = imm(src_addr);
+                d.dst_start_addr = imm(dst_addr);
+            }
             _ => {
                 return Err(bad(
-                    "copy_word: the template is not DIRECT2D or DIRECT2D_XPOSE",
+                    "copy_word: the template is not DIRECT2D, DIRECT2D_XPOSE or INDIRECT1D",
                 ));
             }
         }
@@ -482,6 +486,21 @@ impl Device {
     /// The host runtime over this device's session.
     fn runtime(slf: Py<Self>) -> crate::runtime::Runtime {
         crate::runtime::Runtime::new(slf)
+    }
+
+    /// The partition geometry of SBUF/PSUM region `name`: (partitions,
+    /// stride bytes, populated bytes per partition), or None for a region
+    /// without partitions.
+    fn partitions(&mut self, name: &str) -> PyResult<Option<(u32, u64, u64)>> {
+        let map = self.dev().map();
+        let id = map
+            .by_name(name)
+            .ok_or_else(|| bad(format!("no region `{name}`")))?;
+        Ok(map
+            .region(id)
+            .partitions
+            .as_ref()
+            .map(|p| (p.count, p.stride_bytes, p.populated_bytes)))
     }
 
     /// The SoC map's regions as (name, base, size) for a region prefix.

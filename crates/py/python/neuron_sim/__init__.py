@@ -11,13 +11,15 @@ subsystem with numpy in and out (docs/python.md).
 from . import desc, isa
 from ._device import Device, PartitionView, Register
 from ._dtypes import ElemType, elem_type
+from ._gather import dma_gather
 from ._native import BusError, DeviceError, NeuronSimError, NrtError, TraceError, __version__
 from ._runtime import Runtime, Tensor
 from ._trace import Report, run_trace
 from ._views import TensorView, Timing, dma_copy, plan_word
 
 __all__ = [
-    "Device", "PartitionView", "Register", "TensorView", "Timing", "dma_copy", "plan_word",
+    "Device", "PartitionView", "Register", "TensorView", "Timing", "dma_copy", "dma_gather",
+    "plan_word",
     "run_trace", "Report", "isa", "desc", "elem_type", "ElemType",
     "Runtime", "Tensor",
     "NeuronSimError", "BusError", "DeviceError", "NrtError", "TraceError", "__version__",
