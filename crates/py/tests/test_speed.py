@@ -97,3 +97,56 @@ def test_the_benchmark_runs(root):
     assert out.returncode == 0, out.stderr
     assert "python-layer share of the loop" in out.stdout
     assert "native calls/tile" in out.stdout
+
+
+class Counting:
+    """Counts the calls made to the native device."""
+
+    def __init__(self, inner):
+        self._inner, self.calls = inner, []
+
+    def __getattr__(self, name):
+        f = getattr(self._inner, name)
+        if not callable(f):
+            return f
+
+        def counted(*a, **k):
+            self.calls.append(name)
+            return f(*a, **k)
+
+        return counted
+
+
+def test_a_tile_reads_and_writes_in_one_native_call(dev):
+    a = np.arange(128 * 512, dtype=np.float32).reshape(128, 512)
+    tile = dev.sbuf_tile(0, (128, 512), "float32", byte_offset=0x400)
+    probe = Counting(dev._n)
+    dev._n = probe
+    tile.write(a)
+    assert probe.calls == ["write_rows"]
+    probe.calls.clear()
+    assert np.array_equal(tile.numpy(), a)
+    assert probe.calls == ["read_rows"]
+    dev._n = probe._inner
+    # The same bytes, read a partition at a time.
+    for p in (0, 77, 127):
+        row = dev.read_array(f"tpb0.sbuf[p{p}]+0x400", (512,), "float32")
+        assert np.array_equal(row, a[p])
+
+
+def test_strided_tile_views_read_and_write_like_numpy(dev):
+    a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    tile = dev.sbuf_tile(0, (128, 64), "float32")
+    tile.write(a)
+    for key in [(slice(None, None, -1), slice(None)), (slice(0, 128, 3), slice(60, 0, -7)),
+                (slice(5, 9), 7), (3, slice(None))]:
+        assert np.array_equal(tile[key].numpy(), a[key]), key
+    assert np.array_equal(tile.T.numpy(), a.T)
+    assert np.array_equal(tile.T[10:20, ::-1].numpy(), a.T[10:20, ::-1])
+    # Writes through the same views.
+    b = a.copy()
+    tile[::-1, 0:8].write(np.full((128, 8), -1, np.float32))
+    b[::-1, 0:8] = -1
+    tile[0:128:2, 63:40:-3].write(np.zeros((64, 8), np.float32))
+    b[0:128:2, 63:40:-3] = 0
+    assert np.array_equal(tile.numpy(), b)

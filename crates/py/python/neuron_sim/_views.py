@@ -160,26 +160,38 @@ class TensorView:
         hi = sum(st * (n - 1) for n, st in zip(shape, strides) if st > 0 and n > 0)
         return lo, hi
 
+    def _row_step(self, rows: list[int]) -> int:
+        """Bytes between consecutive partition rows (0 for one row)."""
+        return rows[1] - rows[0] if len(rows) > 1 else 0
+
     def numpy(self) -> np.ndarray:
-        """The view's elements as a new numpy array (C order)."""
+        """The view's elements as a new numpy array (C order). One native
+        read for the whole view (all partitions), no Python per element."""
         it = self.etype.itemsize
-        rows, shape, strides = self._rows()
         if 0 in self.shape:
             return np.zeros(self.shape, dtype=self.etype.np_dtype)
+        rows, shape, strides = self._rows()
         lo, hi = self._span(shape, strides)
-        out = []
-        for base in rows:
-            raw = self.dev._n.read_bytes(base + lo * it, (hi - lo + 1) * it).view(self.etype.np_dtype)
-            v = np.lib.stride_tricks.as_strided(raw[-lo:] if lo else raw, shape=shape,
-                                                strides=tuple(s * it for s in strides))
-            out.append(np.array(v))
-        if self.pdim is None:
-            return out[0]
-        stacked = np.stack(out, axis=0)
-        return np.moveaxis(stacked, 0, self.pdim)
+        span_bytes = (hi - lo + 1) * it
+        step = self._row_step(rows)
+        n = self.dev._n
+        if len(rows) == 1:
+            raw = n.read_bytes(rows[0] + lo * it, span_bytes)
+        elif step > 0:
+            raw = n.read_rows(rows[0] + lo * it, len(rows), span_bytes, step)
+        else:  # partitions walked downwards: a row at a time
+            raw = np.concatenate([n.read_bytes(b + lo * it, span_bytes) for b in rows])
+        arr = raw.view(self.etype.np_dtype).reshape(len(rows), -1)
+        if lo:
+            arr = arr[:, -lo:]
+        v = np.lib.stride_tricks.as_strided(arr, shape=(len(rows),) + tuple(shape),
+                                            strides=(span_bytes,) + tuple(s * it for s in strides))
+        out = v[0] if self.pdim is None else np.moveaxis(v, 0, self.pdim)
+        return np.ascontiguousarray(out)
 
     def write(self, value: Any) -> None:
-        """Writes `value` (broadcast to the view's shape) into the view."""
+        """Writes `value` (broadcast to the view's shape) into the view: one
+        native write for a view whose partition rows are contiguous."""
         it = self.etype.itemsize
         src = np.broadcast_to(np.asarray(value).astype(self.etype.np_dtype, copy=False), self.shape)
         rows, shape, strides = self._rows()
@@ -187,11 +199,17 @@ class TensorView:
             return
         lo, hi = self._span(shape, strides)
         contiguous = all(st == math.prod(shape[d + 1:]) for d, st in enumerate(strides) if shape[d] > 1)
+        step = self._row_step(rows)
+        if contiguous and lo == 0 and (len(rows) == 1 or step > 0):
+            whole = src if self.pdim is None else np.moveaxis(src, self.pdim, 0)
+            data = np.ascontiguousarray(whole).reshape(-1).view(np.uint8)
+            if len(rows) == 1:
+                self.dev._n.write_bytes(rows[0], data)
+            else:
+                self.dev._n.write_rows(rows[0], data, (hi + 1) * it, step)
+            return
         parts = [src] if self.pdim is None else [np.take(src, i, axis=self.pdim) for i in range(len(rows))]
         for base, part in zip(rows, parts):
-            if contiguous and lo == 0:
-                self.dev._n.write_bytes(base, np.ascontiguousarray(part).reshape(-1).view(np.uint8))
-                continue
             raw = np.array(self.dev._n.read_bytes(base + lo * it, (hi - lo + 1) * it)).view(self.etype.np_dtype)
             v = np.lib.stride_tricks.as_strided(raw[-lo:] if lo else raw, shape=shape,
                                                 strides=tuple(s * it for s in strides))

@@ -46,9 +46,11 @@ class TensorView:
         """A sub-view by numpy basic indexing (ints, slices with steps); no
         data moves."""
     def numpy(self) -> np.ndarray:
-        """The view's elements as a new numpy array (C order)."""
+        """The view's elements as a new numpy array (C order). One native
+        read for the whole view (all partitions), no Python per element."""
     def write(self, value: Any) -> None:
-        """Writes `value` (broadcast to the view's shape) into the view."""
+        """Writes `value` (broadcast to the view's shape) into the view: one
+        native write for a view whose partition rows are contiguous."""
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray: ...
 
 @dataclass
