@@ -4,6 +4,9 @@
 //! - `codegen [--check]`: render `docs/csr/*.md` from `csr-maps/*.json`;
 //!   `--check` writes nothing and fails when a file is stale.
 //! - `ci`: the checks CI runs (fmt, clippy, tests).
+//! - `test [--python-only] [-- PYTEST_ARGS]`: the README's test command:
+//!   `cargo test --workspace`, then the Python package's pytest suite in a
+//!   virtual environment under the target directory (`pytest.rs`).
 //! - `bench [ARGS..]`: the speed benchmarks, one after the other, each given
 //!   `-- ARGS..`: `cargo bench -p soc --bench dma` (the DMA model,
 //!   `crates/soc/benches/dma/`), then `cargo bench -p host-exec --bench
@@ -34,6 +37,7 @@ use clap::{Parser, Subcommand};
 mod codegen;
 mod fuzz;
 mod man;
+mod pytest;
 mod rss;
 mod schemas;
 
@@ -67,6 +71,17 @@ enum Cmd {
     },
     /// Run the CI checks: fmt, clippy (deny warnings), tests.
     Ci,
+    /// Run the tests: `cargo test --workspace`, then the Python package's
+    /// pytest suite (a virtual environment in the target directory, the
+    /// package built by maturin, numpy, ml_dtypes, pytest).
+    Test {
+        /// Skip `cargo test --workspace`.
+        #[arg(long)]
+        python_only: bool,
+        /// Passed to pytest.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        pytest_args: Vec<String>,
+    },
     /// Run the speed benchmarks: `cargo bench -p soc --bench dma -- ARGS`,
     /// `cargo bench -p host-exec --bench host -- ARGS`, `cargo bench -p
     /// timeline --bench export -- ARGS`, then `cargo bench -p neuron-sim
@@ -120,6 +135,10 @@ fn main() -> ExitCode {
         Cmd::Man { check } => man::run(&project_root(), check),
         Cmd::Schemas { check } => schemas::run(&project_root(), check),
         Cmd::Ci => ci(&project_root()),
+        Cmd::Test {
+            python_only,
+            pytest_args,
+        } => pytest::test(&project_root(), !python_only, &pytest_args),
         Cmd::Bench { args } => bench(&project_root(), &args),
         Cmd::Calibrate { args } => calibrate(&project_root(), &args),
         Cmd::Rss { gib_per_stack } => rss::run(&project_root(), gib_per_stack),
@@ -184,11 +203,6 @@ const CI_STEPS: &[Step] = &[
             "warnings",
         ],
         env: &[],
-    },
-    Step {
-        name: "test",
-        args: &["test", "--workspace"],
-        env: &[("INSTA_UPDATE", "no")],
     },
 ];
 
@@ -258,5 +272,5 @@ fn ci(root: &Path) -> Result<(), String> {
             return Err(format!("{} failed ({status})", step.name));
         }
     }
-    Ok(())
+    pytest::test(root, true, &[])
 }

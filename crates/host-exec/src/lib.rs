@@ -6,7 +6,10 @@
 
 use std::collections::BTreeMap;
 
+mod buffers;
 mod stream;
+
+pub use buffers::{BatchIn, MemStats};
 
 pub use stream::{CheckSink, MAX_PENDING_BYTES, Mismatch, SinkReport, Stream, StreamSource};
 
@@ -73,6 +76,56 @@ impl std::fmt::Debug for SessionOptions {
             .field("record", &self.record.is_some())
             .field("keep_driver_events", &self.keep_driver_events)
             .finish()
+    }
+}
+
+/// The report of a run as `neuron-sim run --json` prints it, less the
+/// CLI's own fields (`schema_version`, `host_timing`): the same document
+/// for every front end (docs/user-guide.md §Output, docs/python.md).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct RunDocument<'a> {
+    /// The report: statements, expectations, the summary, steps.
+    #[serde(flatten)]
+    pub report: &'a soc::exec::RunReport,
+    /// The host runtime's side (ioctls, allocations, copies), when the
+    /// trace used it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_runtime: Option<HostReport>,
+    /// Why the run stopped early (a signal), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
+}
+
+/// Trace files (`load`, `dump`, `file=` sources) relative to a directory:
+/// the trace's own, as every front end resolves them.
+#[derive(Debug, Clone)]
+pub struct DirFiles {
+    base: std::path::PathBuf,
+}
+
+impl DirFiles {
+    /// Files relative to `base`.
+    #[must_use]
+    pub fn new(base: impl Into<std::path::PathBuf>) -> Self {
+        Self { base: base.into() }
+    }
+}
+
+impl TraceFiles for DirFiles {
+    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.base.join(path))
+    }
+    fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
+        let p = self.base.join(path);
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(p, data)
+    }
+    fn open(&mut self, path: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
+        Ok(std::sync::Arc::new(soc::exec::DiskFile::open(
+            &self.base.join(path),
+        )?))
     }
 }
 
@@ -712,22 +765,18 @@ impl HostSession {
     }
 
     fn mem_stats_text(&mut self) -> String {
-        let logger = self.dmem.logger();
+        let m = self.mem_stats();
         let mut t = String::from("mem_stats:");
-        for c in 0..4 {
-            t.push_str(&format!(" hbm{c}={}", logger.memory_usage(c).unwrap_or(0)));
+        for (c, b) in m.hbm_channel_bytes.iter().enumerate() {
+            t.push_str(&format!(" hbm{c}={b}"));
         }
-        for nc in 0..8 {
-            let v = logger.memory_usage_nc(nc, dmem::USAGE_TYPES).unwrap_or(0);
-            if v > 0 {
-                t.push_str(&format!(" nc{nc}={v}"));
-            }
+        for (nc, v) in &m.nc_bytes {
+            t.push_str(&format!(" nc{nc}={v}"));
         }
-        if let Some(d) = self.driver() {
-            let a = d.memory().accounting();
+        if self.driver().is_some() {
             t.push_str(&format!(
                 "; driver device_mem={} host_mem={}",
-                a.device_mem_bytes, a.host_mem_bytes
+                m.driver_device_mem_bytes, m.driver_host_mem_bytes
             ));
         }
         t

@@ -167,6 +167,22 @@ impl UserSpace {
         }
     }
 
+    /// Unmaps the ordinary buffer that starts at `addr` and returns its
+    /// bytes (a copy-out destination handed back without another copy);
+    /// `None` (and nothing unmapped) when no such buffer starts there.
+    pub fn take_bytes(&mut self, addr: u64) -> Option<Vec<u8>> {
+        if !matches!(
+            self.regions.get(&addr).map(|r| &r.backing),
+            Some(Backing::Bytes(_))
+        ) {
+            return None;
+        }
+        match self.regions.remove(&addr)?.backing {
+            Backing::Bytes(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// Bytes mapped in all buffers (sources and sinks count their length,
     /// though they hold none of it).
     #[must_use]
@@ -261,6 +277,29 @@ impl UserMemory for UserSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn take_bytes_returns_an_ordinary_buffer_only() {
+        let mut u = UserSpace::new();
+        let a = u.alloc_with(&[1, 2, 3]);
+        u.write(a + 1, &[9]).unwrap();
+        let s = u.alloc_sink(4, Box::new(Nothing));
+        assert!(u.take_bytes(s).is_none(), "a sink is not bytes");
+        assert!(u.take_bytes(a + 1).is_none(), "not the buffer's start");
+        assert_eq!(u.take_bytes(a), Some(vec![1, 9, 3]));
+        assert!(u.take_bytes(a).is_none(), "unmapped by the first take");
+        assert_eq!(u.read(a, &mut [0]), Err(Errno::EFAULT));
+    }
+
+    struct Nothing;
+    impl UserSink for Nothing {
+        fn write_at(&mut self, _: u64, _: &[u8]) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn Any> {
+            self
+        }
+    }
 
     #[test]
     fn buffers_are_disjoint_and_guarded() {

@@ -50,9 +50,9 @@ fn launch(base: &Maps, a: &LaunchArgs, listener: debugger::Listener) -> Result<S
     let trace = Path::new(&a.program);
     let source = std::fs::read_to_string(trace)
         .map_err(|e| format!("launch: cannot read the trace {}: {e}", trace.display()))?;
-    let files = Box::new(crate::DirFiles {
-        base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
-    });
+    let files = Box::new(host_exec::DirFiles::new(
+        trace.parent().map(Path::to_path_buf).unwrap_or_default(),
+    ));
     let name = trace.display().to_string();
     let mut session = Session::new(
         dev,

@@ -201,16 +201,10 @@ impl HostTiming {
 /// simulated result, the same bytes on every run of the same trace.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Run<'a> {
-    /// The report: statements, expectations, the summary, steps.
+    /// The report, the host runtime's side, why the run stopped early:
+    /// the document every front end gives (the Python package's too).
     #[serde(flatten)]
-    pub(crate) report: &'a soc::exec::RunReport,
-    /// The host runtime's side (ioctls, allocations, copies), when the
-    /// trace used it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) host_runtime: Option<host_exec::HostReport>,
-    /// Why the run stopped early (a signal), if it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) interrupted: Option<String>,
+    pub(crate) run: host_exec::RunDocument<'a>,
     /// Host wall-clock figures; absent with `--no-host-timing`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) host_timing: Option<HostTiming>,

@@ -108,30 +108,23 @@ pub(crate) struct Maps {
 }
 
 impl Maps {
-    fn catalog(&self) -> Result<&'static csr::Catalog, Failure> {
+    /// The `--csr-maps` directory's maps (every `*.json` but
+    /// `soc-map.json`), in name order.
+    fn csr_sources(&self) -> Result<Vec<soc::setup::Source>, Failure> {
         let Some(dir) = &self.csr_maps else {
-            return csr::catalog().map_err(|e| bad_input(e.to_string()));
+            return Ok(Vec::new());
         };
-        let mut catalog = csr::Catalog::builtin().map_err(|e| bad_input(e.to_string()))?;
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| bad_input(format!("cannot read --csr-maps {}: {e}", dir.display())))?;
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| input::has_ext(p, "json"))
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| !n.eq_ignore_ascii_case("soc-map.json"))
-            })
-            .collect();
-        paths.sort();
-        for p in paths {
-            let text = input::read_text(&p, "CSR map")?;
-            let map = csr::CsrMap::from_json(&text, &p.display().to_string())
-                .map_err(|e| bad_input(e.to_string()))?;
-            catalog.insert(map);
-        }
-        // One catalog per process: the device borrows it for its lifetime.
-        Ok(Box::leak(Box::new(catalog)))
+        // Read here: a file that is not UTF-8 is named with line, column
+        // and byte (input::read_text).
+        soc::setup::csr_map_paths_in(dir)
+            .map_err(|e| bad_input(format!("--csr-maps: {e}")))?
+            .iter()
+            .map(|p| source(p, "CSR map"))
+            .collect()
+    }
+
+    fn catalog(&self) -> Result<&'static csr::Catalog, Failure> {
+        soc::setup::catalog_from(&self.csr_sources()?).map_err(bad_input)
     }
 
     pub(crate) fn device(&self) -> Result<Device, Failure> {
@@ -139,27 +132,26 @@ impl Maps {
     }
 
     fn device_with_timing(&self, timing: Option<&Path>) -> Result<Device, Failure> {
-        let catalog = self.catalog()?;
-        let timing = match timing {
-            None => sim_core::TimingConfig::default_config().map_err(|e| bad_input(e.to_string())),
-            Some(p) => {
-                // A timing file gives only what it changes (docs/timing.md).
-                let text = input::read_text(p, "--timing")?;
-                let name = p.display().to_string();
-                sim_core::TimingConfig::from_json_over_defaults(&text, &name)
-                    .map_err(|e| bad_input(format!("{name}: {e}")))
-            }
-        }?;
-        let map = match &self.soc_map {
-            None => soc_map::trn2(),
-            Some(p) => {
-                let text = input::read_text(p, "--soc-map")?;
-                soc_map::SocMap::from_json(&text, &p.display().to_string())
-            }
-        }
-        .map_err(|e| bad_input(e.to_string()))?;
-        Device::with_timing(map, catalog, timing).map_err(|e| bad_input(e.to_string()))
+        let sources = soc::setup::DeviceSources {
+            // A timing file gives only what it changes (docs/timing.md).
+            timing: timing.map(|p| source(p, "--timing")).transpose()?,
+            soc_map: self
+                .soc_map
+                .as_deref()
+                .map(|p| source(p, "--soc-map"))
+                .transpose()?,
+            csr_maps: self.csr_sources()?,
+        };
+        soc::setup::device_from(&sources).map_err(bad_input)
     }
+}
+
+/// A text input file with its path as its name in messages.
+fn source(path: &Path, what: &str) -> Result<soc::setup::Source, Failure> {
+    Ok(soc::setup::Source {
+        text: input::read_text(path, what)?,
+        name: path.display().to_string(),
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -745,34 +737,11 @@ fn cmd_decode_desc(hex: &str, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// Trace files relative to the trace's directory (the current one for a
-/// trace on standard input).
-struct DirFiles {
-    base: PathBuf,
-}
-
-impl TraceFiles for DirFiles {
-    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.base.join(path))
-    }
-    fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
-        let p = self.base.join(path);
-        if let Some(dir) = p.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(p, data)
-    }
-    fn open(&mut self, path: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
-        Ok(std::sync::Arc::new(soc::exec::DiskFile::open(
-            &self.base.join(path),
-        )?))
-    }
-}
-
-/// The files of a `run`: [`DirFiles`], and `<stdin>` for `run --core tpbN
+/// The files of a `run`: [`host_exec::DirFiles`] (relative to the trace's
+/// directory, the current one for a trace on standard input), and `<stdin>` for `run --core tpbN
 /// -` (the instruction stream read from standard input before the run).
 struct RunFiles {
-    dir: DirFiles,
+    dir: host_exec::DirFiles,
     stdin_stream: Option<std::sync::Arc<dyn soc::exec::FileRange>>,
 }
 
@@ -948,9 +917,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     }
     record_cmd::start(&mut dev, reg_log, vcd)?;
     let mut files = RunFiles {
-        dir: DirFiles {
-            base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
-        },
+        dir: host_exec::DirFiles::new(trace.parent().map(Path::to_path_buf).unwrap_or_default()),
         stdin_stream,
     };
     // Statements and events go to the output as they happen
@@ -1067,9 +1034,11 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         // Through a Value: the streamed `steps` are spliced in where the
         // (ordered) map puts the key.
         let doc = json_out::Doc::new(json_out::Run {
-            report: &report,
-            host_runtime: host,
-            interrupted: interrupted.clone(),
+            run: host_exec::RunDocument {
+                report: &report,
+                host_runtime: host,
+                interrupted: interrupted.clone(),
+            },
             host_timing: host_timing.then_some(speed),
             race: race.clone(),
         });

@@ -264,9 +264,9 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
     check_filter(&dev, &a.engines, &a.queues)?;
     record_cmd::start(&mut dev, a.reg_log.as_deref(), a.vcd.as_deref())?;
     let name = input::name_of(trace);
-    let files = Box::new(crate::DirFiles {
-        base: trace.parent().map(Path::to_path_buf).unwrap_or_default(),
-    });
+    let files = Box::new(host_exec::DirFiles::new(
+        trace.parent().map(Path::to_path_buf).unwrap_or_default(),
+    ));
     let config = SessionConfig {
         filter: DoorbellFilter {
             engines: a.engines.clone(),

@@ -10,7 +10,9 @@
 //! - ` ```sh ` — commands: the block runs as one `sh -e` script (a `\`
 //!   continues a line), without the `cargo` commands other than `cargo run -p
 //!   neuron-sim` (builds, tests, benches and `xtask` are not examples of the
-//!   simulator) and viewers (`gtkwave`, `surfer`); it must exit 0.
+//!   simulator), viewers (`gtkwave`, `surfer`) and the Python package's
+//!   install and scripts (`pip`, `python3 -m venv`, `. ENV/bin/activate`,
+//!   `python …`; crates/py/tests runs those); it must exit 0.
 //! - ` ```console ` — a transcript: each `$ COMMAND` runs and every output
 //!   line shown (except lines with `…`, which elide) must appear in what it
 //!   printed; it exits 0, or `status=N`, or what a following `$ echo $?`
@@ -175,6 +177,19 @@ fn skipped(cmd: &str) -> bool {
     let cmd = normalise(cmd);
     if cmd.starts_with("cargo ") || cmd.starts_with("gtkwave ") || cmd.starts_with("surfer ") {
         return true;
+    }
+    // Installing and running the Python package (docs/python.md): its
+    // examples run in its own suite (crates/py/tests, `cargo xtask test`).
+    for prefix in [
+        "pip ",
+        "python3 -m venv ",
+        ". ",
+        "python ",
+        "python3 examples/",
+    ] {
+        if cmd.starts_with(prefix) {
+            return true;
+        }
     }
     for tool in ["jq", "xxd", "python3"] {
         let used = cmd.contains(&format!("| {tool} ")) || cmd.contains(&format!("$({tool} "));

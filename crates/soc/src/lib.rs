@@ -10,6 +10,7 @@ pub mod memory;
 pub mod race;
 pub mod record;
 pub mod resolve;
+pub mod setup;
 pub mod workload;
 
 pub use describe::{AddressInfo, describe};

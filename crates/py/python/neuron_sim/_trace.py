@@ -1,0 +1,66 @@
+"""`run_trace`: a trace run as `neuron-sim run --json` runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, Iterator
+
+from . import _native
+
+
+class Report(Mapping):
+    """The report of a run: the same data as `neuron-sim run --json` (less
+    `schema_version` and the host wall-clock `host_timing`), subscriptable
+    like that dict (`rep["cycles"]`, `rep["steps"][0]`)."""
+
+    def __init__(self, data: dict, exit_code: int) -> None:
+        self._data = data
+        self.exit_code = exit_code
+
+    def __getitem__(self, k: str) -> Any:
+        """The report field `k` (`rep["cycles"]`)."""
+        return self._data[k]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def to_dict(self) -> dict:
+        """The report as a plain dict (a copy)."""
+        return self._data
+
+    @property
+    def ok(self) -> bool:
+        """Every expectation held and nothing was bad input."""
+        return self.exit_code == 0
+
+    def __repr__(self) -> str:
+        d = self._data
+        return (f"<Report {d.get('trace')}: {d.get('statements')} statements, {d.get('cycles')} cycles, "
+                f"{d.get('bytes')} bytes, exit {self.exit_code}>")
+
+
+def run_trace(path_or_text: Any, timing: str | None = None, timing_only: bool = False,
+              soc_map: str | None = None, csr_maps: str | None = None, name: str | None = None) -> Report:
+    """Runs a trace file (a path) or trace text and returns its report.
+    The options are `neuron-sim run`'s. Raises TraceError when the trace
+    does not parse or resolve (nothing ran)."""
+    text: str
+    if isinstance(path_or_text, os.PathLike) or (
+            isinstance(path_or_text, str) and "\n" not in path_or_text and os.path.exists(path_or_text)):
+        path = os.fspath(path_or_text)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        trace_name = name or path
+        base = os.path.dirname(path) or "."
+    else:
+        text = str(path_or_text)
+        trace_name = name or "<python>"
+        base = "."
+    doc, code = _native.run_trace_json(text, trace_name, base, timing=timing, timing_only=timing_only,
+                                       soc_map=soc_map, csr_maps=csr_maps)
+    return Report(json.loads(doc), code)

@@ -1,0 +1,67 @@
+//! `neuron_sim.run_trace`: a trace run as `neuron-sim run --json` runs it
+//! (`host_exec::run_source_with`, events recorded), its report as the same
+//! JSON document (`host_exec::RunDocument`).
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use soc::setup::{DeviceSources, Source};
+
+use crate::errors::{TraceError, bad};
+
+fn read_source(path: &str, what: &str) -> PyResult<Source> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad(format!("cannot read {what} {path}: {e}")))?;
+    Ok(Source {
+        text,
+        name: path.to_string(),
+    })
+}
+
+/// Runs trace text `source` (named `name` in messages; its files relative
+/// to `base_dir`) and returns (the `run --json` document as JSON text
+/// without `schema_version` and `host_timing`, the exit code 0/1/2).
+#[pyfunction]
+#[pyo3(signature = (source, name, base_dir, timing=None, timing_only=false, soc_map=None, csr_maps=None))]
+pub(crate) fn run_trace_json(
+    source: &str,
+    name: &str,
+    base_dir: PathBuf,
+    timing: Option<&str>,
+    timing_only: bool,
+    soc_map: Option<&str>,
+    csr_maps: Option<&str>,
+) -> PyResult<(String, u8)> {
+    let sources = DeviceSources {
+        timing: timing.map(|p| read_source(p, "timing")).transpose()?,
+        soc_map: soc_map.map(|p| read_source(p, "soc map")).transpose()?,
+        csr_maps: match csr_maps {
+            None => Vec::new(),
+            Some(dir) => soc::setup::csr_map_sources_in(std::path::Path::new(dir)).map_err(bad)?,
+        },
+    };
+    let mut dev = soc::setup::device_from(&sources).map_err(bad)?;
+    dev.set_timing_only(timing_only);
+    // As `run --json`: the steps carry their device events.
+    dev.set_trace(true);
+    let mut files = host_exec::DirFiles::new(base_dir);
+    let ran = host_exec::run_source_with(
+        dev,
+        source,
+        name,
+        &mut files,
+        host_exec::SessionOptions::default(),
+    );
+    let (report, mut session) = ran.map_err(|errors| {
+        let mut msg = errors.join("\n");
+        msg.push_str(&format!("\n{} error(s); nothing was run", errors.len()));
+        TraceError::new_err(msg)
+    })?;
+    let doc = host_exec::RunDocument {
+        report: &report,
+        host_runtime: session.used().then(|| session.report()),
+        interrupted: None,
+    };
+    let json = serde_json::to_string(&doc).map_err(|e| bad(e.to_string()))?;
+    Ok((json, report.exit_code()))
+}

@@ -1,0 +1,156 @@
+"""Device: memory, partition views, registers, runs, reports (item 1)."""
+
+import numpy as np
+import pytest
+
+import neuron_sim as ns
+
+
+def test_write_read_by_symbolic_address(dev):
+    data = np.arange(256, dtype=np.uint8)
+    dev.write("hbm0+0x1000", data)
+    assert np.array_equal(dev.read("hbm0+0x1000", 256), data)
+    assert np.array_equal(dev.read(dev.addr("hbm0") + 0x1000, 4), data[:4])
+
+
+def test_read_array_shape_and_dtype(dev):
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    dev.write("hbm1+0x40", a)
+    got = dev.read_array("hbm1+0x40", (8, 8), "float32")
+    assert got.dtype == np.float32 and np.array_equal(got, a)
+
+
+def test_write_accepts_bytes(dev):
+    dev.write("hbm0", b"\x01\x02\x03")
+    assert list(dev.read("hbm0", 3)) == [1, 2, 3]
+
+
+def test_partition_address_resolves(dev):
+    p0 = dev.addr("tpb0.sbuf[p0]")
+    p5 = dev.addr("tpb0.sbuf[p5]")
+    assert p5 - p0 == 5 * (dev.addr("tpb0.sbuf[p1]") - p0)
+
+
+def test_sbuf_view_reads_and_writes_blocks(dev):
+    sb = dev.sbuf(0)
+    block = (np.arange(4 * 16) % 251).astype(np.uint8).reshape(4, 16)
+    sb[2:6, 0:16] = block
+    assert np.array_equal(sb[2:6, 0:16], block)
+    assert np.array_equal(dev.read("tpb0.sbuf[p3]", 16), block[1])
+
+
+def test_typed_sbuf_view(dev):
+    sb = dev.sbuf(1, dtype="float32")
+    sb[0:128, 0:4] = np.float32(2.5)
+    got = sb[0:128, 0:4]
+    assert got.dtype == np.float32 and got.shape == (128, 4) and np.all(got == 2.5)
+
+
+def test_psum_view(dev):
+    ps = dev.psum(0, dtype="int32")
+    ps[0:2, 0:2] = np.array([[1, 2], [3, 4]], dtype=np.int32)
+    assert ps[0:2, 0:2].tolist() == [[1, 2], [3, 4]]
+
+
+def test_register_fields_read_and_assign(dev):
+    r = dev.reg("eng0.m2s.q0.q_cfg")
+    assert "EN_PREF" in r.fields
+    r["EN_PREF"] = 1
+    assert r["EN_PREF"] == 1
+    assert r.value & (1 << r.field_info("EN_PREF")[0])
+
+
+def test_register_value_assignment(dev):
+    r = dev.reg("eng0.m2s.q0.tdrbp_low")
+    r.value = 0x1000
+    assert r.value == 0x1000
+    assert dev.read32("eng0.m2s.q0.tdrbp_low") == 0x1000
+
+
+def test_register_bad_field_names_the_fields(dev):
+    r = dev.reg("eng0.m2s.q0.q_cfg")
+    with pytest.raises(ValueError, match="EN_PREF"):
+        r["NOPE"] = 1
+
+
+def test_field_too_wide(dev):
+    r = dev.reg("eng0.m2s.q0.q_cfg")
+    with pytest.raises(ValueError, match="does not fit"):
+        r.set(EN_PREF=2)
+
+
+def test_reg_of_memory_is_an_error(dev):
+    with pytest.raises(ValueError, match="memory"):
+        dev.reg("hbm0")
+
+
+def test_unknown_name_is_value_error(dev):
+    with pytest.raises(ValueError, match="hbm9"):
+        dev.addr("hbm9+0x10")
+
+
+def test_unmapped_address_is_bus_error(dev):
+    with pytest.raises(ns.BusError):
+        dev.read(0xFFFF_FFFF_FFFF_0000, 4)
+
+
+def test_bus_error_is_a_neuron_sim_error():
+    assert issubclass(ns.BusError, ns.NeuronSimError)
+    assert issubclass(ns.DeviceError, ns.NeuronSimError)
+    assert ns.BusError is not ns.DeviceError
+
+
+def test_run_cycles_advances_time(dev):
+    t0 = dev.now
+    assert dev.run(cycles=100) in ("idle", "limit")
+    assert dev.now == t0 + 100
+    assert dev.run() == "idle"
+
+
+def test_wait_times_out_with_the_value(dev):
+    with pytest.raises(TimeoutError, match="0x00000000"):
+        dev.wait("tpb0.sem.read[1]", "==", 5, timeout=50)
+
+
+def test_wait_holds_immediately(dev):
+    dev.write32("tpb0.sem.inc[2]", 3)
+    assert dev.wait("tpb0.sem.read[2]", ">=", 3) == 0
+
+
+def test_wait_bad_op(dev):
+    with pytest.raises(ValueError, match="op"):
+        dev.wait("tpb0.sem.read[1]", "<", 1)
+
+
+def test_report_has_run_json_totals(dev):
+    rep = dev.report()
+    for k in ("cycles", "sim_ns", "bytes", "descriptors", "queues", "faults"):
+        assert k in rep
+
+
+def test_csr_snapshot_changes_with_a_write(dev):
+    before = dev.csr_snapshot()
+    dev.write32("eng3.m2s.q0.tdrbp_low", 0x2000)
+    after = dev.csr_snapshot()
+    regions = {b["region"]: b for b in after["blocks"]}
+    assert "eng3.m2s.q0" in regions
+    assert len(after["blocks"]) == len(before["blocks"]) + 1
+
+
+def test_write_vcd_and_perfetto(tmp_path):
+    dev = ns.Device(vcd=True, perfetto=True)
+    src = dev.hbm_tensor("hbm0", (16, 64), "float32")
+    dst = dev.sbuf_tile(0, (16, 64), "float32")
+    ns.dma_copy(dev, dst=dst, src=src)
+    dev.write_vcd(tmp_path / "w.vcd")
+    assert (tmp_path / "w.vcd").read_text().startswith("$")
+    packets = dev.write_perfetto(tmp_path / "t.json")
+    assert packets > 0
+    import json
+
+    assert "traceEvents" in json.loads((tmp_path / "t.json").read_text())
+
+
+def test_write_vcd_needs_the_option(dev, tmp_path):
+    with pytest.raises(ValueError, match="vcd=True"):
+        dev.write_vcd(tmp_path / "w.vcd")

@@ -1,0 +1,102 @@
+"""run_trace against the CLI's --json, and the device snapshot against the
+CLI's CSR snapshot of the same work (items 1, 5)."""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import neuron_sim as ns
+
+TRACES = ["fw-tile-load-bf16.trace", "copy-hbm-hbm.trace", "fw-transpose.trace"]
+
+
+def cli_json(cli, trace, *extra):
+    out = subprocess.run([str(cli), "run", str(trace), "--json", "--no-host-timing", *extra],
+                         capture_output=True, text=True)
+    doc = json.loads(out.stdout)
+    doc.pop("schema_version", None)
+    return doc, out.returncode
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_run_trace_equals_cli_json(root, cli, name):
+    trace = root / "traces" / name
+    want, code = cli_json(cli, trace)
+    rep = ns.run_trace(str(trace))
+    assert rep.to_dict() == want
+    assert rep.exit_code == code == 0
+
+
+def test_report_is_subscriptable(root):
+    rep = ns.run_trace(root / "traces" / "fw-tile-load-bf16.trace")
+    assert rep["cycles"] > 0 and rep["expectations_failed"] == 0
+    assert rep.ok and "steps" in rep and len(rep["steps"]) == rep["statements"]
+
+
+def test_run_trace_from_text():
+    rep = ns.run_trace("fill hbm0 len=64 byte=0x5a\nexpect hbm0+0x3c bytes=5a5a5a5a\n")
+    assert rep["expectations_passed"] == 1 and rep.ok
+
+
+def test_failed_expectation_exit_code():
+    rep = ns.run_trace("fill hbm0 len=4 byte=0x1\nexpect hbm0 bytes=02020202\n")
+    assert rep.exit_code == 1 and rep["expectations_failed"] == 1
+
+
+def test_bad_trace_raises_trace_error():
+    with pytest.raises(ns.TraceError, match="nothing was run"):
+        ns.run_trace("frobnicate hbm0\n")
+
+
+def test_host_trace_report(root, cli):
+    traces = sorted((root / "traces").glob("host-*.trace"))
+    assert traces
+    want, _ = cli_json(cli, traces[0])
+    rep = ns.run_trace(traces[0])
+    assert rep.to_dict() == want
+
+
+def test_csr_snapshot_equals_cli_snapshot(root, cli, tmp_path):
+    # The same work as a trace and through the API.
+    trace = tmp_path / "snap.trace"
+    trace.write_text(
+        "write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x01000000\n"
+        "write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n"
+        "fill hbm0 len=4096 byte=0x11\n"
+        "inst tpb0 DIRECT2D semaphore=1 sem_increment=1 src_start_addr=imm:0x0 src_step_elem=[1,32] "
+        "src_num_elem=[32,128] src_elem_size=1 dst_start_addr=imm:0x2000000000 "
+        "dst_step_elem=[1,262144] dst_num_elem=[32,128] dst_elem_size=1 in_dtype=UINT8 out_dtype=UINT8\n"
+        "run\n")
+    snap = tmp_path / "snap.json"
+    subprocess.run([str(cli), "run", str(trace), "-q", "--csr-snapshot", str(snap)], check=True,
+                   capture_output=True)
+    want = json.loads(snap.read_text())
+    want.pop("schema_version", None)
+
+    dev = ns.Device()
+    assert dev.addr("hbm0") == 0
+    dev.configure_dge(0, engines=16, ring_descriptors=256)
+    dev.fill("hbm0", 4096, 0x11)
+    src = dev.hbm_tensor("hbm0", (128, 32), "uint8")
+    dst = dev.sbuf_tile(0, (128, 32), "uint8")
+    ns.dma_copy(dev, dst=dst, src=src)
+    assert dev.csr_snapshot() == want
+    assert np.all(dst.numpy() == 0x11)
+
+
+def test_csr_snapshot_yaml(dev):
+    dev.write32("eng1.m2s.q0.tdrbp_low", 0x3000)
+    y = dev.csr_snapshot_yaml()
+    assert "eng1.m2s.q0" in y and "TDRBP_LOW" in y and "0x3000" in y
+
+
+def test_example_script_runs(root):
+    import sys
+
+    out = subprocess.run([sys.executable, str(root / "examples" / "tile_load_transpose.py")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "ok: load and transpose match numpy" in out.stdout
+    assert "GB/s" in out.stdout
