@@ -111,3 +111,49 @@ pub(crate) fn decode_desc_json(bytes: &[u8]) -> PyResult<String> {
     let desc = dma_abi::parse_hex_descriptor(&hex).map_err(|e| bad(e.to_string()))?;
     serde_json::to_string(&desc.decode()).map_err(|e| bad(e.to_string()))
 }
+
+/// Encodes a 16-byte descriptor with `dma_abi::build` (docs/descriptors.md):
+/// `tx` an M2S descriptor reading `len_bytes` at `addr` (word 1 the
+/// default copy control unless given), `rx` an S2M descriptor writing them.
+#[pyfunction]
+#[pyo3(signature = (direction, len_bytes, addr, first, last, int_en, dmb, sow, concat, ring_id, word1=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_desc<'py>(
+    py: Python<'py>,
+    direction: &str,
+    len_bytes: u32,
+    addr: u64,
+    first: bool,
+    last: bool,
+    int_en: bool,
+    dmb: bool,
+    sow: bool,
+    concat: bool,
+    ring_id: u8,
+    word1: Option<u32>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    if ring_id > 3 {
+        return Err(bad(format!("ring_id {ring_id} is out of range (0..=3)")));
+    }
+    let flags = dma_abi::Flags {
+        first,
+        last,
+        int_en,
+        dmb,
+        sow,
+        concat,
+        meta: false,
+        ring_id,
+    };
+    let desc = match direction {
+        "tx" => dma_abi::tx(len_bytes, addr, flags),
+        "rx" => dma_abi::rx(len_bytes, addr).map(|d| d.with_flags(flags)),
+        other => return Err(bad(format!("direction `{other}` is not tx or rx"))),
+    }
+    .map_err(|e| bad(format!("len {len_bytes}: {e}")))?;
+    let desc = match word1 {
+        Some(w) => desc.with_word1(dma_abi::CmeWord::from_raw(w)),
+        None => desc,
+    };
+    Ok(PyBytes::new(py, &desc.to_bytes()))
+}

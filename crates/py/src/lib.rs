@@ -31,5 +31,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(isa::asm, m)?)?;
     m.add_function(wrap_pyfunction!(isa::disasm, m)?)?;
     m.add_function(wrap_pyfunction!(isa::decode_desc_json, m)?)?;
+    m.add_function(wrap_pyfunction!(isa::encode_desc, m)?)?;
     Ok(())
 }
