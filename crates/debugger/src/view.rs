@@ -4,7 +4,6 @@
 
 use soc::Device;
 use soc::exec::{QueueTarget, ring_of};
-use soc_map::RegionKind;
 use udma::Dir;
 
 use crate::breakpoint::Breakpoints;
@@ -63,27 +62,7 @@ pub fn name_addresses(device: &Device, text: &str) -> String {
 /// `eng3.s2m.q1.RDRTP`, `tpb0.evt_sem.SEM_INC[7]`; the number when nothing
 /// is mapped there.
 pub fn symbolic(device: &Device, addr: u64) -> String {
-    let info = soc::describe(device, addr);
-    let Some(region) = info.region else {
-        return format!("unmapped {addr:#x}");
-    };
-    let off = info.offset.map_or(0, |o| o.0);
-    let plus = |off: u64| {
-        if off == 0 {
-            String::new()
-        } else {
-            format!("+{off:#x}")
-        }
-    };
-    if let Some(e) = info.element {
-        return format!("{region}.{e}");
-    }
-    match (info.kind, info.partition) {
-        (Some(RegionKind::Sbuf | RegionKind::Psum), Some(p)) => {
-            format!("{region}[p{p}]{}", plus(off))
-        }
-        _ => format!("{region}{}", plus(off)),
-    }
+    soc::describe::symbolic(device, addr)
 }
 
 /// The header of a stop: why it stopped, each breakpoint that fired, and
