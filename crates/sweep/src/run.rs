@@ -122,29 +122,6 @@ impl DeviceFactory {
     }
 }
 
-/// Trace files relative to the trace's directory.
-pub(crate) struct DirFiles {
-    pub(crate) base: PathBuf,
-}
-
-impl soc::exec::TraceFiles for DirFiles {
-    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.base.join(path))
-    }
-    fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
-        let p = self.base.join(path);
-        if let Some(dir) = p.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(p, data)
-    }
-    fn open(&mut self, path: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
-        Ok(std::sync::Arc::new(soc::exec::DiskFile::open(
-            &self.base.join(path),
-        )?))
-    }
-}
-
 /// One trace run of a sweep or a calibration.
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -202,9 +179,7 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
     let mut dev = factory.device()?;
     dev.set_timing_only(job.timing_only);
     dev.set_trace(false);
-    let mut files = DirFiles {
-        base: job.base.clone(),
-    };
+    let mut files = host_exec::DirFiles::new(job.base.clone());
     let started = Instant::now();
     let (report, _session) = host_exec::run_source(dev, &job.source, &job.name, &mut files)
         .map_err(|errors| errors.join("\n"))?;

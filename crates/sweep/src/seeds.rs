@@ -9,7 +9,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::run::{DeviceFactory, DirFiles};
+use crate::run::DeviceFactory;
+use host_exec::DirFiles;
 
 /// What the seeds showed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -84,9 +85,7 @@ fn run_seed(
     let mut dev = factory.device()?;
     dev.set_trace(false);
     dev.set_schedule_seed(Some(seed));
-    let mut files = DirFiles {
-        base: base.to_path_buf(),
-    };
+    let mut files = DirFiles::new(base.to_path_buf());
     let (report, _session) =
         host_exec::run_source(dev, text, name, &mut files).map_err(|errors| errors.join("\n"))?;
     Ok(report
