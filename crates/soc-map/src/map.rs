@@ -194,11 +194,13 @@ impl SocMap {
     pub fn from_spec(spec: MapSpec) -> Result<Self, MapError> {
         // Counts, names and placements first: a bad count must not build
         // its instances (docs/address-map.md "Validation").
-        crate::precheck::check(&spec)?;
+        let regions_max = crate::precheck::check(&spec)?;
+        // Sized once: growing a vector of 5,700 regions copied it 17 times.
+        let capacity = usize::try_from(regions_max).unwrap_or(0).min(1 << 20);
         let mut b = Builder {
             spec: &spec,
-            regions: Vec::new(),
-            by_name: NameIndex::default(),
+            regions: Vec::with_capacity(capacity),
+            by_name: NameIndex::with_capacity_and_hasher(capacity, Default::default()),
             include_depth: 0,
             pending_aliases: Vec::new(),
         };

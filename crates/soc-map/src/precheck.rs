@@ -49,8 +49,9 @@ impl Cost {
     }
 }
 
-/// Runs every declaration check on `spec`.
-pub(crate) fn check(spec: &MapSpec) -> Result<(), MapError> {
+/// Runs every declaration check on `spec`; returns an upper bound on the
+/// regions it expands to (within the map budget), to size the builder.
+pub(crate) fn check(spec: &MapSpec) -> Result<u64, MapError> {
     let mut walk = Walk { spec, visits: 0 };
     let roots: Vec<(&NodeSpec, String)> = spec
         .regions
@@ -63,7 +64,8 @@ pub(crate) fn check(spec: &MapSpec) -> Result<(), MapError> {
         total = total.add(walk.node(node, None, 0, 0, path)?);
         over_budget(total, path, "the map")?;
     }
-    check_names(&roots)
+    check_names(&roots)?;
+    Ok(total.regions)
 }
 
 struct Walk<'s> {

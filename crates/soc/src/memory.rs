@@ -157,7 +157,7 @@ impl LastRegion {
 }
 
 /// Regions [`DeviceMemory`] remembers.
-const RECENT_REGIONS: usize = 4;
+const RECENT_REGIONS: usize = 16;
 
 /// Every memory of the device, created lazily.
 #[derive(Debug, Default)]
@@ -172,6 +172,10 @@ pub struct DeviceMemory {
     skip_payload: bool,
     /// Timing-only mode: the bytes skipped copies should have written.
     stale: StaleRanges,
+    /// By region id: whether a stale range was ever marked in the region.
+    /// A write elsewhere (every ring, completion and semaphore write of a
+    /// timing-only run) meets no stale byte and skips the range search.
+    stale_in: Vec<bool>,
 }
 
 /// In timing-only mode, DMA copies of at most this many bytes still move
@@ -323,13 +327,31 @@ impl DeviceMemory {
         }
     }
 
+    /// Marks `[addr, addr + len)` of region `t.region` stale.
+    fn mark_stale(&mut self, t: MemTarget, addr: u64, len: u64) {
+        if self.stale_in.len() <= t.region {
+            self.stale_in.resize(t.region + 1, false);
+        }
+        self.stale_in[t.region] = true;
+        self.stale.mark(addr, len);
+    }
+
+    /// `[addr, addr + len)` of region `t.region` was written: no longer
+    /// stale. A range lies in one region, so a region never marked has
+    /// nothing to clear.
+    fn clear_stale(&mut self, t: MemTarget, addr: u64, len: u64) {
+        if self.stale_in.get(t.region).copied().unwrap_or(false) {
+            self.stale.clear(addr, len);
+        }
+    }
+
     /// Writes `data` at `addr`.
     pub fn write(&mut self, map: &SocMap, addr: u64, data: &[u8]) -> Result<(), BusFault> {
         let t = self.target(map, addr, data.len() as u64)?;
         self.store_mut(map, t.storage)
             .write(t.offset, data)
             .map_err(|f| Self::fault(map, t, addr, f))?;
-        self.stale.clear(addr, data.len() as u64);
+        self.clear_stale(t, addr, data.len() as u64);
         Ok(())
     }
 
@@ -339,7 +361,7 @@ impl DeviceMemory {
         self.store_mut(map, t.storage)
             .fill(t.offset, len, byte)
             .map_err(|f| Self::fault(map, t, addr, f))?;
-        self.stale.clear(addr, len);
+        self.clear_stale(t, addr, len);
         Ok(())
     }
 
@@ -366,7 +388,7 @@ impl DeviceMemory {
                 )
             };
             if flat(s) && flat(d) {
-                self.stale.mark(dst, len);
+                self.mark_stale(d, dst, len);
                 return Ok(());
             }
         }
@@ -378,15 +400,15 @@ impl DeviceMemory {
             .map_err(|f| (Self::fault(map, s, src, f), src))?;
         if self.skip_payload && len > TIMING_ONLY_MIN_SKIP_BYTES {
             // Timing-only: checked, not moved (docs/references/design.md §4).
-            self.stale.mark(dst, len);
+            self.mark_stale(d, dst, len);
             return Ok(());
         }
         if !self.stale.is_empty() {
             // A small copy moves its bytes: stale ones stay stale.
             if self.stale.first_in(src, len).is_some() {
-                self.stale.mark(dst, len);
+                self.mark_stale(d, dst, len);
             } else {
-                self.stale.clear(dst, len);
+                self.clear_stale(d, dst, len);
             }
         }
         if s.storage == d.storage {

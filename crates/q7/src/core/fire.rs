@@ -15,9 +15,12 @@ impl Q7Core {
     ) {
         bus.note_word(&tag);
         let regs = self.layout.regs;
-        let mut targets = Vec::new();
+        let mut targets = Vec::with_capacity(plan.engines.len());
         let mut written = 0u64;
+        // Events are built only when recorded (`Q7Core::event` drops them
+        // otherwise).
         let mut events = Vec::new();
+        let trace = self.trace;
         if plan.kind == InstKind::RdmaDescStart {
             self.start_rdma(bus, &mut targets, &mut events);
         }
@@ -130,12 +133,14 @@ impl Q7Core {
                     }
                     None => self.unrung.push((ep.slot, m2s_count, count)),
                 }
-                events.push(FwEventKind::Generated {
-                    engine: e.id,
-                    queue: r.queue,
-                    count,
-                    bytes: ep.bytes,
-                });
+                if trace {
+                    events.push(FwEventKind::Generated {
+                        engine: e.id,
+                        queue: r.queue,
+                        count,
+                        bytes: ep.bytes,
+                    });
+                }
                 continue;
             }
             let (mq, sq) = (e.m2s_q(r.queue), e.s2m_q(r.queue));
@@ -148,15 +153,17 @@ impl Q7Core {
                 });
             }
             targets.push((ep.slot, r.m2s_pos, r.s2m_pos));
-            events.push(FwEventKind::Doorbell {
-                engine: e.id,
-                queue: r.queue,
-                m2s_first,
-                s2m_first,
-                count,
-                m2s_count,
-                bytes: ep.bytes,
-            });
+            if trace {
+                events.push(FwEventKind::Doorbell {
+                    engine: e.id,
+                    queue: r.queue,
+                    m2s_first,
+                    s2m_first,
+                    count,
+                    m2s_count,
+                    bytes: ep.bytes,
+                });
+            }
         }
         for k in events {
             self.event(now, &tag, k);
