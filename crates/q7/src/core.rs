@@ -49,6 +49,15 @@ pub trait FwBus {
     fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), String>;
     /// A byte load from memory.
     fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String>;
+    /// Whether `[addr, addr + len)` is plain memory that one
+    /// [`FwBus::write_bytes`] stores whole, without a fault, and that no
+    /// observer sees store by store: then the firmware may store a run of
+    /// descriptors in one write with the same result as one store per
+    /// descriptor (default: no).
+    fn stores_whole(&self, addr: u64, len: u64) -> bool {
+        let _ = (addr, len);
+        false
+    }
     /// The SBUF/PSUM partition `addr` is in, if any.
     fn partition_of(&self, addr: u64) -> Option<u16>;
     /// The partition stride of the partitioned memory at `addr`, if any
@@ -216,6 +225,9 @@ pub struct Q7Core {
     stats: std::collections::BTreeMap<&'static str, KindStats>,
     /// Whether events are recorded ([`Q7Core::set_trace`]).
     trace: bool,
+    /// Scratch space of [`Q7Core::fire`]: one engine's descriptors, built
+    /// before they are stored.
+    built: fire::Built,
 }
 
 impl Q7Core {
@@ -239,6 +251,7 @@ impl Q7Core {
             icache: None,
             halted: None,
             stats: Default::default(),
+            built: fire::Built::default(),
             trace: true,
         }
     }

@@ -1173,6 +1173,14 @@ impl Device {
         self.fabric.memory.write(&self.fabric.map, addr, data)
     }
 
+    /// Whether one [`Device::write_bytes`] of `len` bytes at `addr` lands
+    /// whole in plain (unpartitioned) memory, and no race detector watches
+    /// the stores one by one: the firmware's batched descriptor stores
+    /// (docs/firmware.md "Descriptor generation").
+    pub fn stores_whole(&self, addr: u64, len: u64) -> bool {
+        self.fabric.race.is_none() && self.fabric.memory.is_plain(&self.fabric.map, addr, len)
+    }
+
     /// Fills `len` bytes of memory at `addr` with `byte`.
     pub fn fill(&mut self, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
         self.touch();

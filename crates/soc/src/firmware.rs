@@ -230,6 +230,10 @@ impl FwBus for DeviceFwBus<'_> {
         self.device.read_bytes(addr, buf).map_err(|e| e.to_string())
     }
 
+    fn stores_whole(&self, addr: u64, len: u64) -> bool {
+        self.device.stores_whole(addr, len)
+    }
+
     fn note_word(&mut self, tag: &q7::InstTag) {
         if let crate::Master::Firmware(t) = self.device.bus_master() {
             self.device.race_word(t, tag);

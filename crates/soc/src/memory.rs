@@ -327,6 +327,17 @@ impl DeviceMemory {
         }
     }
 
+    /// Whether `[addr, addr + len)` lies in one plain (unpartitioned)
+    /// memory region, where a write cannot fault.
+    pub fn is_plain(&self, map: &SocMap, addr: u64, len: u64) -> bool {
+        self.target(map, addr, len).is_ok_and(|t| {
+            matches!(
+                map.region(t.storage).kind,
+                RegionKind::Memory | RegionKind::Host
+            )
+        })
+    }
+
     /// Marks `[addr, addr + len)` of region `t.region` stale.
     fn mark_stale(&mut self, t: MemTarget, addr: u64, len: u64) {
         if self.stale_in.len() <= t.region {

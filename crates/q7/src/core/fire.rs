@@ -61,64 +61,11 @@ impl Q7Core {
                 (PacketTx::Listed(crate::plan::TxSources::one(src)), (at, 4))
             });
             let packets = pairs.chain(gathers).chain(sems);
-            let (mut count, mut m2s_count) = (0u32, 0u32);
-            let mut fault = None;
-            'packets: for (txs, (dst, dst_len)) in packets {
-                let n = txs.len();
-                for k in 0..n {
-                    let s = txs.get(k);
-                    let (src, len, word1) = (s.addr, s.len_bytes, s.word1);
-                    let (mi, mid) = r.slot(r.m2s_pos);
-                    let flags = Flags {
-                        first: k == 0,
-                        last: k + 1 == n,
-                        ring_id: mid,
-                        meta: s.meta,
-                        ..Flags::default()
-                    };
-                    // A meta descriptor: LEN 0, word1 = meta_ctrl, bytes
-                    // 8-15 = meta1/meta2 (docs/references/wiki.md §F.2).
-                    let built = if s.meta {
-                        Ok(dma_abi::Descriptor::new(
-                            dma_abi::LenCtrl::from_raw(0).with_flags(flags),
-                            word1,
-                            src,
-                        ))
-                    } else {
-                        tx(len, src, flags).map(|d| d.with_word1(dma_abi::CmeWord::from_raw(word1)))
-                    };
-                    let Ok(m) = built else {
-                        fault = Some(format!("descriptor length {len} out of range"));
-                        break 'packets;
-                    };
-                    if let Err(msg) = bus
-                        .write_bytes(r.addrs.m2s_ring + DESC_BYTES * u64::from(mi), &m.to_bytes())
-                    {
-                        fault = Some(msg);
-                        break 'packets;
-                    }
-                    r.m2s_pos += 1;
-                    m2s_count += 1;
-                }
-                let (si, sid) = r.slot(r.s2m_pos);
-                let Ok(s) = rx(dst_len, dst).map(|d| {
-                    d.with_flags(Flags {
-                        ring_id: sid,
-                        ..Flags::default()
-                    })
-                }) else {
-                    fault = Some(format!("descriptor length {dst_len} out of range"));
-                    break;
-                };
-                if let Err(msg) =
-                    bus.write_bytes(r.addrs.s2m_ring + DESC_BYTES * u64::from(si), &s.to_bytes())
-                {
-                    fault = Some(msg);
-                    break;
-                }
-                r.s2m_pos += 1;
-                count += 1;
-            }
+            let mut built = std::mem::take(&mut self.built);
+            let build_fault = built.build(r, packets);
+            let (m2s_count, count, store_fault) = built.store(bus, r);
+            self.built = built;
+            let fault = store_fault.or(build_fault);
             written += u64::from(count) + u64::from(m2s_count);
             if !plan.ring_now {
                 if let Some(m) = fault {
@@ -268,5 +215,277 @@ impl PacketTx<'_> {
                 crate::plan::TxSource::data(a, l, *word1)
             }),
         }
+    }
+}
+
+/// One engine's descriptors of a word, built in ring order before they are
+/// stored (docs/firmware.md "Descriptor stores").
+#[derive(Clone, Debug, Default)]
+pub(super) struct Built {
+    /// M2S descriptors, in ring order from the ring's producer position.
+    m2s: Vec<u8>,
+    /// S2M descriptors, in ring order from the ring's producer position.
+    s2m: Vec<u8>,
+    /// Per packet: its M2S descriptor count and whether its S2M
+    /// descriptor was built (not when building stopped inside it).
+    packets: Vec<(u32, bool)>,
+}
+
+impl Built {
+    /// Builds the descriptors of `packets` from `r`'s producer positions
+    /// (`r` is not moved); the fault that stopped building, if any.
+    fn build<'p>(
+        &mut self,
+        r: &Rings,
+        packets: impl Iterator<Item = (PacketTx<'p>, (u64, u32))>,
+    ) -> Option<String> {
+        self.m2s.clear();
+        self.s2m.clear();
+        self.packets.clear();
+        let (mut m2s_pos, mut s2m_pos) = (r.m2s_pos, r.s2m_pos);
+        for (txs, (dst, dst_len)) in packets {
+            let n = txs.len();
+            let mut m2s_n = 0u32;
+            for k in 0..n {
+                let s = txs.get(k);
+                let (src, len, word1) = (s.addr, s.len_bytes, s.word1);
+                let (_, mid) = r.slot(m2s_pos);
+                let flags = Flags {
+                    first: k == 0,
+                    last: k + 1 == n,
+                    ring_id: mid,
+                    meta: s.meta,
+                    ..Flags::default()
+                };
+                // A meta descriptor: LEN 0, word1 = meta_ctrl, bytes
+                // 8-15 = meta1/meta2 (docs/references/wiki.md §F.2).
+                let built = if s.meta {
+                    Ok(dma_abi::Descriptor::new(
+                        dma_abi::LenCtrl::from_raw(0).with_flags(flags),
+                        word1,
+                        src,
+                    ))
+                } else {
+                    tx(len, src, flags).map(|d| d.with_word1(dma_abi::CmeWord::from_raw(word1)))
+                };
+                let Ok(m) = built else {
+                    self.packets.push((m2s_n, false));
+                    return Some(format!("descriptor length {len} out of range"));
+                };
+                self.m2s.extend_from_slice(&m.to_bytes());
+                m2s_pos += 1;
+                m2s_n += 1;
+            }
+            let (_, sid) = r.slot(s2m_pos);
+            let Ok(s) = rx(dst_len, dst).map(|d| {
+                d.with_flags(Flags {
+                    ring_id: sid,
+                    ..Flags::default()
+                })
+            }) else {
+                self.packets.push((m2s_n, false));
+                return Some(format!("descriptor length {dst_len} out of range"));
+            };
+            self.s2m.extend_from_slice(&s.to_bytes());
+            s2m_pos += 1;
+            self.packets.push((m2s_n, true));
+        }
+        None
+    }
+
+    /// Stores the built descriptors into `r`'s rings and moves its
+    /// producer positions: one write per ring run where the bus stores it
+    /// whole, else one store per descriptor in build order, stopping at
+    /// the first fault. Returns the M2S and S2M descriptors stored and
+    /// that fault.
+    fn store(&self, bus: &mut dyn FwBus, r: &mut Rings) -> (u32, u32, Option<String>) {
+        let whole = [
+            ring_runs(r, r.addrs.m2s_ring, r.m2s_pos, &self.m2s),
+            ring_runs(r, r.addrs.s2m_ring, r.s2m_pos, &self.s2m),
+        ];
+        let runs = whole.iter().flatten().filter(|(_, b)| !b.is_empty());
+        let ring_bytes = u64::from(r.len) * DESC_BYTES;
+        let fits = self.m2s.len() as u64 <= ring_bytes && self.s2m.len() as u64 <= ring_bytes;
+        if fits
+            && runs
+                .clone()
+                .all(|&(at, b)| bus.stores_whole(at, b.len() as u64))
+            && runs.clone().all(|&(at, b)| bus.write_bytes(at, b).is_ok())
+        {
+            let m2s = (self.m2s.len() as u64 / DESC_BYTES) as u32;
+            let s2m = (self.s2m.len() as u64 / DESC_BYTES) as u32;
+            r.m2s_pos += u64::from(m2s);
+            r.s2m_pos += u64::from(s2m);
+            return (m2s, s2m, None);
+        }
+        // One store per descriptor (a store that faults after a whole
+        // run was stored rewrites the same bytes first).
+        let (mut m2s, mut s2m) = (0u32, 0u32);
+        let mut m2s_descs = self.m2s.chunks_exact(DESC_BYTES as usize);
+        let mut s2m_descs = self.s2m.chunks_exact(DESC_BYTES as usize);
+        for &(m2s_n, has_s2m) in &self.packets {
+            for d in m2s_descs.by_ref().take(m2s_n as usize) {
+                let (mi, _) = r.slot(r.m2s_pos);
+                if let Err(msg) = bus.write_bytes(r.addrs.m2s_ring + DESC_BYTES * u64::from(mi), d)
+                {
+                    return (m2s, s2m, Some(msg));
+                }
+                r.m2s_pos += 1;
+                m2s += 1;
+            }
+            if has_s2m && let Some(d) = s2m_descs.next() {
+                let (si, _) = r.slot(r.s2m_pos);
+                if let Err(msg) = bus.write_bytes(r.addrs.s2m_ring + DESC_BYTES * u64::from(si), d)
+                {
+                    return (m2s, s2m, Some(msg));
+                }
+                r.s2m_pos += 1;
+                s2m += 1;
+            }
+        }
+        (m2s, s2m, None)
+    }
+}
+
+/// `bytes` of descriptors from ring position `pos` as at most two
+/// contiguous runs of the ring at `ring`: up to its end, then from its
+/// start.
+fn ring_runs<'b>(r: &Rings, ring: u64, pos: u64, bytes: &'b [u8]) -> [(u64, &'b [u8]); 2] {
+    let (first, _) = r.slot(pos);
+    let room = (r.len - first) as usize * DESC_BYTES as usize;
+    let (a, b) = bytes.split_at(room.min(bytes.len()));
+    [(ring + DESC_BYTES * u64::from(first), a), (ring, b)]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Byte memory where stores at or past `fault_at` fault; `whole` says
+    /// whether runs may be stored whole.
+    struct Mem {
+        bytes: BTreeMap<u64, u8>,
+        fault_at: u64,
+        whole: bool,
+        stores: usize,
+    }
+
+    impl FwBus for Mem {
+        fn read32(&mut self, _: u64) -> Result<u32, String> {
+            Ok(0)
+        }
+        fn write32(&mut self, _: u64, _: u32) -> Result<(), String> {
+            Ok(())
+        }
+        fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), String> {
+            if addr + data.len() as u64 > self.fault_at {
+                return Err(format!("fault at {addr:#x}"));
+            }
+            self.stores += 1;
+            for (i, &b) in data.iter().enumerate() {
+                self.bytes.insert(addr + i as u64, b);
+            }
+            Ok(())
+        }
+        fn read_bytes(&mut self, _: u64, _: &mut [u8]) -> Result<(), String> {
+            Ok(())
+        }
+        fn partition_of(&self, _: u64) -> Option<u16> {
+            None
+        }
+        fn stores_whole(&self, addr: u64, len: u64) -> bool {
+            self.whole && addr + len <= self.fault_at
+        }
+    }
+
+    fn rings(len: u32, pos: u64) -> Rings {
+        Rings {
+            queue: 0,
+            len,
+            addrs: RingAddrs {
+                m2s_ring: 0x1000,
+                s2m_ring: 0x2000,
+                m2s_comp: 0,
+                s2m_comp: 0,
+            },
+            m2s_pos: pos,
+            s2m_pos: pos,
+        }
+    }
+
+    /// Three packets (2, 1 and 3 TX descriptors, one RX each), every
+    /// descriptor's bytes distinct.
+    fn built() -> Built {
+        let desc = |n: u8| [n; DESC_BYTES as usize];
+        let mut b = Built::default();
+        for n in 1..=6 {
+            b.m2s.extend_from_slice(&desc(n));
+        }
+        for n in 101..=103 {
+            b.s2m.extend_from_slice(&desc(n));
+        }
+        b.packets = vec![(2, true), (1, true), (3, true)];
+        b
+    }
+
+    fn store(whole: bool, fault_at: u64, len: u32, pos: u64) -> (Mem, Rings, (u32, u32, bool)) {
+        let mut mem = Mem {
+            bytes: BTreeMap::new(),
+            fault_at,
+            whole,
+            stores: 0,
+        };
+        let mut r = rings(len, pos);
+        let (m, s, f) = built().store(&mut mem, &mut r);
+        (mem, r, (m, s, f.is_some()))
+    }
+
+    #[test]
+    fn whole_runs_store_what_single_stores_do_across_a_wrap() {
+        // An 8-slot ring from position 5: M2S wraps after 3 descriptors.
+        let (a, ra, oa) = store(true, u64::MAX, 8, 5);
+        let (b, rb, ob) = store(false, u64::MAX, 8, 5);
+        assert_eq!(a.bytes, b.bytes);
+        assert_eq!((ra.m2s_pos, ra.s2m_pos), (11, 8));
+        assert_eq!((ra.m2s_pos, ra.s2m_pos), (rb.m2s_pos, rb.s2m_pos));
+        assert_eq!(oa, (6, 3, false));
+        assert_eq!(oa, ob);
+        // Two M2S runs (split at the wrap) and one S2M run, against nine
+        // single stores.
+        assert_eq!((a.stores, b.stores), (3, 9));
+        // The wrapped M2S descriptors are at slots 5, 6, 7, 0, 1, 2.
+        assert_eq!(a.bytes[&(0x1000 + 16 * 5)], 1);
+        assert_eq!(a.bytes[&0x1000], 4);
+    }
+
+    #[test]
+    fn a_fault_stops_at_the_store_a_single_store_would_meet() {
+        // The S2M ring faults from its second slot: the first packet's two
+        // TX and one RX are stored, then the second packet's TX, and its RX
+        // faults.
+        let fault_at = 0x2000 + 16;
+        let (a, ra, oa) = store(true, fault_at, 8, 0);
+        let (b, rb, ob) = store(false, fault_at, 8, 0);
+        assert_eq!(oa, (3, 1, true));
+        assert_eq!(oa, ob);
+        assert_eq!(a.bytes, b.bytes);
+        assert_eq!((ra.m2s_pos, ra.s2m_pos), (3, 1));
+        assert_eq!((rb.m2s_pos, rb.s2m_pos), (3, 1));
+        assert!(!a.bytes.contains_key(&(0x1000 + 16 * 3)));
+    }
+
+    #[test]
+    fn more_descriptors_than_the_ring_holds_are_stored_one_by_one() {
+        // A 4-slot ring gets 6 M2S descriptors: stored one by one, the
+        // last two over slots 0 and 1 again, as the single stores do.
+        let (a, ra, oa) = store(true, u64::MAX, 4, 0);
+        let (b, _, ob) = store(false, u64::MAX, 4, 0);
+        assert_eq!(a.bytes, b.bytes);
+        assert_eq!(oa, ob);
+        assert_eq!(ra.m2s_pos, 6);
+        assert_eq!(a.stores, 9);
+        assert_eq!(a.bytes[&0x1000], 5);
     }
 }
