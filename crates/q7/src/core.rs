@@ -73,10 +73,11 @@ pub trait FwBus {
     fn logs_reads(&self) -> bool {
         true
     }
-    /// A counter of engine `engine` that moves whenever any of its
-    /// registers may have changed (a hardware step, a register write, a
-    /// read that cleared bits); `None` where the bus keeps none. While it
-    /// stands still, a completion head read before reads the same again.
+    /// A counter of engine `engine` that moves whenever its completion
+    /// head registers may have changed (the hardware moved one, a register
+    /// write, a read that cleared bits); `None` where the bus keeps none.
+    /// While it stands still, a completion head read before reads the same
+    /// again.
     fn engine_epoch(&self, engine: u16) -> Option<u64> {
         let _ = engine;
         None

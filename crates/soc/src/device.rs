@@ -553,13 +553,19 @@ impl Device {
         self.fabric.rec.is_some()
     }
 
-    /// Engine `id`'s register epoch ([`Engine::reg_epoch`]); `None` before
+    /// A counter of engine `id` that moves whenever its completion heads
+    /// may have changed, for the firmware's polls (docs/firmware.md
+    /// §Stalls): [`Engine::head_epoch`], or the finer
+    /// [`Engine::reg_epoch`] while the race detector watches every read
+    /// (a poll's happens-before edges stay as they were). `None` before
     /// the engine exists.
-    pub(crate) fn engine_reg_epoch(&self, id: u16) -> Option<u64> {
-        self.engines
-            .get(usize::from(id))
-            .and_then(Option::as_ref)
-            .map(Engine::reg_epoch)
+    pub(crate) fn engine_head_epoch(&self, id: u16) -> Option<u64> {
+        let e = self.engines.get(usize::from(id)).and_then(Option::as_ref)?;
+        Some(if self.fabric.race.is_some() {
+            e.reg_epoch()
+        } else {
+            e.head_epoch()
+        })
     }
 
     /// The waveform recorder, if on.

@@ -207,7 +207,7 @@ impl FwBus for DeviceFwBus<'_> {
     }
 
     fn engine_epoch(&self, engine: u16) -> Option<u64> {
-        self.device.engine_reg_epoch(engine)
+        self.device.engine_head_epoch(engine)
     }
 
     fn read32(&mut self, addr: u64) -> Result<u32, String> {

@@ -363,6 +363,8 @@ pub struct Engine {
     init: Vec<(UnitBlock, RegFile<'static>)>,
     /// See [`Engine::reg_epoch`].
     reg_epoch: u64,
+    /// Register writes and bit-clearing reads ([`Engine::head_epoch`]).
+    sw_epoch: u64,
     /// Schedule perturbation ([`Engine::set_schedule_seed`]); `None`: none.
     jitter: Option<Box<Jitter>>,
 }
@@ -434,6 +436,7 @@ impl Engine {
             doorbell_latency: timing.doorbell_latency_cycles,
             init: Vec::new(),
             reg_epoch: 0,
+            sw_epoch: 0,
             stream_bucket: Bucket::default(),
             cfg: Cfg::default(),
             inflight: Vec::new(),

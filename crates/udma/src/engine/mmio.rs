@@ -15,6 +15,7 @@ impl Engine {
         let out = self.regs.file_mut(b)?.read(offset).ok()?;
         if out.cleared != 0 {
             self.reg_epoch += 1;
+            self.sw_epoch += 1;
         }
         Some(out.value)
     }
@@ -24,6 +25,17 @@ impl Engine {
     /// cleared bits. Equal epochs mean equal register contents.
     pub fn reg_epoch(&self) -> u64 {
         self.reg_epoch
+    }
+
+    /// A counter that moves whenever a completion head register (TCRHP,
+    /// RCRHP of any queue) may have changed: when the hardware moves one
+    /// ([`Engine::crhp_moves`]), at every register write and at a read that
+    /// cleared bits. Coarser steps than [`Engine::reg_epoch`]: the engine's
+    /// hardware steps that leave every completion head where it was do not
+    /// move it. Equal values mean equal completion heads (docs/firmware.md
+    /// §Stalls).
+    pub fn head_epoch(&self) -> u64 {
+        self.sw_epoch + self.crhp_moves
     }
 
     /// A register value without side effects.
@@ -42,6 +54,7 @@ impl Engine {
     ) -> Option<csr::WriteOutcome<'static>> {
         self.now = self.now.max(now);
         self.reg_epoch += 1;
+        self.sw_epoch += 1;
         let out = self.regs.file_mut(b)?.write(offset, value).ok()?;
         let o = self.maps.offsets;
         let doorbell = matches!(b, UnitBlock::M2sQ(_)) && offset == o.m2s_q.drtp_inc
