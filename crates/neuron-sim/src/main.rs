@@ -335,8 +335,8 @@ enum Cmd {
         /// (docs/races.md).
         #[arg(long)]
         detect_races: bool,
-        /// Exit 1 when the race detector found a race (implies
-        /// --detect-races; for CI).
+        /// Exit 1 when the race detector found a race or a wait-for graph
+        /// found a deadlock (implies --detect-races; for CI).
         #[arg(long)]
         fail_on_race: bool,
         /// Write the wait-for graph (the first with a deadlock, else the
@@ -1115,12 +1115,21 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     }
     if code == 0
         && fail_on_race
-        && let Some(r) = race.as_ref().filter(|r| !r.races.is_empty())
+        && let Some(r) = race
+            .as_ref()
+            .filter(|r| !r.races.is_empty() || r.deadlock())
     {
-        eprintln!(
-            "--fail-on-race: {} race(s) (listed under `race:`; docs/races.md)",
-            r.races.len()
-        );
+        if !r.races.is_empty() {
+            eprintln!(
+                "--fail-on-race: {} race(s) (listed under `race:`; docs/races.md)",
+                r.races.len()
+            );
+        }
+        if r.deadlock() {
+            eprintln!(
+                "--fail-on-race: the run ended in a deadlock (the wait-for graph under `race:`; docs/races.md §Deadlocks)"
+            );
+        }
         return Ok(1);
     }
     Ok(code)

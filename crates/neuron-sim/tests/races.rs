@@ -132,6 +132,38 @@ fn fail_on_race_exits_1_on_a_race_and_0_without() {
 }
 
 #[test]
+fn fail_on_race_exits_1_on_a_deadlock() {
+    // The trace's own checks pass (both semaphores read 0): without
+    // --fail-on-race the run exits 0, with it the deadlock is the failure.
+    let plain = neuron_sim(&[
+        "run",
+        "traces/deadlock-semaphore-chain.trace",
+        "--detect-races",
+        "-q",
+    ]);
+    assert_eq!(plain.status.code(), Some(0));
+    let out = neuron_sim(&[
+        "run",
+        "traces/deadlock-semaphore-chain.trace",
+        "--fail-on-race",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("race: 0 race(s)"), "{text}");
+    assert!(
+        text.contains("DEADLOCK, 3 wait(s) nothing can end"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--fail-on-race: the run ended in a deadlock"),
+        "{err}"
+    );
+    assert!(!err.contains("race(s)"), "no race to count: {err}");
+}
+
+#[test]
 fn json_has_a_race_object_only_when_detecting() {
     let on = neuron_sim(&[
         "run",
