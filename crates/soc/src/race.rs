@@ -266,6 +266,10 @@ struct Found {
     scatter: Option<String>,
 }
 
+/// A race's identity: (first agent, first source, second agent, second
+/// source, both writes).
+type RaceKey = (u32, u32, u32, u32, bool);
+
 /// A source's first read of never-written bytes: (first byte, end, ring
 /// slot, cycle, reads so far).
 type FirstUninit = (u64, u64, u32, u64, u64);
@@ -296,7 +300,10 @@ pub(crate) struct Detector {
     host_who: u32,
     /// Label of the word each core is firing.
     core_who: Vec<Option<u32>>,
-    found: BTreeMap<(u32, u32, u32, u32, bool), Found>,
+    found: BTreeMap<RaceKey, Found>,
+    /// The keys of `found` in the order the races were first found (what
+    /// a debugger's `break race` stops on, one by one).
+    found_order: Vec<RaceKey>,
     cur: Option<Cur>,
     accesses: u64,
     /// Wait-for graphs taken at failed waits.
@@ -869,13 +876,16 @@ impl Detector {
     ) {
         let both_write = prior_write && cur_write;
         let key = (prior.agent, prior.who, cur.agent, cur.who, both_write);
-        let f = self.found.entry(key).or_insert(Found {
-            first: (prior, prior_write),
-            second: (cur, cur_write),
-            lo,
-            hi,
-            count: 0,
-            scatter,
+        let f = self.found.entry(key).or_insert_with(|| {
+            self.found_order.push(key);
+            Found {
+                first: (prior, prior_write),
+                second: (cur, cur_write),
+                lo,
+                hi,
+                count: 0,
+                scatter,
+            }
         });
         f.count += 1;
     }
@@ -913,52 +923,70 @@ impl Detector {
         );
     }
 
+    /// One side of a race or an uninitialised read, as reported.
+    fn side(&self, a: &Acc, write: bool, scatter: bool) -> RaceSide {
+        let agent = self
+            .agents
+            .get(a.agent as usize)
+            .map_or_else(String::new, ToString::to_string);
+        let who = self.labels.get(a.who as usize).cloned().unwrap_or_default();
+        let source = if scatter {
+            format!("{who} element dst_idx[{}]", a.slot)
+        } else if a.slot == u32::MAX {
+            format!("{agent} ({who})")
+        } else {
+            format!("{agent}[{}] rung by {who}", a.slot)
+        };
+        RaceSide {
+            agent,
+            source,
+            access: if write { "write" } else { "read" }.into(),
+            cycle: a.cycle,
+        }
+    }
+
+    /// The report of one race, ranges named by `name`.
+    fn report_of(&self, f: &Found, name: &dyn Fn(u64) -> String) -> RaceReport {
+        let scatter = f.scatter.is_some();
+        let range = match &f.scatter {
+            Some(s) => s.clone(),
+            None => range_text(name, f.lo, f.hi),
+        };
+        RaceReport {
+            kind: if f.first.1 && f.second.1 {
+                "write/write"
+            } else {
+                "read/write"
+            }
+            .into(),
+            range,
+            addr: (!scatter).then_some(Hex(f.lo)),
+            len_bytes: f.hi - f.lo,
+            first: self.side(&f.first.0, f.first.1, scatter),
+            second: self.side(&f.second.0, f.second.1, scatter),
+            count: f.count,
+        }
+    }
+
+    /// Distinct races found so far.
+    pub(crate) fn races_found(&self) -> usize {
+        self.found_order.len()
+    }
+
+    /// The race found `n`-th (from 0), as the report shows it (its count so
+    /// far).
+    pub(crate) fn race(&self, n: usize, name: &dyn Fn(u64) -> String) -> Option<RaceReport> {
+        let f = self.found.get(self.found_order.get(n)?)?;
+        Some(self.report_of(f, name))
+    }
+
     /// The report, ranges named by `name`.
     pub(crate) fn summary(&self, name: &dyn Fn(u64) -> String) -> RaceSummary {
-        let side = |a: &Acc, write: bool, scatter: bool| {
-            let agent = self
-                .agents
-                .get(a.agent as usize)
-                .map_or_else(String::new, ToString::to_string);
-            let who = self.labels.get(a.who as usize).cloned().unwrap_or_default();
-            let source = if scatter {
-                format!("{who} element dst_idx[{}]", a.slot)
-            } else if a.slot == u32::MAX {
-                format!("{agent} ({who})")
-            } else {
-                format!("{agent}[{}] rung by {who}", a.slot)
-            };
-            RaceSide {
-                agent,
-                source,
-                access: if write { "write" } else { "read" }.into(),
-                cycle: a.cycle,
-            }
-        };
+        let side = |a: &Acc, write: bool, scatter: bool| self.side(a, write, scatter);
         let mut races: Vec<RaceReport> = self
             .found
             .values()
-            .map(|f| {
-                let scatter = f.scatter.is_some();
-                let range = match &f.scatter {
-                    Some(s) => s.clone(),
-                    None => range_text(name, f.lo, f.hi),
-                };
-                RaceReport {
-                    kind: if f.first.1 && f.second.1 {
-                        "write/write"
-                    } else {
-                        "read/write"
-                    }
-                    .into(),
-                    range,
-                    addr: (!scatter).then_some(Hex(f.lo)),
-                    len_bytes: f.hi - f.lo,
-                    first: side(&f.first.0, f.first.1, scatter),
-                    second: side(&f.second.0, f.second.1, scatter),
-                    count: f.count,
-                }
-            })
+            .map(|f| self.report_of(f, name))
             .collect();
         races.sort_by(|a, b| {
             (a.first.cycle, a.second.cycle, &a.range).cmp(&(

@@ -3,7 +3,7 @@
 
 use super::waitgraph::HostWait;
 use super::*;
-use crate::race::{Detector, RaceSummary};
+use crate::race::{Detector, RaceReport, RaceSummary};
 
 /// The detector as the fabric holds it: `None` when detection is off.
 pub(super) type RaceSlot = Option<Box<std::cell::RefCell<Detector>>>;
@@ -68,6 +68,23 @@ impl Device {
             s.wait_graphs.push(g);
         }
         Some(s)
+    }
+
+    /// Distinct races the detector has found so far (0 when detection is
+    /// off): a debugger's `break race` stops when it grows.
+    pub fn races_found(&self) -> usize {
+        self.fabric
+            .race
+            .as_deref()
+            .map_or(0, |d| d.borrow().races_found())
+    }
+
+    /// The race found `n`-th (from 0, in the order found), as the race
+    /// section reports it (docs/races.md §The report).
+    pub fn race_found(&self, n: usize) -> Option<RaceReport> {
+        let d = self.fabric.race.as_deref()?;
+        let name = |addr: u64| crate::describe::symbolic(self, addr);
+        d.borrow().race(n, &name)
     }
 
     /// A `wait` failed: keeps the wait-for graph of that moment.
