@@ -345,7 +345,8 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         deadlock_graph: Option<PathBuf>,
         /// What never-written memory reads as for the DMA engines: `zero`
-        /// (the default), `nan` (0xFF bytes: NaN in every float type) or
+        /// (the default), `nan` (the NaN of the element type the reader
+        /// uses, 0xFF bytes where it has none or is unknown) or
         /// `pattern=0xAB` (docs/races.md §Uninitialised memory).
         #[arg(long, value_name = "MODE", value_parser = parse_uninit)]
         uninit: Option<UninitFill>,
@@ -361,21 +362,21 @@ enum Cmd {
     },
 }
 
-/// `--uninit MODE`: the byte never-written memory reads as (`None`: zero).
+/// `--uninit MODE`: what never-written memory reads as (`None`: zero).
 #[derive(Clone, Copy, Debug)]
-struct UninitFill(Option<u8>);
+struct UninitFill(Option<soc::UninitFill>);
 
 fn parse_uninit(text: &str) -> Result<UninitFill, String> {
     match text {
         "zero" => Ok(UninitFill(None)),
-        "nan" => Ok(UninitFill(Some(0xff))),
+        "nan" => Ok(UninitFill(Some(soc::UninitFill::Nan))),
         _ => text
             .strip_prefix("pattern=")
             .and_then(|v| {
                 v.strip_prefix("0x")
                     .map_or_else(|| v.parse::<u8>().ok(), |h| u8::from_str_radix(h, 16).ok())
             })
-            .map(|b| UninitFill(Some(b)))
+            .map(|b| UninitFill(Some(soc::UninitFill::Byte(b))))
             .ok_or_else(|| {
                 format!("`{text}` is not an uninit mode (expected zero, nan or pattern=0xAB)")
             }),
@@ -790,8 +791,8 @@ struct RunOpts<'a> {
     fail_on_race: bool,
     /// `--deadlock-graph FILE`.
     deadlock_graph: Option<&'a Path>,
-    /// `--uninit`: the byte never-written memory reads as (`None`: zero).
-    uninit: Option<u8>,
+    /// `--uninit`: what never-written memory reads as (`None`: zero).
+    uninit: Option<soc::UninitFill>,
     /// `--check-uninit`.
     check_uninit: bool,
     /// `--schedule-seed N`.

@@ -243,6 +243,31 @@ fn uninit_nan_fills_never_written_bytes_and_zero_leaves_them() {
 }
 
 #[test]
+fn uninit_nan_is_the_nan_of_the_element_type_the_reader_uses() {
+    let trace = "crates/neuron-sim/tests/data/uninit-nan-dtypes.trace";
+    // Its checks: the BF16 NaN of an FP32 source converted, -1 from INT8,
+    // 0xFF bytes from a raw copy.
+    let nan = neuron_sim(&["run", trace, "--uninit", "nan", "-q", "--no-host-timing"]);
+    assert_eq!(
+        nan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&nan.stdout)
+    );
+    assert!(String::from_utf8_lossy(&nan.stdout).contains("6 expectations passed, 0 failed"));
+    // 0xFF bytes everywhere: the FP32 source reads as a negative NaN and
+    // the BF16 result is 0xFFC0; the other two checks hold.
+    let ff = neuron_sim(&["run", trace, "--uninit", "pattern=0xff", "--no-host-timing"]);
+    assert_eq!(ff.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&ff.stdout);
+    assert!(
+        text.contains("byte 1 (at 0x2000000001) is 0xff, expected 0x7f; read c0ffc0ff"),
+        "{text}"
+    );
+    assert!(text.contains("5 expectations passed, 1 failed"), "{text}");
+}
+
+#[test]
 fn race_command_finds_the_schedule_dependent_check_and_nothing_elsewhere() {
     let racy = neuron_sim(&[
         "race",

@@ -61,6 +61,28 @@ pub struct RaceSummary {
     pub uninit: Option<UninitSummary>,
 }
 
+/// What never-written memory reads as for the DMA engines (`--uninit`,
+/// docs/races.md §Uninitialised memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UninitFill {
+    /// Every byte this value (`pattern=0xAB`).
+    Byte(u8),
+    /// The NaN of the element type the reader uses where it is a float
+    /// type (a CCE source, a cross-bar transpose); 0xFF bytes where the
+    /// type is unknown (a raw copy) or has no NaN (integers, FP4).
+    Nan,
+}
+
+impl UninitFill {
+    /// The byte a read of unknown element type sees.
+    pub const fn byte(self) -> u8 {
+        match self {
+            UninitFill::Byte(b) => b,
+            UninitFill::Nan => 0xFF,
+        }
+    }
+}
+
 /// Gate waits shorter than this are not listed as stalls.
 pub const LONG_STALL_CYCLES: u64 = 100;
 
@@ -310,8 +332,11 @@ pub(crate) struct Detector {
     pub(crate) graphs: Vec<crate::WaitGraph>,
     /// `--check-uninit`: reads of never-written bytes are reported.
     pub(crate) check_uninit: bool,
-    /// `--uninit nan|pattern=B`: never-written bytes read as this byte.
-    pub(crate) uninit_fill: Option<u8>,
+    /// `--uninit nan|pattern=B`: what never-written bytes read as.
+    pub(crate) uninit_fill: Option<UninitFill>,
+    /// The NaN of the element type the packet's reads use now
+    /// (`Bus::read_as`; `None`: raw bytes).
+    pub(crate) read_as: Option<sim_core::ElementNan>,
     /// Per reading source (agent, label): its first read of never-written
     /// bytes and a count.
     uninit_reads: BTreeMap<(u32, u32), FirstUninit>,

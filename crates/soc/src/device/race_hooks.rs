@@ -3,7 +3,7 @@
 
 use super::waitgraph::HostWait;
 use super::*;
-use crate::race::{Detector, RaceReport, RaceSummary};
+use crate::race::{Detector, RaceReport, RaceSummary, UninitFill};
 
 /// The detector as the fabric holds it: `None` when detection is off.
 pub(super) type RaceSlot = Option<Box<std::cell::RefCell<Detector>>>;
@@ -31,9 +31,10 @@ impl Device {
 
     /// Uninitialised memory (docs/races.md §Uninitialised memory): with
     /// `check`, packet reads of bytes nothing wrote are reported; with
-    /// `fill`, those bytes read as `fill` (0xFF: NaN in every float type).
-    /// Turns the detector on (it knows which bytes were written).
-    pub fn set_uninit(&mut self, fill: Option<u8>, check: bool) {
+    /// `fill`, those bytes read as `fill` (a byte, or the NaN of the
+    /// element type the reader uses). Turns the detector on (it knows which
+    /// bytes were written).
+    pub fn set_uninit(&mut self, fill: Option<UninitFill>, check: bool) {
         self.detect_races();
         if let Some(d) = self.fabric.race.as_deref() {
             let mut d = d.borrow_mut();
@@ -300,16 +301,32 @@ impl Fabric {
 }
 
 impl DmaBus<'_> {
-    /// `--uninit`: the byte never-written memory reads as, and the parts
-    /// of `[addr, addr + len)` nothing wrote.
-    pub(super) fn uninit_parts(&self, addr: u64, len: u64) -> Option<(u8, Vec<(u64, u64)>)> {
+    /// `--uninit`: what never-written memory reads as — one element's
+    /// bytes, repeated from `addr` on (the NaN of the element type the
+    /// packet reads, [`sim_core::Bus::read_as`], or one byte) — and the
+    /// parts of `[addr, addr + len)` nothing wrote.
+    pub(super) fn uninit_parts(
+        &self,
+        addr: u64,
+        len: u64,
+    ) -> Option<(sim_core::ElementNan, Vec<(u64, u64)>)> {
         let d = self.fabric.race.as_deref()?.borrow();
         let fill = d.uninit_fill?;
         if !d.in_packet() {
             return None;
         }
         let parts = d.unwritten(addr, len);
-        (!parts.is_empty()).then_some((fill, parts))
+        if parts.is_empty() {
+            return None;
+        }
+        let element = match (fill, d.read_as) {
+            (UninitFill::Nan, Some(nan)) => nan,
+            (f, _) => sim_core::ElementNan {
+                bytes: [f.byte(); 4],
+                len: 1,
+            },
+        };
+        Some((element, parts))
     }
 
     /// A data access by the packet in scope.
