@@ -355,8 +355,9 @@ enum Cmd {
         #[arg(long)]
         check_uninit: bool,
         /// Perturb the schedule: every packet's latency grows by a
-        /// reproducible pseudo-random 0..=64 cycles drawn from N
-        /// (docs/races.md §Schedule perturbation).
+        /// reproducible pseudo-random 0..=64 cycles drawn from N, and the
+        /// arbitration ties between engines and between queues are drawn
+        /// from N (docs/races.md §Schedule perturbation).
         #[arg(long, value_name = "N")]
         schedule_seed: Option<u64>,
     },

@@ -45,11 +45,17 @@ impl Device {
 
     /// Schedule perturbation (docs/races.md §Schedule perturbation): with
     /// a seed, every packet's latency grows by a reproducible pseudo-random
-    /// 0 ..= [`udma::JITTER_MAX_CYCLES`] cycles, which reorders what the
-    /// hardware leaves unordered (packets of different queues and engines);
-    /// a race-free trace gives the same memory under every seed.
+    /// 0 ..= [`udma::JITTER_MAX_CYCLES`] cycles, and the arbitration ties
+    /// are drawn (which of several ready queues of an engine starts, which
+    /// of several engines waking at one cycle goes first), which reorders
+    /// what the hardware leaves unordered (packets of different queues and
+    /// engines); a race-free trace gives the same memory under every seed.
+    /// `None`: the model's schedule, cycle for cycle.
     pub fn set_schedule_seed(&mut self, seed: Option<u64>) {
         self.schedule_seed = seed;
+        // Engines waking at one cycle (two reaching one HBM stack's port
+        // together) go in an order drawn from the seed and the cycle.
+        self.wake.set_tie_seed(seed);
         for e in self.engines.iter_mut().flatten() {
             e.set_schedule_seed(seed);
         }
