@@ -1,8 +1,8 @@
 //! Breakpoints and watchpoints (docs/user-guide.md §12 "Breakpoints"): what
 //! each stops on, its condition and ignore count, and how a firmware
 //! engineer spells it (`break doorbell eng0.m2s.q0`, `break fault`, `break
-//! line 42`, `break cycle 5000`, `break tpb0#3`, `watch tpb0.sem.read[3] >=
-//! 16`, `watch eng0.m2s.q0.tdrhp`).
+//! line 42`, `break cycle 5000`, `break tpb0#3`, `break race`, `watch
+//! tpb0.sem.read[3] >= 16`, `watch eng0.m2s.q0.tdrhp`).
 
 use soc::Device;
 
@@ -41,6 +41,10 @@ pub enum BreakKind {
     /// A descriptor's ring id did not match (the prefetch `PREF_RING_ID`
     /// cause).
     RingId(Place),
+    /// The race detector found a new race (docs/races.md): two unordered
+    /// accesses to overlapping bytes, at least one a write, from a pair of
+    /// sources not reported before.
+    Race,
     /// A value changed, or a test of it became true.
     Watch {
         /// The value.
@@ -70,6 +74,7 @@ impl BreakKind {
             BreakKind::Packet(p) => format!("packet{}", at(p)),
             BreakKind::State(p) => format!("state{}", at(p)),
             BreakKind::RingId(p) => format!("ring-id{}", at(p)),
+            BreakKind::Race => "race".to_string(),
             BreakKind::Watch { value, test } => match test {
                 Some((cmp, rhs)) => format!("{} {} {rhs:#x}", value.text, cmp.symbol()),
                 None => value.text.clone(),
@@ -102,12 +107,12 @@ impl BreakKind {
 
 /// The breakpoint kinds `break` takes, for messages and "did you mean".
 pub const BREAK_KINDS: &[&str] = &[
-    "doorbell", "line", "cycle", "fault", "packet", "state", "ring-id", "word",
+    "doorbell", "line", "cycle", "fault", "packet", "state", "ring-id", "race", "word",
 ];
 
 /// Parses what follows `break`: `doorbell [PLACE]`, `line N` (or just N),
 /// `cycle N`, `tpbN#K` (or `word tpbN#K`), `fault [PLACE] [CAUSE]`,
-/// `packet [PLACE]`, `state [PLACE]`, `ring-id [PLACE]`.
+/// `packet [PLACE]`, `state [PLACE]`, `ring-id [PLACE]`, `race`.
 ///
 /// # Errors
 ///
@@ -185,6 +190,10 @@ pub fn parse_break(device: &Device, text: &str) -> Result<BreakKind, String> {
         ["ring-id" | "ringid" | "ring_id", rest @ ..] => {
             at_most(2, "ring-id [ENGINE | QUEUE]")?;
             Ok(BreakKind::RingId(no_core("ring-id", place(rest.first())?)?))
+        }
+        ["race", ..] => {
+            at_most(1, "race (it stops at every new race, wherever it is)")?;
+            Ok(BreakKind::Race)
         }
         [w, ..] => Err(format!(
             "unknown breakpoint kind `{w}` (break {}){}",
@@ -444,6 +453,13 @@ impl Breakpoints {
             .any(|b| b.enabled && !b.done && b.kind.needs_events())
     }
 
+    /// Whether an enabled `break race` exists.
+    pub fn have_races(&self) -> bool {
+        self.list
+            .iter()
+            .any(|b| b.enabled && b.kind == BreakKind::Race)
+    }
+
     /// Whether an enabled watchpoint exists.
     pub fn have_watches(&self) -> bool {
         self.list
@@ -553,6 +569,7 @@ mod tests {
             ("packet eng0.s2m.q0", "packet eng0.s2m.q0"),
             ("state eng0.m2s", "state eng0.m2s"),
             ("ring-id", "ring-id"),
+            ("race", "race"),
         ] {
             assert_eq!(parse_break(&d, text).unwrap().describe(), shown, "{text}");
         }
@@ -564,6 +581,8 @@ mod tests {
             ("tpb9#1", "no such instance"),
             ("line 0", "not a trace line"),
             ("cycle soon", "not a number"),
+            ("race eng0", "too many words: break race"),
+            ("rcae", "did you mean `race`?"),
         ] {
             let e = parse_break(&d, text).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");

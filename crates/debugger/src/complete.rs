@@ -13,7 +13,7 @@ use crate::console::COMMANDS;
 
 /// Words after `break`.
 const BREAK_KINDS: &[&str] = &[
-    "doorbell", "line", "cycle", "fault", "packet", "state", "ring-id",
+    "doorbell", "line", "cycle", "fault", "packet", "state", "ring-id", "race",
 ];
 
 /// Words after `info`.

@@ -105,7 +105,8 @@ going back (exact: the trace replays from its start on a fresh device):
   info checkpoints      what going back costs: the checkpoint, the journal, the last replay's time
 breakpoints:
   break | b SPEC        doorbell [ENGINE|QUEUE|tpbN], line N, cycle N, tpbN#K, fault [ENGINE|QUEUE] [CAUSE],
-                        packet [ENGINE|QUEUE], state [ENGINE|QUEUE], ring-id [ENGINE|QUEUE]
+                        packet [ENGINE|QUEUE], state [ENGINE|QUEUE], ring-id [ENGINE|QUEUE],
+                        race (each new race the detector finds; set it before the first step)
   watch VALUE [OP N]    stop when a register, field, semaphore or memory word changes (or OP N becomes true;
                         OP is == != < <= > >=), e.g. watch tpb0.sem.read[3] >= 16
   info break            the breakpoints, their hits, conditions and ignore counts

@@ -7,7 +7,8 @@
 //!
 //! The trace is the program: one thread, one frame (the statement next or
 //! under way, at its trace line), breakpoints on trace lines, an `engine
-//! faults` exception filter (`break fault`). `next` runs one statement,
+//! faults` exception filter (`break fault`) and a `races` one (`break
+//! race`, which turns the race detector on). `next` runs one statement,
 //! `stepIn` until the device records an event, `continue` to the next
 //! breakpoint; `stepBack` and `reverseContinue` go back (reverse execution).
 //! Scopes: the queues (registers and ring slots as children), the
@@ -192,6 +193,8 @@ pub struct Server {
     /// The breakpoints the client's `setBreakpoints` made.
     line_breaks: Vec<u32>,
     fault_break: Option<u32>,
+    /// The `break race` of the `race` exception filter.
+    race_break: Option<u32>,
     /// The end-of-trace stop was shown: the next run ends the session.
     end_stopped: bool,
     finished: bool,
@@ -223,6 +226,7 @@ impl Server {
             program: String::new(),
             line_breaks: Vec::new(),
             fault_break: None,
+            race_break: None,
             end_stopped: false,
             finished: false,
             exit_code: 0,
@@ -415,18 +419,28 @@ impl Server {
     }
 
     fn set_exception_breakpoints(&mut self, args: &Value) -> Result<Value, String> {
-        let on = args
-            .get("filters")
-            .and_then(Value::as_array)
-            .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("fault")));
-        let old = self.fault_break.take();
+        let wants = |name: &str| {
+            args.get("filters")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(name)))
+        };
+        let (fault, race) = (wants("fault"), wants("race"));
+        let old = [self.fault_break.take(), self.race_break.take()];
         let session = self.console()?.session();
-        if let Some(id) = old {
+        for id in old.into_iter().flatten() {
             session.breakpoints_mut().delete(&[id])?;
         }
-        if on {
-            let (id, _) = session.add_break("fault")?;
-            self.fault_break = Some(id);
+        let fault_id = if fault {
+            Some(session.add_break("fault")?.0)
+        } else {
+            None
+        };
+        // Turns the race detector on: before configurationDone nothing has
+        // run (docs/races.md).
+        let race_id = race.then(|| session.add_break("race"));
+        self.fault_break = fault_id;
+        if let Some(r) = race_id {
+            self.race_break = Some(r?.0);
         }
         Ok(json!({}))
     }
@@ -757,7 +771,9 @@ fn capabilities() -> Value {
         "supportsTerminateRequest": true,
         "exceptionBreakpointFilters": [
             {"filter": "fault", "label": "Engine faults", "default": true,
-             "description": "Stop when an engine raises an error cause bit (break fault)"}
+             "description": "Stop when an engine raises an error cause bit (break fault)"},
+            {"filter": "race", "label": "Races", "default": false,
+             "description": "Turn the race detector on and stop at each new race: two unordered accesses to overlapping bytes, at least one a write (break race; docs/races.md)"}
         ]
     })
 }
@@ -769,7 +785,9 @@ fn var(name: &str, value: &str, reference: usize) -> Value {
 /// The DAP reason of a stop, and its description.
 fn reason_of(stop: &Stop) -> (&'static str, String) {
     if let Some(h) = stop.hits.first() {
-        let fault = h.spec.starts_with("break fault") || h.spec.starts_with("break ring-id");
+        let fault = h.spec.starts_with("break fault")
+            || h.spec.starts_with("break ring-id")
+            || h.spec == "break race";
         let text = format!("breakpoint {} ({}): {}", h.id, h.spec, h.why);
         return (if fault { "exception" } else { "breakpoint" }, text);
     }

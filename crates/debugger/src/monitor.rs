@@ -51,6 +51,9 @@ pub(crate) struct Monitor {
     /// Collect events after every engine step.
     pub(crate) needs_events: bool,
     pub(crate) watches: bool,
+    /// Races the detector had found when last looked at: `break race`
+    /// stops at the ones after.
+    pub(crate) races_seen: usize,
     pub(crate) pending: Pending,
     /// Further firmware doorbell stops found with the one returned.
     pub(crate) queued: VecDeque<(StopKind, Vec<Hit>)>,
@@ -369,6 +372,36 @@ impl Monitor {
         self.pending.hits.extend(hits);
     }
 
+    /// `break race`: the races the detector found since it last looked,
+    /// each a hit that says which race it is (both sides, the bytes, the
+    /// kind).
+    pub(crate) fn check_races(&mut self, device: &Device) {
+        let found = device.races_found();
+        if found <= self.races_seen {
+            return;
+        }
+        let new = self.races_seen..found;
+        self.races_seen = found;
+        if !self.bps.have_races() {
+            return;
+        }
+        let mut hits = Vec::new();
+        for n in new {
+            let Some(r) = device.race_found(n) else {
+                continue;
+            };
+            let why = race_text(n, &r);
+            for b in self.bps.iter_mut() {
+                if b.kind == BreakKind::Race
+                    && let Some(h) = b.hit(device, why.clone())
+                {
+                    hits.push(h);
+                }
+            }
+        }
+        self.pending.hits.extend(hits);
+    }
+
     /// Cycle breakpoints time has reached.
     pub(crate) fn check_cycles(&mut self, device: &Device) {
         let now = device.now().0;
@@ -470,6 +503,7 @@ impl ExecHooks for Monitor {
         }
         self.drain(device, self.needs_events, self.needs_events);
         self.check_watches(device);
+        self.check_races(device);
         if self.pending.is_empty() && !self.at_bound(device, self.index as u64 * 2 + 1) {
             Control::Continue
         } else {
@@ -480,4 +514,27 @@ impl ExecHooks for Monitor {
     fn statement(&mut self, record: &StepRecord) {
         (self.listener)(record);
     }
+}
+
+/// What `break race` says of race `n` (from 0, in the order found): the
+/// kind, the bytes and both sides, as the race section words them
+/// (docs/races.md §The report).
+fn race_text(n: usize, r: &soc::RaceReport) -> String {
+    let bytes = if r.addr.is_some() {
+        format!(" ({} bytes)", r.len_bytes)
+    } else {
+        String::new()
+    };
+    format!(
+        "race #{}: {} race on {}{bytes}; first: {} by {} at cycle {}; second: {} by {} at cycle {}",
+        n + 1,
+        r.kind,
+        r.range,
+        r.first.access,
+        r.first.source,
+        r.first.cycle,
+        r.second.access,
+        r.second.source,
+        r.second.cycle
+    )
 }

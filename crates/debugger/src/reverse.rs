@@ -44,6 +44,8 @@ pub(crate) struct History {
     last_replay: Option<Duration>,
     /// The last command that went back: its replays and host time.
     last_command: Option<(u64, Duration)>,
+    /// Replays run the race detector (`break race` turned it on).
+    detect_races: bool,
 }
 
 impl History {
@@ -57,6 +59,7 @@ impl History {
             replays: 0,
             last_replay: None,
             last_command: None,
+            detect_races: false,
         }
     }
 
@@ -184,6 +187,33 @@ impl Session {
         })
     }
 
+    /// Turns the race detector on in a session under way (`break race`):
+    /// the detector must see every access from the start, so the trace
+    /// replays from its start on a device that detects, up to where the
+    /// session stands, and the replay takes its place. Returns the races
+    /// found before here (seen: `break race` stops at the ones after).
+    ///
+    /// # Errors
+    ///
+    /// Reverse execution off, or a replay that failed (the session stays
+    /// as it was).
+    pub(crate) fn detect_races_from_start(&mut self) -> Result<usize, String> {
+        self.reverse_ready()?;
+        let now = self.mark();
+        self.history.detect_races = true;
+        let began = Instant::now();
+        let new = match self.replay(Target::Mark(now)) {
+            Ok(new) => new,
+            Err(e) => {
+                self.history.detect_races = false;
+                return Err(e);
+            }
+        };
+        self.adopt(new);
+        self.history.last_command = Some((1, began.elapsed()));
+        Ok(self.host.device_mut().races_found())
+    }
+
     /// Runs a command that goes back, noting its replays and host time.
     fn timed(
         &mut self,
@@ -287,7 +317,11 @@ impl Session {
         let Some(factory) = &self.history.factory else {
             return Err("reverse execution is off".into());
         };
-        let device = factory()?;
+        let mut device = factory()?;
+        // The replay watches for races as the session does (`break race`).
+        if self.history.detect_races || self.host.device_mut().detects_races() {
+            device.detect_races();
+        }
         let files = std::mem::replace(&mut self.files, Box::new(NoFiles));
         let config = SessionConfig {
             filter: self.history.filter.clone(),
@@ -443,7 +477,10 @@ impl Session {
         new.history.replays = self.history.replays;
         new.history.last_replay = self.history.last_replay;
         new.history.last_command = self.history.last_command;
+        new.history.detect_races = self.history.detect_races;
         new.stops = self.stops;
+        // The races found up to the point replayed to have been seen.
+        new.monitor.races_seen = new.host.device_mut().races_found();
         *self = new;
     }
 }

@@ -331,6 +331,7 @@ impl Session {
                 micro_ops: BTreeMap::new(),
                 needs_events: false,
                 watches: false,
+                races_seen: 0,
                 pending: Pending::default(),
                 queued: VecDeque::new(),
                 step_events: Vec::new(),
@@ -417,6 +418,24 @@ impl Session {
                             lines.last().copied().unwrap_or(0)
                         ));
                     }
+                }
+            }
+            BreakKind::Race if !self.host.device_mut().detects_races() => {
+                // The detector must see every access from the start: turned
+                // on before anything ran, or the trace replays with it.
+                if self.untouched() {
+                    self.host.device_mut().detect_races();
+                    note = Some("the race detector is on (docs/races.md)".into());
+                } else {
+                    let seen = self.detect_races_from_start().map_err(|e| {
+                        format!(
+                            "the race detector must watch the trace from its start, and this session cannot replay it: {e} (neuron-sim step --break race turns it on from the start)"
+                        )
+                    })?;
+                    note = Some(format!(
+                        "the race detector is on: the trace replayed from its start with it to here (cycle {}); {seen} race(s) found before here, not stopped at (docs/races.md)",
+                        self.host.device_mut().now().0
+                    ));
                 }
             }
             _ => {}
@@ -564,6 +583,11 @@ impl Session {
             events: device.events_processed(),
             progress,
         }
+    }
+
+    /// Whether nothing has run yet: no step, no poke, time at 0.
+    fn untouched(&mut self) -> bool {
+        self.history.journal.is_empty() && self.mark().progress == 0 && self.mark().cycle == 0
     }
 
     /// Whether every statement has run.
@@ -744,6 +768,7 @@ impl Session {
                         let scan = self.monitor.needs_events;
                         self.monitor.drain(device, scan, scan);
                         self.monitor.check_watches(device);
+                        self.monitor.check_races(device);
                         self.monitor.check_cycles(device);
                         if goal_cycle.is_some_and(|g| device.now().0 >= g)
                             && self.monitor.pending.kind.is_none()
@@ -762,6 +787,9 @@ impl Session {
                 }
                 Advance::Quit { .. } | Advance::End => {
                     self.monitor.drain(device, true, false);
+                    if granularity != Granularity::ToEnd {
+                        self.monitor.check_races(device);
+                    }
                     self.ended = true;
                     self.last_cycle = device.now().0;
                     let pending = std::mem::take(&mut self.monitor.pending);

@@ -314,6 +314,11 @@ pub(crate) const KINDS: &[Kind] = &[
         schema: schema_of::<timeline::Profile>,
     },
     Kind {
+        name: "race",
+        command: "neuron-sim race TRACE --json",
+        schema: schema_of::<sweep::seeds::RaceJson>,
+    },
+    Kind {
         name: "run",
         command: "neuron-sim run TRACE --json",
         schema: schema_of::<Run<'static>>,

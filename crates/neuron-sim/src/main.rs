@@ -335,8 +335,8 @@ enum Cmd {
         /// (docs/races.md).
         #[arg(long)]
         detect_races: bool,
-        /// Exit 1 when the race detector found a race (implies
-        /// --detect-races; for CI).
+        /// Exit 1 when the race detector found a race or a wait-for graph
+        /// found a deadlock (implies --detect-races; for CI).
         #[arg(long)]
         fail_on_race: bool,
         /// Write the wait-for graph (the first with a deadlock, else the
@@ -345,7 +345,8 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         deadlock_graph: Option<PathBuf>,
         /// What never-written memory reads as for the DMA engines: `zero`
-        /// (the default), `nan` (0xFF bytes: NaN in every float type) or
+        /// (the default), `nan` (the NaN of the element type the reader
+        /// uses, 0xFF bytes where it has none or is unknown) or
         /// `pattern=0xAB` (docs/races.md §Uninitialised memory).
         #[arg(long, value_name = "MODE", value_parser = parse_uninit)]
         uninit: Option<UninitFill>,
@@ -354,28 +355,29 @@ enum Cmd {
         #[arg(long)]
         check_uninit: bool,
         /// Perturb the schedule: every packet's latency grows by a
-        /// reproducible pseudo-random 0..=64 cycles drawn from N
-        /// (docs/races.md §Schedule perturbation).
+        /// reproducible pseudo-random 0..=64 cycles drawn from N, and the
+        /// arbitration ties between engines and between queues are drawn
+        /// from N (docs/races.md §Schedule perturbation).
         #[arg(long, value_name = "N")]
         schedule_seed: Option<u64>,
     },
 }
 
-/// `--uninit MODE`: the byte never-written memory reads as (`None`: zero).
+/// `--uninit MODE`: what never-written memory reads as (`None`: zero).
 #[derive(Clone, Copy, Debug)]
-struct UninitFill(Option<u8>);
+struct UninitFill(Option<soc::UninitFill>);
 
 fn parse_uninit(text: &str) -> Result<UninitFill, String> {
     match text {
         "zero" => Ok(UninitFill(None)),
-        "nan" => Ok(UninitFill(Some(0xff))),
+        "nan" => Ok(UninitFill(Some(soc::UninitFill::Nan))),
         _ => text
             .strip_prefix("pattern=")
             .and_then(|v| {
                 v.strip_prefix("0x")
                     .map_or_else(|| v.parse::<u8>().ok(), |h| u8::from_str_radix(h, 16).ok())
             })
-            .map(|b| UninitFill(Some(b)))
+            .map(|b| UninitFill(Some(soc::UninitFill::Byte(b))))
             .ok_or_else(|| {
                 format!("`{text}` is not an uninit mode (expected zero, nan or pattern=0xAB)")
             }),
@@ -790,8 +792,8 @@ struct RunOpts<'a> {
     fail_on_race: bool,
     /// `--deadlock-graph FILE`.
     deadlock_graph: Option<&'a Path>,
-    /// `--uninit`: the byte never-written memory reads as (`None`: zero).
-    uninit: Option<u8>,
+    /// `--uninit`: what never-written memory reads as (`None`: zero).
+    uninit: Option<soc::UninitFill>,
     /// `--check-uninit`.
     check_uninit: bool,
     /// `--schedule-seed N`.
@@ -1115,12 +1117,21 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     }
     if code == 0
         && fail_on_race
-        && let Some(r) = race.as_ref().filter(|r| !r.races.is_empty())
+        && let Some(r) = race
+            .as_ref()
+            .filter(|r| !r.races.is_empty() || r.deadlock())
     {
-        eprintln!(
-            "--fail-on-race: {} race(s) (listed under `race:`; docs/races.md)",
-            r.races.len()
-        );
+        if !r.races.is_empty() {
+            eprintln!(
+                "--fail-on-race: {} race(s) (listed under `race:`; docs/races.md)",
+                r.races.len()
+            );
+        }
+        if r.deadlock() {
+            eprintln!(
+                "--fail-on-race: the run ended in a deadlock (the wait-for graph under `race:`; docs/races.md §Deadlocks)"
+            );
+        }
         return Ok(1);
     }
     Ok(code)

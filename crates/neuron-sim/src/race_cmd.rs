@@ -1,13 +1,14 @@
 //! `neuron-sim race TRACE --seeds N`: the trace under N perturbed schedules
 //! (docs/races.md §Schedule perturbation), in parallel, through
-//! `sweep::seeds`; the checks that differ between seeds are printed with
-//! the two seeds.
+//! `sweep::seeds`; the checks and bytes that differ between seeds are
+//! printed with the two seeds, or the whole comparison as JSON (`--json`:
+//! per-seed digests, the pairs of seeds that differ, the races found).
 
 use std::path::PathBuf;
 
 use sweep::DeviceFactory;
 
-use crate::{Failure, Maps, bad_input, input};
+use crate::{Failure, Maps, bad_input, input, json_out};
 
 /// The options of `neuron-sim race`.
 #[derive(Debug, clap::Args)]
@@ -23,9 +24,15 @@ pub(crate) struct RaceArgs {
     /// Timing file (JSON), as for `run`.
     #[arg(long, value_name = "FILE")]
     timing: Option<PathBuf>,
+    /// Print one JSON document: each seed's digest of the bytes checked
+    /// and dumped, the pairs of seeds that differ, and the races the
+    /// detector found (it runs on every seed; docs/schemas/race.schema.json).
+    #[arg(long)]
+    json: bool,
 }
 
-/// Runs the seeds; exit 1 when a check differs between two of them.
+/// Runs the seeds; exit 1 when a check or the bytes read differ between
+/// two of them.
 pub(crate) fn cmd_race(maps: &Maps, a: &RaceArgs) -> Result<u8, Failure> {
     if input::is_stdio(&a.trace) {
         return Err(bad_input(
@@ -35,10 +42,18 @@ pub(crate) fn cmd_race(maps: &Maps, a: &RaceArgs) -> Result<u8, Failure> {
     let text = input::read_text_or_stdin(&a.trace, "trace")?;
     let factory = DeviceFactory::new(&maps.device_with_timing(a.timing.as_deref())?);
     let seeds: Vec<u64> = (1..=a.seeds).collect();
-    let report = sweep::seeds::run_seeds(&factory, &a.trace, &text, &seeds, a.jobs);
-    print!("{}", report.to_text());
+    let options = sweep::seeds::SeedOptions {
+        threads: a.jobs,
+        detect_races: a.json,
+    };
+    let report = sweep::seeds::run_seeds(&factory, &a.trace, &text, &seeds, options);
+    if a.json {
+        json_out::print(report.to_json(&a.trace.display().to_string()))?;
+    } else {
+        print!("{}", report.to_text());
+    }
     if !report.errors.is_empty() {
         return Ok(2);
     }
-    Ok(u8::from(!report.differences.is_empty()))
+    Ok(u8::from(report.differ()))
 }

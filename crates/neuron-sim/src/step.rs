@@ -28,7 +28,8 @@ pub(crate) struct StepArgs {
     #[arg(long = "queue", value_name = "Q")]
     queues: Vec<u8>,
     /// A breakpoint, as the prompt's `break` takes it (repeatable), e.g.
-    /// `--break 'doorbell eng0.m2s.q0'`, `--break fault`, `--break 'cycle 5000'`.
+    /// `--break 'doorbell eng0.m2s.q0'`, `--break fault`, `--break 'cycle 5000'`;
+    /// `--break race` turns the race detector on (docs/races.md).
     #[arg(long = "break", value_name = "SPEC")]
     breaks: Vec<String>,
     /// A watchpoint, as the prompt's `watch` takes it (repeatable), e.g.
@@ -261,6 +262,14 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
     let source = input::read_text_or_stdin(trace, "trace")?;
     let mut dev = maps.device_with_timing(a.timing.as_deref())?;
     dev.set_timing_only(a.timing_only);
+    // `--break race` implies --detect-races: the detector watches from the
+    // firmware's boot on.
+    if a.breaks
+        .iter()
+        .any(|b| b.split_whitespace().next() == Some("race"))
+    {
+        dev.detect_races();
+    }
     check_filter(&dev, &a.engines, &a.queues)?;
     record_cmd::start(&mut dev, a.reg_log.as_deref(), a.vcd.as_deref())?;
     let name = input::name_of(trace);

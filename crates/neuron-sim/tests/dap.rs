@@ -297,3 +297,46 @@ fn semaphores_at_the_end_and_back_from_it() {
     c.ok("disconnect", json!({}));
     assert_eq!(c.child.wait().unwrap().code(), Some(3));
 }
+
+/// The `race` exception filter (`break race`): set before
+/// `configurationDone`, it turns the race detector on, and each new race
+/// stops as an exception that names it; without it the trace runs through.
+#[test]
+fn the_race_filter_stops_at_each_new_race() {
+    let mut c = Client::start();
+    let caps = c.ok("initialize", json!({}));
+    let filters = caps["exceptionBreakpointFilters"].as_array().unwrap();
+    let race = filters.iter().find(|f| f["filter"] == "race").unwrap();
+    assert_eq!(race["default"], false);
+    c.ok(
+        "launch",
+        json!({"program": "traces/race-sbuf-tile-reuse.trace"}),
+    );
+    c.event("initialized");
+    c.ok("setExceptionBreakpoints", json!({"filters": ["race"]}));
+    c.ok("configurationDone", json!({}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["reason"], "exception", "{stopped}");
+    let text = stopped["text"].as_str().unwrap();
+    assert!(
+        text.contains("(break race): race #1: write/write race on tpb0.sbuf[p0]+0x1000..+0x1100 (256 bytes); first: write by eng0.q0[0] rung by tpb0 word #0 (line 22) at cycle 286; second: write by eng16.q0[0] rung by tpb1 word #0 (line 24) at cycle 286"),
+        "{stopped}"
+    );
+    assert_eq!(c.line(), 25, "the run under way");
+    c.ok("continue", json!({"threadId": 1}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["reason"], "exception", "{stopped}");
+    assert!(
+        stopped["description"]
+            .as_str()
+            .unwrap()
+            .contains("race #2: read/write race on tpb0.sbuf[p0]+0x1000..+0x1100"),
+        "{stopped}"
+    );
+    // Off again: the rest of the trace runs to its end.
+    c.ok("setExceptionBreakpoints", json!({"filters": []}));
+    c.ok("continue", json!({"threadId": 1}));
+    assert_eq!(c.event("stopped")["reason"], "end of trace");
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(0));
+}

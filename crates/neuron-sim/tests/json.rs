@@ -372,6 +372,40 @@ fn run_json_without_host_timing_is_byte_stable() {
 }
 
 #[test]
+fn race_json_matches_the_race_schema() {
+    // A racy trace (exit 1: seeds differ) and a race-free one (exit 0).
+    let racy = run(&[
+        "race",
+        "traces/race-two-cores-one-hbm-range.trace",
+        "--seeds",
+        "8",
+        "--jobs",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(racy.status.code(), Some(1));
+    let v = check("race", &racy.stdout);
+    assert_eq!(v["differ"], true);
+    assert_eq!(v["seeds"].as_array().unwrap().len(), 8);
+    assert!(!v["races"].as_array().unwrap().is_empty());
+    let v = check(
+        "race",
+        &ok(&[
+            "race",
+            "traces/fw-semaphore-chain.trace",
+            "--seeds",
+            "2",
+            "--jobs",
+            "2",
+            "--json",
+        ]),
+    );
+    assert_eq!(v["differ"], false);
+    assert_eq!(v["pairs"], serde_json::json!([]));
+    assert_eq!(v["seeds"][0]["digest"], v["seeds"][1]["digest"]);
+}
+
+#[test]
 fn sweep_json_is_the_csv_data_and_merges_the_same() {
     let dir = tmp_dir("sweep");
     let trace = "crates/neuron-sim/tests/data/sweep-copy.trace";

@@ -132,6 +132,38 @@ fn fail_on_race_exits_1_on_a_race_and_0_without() {
 }
 
 #[test]
+fn fail_on_race_exits_1_on_a_deadlock() {
+    // The trace's own checks pass (both semaphores read 0): without
+    // --fail-on-race the run exits 0, with it the deadlock is the failure.
+    let plain = neuron_sim(&[
+        "run",
+        "traces/deadlock-semaphore-chain.trace",
+        "--detect-races",
+        "-q",
+    ]);
+    assert_eq!(plain.status.code(), Some(0));
+    let out = neuron_sim(&[
+        "run",
+        "traces/deadlock-semaphore-chain.trace",
+        "--fail-on-race",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("race: 0 race(s)"), "{text}");
+    assert!(
+        text.contains("DEADLOCK, 3 wait(s) nothing can end"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--fail-on-race: the run ended in a deadlock"),
+        "{err}"
+    );
+    assert!(!err.contains("race(s)"), "no race to count: {err}");
+}
+
+#[test]
 fn json_has_a_race_object_only_when_detecting() {
     let on = neuron_sim(&[
         "run",
@@ -211,6 +243,31 @@ fn uninit_nan_fills_never_written_bytes_and_zero_leaves_them() {
 }
 
 #[test]
+fn uninit_nan_is_the_nan_of_the_element_type_the_reader_uses() {
+    let trace = "crates/neuron-sim/tests/data/uninit-nan-dtypes.trace";
+    // Its checks: the BF16 NaN of an FP32 source converted, -1 from INT8,
+    // 0xFF bytes from a raw copy.
+    let nan = neuron_sim(&["run", trace, "--uninit", "nan", "-q", "--no-host-timing"]);
+    assert_eq!(
+        nan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&nan.stdout)
+    );
+    assert!(String::from_utf8_lossy(&nan.stdout).contains("6 expectations passed, 0 failed"));
+    // 0xFF bytes everywhere: the FP32 source reads as a negative NaN and
+    // the BF16 result is 0xFFC0; the other two checks hold.
+    let ff = neuron_sim(&["run", trace, "--uninit", "pattern=0xff", "--no-host-timing"]);
+    assert_eq!(ff.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&ff.stdout);
+    assert!(
+        text.contains("byte 1 (at 0x2000000001) is 0xff, expected 0x7f; read c0ffc0ff"),
+        "{text}"
+    );
+    assert!(text.contains("5 expectations passed, 1 failed"), "{text}");
+}
+
+#[test]
 fn race_command_finds_the_schedule_dependent_check_and_nothing_elsewhere() {
     let racy = neuron_sim(&[
         "race",
@@ -237,6 +294,95 @@ fn race_command_finds_the_schedule_dependent_check_and_nothing_elsewhere() {
             String::from_utf8_lossy(&out.stdout)
         );
     }
+}
+
+#[test]
+fn race_json_gives_per_seed_digests_the_pairs_that_differ_and_the_races() {
+    // Under seeds 1..=8 the two cores' copies land in both orders: seeds 7
+    // and 8 leave tpb1's bytes (the check holds), the others tpb0's.
+    let out = neuron_sim(&[
+        "race",
+        "traces/race-two-cores-one-hbm-range.trace",
+        "--seeds",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["trace"], "traces/race-two-cores-one-hbm-range.trace");
+    assert_eq!(v["differ"], true);
+    let seeds = v["seeds"].as_array().unwrap();
+    let seed_list: Vec<u64> = seeds.iter().map(|s| s["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seed_list, (1..=8).collect::<Vec<u64>>());
+    let digest = |i: usize| seeds[i]["digest"].as_str().unwrap();
+    for (i, s) in seeds.iter().enumerate().take(6) {
+        assert_eq!(digest(i), digest(0), "seed {}", i + 1);
+        assert_eq!(s["checks_failed"], 1, "seed {}", i + 1);
+    }
+    assert_ne!(digest(6), digest(0));
+    assert_eq!(digest(7), digest(6));
+    assert_eq!(seeds[6]["checks_failed"], 0);
+    // Two digests: one pair, naming the line of the check.
+    assert_eq!(
+        v["pairs"],
+        serde_json::json!([{ "seed_a": 1, "seed_b": 7, "lines": [19] }])
+    );
+    assert_eq!(v["checks_differ"][0]["line"], 19);
+    assert_eq!(v["checks_differ"][0]["seed_b"], 7);
+    // The detector finds the one write/write race under every seed.
+    let races = v["races"].as_array().unwrap();
+    assert_eq!(races.len(), 1, "{races:#?}");
+    assert_eq!(races[0]["race"]["kind"], "write/write");
+    assert_eq!(races[0]["race"]["range"], "hbm0+0x20100000..+0x20100200");
+    let mut sides = [
+        races[0]["race"]["first"]["agent"].as_str().unwrap(),
+        races[0]["race"]["second"]["agent"].as_str().unwrap(),
+    ];
+    sides.sort_unstable();
+    assert_eq!(sides, ["eng0.q0", "eng16.q0"]);
+    assert_eq!(
+        races[0]["seeds"],
+        serde_json::json!([1, 2, 3, 4, 5, 6, 7, 8])
+    );
+    assert!(
+        seeds
+            .iter()
+            .all(|s| s["races"] == 1 && s["deadlock"] == false)
+    );
+    // The text form names the same pair.
+    let text = neuron_sim(&[
+        "race",
+        "traces/race-two-cores-one-hbm-range.trace",
+        "--seeds",
+        "8",
+    ]);
+    assert_eq!(text.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("seeds 1 and 7 read other bytes at line(s) 19"),
+        "{text}"
+    );
+}
+
+#[test]
+fn race_json_on_the_deadlock_trace_says_so_for_every_seed() {
+    let out = neuron_sim(&[
+        "race",
+        "traces/deadlock-semaphore-chain.trace",
+        "--seeds",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "same outcomes under both");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["seeds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["deadlock"] == true)
+    );
+    assert_eq!(v["races"], serde_json::json!([]));
 }
 
 #[test]

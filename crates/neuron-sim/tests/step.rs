@@ -20,10 +20,12 @@ fn scratch(name: &str) -> PathBuf {
 
 /// `neuron-sim step ARGS… --script` with `script` as the commands.
 fn step_script(args: &[&str], script: &str) -> Output {
+    // One file per call: tests run in parallel and may pass equal scripts.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = scratch("scripts");
     let path = dir.join(format!(
-        "{:x}.step",
-        script.len() * 31 + args.len() + script.bytes().map(usize::from).sum::<usize>()
+        "{}.step",
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     std::fs::write(&path, script).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
@@ -205,7 +207,7 @@ fn step_refuses_names_that_do_not_exist() {
         ),
         (
             &["--break", "dorbell"][..],
-            "unknown breakpoint kind `dorbell` (break doorbell | line | cycle | fault | packet | state | ring-id | word); did you mean `doorbell`?",
+            "unknown breakpoint kind `dorbell` (break doorbell | line | cycle | fault | packet | state | ring-id | race | word); did you mean `doorbell`?",
         ),
         (
             &["--break", "fault PREF_RING_IDD"][..],
@@ -330,6 +332,108 @@ quit
         "{text}"
     );
     insta::assert_snapshot!("breakpoint_session", text);
+}
+
+/// `break race` (docs/races.md): set at the prompt after the first stop,
+/// it turns the race detector on by replaying the trace from its start;
+/// each stop names the race (kind, bytes, both sides), in the order the
+/// run's race section lists them; `reverse-continue` goes back to the
+/// previous race.
+#[test]
+fn race_breakpoint_session() {
+    let script = "\
+break race
+info break
+continue
+continue
+reverse-continue
+continue
+continue
+quit
+";
+    let out = step_script(&["traces/race-sbuf-tile-reuse.trace"], script);
+    assert_eq!(out.status.code(), Some(0), "quit at the end: run's status");
+    let text = stdout(&out);
+    assert!(
+        text.contains("the race detector is on: the trace replayed from its start with it to here (cycle 226); 0 race(s) found before here"),
+        "{text}"
+    );
+    let first = "== breakpoint 1 (break race): race #1: write/write race on tpb0.sbuf[p0]+0x1000..+0x1100 (256 bytes); first: write by eng0.q0[0] rung by tpb0 word #0 (line 22) at cycle 286; second: write by eng16.q0[0] rung by tpb1 word #0 (line 24) at cycle 286";
+    let second = "== breakpoint 1 (break race): race #2: read/write race on tpb0.sbuf[p0]+0x1000..+0x1100 (256 bytes); first: write by eng16.q0[0] rung by tpb1 word #0 (line 24) at cycle 286; second: read by eng0.q0[2] rung by tpb0 word #1 (line 23) at cycle 1142";
+    assert_eq!(text.matches(first).count(), 2, "forward and back: {text}");
+    assert!(text.contains(&format!("(back) {first}")), "{text}");
+    assert_eq!(text.matches(second).count(), 2, "{text}");
+    assert!(text.contains("== end of trace at cycle 1146"), "{text}");
+    insta::assert_snapshot!("race_breakpoint_session", text);
+}
+
+/// `--break race` on the command line turns the detector on from the
+/// start; a race-free trace never stops on it.
+#[test]
+fn break_race_on_the_command_line() {
+    let out = step_script(
+        &[
+            "traces/race-two-cores-one-hbm-range.trace",
+            "--no-doorbells",
+            "--break",
+            "race",
+        ],
+        "where\ncontinue\n",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        text.contains("== breakpoint 1 (break race): race #1: write/write race on hbm0+0x20100000..+0x20100200 (512 bytes); first: write by eng0.q0[0] rung by tpb0 word #0 (line 16) at cycle 295; second: write by eng16.q0[0] rung by tpb1 word #0 (line 17) at cycle 295"),
+        "{text}"
+    );
+    assert_eq!(text.matches("(break race)").count(), 1, "{text}");
+    let clean = step_script(
+        &[
+            "traces/fw-semaphore-chain.trace",
+            "--no-doorbells",
+            "--break",
+            "race",
+        ],
+        "",
+    );
+    assert_eq!(clean.status.code(), Some(0));
+    let text = stdout(&clean);
+    assert!(!text.contains("(break race)"), "{text}");
+    assert!(text.contains("== end of trace"), "{text}");
+    let bad = step_script(&["traces/copy-hbm-hbm.trace", "--break", "race eng0"], "");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr)
+            .contains("--break `race eng0`: too many words: break race"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}
+
+/// `break race` over the JSON protocol (`step --json`): the stop's hit
+/// says which race.
+#[test]
+fn break_race_over_the_json_protocol() {
+    let out = step_script(
+        &["traces/race-two-cores-one-hbm-range.trace", "--json"],
+        "{\"command\": \"break race\"}\n{\"command\": \"continue\"}\n",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let messages: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stop = messages
+        .iter()
+        .find_map(|m| (m["command"] == "continue").then(|| m["stop"].clone()))
+        .unwrap();
+    assert_eq!(stop["reason"], "breakpoint");
+    assert_eq!(stop["cycle"], 295);
+    assert_eq!(stop["hits"][0]["spec"], "break race");
+    assert_eq!(
+        stop["hits"][0]["why"],
+        "race #1: write/write race on hbm0+0x20100000..+0x20100200 (512 bytes); first: write by eng0.q0[0] rung by tpb0 word #0 (line 16) at cycle 295; second: write by eng16.q0[0] rung by tpb1 word #0 (line 17) at cycle 295"
+    );
 }
 
 /// Stepping at every granularity, then the end of the trace: the state

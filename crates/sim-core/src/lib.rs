@@ -220,6 +220,36 @@ pub trait Bus {
     fn packet_scope(&mut self, scope: Option<PacketScope>) {
         let _ = scope;
     }
+
+    /// An observer's hint with no simulated effect: the data reads that
+    /// follow read elements whose NaN is `nan` (a CCE source in its input
+    /// dtype, a cross-bar transpose's elements), until a `None` (a raw
+    /// copy: bytes of no known type). `--uninit nan` fills never-written
+    /// bytes with it (docs/races.md §Uninitialised memory). The default
+    /// ignores it.
+    fn read_as(&mut self, nan: Option<ElementNan>) {
+        let _ = nan;
+    }
+}
+
+/// A NaN of an element type, as the bytes of one element in memory
+/// (little-endian; [`Bus::read_as`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElementNan {
+    /// The element's bytes (the first `len`).
+    pub bytes: [u8; 4],
+    /// Bytes per element (1, 2 or 4).
+    pub len: u8,
+}
+
+impl ElementNan {
+    /// The element's bytes.
+    #[must_use]
+    pub fn as_slice(&self) -> &[u8] {
+        self.bytes
+            .get(..usize::from(self.len))
+            .unwrap_or(&self.bytes)
+    }
 }
 
 /// The packet whose data moves next ([`Bus::packet_scope`]): its queue,

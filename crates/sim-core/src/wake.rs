@@ -9,6 +9,15 @@
 //! mispredict), so 16 engines streaming side by side cost four compares per
 //! event, where a binary heap pays a pop and a push and leaves stale
 //! entries behind.
+//!
+//! Ties between units waking at the same cycle are what the hardware leaves
+//! open (engines run in parallel; two that reach a shared HBM port at one
+//! cycle are served in an order nothing publishes). With a tie seed
+//! ([`WakeTree::set_tie_seed`], docs/races.md §Schedule perturbation) each
+//! cycle's ties go in an order drawn from the seed and the cycle: the
+//! unit ids are XORed with a mask of that cycle in the keys, a bijection, so
+//! the tree still orders them by one compare. Without one the mask is 0:
+//! the lowest id wins.
 
 use crate::Cycle;
 
@@ -25,8 +34,16 @@ const FAR: u64 = (1 << 48) - 2;
 /// after every wake-up, of any unit id.
 const EMPTY: Key = u64::MAX;
 
-fn key(at: Cycle, id: u16) -> Key {
-    (at.0.min(FAR) << 16) | u64::from(id)
+fn key(at: Cycle, id: u16, mask: u16) -> Key {
+    (at.0.min(FAR) << 16) | u64::from(id ^ mask)
+}
+
+/// SplitMix64's finaliser: the tie mask of a cycle under a seed.
+fn mix(seed: u64, cycle: u64) -> u16 {
+    let mut z = seed ^ cycle.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) as u16
 }
 
 /// No leaf yet.
@@ -44,14 +61,47 @@ pub struct WakeTree {
     exact: Vec<Option<Cycle>>,
     /// Leaves in the tree (a power of two, or 0).
     cap: usize,
+    /// The tie seed, when ties are perturbed.
+    tie_seed: Option<u64>,
 }
 
 impl WakeTree {
+    /// The XOR mask of the ids in the keys at `at` (0 without a tie seed).
+    #[inline]
+    fn mask(&self, at: u64) -> u16 {
+        match self.tie_seed {
+            None => 0,
+            Some(seed) => mix(seed, at.min(FAR)),
+        }
+    }
+
+    /// Perturbs ties (`Some(seed)`): units waking at one cycle go in an
+    /// order drawn from the seed and the cycle, the same for the same seed;
+    /// `None`: the lowest id first. The pending wake-ups are kept.
+    pub fn set_tie_seed(&mut self, seed: Option<u64>) {
+        self.tie_seed = seed;
+        let pending: Vec<(u16, Option<Cycle>)> = self
+            .slot_of
+            .iter()
+            .enumerate()
+            .filter(|&(_, &s)| s != NO_SLOT)
+            .filter_map(|(id, &s)| {
+                Some((
+                    u16::try_from(id).ok()?,
+                    self.exact.get(s as usize).copied()?,
+                ))
+            })
+            .collect();
+        for (id, at) in pending {
+            self.set(id, at);
+        }
+    }
+
     /// Sets unit `id`'s next wake-up (`None`: nothing pending).
     #[inline]
     pub fn set(&mut self, id: u16, at: Option<Cycle>) {
         let k = match at {
-            Some(at) => key(at, id),
+            Some(at) => key(at, id, self.mask(at.0)),
             None => EMPTY,
         };
         let slot = match self.slot_of.get(usize::from(id)) {
@@ -99,8 +149,9 @@ impl WakeTree {
         if root >> 16 == FAR {
             return self.peek_far();
         }
-        // The low 16 bits are the id.
-        Some((Cycle(root >> 16), (root & 0xFFFF) as u16))
+        // The low 16 bits are the id, masked.
+        let at = root >> 16;
+        Some((Cycle(at), (root & 0xFFFF) as u16 ^ self.mask(at)))
     }
 
     /// The earliest wake-up when every pending one is at `FAR` or later: the
@@ -113,9 +164,11 @@ impl WakeTree {
             .filter(|&(_, &s)| s != NO_SLOT)
             .filter_map(|(id, &s)| {
                 let at = self.exact.get(s as usize).copied().flatten()?;
-                Some((at, u16::try_from(id).ok()?))
+                let id = u16::try_from(id).ok()?;
+                Some((at, id ^ self.mask(at.0), id))
             })
             .min()
+            .map(|(at, _, id)| (at, id))
     }
 
     /// Gives unit `id` a leaf, doubling the tree when it is full.
@@ -186,6 +239,80 @@ mod tests {
         t.set(5, None);
         t.set(0, None);
         assert_eq!(t.peek(), None);
+    }
+
+    #[test]
+    fn a_tie_seed_reorders_ties_only_and_reproducibly() {
+        let order = |seed: Option<u64>, cycle: u64| {
+            let mut t = WakeTree::default();
+            t.set_tie_seed(seed);
+            for id in 0..8 {
+                t.set(id, Some(Cycle(cycle)));
+            }
+            t.set(9, Some(Cycle(cycle + 1)));
+            let mut out = Vec::new();
+            while let Some((at, id)) = t.peek() {
+                if at.0 == cycle {
+                    out.push(id);
+                } else {
+                    // The later wake-up comes after every tie.
+                    assert_eq!((at, id), (Cycle(cycle + 1), 9));
+                }
+                t.set(id, None);
+            }
+            out
+        };
+        assert_eq!(order(None, 5), (0..8).collect::<Vec<u16>>());
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 1..=8 {
+            let o = order(Some(seed), 5);
+            assert_eq!(o, order(Some(seed), 5), "the same seed, the same order");
+            let mut sorted = o.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..8).collect::<Vec<u16>>());
+            seen.insert(o);
+        }
+        assert!(seen.len() > 1, "seeds 1..=8 give one order: {seen:?}");
+        // The order changes from cycle to cycle under one seed.
+        let per_cycle: std::collections::BTreeSet<Vec<u16>> =
+            (0..8).map(|c| order(Some(1), c)).collect();
+        assert!(per_cycle.len() > 1);
+        // A seed set with wake-ups pending keeps them.
+        let mut t = WakeTree::default();
+        t.set(3, Some(Cycle(7)));
+        t.set(4, Some(Cycle(2)));
+        t.set_tie_seed(Some(11));
+        assert_eq!(t.peek(), Some((Cycle(2), 4)));
+        assert_eq!(t.get(3), Some(Cycle(7)));
+    }
+
+    proptest::proptest! {
+        /// With a tie seed, `peek` is still a pending unit at the earliest
+        /// cycle, and the same updates give the same answers.
+        #[test]
+        fn perturbed_ties_keep_the_earliest_cycle(
+            seed in 0u64..1000,
+            ops in proptest::collection::vec((0u16..140, proptest::option::of(proptest::prop_oneof![0u64..20, (1u64 << 48) - 2..(1u64 << 48) + 2])), 1..200)
+        ) {
+            let mut t = WakeTree::default();
+            t.set_tie_seed(Some(seed));
+            let mut model: BTreeMap<u16, u64> = BTreeMap::new();
+            for (id, at) in ops {
+                t.set(id, at.map(Cycle));
+                match at {
+                    Some(c) => { model.insert(id, c); }
+                    None => { model.remove(&id); }
+                }
+                let min = model.values().min().copied();
+                match t.peek() {
+                    None => proptest::prop_assert!(min.is_none()),
+                    Some((at, who)) => {
+                        proptest::prop_assert_eq!(Some(at.0), min);
+                        proptest::prop_assert_eq!(model.get(&who).copied(), Some(at.0));
+                    }
+                }
+            }
+        }
     }
 
     proptest::proptest! {

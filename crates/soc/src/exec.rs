@@ -288,6 +288,9 @@ pub struct Executor {
     claimed_faults: Vec<(u16, Dir, Option<u8>, String, &'static str)>,
     /// Warnings of the statement running, taken after it.
     warnings: Vec<String>,
+    /// The digest of the bytes the statement running read to check or
+    /// show them (`expect`, `read32`, `dump`), taken after it.
+    read_digest: Option<u64>,
 }
 
 impl Executor {

@@ -61,6 +61,28 @@ pub struct RaceSummary {
     pub uninit: Option<UninitSummary>,
 }
 
+/// What never-written memory reads as for the DMA engines (`--uninit`,
+/// docs/races.md §Uninitialised memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UninitFill {
+    /// Every byte this value (`pattern=0xAB`).
+    Byte(u8),
+    /// The NaN of the element type the reader uses where it is a float
+    /// type (a CCE source, a cross-bar transpose); 0xFF bytes where the
+    /// type is unknown (a raw copy) or has no NaN (integers, FP4).
+    Nan,
+}
+
+impl UninitFill {
+    /// The byte a read of unknown element type sees.
+    pub const fn byte(self) -> u8 {
+        match self {
+            UninitFill::Byte(b) => b,
+            UninitFill::Nan => 0xFF,
+        }
+    }
+}
+
 /// Gate waits shorter than this are not listed as stalls.
 pub const LONG_STALL_CYCLES: u64 = 100;
 
@@ -266,6 +288,10 @@ struct Found {
     scatter: Option<String>,
 }
 
+/// A race's identity: (first agent, first source, second agent, second
+/// source, both writes).
+type RaceKey = (u32, u32, u32, u32, bool);
+
 /// A source's first read of never-written bytes: (first byte, end, ring
 /// slot, cycle, reads so far).
 type FirstUninit = (u64, u64, u32, u64, u64);
@@ -296,15 +322,21 @@ pub(crate) struct Detector {
     host_who: u32,
     /// Label of the word each core is firing.
     core_who: Vec<Option<u32>>,
-    found: BTreeMap<(u32, u32, u32, u32, bool), Found>,
+    found: BTreeMap<RaceKey, Found>,
+    /// The keys of `found` in the order the races were first found (what
+    /// a debugger's `break race` stops on, one by one).
+    found_order: Vec<RaceKey>,
     cur: Option<Cur>,
     accesses: u64,
     /// Wait-for graphs taken at failed waits.
     pub(crate) graphs: Vec<crate::WaitGraph>,
     /// `--check-uninit`: reads of never-written bytes are reported.
     pub(crate) check_uninit: bool,
-    /// `--uninit nan|pattern=B`: never-written bytes read as this byte.
-    pub(crate) uninit_fill: Option<u8>,
+    /// `--uninit nan|pattern=B`: what never-written bytes read as.
+    pub(crate) uninit_fill: Option<UninitFill>,
+    /// The NaN of the element type the packet's reads use now
+    /// (`Bus::read_as`; `None`: raw bytes).
+    pub(crate) read_as: Option<sim_core::ElementNan>,
     /// Per reading source (agent, label): its first read of never-written
     /// bytes and a count.
     uninit_reads: BTreeMap<(u32, u32), FirstUninit>,
@@ -869,13 +901,16 @@ impl Detector {
     ) {
         let both_write = prior_write && cur_write;
         let key = (prior.agent, prior.who, cur.agent, cur.who, both_write);
-        let f = self.found.entry(key).or_insert(Found {
-            first: (prior, prior_write),
-            second: (cur, cur_write),
-            lo,
-            hi,
-            count: 0,
-            scatter,
+        let f = self.found.entry(key).or_insert_with(|| {
+            self.found_order.push(key);
+            Found {
+                first: (prior, prior_write),
+                second: (cur, cur_write),
+                lo,
+                hi,
+                count: 0,
+                scatter,
+            }
         });
         f.count += 1;
     }
@@ -913,52 +948,70 @@ impl Detector {
         );
     }
 
+    /// One side of a race or an uninitialised read, as reported.
+    fn side(&self, a: &Acc, write: bool, scatter: bool) -> RaceSide {
+        let agent = self
+            .agents
+            .get(a.agent as usize)
+            .map_or_else(String::new, ToString::to_string);
+        let who = self.labels.get(a.who as usize).cloned().unwrap_or_default();
+        let source = if scatter {
+            format!("{who} element dst_idx[{}]", a.slot)
+        } else if a.slot == u32::MAX {
+            format!("{agent} ({who})")
+        } else {
+            format!("{agent}[{}] rung by {who}", a.slot)
+        };
+        RaceSide {
+            agent,
+            source,
+            access: if write { "write" } else { "read" }.into(),
+            cycle: a.cycle,
+        }
+    }
+
+    /// The report of one race, ranges named by `name`.
+    fn report_of(&self, f: &Found, name: &dyn Fn(u64) -> String) -> RaceReport {
+        let scatter = f.scatter.is_some();
+        let range = match &f.scatter {
+            Some(s) => s.clone(),
+            None => range_text(name, f.lo, f.hi),
+        };
+        RaceReport {
+            kind: if f.first.1 && f.second.1 {
+                "write/write"
+            } else {
+                "read/write"
+            }
+            .into(),
+            range,
+            addr: (!scatter).then_some(Hex(f.lo)),
+            len_bytes: f.hi - f.lo,
+            first: self.side(&f.first.0, f.first.1, scatter),
+            second: self.side(&f.second.0, f.second.1, scatter),
+            count: f.count,
+        }
+    }
+
+    /// Distinct races found so far.
+    pub(crate) fn races_found(&self) -> usize {
+        self.found_order.len()
+    }
+
+    /// The race found `n`-th (from 0), as the report shows it (its count so
+    /// far).
+    pub(crate) fn race(&self, n: usize, name: &dyn Fn(u64) -> String) -> Option<RaceReport> {
+        let f = self.found.get(self.found_order.get(n)?)?;
+        Some(self.report_of(f, name))
+    }
+
     /// The report, ranges named by `name`.
     pub(crate) fn summary(&self, name: &dyn Fn(u64) -> String) -> RaceSummary {
-        let side = |a: &Acc, write: bool, scatter: bool| {
-            let agent = self
-                .agents
-                .get(a.agent as usize)
-                .map_or_else(String::new, ToString::to_string);
-            let who = self.labels.get(a.who as usize).cloned().unwrap_or_default();
-            let source = if scatter {
-                format!("{who} element dst_idx[{}]", a.slot)
-            } else if a.slot == u32::MAX {
-                format!("{agent} ({who})")
-            } else {
-                format!("{agent}[{}] rung by {who}", a.slot)
-            };
-            RaceSide {
-                agent,
-                source,
-                access: if write { "write" } else { "read" }.into(),
-                cycle: a.cycle,
-            }
-        };
+        let side = |a: &Acc, write: bool, scatter: bool| self.side(a, write, scatter);
         let mut races: Vec<RaceReport> = self
             .found
             .values()
-            .map(|f| {
-                let scatter = f.scatter.is_some();
-                let range = match &f.scatter {
-                    Some(s) => s.clone(),
-                    None => range_text(name, f.lo, f.hi),
-                };
-                RaceReport {
-                    kind: if f.first.1 && f.second.1 {
-                        "write/write"
-                    } else {
-                        "read/write"
-                    }
-                    .into(),
-                    range,
-                    addr: (!scatter).then_some(Hex(f.lo)),
-                    len_bytes: f.hi - f.lo,
-                    first: side(&f.first.0, f.first.1, scatter),
-                    second: side(&f.second.0, f.second.1, scatter),
-                    count: f.count,
-                }
-            })
+            .map(|f| self.report_of(f, name))
             .collect();
         races.sort_by(|a, b| {
             (a.first.cycle, a.second.cycle, &a.range).cmp(&(

@@ -213,8 +213,20 @@ pub fn move_packet(
         written: 0,
     };
     let kind = match packet_op(cmd.0).map_err(MoveError::Unsupported)? {
-        PacketOp::Cce(op) => return cce_packet(bus, tx, &mut sink, encode_64k, cmd, op),
-        PacketOp::Xbar(esz) => return xbar_packet(bus, tx, rx, encode_64k, cmd, esz),
+        PacketOp::Cce(op) => {
+            let moved = cce_packet(bus, tx, &mut sink, encode_64k, cmd, op);
+            bus.read_as(None);
+            return moved;
+        }
+        PacketOp::Xbar(esz) => {
+            let dtype = CmeWord::from_raw(cmd.0)
+                .xbar_dtype()
+                .and_then(cme::Dtype::from_code);
+            bus.read_as(dtype.and_then(nan_of));
+            let moved = xbar_packet(bus, tx, rx, encode_64k, cmd, esz);
+            bus.read_as(None);
+            return moved;
+        }
         PacketOp::Checksum(kind) => Some(kind),
         PacketOp::Copy => None,
     };
@@ -412,6 +424,7 @@ fn cce_packet(
         out_dt = Some(o);
         let len = t.desc.len_bytes(encode_64k) as usize;
         src.resize(len, 0);
+        bus.read_as(nan_of(in_dt));
         bus.read(t.desc.buf_ptr, &mut src)
             .map_err(MoveError::Read)?;
         acc.combine(next_op.take().unwrap_or(op), in_dt, &src)
@@ -438,6 +451,24 @@ fn cce_packet(
     Ok(Moved {
         written: sink.written,
         checksum: None,
+    })
+}
+
+/// The NaN of a float element type as it lies in memory (the quiet NaN
+/// the conversions produce, [`cme::from_f32`] of NaN: BF16 0x7FC0, FP16
+/// 0x7E00, FP32 0x7FC00000, FP8 E4M3 0x7F, E5M2 0x7E, E3M4 0x78); `None`
+/// for the integers and FP4, which have no NaN ([`Bus::read_as`]).
+pub fn nan_of(dtype: cme::Dtype) -> Option<sim_core::ElementNan> {
+    if !dtype.is_float() || dtype == cme::Dtype::Fp4Exp2 {
+        return None;
+    }
+    let e = cme::from_f32(dtype, f32::NAN);
+    let mut bytes = [0u8; 4];
+    let s = e.as_slice();
+    bytes.get_mut(..s.len())?.copy_from_slice(s);
+    Some(sim_core::ElementNan {
+        bytes,
+        len: s.len() as u8,
     })
 }
 
@@ -590,6 +621,26 @@ mod tests {
     fn run(bus: &mut PartBus, tx: &[Piece], rx: &[Piece]) -> Result<Moved, MoveError> {
         let mut cache = CrcCache::default();
         move_packet(bus, tx, rx, false, 0xFFFF_FFFF, 0, &mut cache)
+    }
+
+    #[test]
+    fn the_nan_of_each_float_type_as_it_lies_in_memory() {
+        let nan = |d| nan_of(d).map(|n| n.as_slice().to_vec());
+        assert_eq!(nan(cme::Dtype::Bf16), Some(vec![0xc0, 0x7f]));
+        assert_eq!(nan(cme::Dtype::Fp16), Some(vec![0x00, 0x7e]));
+        assert_eq!(nan(cme::Dtype::Fp32), Some(vec![0x00, 0x00, 0xc0, 0x7f]));
+        assert_eq!(nan(cme::Dtype::Fp32r), Some(vec![0x00, 0x00, 0xc0, 0x7f]));
+        assert_eq!(nan(cme::Dtype::Fp8Exp4), Some(vec![0x7f]));
+        assert_eq!(nan(cme::Dtype::Fp8Exp5), Some(vec![0x7e]));
+        assert_eq!(nan(cme::Dtype::Fp8Exp3), Some(vec![0x78]));
+        for d in [
+            cme::Dtype::Fp4Exp2,
+            cme::Dtype::Int8,
+            cme::Dtype::Uint16,
+            cme::Dtype::Int32,
+        ] {
+            assert_eq!(nan(d), None, "{d}: no NaN");
+        }
     }
 
     #[test]

@@ -219,6 +219,11 @@ struct Queue {
     /// Q_SW_CTRL.RST_DMB released the packet its DMB holds: it starts
     /// without waiting for the earlier transfers.
     dmb_release: bool,
+    /// The cycle a prefetch last gave a direction of the queue its first
+    /// descriptor (nothing was waiting there): a packet ready since then
+    /// may have missed an arbitration of that same cycle (a perturbed
+    /// schedule draws it, docs/races.md §Schedule perturbation).
+    ready_at: Cycle,
 }
 
 impl Queue {
@@ -230,6 +235,7 @@ impl Queue {
             bucket: Bucket::default(),
             deficit: 0,
             dmb_release: false,
+            ready_at: Cycle(0),
         }
     }
 }
@@ -366,25 +372,46 @@ pub struct Engine {
     /// Register writes and bit-clearing reads ([`Engine::head_epoch`]).
     sw_epoch: u64,
     /// Schedule perturbation ([`Engine::set_schedule_seed`]); `None`: none.
-    jitter: Option<Box<Jitter>>,
+    jitter: Option<Box<Perturb>>,
 }
 
-/// Extra packet latency drawn from a seed (docs/races.md §Schedule
-/// perturbation): reproducible, at most [`JITTER_MAX_CYCLES`].
+/// A perturbed schedule's draws (docs/races.md §Schedule perturbation):
+/// the packets' extra latencies and the arbitration ties, two streams from
+/// one seed, so that a tie drawn does not shift the latencies.
 #[derive(Clone, Debug)]
-struct Jitter(u64);
+pub(crate) struct Perturb {
+    /// Extra packet latency.
+    pub(crate) latency: Jitter,
+    /// Which of the queues ready at one pick starts.
+    pub(crate) arbitration: Jitter,
+}
+
+/// Extra packet latency drawn from a seed: reproducible, at most
+/// [`JITTER_MAX_CYCLES`].
+#[derive(Clone, Debug)]
+pub(crate) struct Jitter(u64);
 
 /// The most a perturbed schedule adds to one packet's latency.
 pub const JITTER_MAX_CYCLES: u64 = 64;
 
 impl Jitter {
-    /// SplitMix64: the next draw in `0..=JITTER_MAX_CYCLES`.
-    fn next(&mut self) -> u64 {
+    /// SplitMix64: the next draw.
+    fn draw(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % (JITTER_MAX_CYCLES + 1)
+        z ^ (z >> 31)
+    }
+
+    /// The next draw in `0..=JITTER_MAX_CYCLES`.
+    pub(crate) fn next(&mut self) -> u64 {
+        self.draw() % (JITTER_MAX_CYCLES + 1)
+    }
+
+    /// The next draw in `0..n` (`n` ≥ 1).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.draw() % n.max(1) as u64) as usize
     }
 }
 
@@ -503,13 +530,17 @@ impl Engine {
     /// Schedule perturbation (docs/races.md §Schedule perturbation): with
     /// a seed, each packet's latency grows by a pseudo-random 0 ..=
     /// [`JITTER_MAX_CYCLES`] cycles drawn from the seed and the engine id
-    /// (queues still complete in order); `None` restores the model's
-    /// latencies.
+    /// (queues still complete in order), and when several queues have a
+    /// packet ready at one pick, which starts is drawn too (a tie the
+    /// round robin's position leaves open); `None` restores the model's
+    /// latencies and arbitration.
     pub fn set_schedule_seed(&mut self, seed: Option<u64>) {
         self.jitter = seed.map(|s| {
-            Box::new(Jitter(
-                s ^ u64::from(self.id).wrapping_mul(0xD1B5_4A32_D192_ED03),
-            ))
+            let s = s ^ u64::from(self.id).wrapping_mul(0xD1B5_4A32_D192_ED03);
+            Box::new(Perturb {
+                latency: Jitter(s),
+                arbitration: Jitter(s ^ 0xA076_1D64_78BD_642F),
+            })
         });
     }
 

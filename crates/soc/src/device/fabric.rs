@@ -427,10 +427,13 @@ impl Bus for DmaBus<'_> {
             Ok(()) => {
                 if self.fabric.race.is_some() {
                     if let Some((fill, parts)) = self.uninit_parts(addr, buf.len() as u64) {
+                        // Elements count from the read's first byte.
+                        let element = fill.as_slice();
+                        let size = element.len().max(1);
                         for (a, b) in parts {
                             let (i, j) = ((a - addr) as usize, (b - addr) as usize);
-                            if let Some(bytes) = buf.get_mut(i..j) {
-                                bytes.fill(fill);
+                            for (k, byte) in buf.iter_mut().enumerate().take(j).skip(i) {
+                                *byte = element.get(k % size).copied().unwrap_or(0xFF);
                             }
                         }
                     }
@@ -512,13 +515,18 @@ impl Bus for DmaBus<'_> {
         match self.fabric.memory.copy(&self.fabric.map, src, dst, len) {
             Ok(()) => {
                 if self.fabric.race.is_some() {
+                    // A raw copy: bytes of no known element type.
                     if let Some((fill, parts)) = self.uninit_parts(src, len) {
+                        let byte = match fill.as_slice() {
+                            [b] => *b,
+                            _ => 0xFF,
+                        };
                         for (a, b) in parts {
                             let _ = self.fabric.memory.fill(
                                 &self.fabric.map,
                                 dst + (a - src),
                                 b - a,
-                                fill,
+                                byte,
                             );
                         }
                     }
@@ -545,6 +553,12 @@ impl Bus for DmaBus<'_> {
 
     fn touch(&mut self, addr: u64, len: u64) {
         self.fabric.memory.touch(addr, len);
+    }
+
+    fn read_as(&mut self, nan: Option<sim_core::ElementNan>) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            d.borrow_mut().read_as = nan;
+        }
     }
 
     fn packet_scope(&mut self, scope: Option<sim_core::PacketScope>) {

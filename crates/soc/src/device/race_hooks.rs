@@ -3,7 +3,7 @@
 
 use super::waitgraph::HostWait;
 use super::*;
-use crate::race::{Detector, RaceSummary};
+use crate::race::{Detector, RaceReport, RaceSummary, UninitFill};
 
 /// The detector as the fabric holds it: `None` when detection is off.
 pub(super) type RaceSlot = Option<Box<std::cell::RefCell<Detector>>>;
@@ -31,9 +31,10 @@ impl Device {
 
     /// Uninitialised memory (docs/races.md §Uninitialised memory): with
     /// `check`, packet reads of bytes nothing wrote are reported; with
-    /// `fill`, those bytes read as `fill` (0xFF: NaN in every float type).
-    /// Turns the detector on (it knows which bytes were written).
-    pub fn set_uninit(&mut self, fill: Option<u8>, check: bool) {
+    /// `fill`, those bytes read as `fill` (a byte, or the NaN of the
+    /// element type the reader uses). Turns the detector on (it knows which
+    /// bytes were written).
+    pub fn set_uninit(&mut self, fill: Option<UninitFill>, check: bool) {
         self.detect_races();
         if let Some(d) = self.fabric.race.as_deref() {
             let mut d = d.borrow_mut();
@@ -44,11 +45,17 @@ impl Device {
 
     /// Schedule perturbation (docs/races.md §Schedule perturbation): with
     /// a seed, every packet's latency grows by a reproducible pseudo-random
-    /// 0 ..= [`udma::JITTER_MAX_CYCLES`] cycles, which reorders what the
-    /// hardware leaves unordered (packets of different queues and engines);
-    /// a race-free trace gives the same memory under every seed.
+    /// 0 ..= [`udma::JITTER_MAX_CYCLES`] cycles, and the arbitration ties
+    /// are drawn (which of several ready queues of an engine starts, which
+    /// of several engines waking at one cycle goes first), which reorders
+    /// what the hardware leaves unordered (packets of different queues and
+    /// engines); a race-free trace gives the same memory under every seed.
+    /// `None`: the model's schedule, cycle for cycle.
     pub fn set_schedule_seed(&mut self, seed: Option<u64>) {
         self.schedule_seed = seed;
+        // Engines waking at one cycle (two reaching one HBM stack's port
+        // together) go in an order drawn from the seed and the cycle.
+        self.wake.set_tie_seed(seed);
         for e in self.engines.iter_mut().flatten() {
             e.set_schedule_seed(seed);
         }
@@ -68,6 +75,23 @@ impl Device {
             s.wait_graphs.push(g);
         }
         Some(s)
+    }
+
+    /// Distinct races the detector has found so far (0 when detection is
+    /// off): a debugger's `break race` stops when it grows.
+    pub fn races_found(&self) -> usize {
+        self.fabric
+            .race
+            .as_deref()
+            .map_or(0, |d| d.borrow().races_found())
+    }
+
+    /// The race found `n`-th (from 0, in the order found), as the race
+    /// section reports it (docs/races.md §The report).
+    pub fn race_found(&self, n: usize) -> Option<RaceReport> {
+        let d = self.fabric.race.as_deref()?;
+        let name = |addr: u64| crate::describe::symbolic(self, addr);
+        d.borrow().race(n, &name)
     }
 
     /// A `wait` failed: keeps the wait-for graph of that moment.
@@ -283,16 +307,32 @@ impl Fabric {
 }
 
 impl DmaBus<'_> {
-    /// `--uninit`: the byte never-written memory reads as, and the parts
-    /// of `[addr, addr + len)` nothing wrote.
-    pub(super) fn uninit_parts(&self, addr: u64, len: u64) -> Option<(u8, Vec<(u64, u64)>)> {
+    /// `--uninit`: what never-written memory reads as — one element's
+    /// bytes, repeated from `addr` on (the NaN of the element type the
+    /// packet reads, [`sim_core::Bus::read_as`], or one byte) — and the
+    /// parts of `[addr, addr + len)` nothing wrote.
+    pub(super) fn uninit_parts(
+        &self,
+        addr: u64,
+        len: u64,
+    ) -> Option<(sim_core::ElementNan, Vec<(u64, u64)>)> {
         let d = self.fabric.race.as_deref()?.borrow();
         let fill = d.uninit_fill?;
         if !d.in_packet() {
             return None;
         }
         let parts = d.unwritten(addr, len);
-        (!parts.is_empty()).then_some((fill, parts))
+        if parts.is_empty() {
+            return None;
+        }
+        let element = match (fill, d.read_as) {
+            (UninitFill::Nan, Some(nan)) => nan,
+            (f, _) => sim_core::ElementNan {
+                bytes: [f.byte(); 4],
+                len: 1,
+            },
+        };
+        Some((element, parts))
     }
 
     /// A data access by the packet in scope.

@@ -265,6 +265,7 @@ impl Execution {
             text,
             status,
             events: Vec::new(),
+            read_digest: self.exec.read_digest.take(),
         };
         if device.has_event_sink() {
             device.flush_events();
@@ -340,6 +341,7 @@ impl Execution {
         for w in self.exec.warnings.drain(..) {
             text.push_str(&format!("\n  warning: {w}"));
         }
+        self.exec.read_digest = None;
         (status, text)
     }
 

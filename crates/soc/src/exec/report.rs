@@ -37,7 +37,27 @@ pub struct StepRecord {
     /// Device side effects of this statement.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<DeviceEvent>,
+    /// A digest ([`read_digest`]) of the bytes an `expect`, `read32` or
+    /// `dump` read (for an `expect … sha256=`, of the SHA-256 it computed):
+    /// what `neuron-sim race` compares between schedules
+    /// (docs/races.md §Schedule perturbation). Not in the JSON.
+    #[serde(skip)]
+    pub read_digest: Option<u64>,
 }
+
+/// FNV-1a (64 bits) over `bytes`, from `seed` (start from
+/// [`FNV_OFFSET`]): the digest of [`StepRecord::read_digest`], and what a
+/// caller folds several of them with.
+#[must_use]
+pub fn read_digest(seed: u64, bytes: &[u8]) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes
+        .iter()
+        .fold(seed, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
+}
+
+/// The FNV-1a offset basis: [`read_digest`]'s starting value.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Figures of one queue (one engine, one queue index, both directions).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]

@@ -499,6 +499,7 @@ pub(super) fn step(
         }
         StatementKind::Read32 { expect, mask, .. } => {
             let value = device.read32(addr).map_err(fault)?;
+            exec.read_digest = Some(read_digest(FNV_OFFSET, &value.to_le_bytes()));
             if expect.is_some()
                 && let Some(skip) = skipped_check(device, r, "read32", &at, addr, 4)
             {
@@ -613,6 +614,7 @@ pub(super) fn step(
             ExpectCheck::Bytes(want) => {
                 let mut got = vec![0u8; want.len()];
                 device.read_bytes(addr, &mut got).map_err(fault)?;
+                exec.read_digest = Some(read_digest(FNV_OFFSET, &got));
                 if let Some(skip) = skipped_check(device, r, "expect", &at, addr, want.len() as u64)
                 {
                     return Ok(skip);
@@ -638,6 +640,7 @@ pub(super) fn step(
             }
             ExpectCheck::Sha256 { len, digest } => {
                 let got = sha256_range(device, addr, *len)?;
+                exec.read_digest = Some(read_digest(FNV_OFFSET, &got));
                 if let Some(skip) = skipped_check(device, r, "expect", &at, addr, *len) {
                     return Ok(skip);
                 }
@@ -661,6 +664,7 @@ pub(super) fn step(
                     .map_err(|_| (None, "dump: length too large".to_string()))?;
                 let mut data = vec![0u8; n];
                 device.read_bytes(addr, &mut data).map_err(fault)?;
+                exec.read_digest = Some(read_digest(FNV_OFFSET, &data));
                 files.write(&f.path, &data).map_err(|e| {
                     (
                         Some(f.span),
@@ -683,6 +687,7 @@ pub(super) fn step(
                 }
                 let mut data = vec![0u8; *len as usize];
                 device.read_bytes(addr, &mut data).map_err(fault)?;
+                exec.read_digest = Some(read_digest(FNV_OFFSET, &data));
                 Ok(Outcome::Done(format!(
                     "dump {at} {len:#x} bytes\n{}",
                     hexdump(addr, &data)

@@ -189,7 +189,7 @@ impl Engine {
             .unwrap_or(timing.write_latency_cycles);
         let mut end = start.after(read_latency + data_cycles + write_latency);
         if let Some(j) = self.jitter.as_mut() {
-            end = end.after(j.next());
+            end = end.after(j.latency.next());
         }
         end = end.max(self.q[qi].last_end);
         let barrier =

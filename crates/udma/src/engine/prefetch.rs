@@ -156,6 +156,9 @@ impl Engine {
             if dir == Dir::M2s {
                 self.m2s_maybe_ready |= 1 << qi;
             }
+            if self.q[qi][d].fetched.is_empty() {
+                self.q[qi].ready_at = self.now;
+            }
             let qd = &mut self.q[qi][d];
             qd.fetched.push_back(Fetched { idx, desc });
             qd.fetched_total += 1;

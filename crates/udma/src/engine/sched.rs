@@ -20,19 +20,22 @@ impl Engine {
             return;
         }
         let arb = self.cfg.arb;
+        let perturbed = self.jitter.is_some() && !arb.dwrr;
         // Candidates: queues with a runnable packet, not paused, within
         // their rate limit (docs/timing.md "Arbitration and rate limits").
         // Plain round robin takes the first ready queue; DWRR collects the
         // candidates in a reused buffer (no per-kick array to clear).
         let mut first_ready = None;
-        let mut ready = if arb.dwrr {
+        let mut ready = if arb.dwrr || perturbed {
             std::mem::take(&mut self.dwrr_ready)
         } else {
             Vec::new()
         };
         ready.clear();
         // Round robin from `rr_next` over the queues that may have a
-        // packet (rotate the mask so bit 0 is `rr_next`).
+        // packet (rotate the mask so bit 0 is `rr_next`). A perturbed
+        // schedule (docs/races.md §Schedule perturbation) collects them
+        // all, in round-robin order, for [`Engine::perturbed_pick`].
         let rr = self.rr_next % QUEUES;
         let mut pending = self.m2s_maybe_ready.rotate_right(rr as u32);
         while pending != 0 {
@@ -53,7 +56,7 @@ impl Engine {
                 self.schedule_kick(wait);
                 continue;
             }
-            if !arb.dwrr {
+            if !arb.dwrr && !perturbed {
                 first_ready = Some(p);
                 break; // plain round-robin: the first ready queue wins
             }
@@ -65,6 +68,10 @@ impl Engine {
             } else {
                 self.dwrr_pick(&ready, &arb)
             };
+            self.dwrr_ready = ready;
+            pick
+        } else if perturbed {
+            let pick = self.perturbed_pick(&ready);
             self.dwrr_ready = ready;
             pick
         } else {
@@ -79,6 +86,37 @@ impl Engine {
         self.rr_next = (usize::from(p.0) + 1) % QUEUES;
         self.start_packet(p, bus, timing);
         self.schedule_kick(self.data_free_at);
+    }
+
+    /// The round robin's pick in a perturbed schedule (docs/races.md
+    /// §Schedule perturbation), from the ready queues in round-robin order.
+    /// The round robin decides, except for a tie the model's event order
+    /// settles: a queue whose packet became ready in this very cycle, ahead
+    /// (in round-robin order) of a queue that was waiting already, may or
+    /// may not have reached this cycle's arbitration. Each such queue is
+    /// taken or passed over by a draw; the first waiting queue wins when
+    /// all are passed over. Queues that all became ready together are not
+    /// a tie: the round robin orders them.
+    fn perturbed_pick(
+        &mut self,
+        ready: &[(u8, usize, usize, u64)],
+    ) -> Option<(u8, usize, usize, u64)> {
+        let now = self.now;
+        let new = |e: &Engine, q: u8| e.q[usize::from(q) % QUEUES].ready_at >= now;
+        let waiting = ready.iter().position(|p| !new(self, p.0));
+        let Some(w) = waiting else {
+            return ready.first().copied();
+        };
+        for &p in ready.iter().take(w) {
+            let taken = self
+                .jitter
+                .as_mut()
+                .is_none_or(|j| j.arbitration.below(2) == 0);
+            if taken {
+                return Some(p);
+            }
+        }
+        ready.get(w).copied()
     }
 
     /// M2S queue `q`'s register at `off` (0 where the map has none).
@@ -121,6 +159,7 @@ impl Engine {
             .copied()
             .filter(|p| key(self, p.0) == best)
             .collect();
+
         // Each pass adds a quantum to every queue of the group; the first
         // queue (in round-robin order) whose deficit covers its packet wins.
         for _ in 0..=256 {
