@@ -79,6 +79,31 @@ impl std::fmt::Debug for UserSpace {
 }
 
 impl UserSpace {
+    /// A copy of the address space and every buffer's bytes (the
+    /// debugger's checkpoints, docs/user-guide.md §12 "Going back");
+    /// `None` while a [`UserSource`] or [`UserSink`] is mapped (they are
+    /// computed or consumed, not held).
+    #[must_use]
+    pub fn try_clone(&self) -> Option<UserSpace> {
+        let mut regions = BTreeMap::new();
+        for (at, r) in &self.regions {
+            let Backing::Bytes(bytes) = &r.backing else {
+                return None;
+            };
+            regions.insert(
+                *at,
+                Region {
+                    len: r.len,
+                    backing: Backing::Bytes(bytes.clone()),
+                },
+            );
+        }
+        Some(UserSpace {
+            regions,
+            next: self.next,
+        })
+    }
+
     /// An empty address space.
     #[must_use]
     pub fn new() -> Self {

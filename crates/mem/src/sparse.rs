@@ -49,12 +49,17 @@ impl Page {
     /// them any more, a copy otherwise.
     #[cold]
     #[inline(never)]
-    fn unshare(&mut self) {
+    fn unshare(&mut self) -> &mut [u8] {
         if let Page::Shared(_) = self {
             let old = std::mem::replace(self, Page::Own(Box::default()));
             if let Page::Shared(bytes) = old {
                 *self = Page::Own(Arc::unwrap_or_clone(bytes));
             }
+        }
+        match self {
+            Page::Own(bytes) => bytes,
+            // Not reached: the page is its own now.
+            Page::Shared(bytes) => Arc::make_mut(bytes).as_mut(),
         }
     }
 }
@@ -74,13 +79,9 @@ impl Deref for Page {
 impl DerefMut for Page {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
-        if let Page::Shared(_) = self {
-            self.unshare();
-        }
         match self {
             Page::Own(bytes) => bytes,
-            // Not reached: `unshare` made the page its own.
-            Page::Shared(bytes) => Arc::make_mut(bytes).as_mut(),
+            Page::Shared(_) => self.unshare(),
         }
     }
 }
