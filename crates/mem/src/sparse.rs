@@ -561,7 +561,10 @@ mod tests {
         mem.write(0x10, &[0xaa]).unwrap();
         assert_eq!(snap.read_vec(0x10, 4).unwrap(), [1, 2, 3, 4]);
         assert_eq!(mem.read_vec(0x10, 4).unwrap(), [0xaa, 2, 3, 4]);
-        let shared = mem.page_ids().filter(|id| snap.page_ids().any(|s| s == *id)).count();
+        let shared = mem
+            .page_ids()
+            .filter(|id| snap.page_ids().any(|s| s == *id))
+            .count();
         assert_eq!(shared, 1);
         // Nor one to the snapshot the original.
         snap.write(PAGE_BYTES as u64 + 8, &[7]).unwrap();
@@ -571,7 +574,8 @@ mod tests {
         // a zero fill over a shared page releases it on one side only.
         snap.write(3 * PAGE_BYTES as u64, &[0; 16]).unwrap();
         assert_eq!(snap.allocated_pages(), 2);
-        mem.fill_range(PAGE_BYTES as u64, PAGE_BYTES as u64, 0).unwrap();
+        mem.fill_range(PAGE_BYTES as u64, PAGE_BYTES as u64, 0)
+            .unwrap();
         assert_eq!(mem.allocated_pages(), 1);
         assert_eq!(snap.read_vec(PAGE_BYTES as u64 + 8, 1).unwrap(), [7]);
         // Copies between and inside memories unshare what they write.

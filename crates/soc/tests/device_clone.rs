@@ -70,7 +70,10 @@ fn a_clone_taken_mid_run_lands_on_the_same_state() {
     let mut a = workload();
     assert_eq!(a.run(Some(Cycle(300))), RunStop::Limit);
     let mut b = a.try_clone().unwrap();
-    let shared_before = b.page_ids().filter(|p| a.page_ids().any(|q| q == *p)).count();
+    let shared_before = b
+        .page_ids()
+        .filter(|p| a.page_ids().any(|q| q == *p))
+        .count();
     assert!(shared_before > 0, "the copy shares the original's pages");
     assert_eq!(a.run(None), RunStop::Idle);
     assert_eq!(b.run(None), RunStop::Idle);

@@ -74,6 +74,24 @@ impl Device {
         })
     }
 
+    /// About how many host bytes a copy ([`Device::try_clone`]) holds
+    /// besides the memory pages: the engines, firmware cores and register
+    /// files instantiated (their inline size and register values), the
+    /// events held. An estimate for the debugger's checkpoint budget, not
+    /// an allocator count.
+    pub fn state_bytes(&self) -> u64 {
+        let engines = self.engines.iter().flatten().count() * size_of::<udma::Engine>();
+        let cores = self.cores.iter().flatten().count() * size_of::<q7::Q7Core>();
+        let regs: usize = self
+            .fabric
+            .regs
+            .values()
+            .map(|r| size_of::<csr::RegFile<'static>>() + r.iter().count() * size_of::<u32>())
+            .sum();
+        let events = self.fabric.events.len() * size_of::<super::DeviceEvent>();
+        (size_of::<Device>() + engines + cores + regs + events) as u64
+    }
+
     /// The identity of every allocated memory page (the address of its
     /// bytes): pages a device shares with its copies ([`Device::try_clone`])
     /// have the same identity, so the host memory a set of copies holds is
