@@ -32,15 +32,23 @@ const PAGE_MASK: u64 = PAGE_BYTES as u64 - 1;
 /// it.
 #[derive(Clone)]
 enum Page {
-    Own(Box<[u8]>),
-    Shared(Arc<Box<[u8]>>),
+    Own(Box<[u8; PAGE_BYTES]>),
+    Shared(Arc<Box<[u8; PAGE_BYTES]>>),
 }
 
 impl Page {
+    /// A page to hold a place for a moment: one shared zero page, so that
+    /// taking a page's bytes out allocates nothing.
+    fn stand_in() -> Page {
+        static ZERO: std::sync::OnceLock<Arc<Box<[u8; PAGE_BYTES]>>> = std::sync::OnceLock::new();
+        Page::Shared(Arc::clone(ZERO.get_or_init(|| Arc::new(zeroed()))))
+    }
+
     /// Makes the page shareable: moves the bytes behind an `Arc` (no copy).
     fn share(&mut self) {
-        if let Page::Own(bytes) = self {
-            let bytes = std::mem::take(bytes);
+        if let Page::Own(_) = self
+            && let Page::Own(bytes) = std::mem::replace(self, Page::stand_in())
+        {
             *self = Page::Shared(Arc::new(bytes));
         }
     }
@@ -51,15 +59,15 @@ impl Page {
     #[inline(never)]
     fn unshare(&mut self) -> &mut [u8] {
         if let Page::Shared(_) = self {
-            let old = std::mem::replace(self, Page::Own(Box::default()));
+            let old = std::mem::replace(self, Page::stand_in());
             if let Page::Shared(bytes) = old {
                 *self = Page::Own(Arc::unwrap_or_clone(bytes));
             }
         }
         match self {
-            Page::Own(bytes) => bytes,
+            Page::Own(bytes) => bytes.as_mut_slice(),
             // Not reached: the page is its own now.
-            Page::Shared(bytes) => Arc::make_mut(bytes).as_mut(),
+            Page::Shared(bytes) => Arc::make_mut(bytes).as_mut_slice(),
         }
     }
 }
@@ -70,8 +78,8 @@ impl Deref for Page {
     #[inline]
     fn deref(&self) -> &[u8] {
         match self {
-            Page::Own(bytes) => bytes,
-            Page::Shared(bytes) => bytes,
+            Page::Own(bytes) => bytes.as_slice(),
+            Page::Shared(bytes) => bytes.as_slice(),
         }
     }
 }
@@ -80,7 +88,7 @@ impl DerefMut for Page {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
         match self {
-            Page::Own(bytes) => bytes,
+            Page::Own(bytes) => bytes.as_mut_slice(),
             Page::Shared(_) => self.unshare(),
         }
     }
@@ -218,7 +226,7 @@ impl SparseMemory {
                 Entry::Occupied(mut entry) => entry.get_mut()[run.span()].fill(byte),
                 Entry::Vacant(_) if byte == 0 => {}
                 Entry::Vacant(entry) if run.len == PAGE_BYTES => {
-                    entry.insert(Page::Own(vec![byte; PAGE_BYTES].into_boxed_slice()));
+                    entry.insert(page_of(vec![byte; PAGE_BYTES].into_boxed_slice()));
                 }
                 Entry::Vacant(entry) => entry.insert(new_page())[run.span()].fill(byte),
             }
@@ -376,7 +384,7 @@ impl Bytes<u64> for SparseMemory {
                         // A whole page: built from the bytes, not zeroed
                         // first (a large `fill` or `load` writes whole pages).
                         if !is_zero(bytes) {
-                            entry.insert(Page::Own(bytes.into()));
+                            entry.insert(page_of(bytes.into()));
                         }
                     } else if !is_zero(bytes) {
                         entry.insert(new_page())[run.span()].copy_from_slice(bytes);
@@ -404,7 +412,30 @@ impl fmt::Debug for SparseMemory {
 
 /// A zeroed page (`calloc`-backed, so the OS maps it lazily).
 fn new_page() -> Page {
-    Page::Own(vec![0u8; PAGE_BYTES].into_boxed_slice())
+    Page::Own(zeroed())
+}
+
+/// A zeroed page's bytes (`calloc`-backed).
+fn zeroed() -> Box<[u8; PAGE_BYTES]> {
+    match page_of(vec![0u8; PAGE_BYTES].into_boxed_slice()) {
+        Page::Own(bytes) => bytes,
+        Page::Shared(bytes) => Arc::unwrap_or_clone(bytes),
+    }
+}
+
+/// A page from `PAGE_BYTES` bytes (the length is the type's, so a slice
+/// of it needs no length load or bounds check beyond the page's).
+fn page_of(bytes: Box<[u8]>) -> Page {
+    match Box::<[u8; PAGE_BYTES]>::try_from(bytes) {
+        Ok(page) => Page::Own(page),
+        // Not reached: every caller passes a whole page.
+        Err(short) => {
+            let mut page = Box::new([0u8; PAGE_BYTES]);
+            let n = short.len().min(PAGE_BYTES);
+            page[..n].copy_from_slice(&short[..n]);
+            Page::Own(page)
+        }
+    }
 }
 
 /// Page index and offset inside the page.
