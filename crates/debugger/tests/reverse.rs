@@ -97,8 +97,7 @@ fn replayed_from_checkpoint(s: &Session, at: debugger::Mark, goto: Option<u64>) 
     // `goto C` restores one before cycle C: every event of cycle C runs.
     let last = *marks
         .iter()
-        .filter(|m| goto.is_none_or(|c| m.cycle < c || m.events == 0))
-        .next_back()
+        .rfind(|m| goto.is_none_or(|c| m.cycle < c || m.events == 0))
         .expect("the start is a checkpoint");
     assert!(last <= at, "{last:?} after {at:?}");
     assert_eq!(from, Some(last.cycle), "restored the latest checkpoint");

@@ -33,14 +33,20 @@ const PAGE_MASK: u64 = PAGE_BYTES as u64 - 1;
 #[derive(Clone)]
 enum Page {
     Own(Box<[u8; PAGE_BYTES]>),
-    Shared(Arc<Box<[u8; PAGE_BYTES]>>),
+    Shared(SharedBytes),
 }
+
+/// The bytes of a shared page: the page's own box behind an `Arc`, so that
+/// sharing a page moves a pointer instead of copying 64 KiB (the `Arc`'s
+/// small allocation is the price).
+#[allow(clippy::redundant_allocation)]
+type SharedBytes = Arc<Box<[u8; PAGE_BYTES]>>;
 
 impl Page {
     /// A page to hold a place for a moment: one shared zero page, so that
     /// taking a page's bytes out allocates nothing.
     fn stand_in() -> Page {
-        static ZERO: std::sync::OnceLock<Arc<Box<[u8; PAGE_BYTES]>>> = std::sync::OnceLock::new();
+        static ZERO: std::sync::OnceLock<SharedBytes> = std::sync::OnceLock::new();
         Page::Shared(Arc::clone(ZERO.get_or_init(|| Arc::new(zeroed()))))
     }
 
