@@ -32,10 +32,10 @@ pub struct CheckpointConfig {
     pub budget_bytes: u64,
 }
 
-/// The default interval: a replay of this many events, the most a go-back
-/// replays, takes about 0.1 s of host time in an optimised build (the
-/// debugger runs `traces/calib/chip-8-cores-hbm.trace`, 18,198 events, in
-/// about that; docs/user-guide.md §12 "Going back").
+/// The default interval: a go-back replays at most about this many
+/// events, a few hundredths of a second of host time in an optimised build
+/// (measured on `traces/calib/chip-8-cores-hbm.trace`; docs/user-guide.md
+/// §12 "Going back" says why and what smaller intervals cost).
 pub const DEFAULT_INTERVAL_EVENTS: u64 = 10_000;
 
 /// The default memory budget: 256 MiB.
