@@ -14,7 +14,7 @@
 //! once) is kept under [`CheckpointConfig::budget_bytes`]: over it, every
 //! second checkpoint after the first is dropped and the interval doubles.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use host_exec::HostSession;
 use soc::DeviceEvent;
@@ -123,7 +123,7 @@ impl Checkpoints {
 
     /// Adds `c` (after every checkpoint held) and keeps the list within
     /// the budget; `live` are the page identities of the live device.
-    pub(crate) fn push(&mut self, c: Checkpoint, live: &BTreeSet<usize>) {
+    pub(crate) fn push(&mut self, c: Checkpoint, live: &HashSet<usize>) {
         self.list.push(c);
         self.bytes = self.count_bytes(live);
         while self.bytes > self.config.budget_bytes && self.list.len() > 2 {
@@ -143,15 +143,15 @@ impl Checkpoints {
 
     /// Drops the checkpoints after `mark` (going back starts a new history
     /// there).
-    pub(crate) fn forget_after(&mut self, mark: Mark, live: &BTreeSet<usize>) {
+    pub(crate) fn forget_after(&mut self, mark: Mark, live: &HashSet<usize>) {
         self.list.retain(|c| c.mark <= mark);
         self.bytes = self.count_bytes(live);
     }
 
     /// Host memory the checkpoints hold: each distinct page none of them
     /// shares with the live device, once, and each one's other state.
-    fn count_bytes(&mut self, live: &BTreeSet<usize>) -> u64 {
-        let mut pages = BTreeSet::new();
+    fn count_bytes(&mut self, live: &HashSet<usize>) -> u64 {
+        let mut pages = HashSet::new();
         let mut state = 0u64;
         for c in &mut self.list {
             state = state.saturating_add(c.state_bytes);

@@ -23,7 +23,7 @@
 //! there starts a new one. The breakpoints are the user's and stay as they
 //! are; one-shot cycle breakpoints ahead of the new point fire again.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -323,7 +323,7 @@ impl Session {
     }
 
     /// The page identities of the live device.
-    fn live_pages(&mut self) -> BTreeSet<usize> {
+    fn live_pages(&mut self) -> HashSet<usize> {
         self.host.device_mut().page_ids().collect()
     }
 
