@@ -691,6 +691,9 @@ impl Session {
             match (found, i) {
                 (Some(f), _) => return Ok(Some(f)),
                 (None, None) => return Ok(None),
+                // The first checkpoint is the start of the trace: nothing
+                // lies before it.
+                (None, Some(0)) if start.events == 0 => return Ok(None),
                 (None, Some(k)) => {
                     // Nothing in this stretch: the one before, up to and
                     // including this checkpoint's point.
