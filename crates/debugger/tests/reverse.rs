@@ -437,3 +437,48 @@ fn info_checkpoints_reports_them_and_the_budget_thins_them() {
     fresh.step(Granularity::UntilCycle(mid)).unwrap();
     assert_eq!(state(&mut t), state(&mut fresh));
 }
+
+/// When the session's state cannot be copied (here: the host session
+/// streams an ioctl recording), there are no checkpoints: going back replays from the start
+/// on a fresh device, and `info checkpoints` says so.
+#[test]
+fn without_copies_going_back_replays_from_the_start() {
+    let source = std::fs::read_to_string(traces().join("fw-semaphore-chain.trace")).unwrap();
+    let config = SessionConfig {
+        host: host_exec::SessionOptions {
+            record: Some(Box::new(std::io::sink())),
+            ..host_exec::SessionOptions::default()
+        },
+        ..SessionConfig::default()
+    };
+    let mut s = Session::new(
+        Device::trn2().unwrap(),
+        &source,
+        "fw-semaphore-chain.trace",
+        Box::new(Dir(traces())),
+        config,
+        Box::new(|_| {}),
+    )
+    .unwrap();
+    s.set_device_factory(Box::new(|| Device::trn2().map_err(|e| e.to_string())));
+    s.set_checkpoints(CheckpointConfig {
+        interval_events: 3,
+        ..CheckpointConfig::default()
+    });
+    for _ in 0..20 {
+        s.step(Granularity::Statement).unwrap();
+    }
+    let want = state(&mut s);
+    assert!(want.mark.events > 3, "{want:?}");
+    s.step(Granularity::Statement).unwrap();
+    s.reverse_step().unwrap();
+    assert_eq!(state(&mut s), want);
+    assert!(s.checkpoint_marks().is_empty());
+    assert_eq!(s.last_replay_start().unwrap().0, None, "a fresh device");
+    let text = s.checkpoints_text();
+    assert!(
+        text.contains("checkpoints: none (the session's state cannot be copied"),
+        "{text}"
+    );
+    assert!(text.contains("from the start of the trace"), "{text}");
+}
