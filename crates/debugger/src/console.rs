@@ -102,7 +102,7 @@ going back (exact: the trace replays from its start on a fresh device):
   reverse-next | rn     back to the previous doorbell
   reverse-continue | rc back to the last breakpoint hit before here (the start if none)
   goto C                to cycle C, as `until C` from the start reaches it (pokes made before it included)
-  info checkpoints      what going back costs: the checkpoint, the journal, the last replay's time
+  info checkpoints      what going back costs: the checkpoints, their memory, the journal, the last replay
 breakpoints:
   break | b SPEC        doorbell [ENGINE|QUEUE|tpbN], line N, cycle N, tpbN#K, fault [ENGINE|QUEUE] [CAUSE],
                         packet [ENGINE|QUEUE], state [ENGINE|QUEUE], ring-id [ENGINE|QUEUE],

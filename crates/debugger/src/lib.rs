@@ -13,6 +13,7 @@
 //! `neuron-sim run`.
 
 pub mod breakpoint;
+pub mod checkpoint;
 pub mod complete;
 pub mod console;
 pub mod dap;
@@ -25,6 +26,7 @@ pub mod view;
 pub mod view_data;
 
 pub use breakpoint::{BreakKind, Breakpoint, Breakpoints, Hit};
+pub use checkpoint::CheckpointConfig;
 pub use console::{Console, EXIT_QUIT_EARLY, Flow, Reply};
 pub use place::{Cmp, Place, Test, Value};
 pub use reverse::DeviceFactory;

@@ -66,9 +66,42 @@ pub(crate) struct Monitor {
     pub(crate) bound: Option<Mark>,
     /// The statement last started (for the marks of a run under way).
     pub(crate) index: usize,
+    /// Pause a run for a checkpoint once the device has processed this
+    /// many events ([`crate::checkpoint`]).
+    pub(crate) checkpoint_at: Option<u64>,
+    /// A run paused for a checkpoint, not for a stop.
+    pub(crate) checkpoint_now: bool,
+    /// Engine steps until the next look at the events processed (a sum
+    /// over the engines, too dear for every step).
+    pub(crate) checkpoint_poll: u64,
+    /// Engine steps between two looks: [`CHECKPOINT_POLL_STEPS`], fewer
+    /// when the interval is shorter.
+    pub(crate) checkpoint_poll_steps: u64,
 }
 
+/// Engine steps between two looks at whether a checkpoint is due.
+pub(crate) const CHECKPOINT_POLL_STEPS: u64 = 16;
+
 impl Monitor {
+    /// Pauses the run when a checkpoint is due (a pause changes nothing:
+    /// the run goes on to the same events at the same cycles).
+    fn checkpoint_due(&mut self, device: &Device) -> Control {
+        let Some(at) = self.checkpoint_at else {
+            return Control::Continue;
+        };
+        if self.checkpoint_poll > 1 {
+            self.checkpoint_poll -= 1;
+            return Control::Continue;
+        }
+        self.checkpoint_poll = self.checkpoint_poll_steps;
+        if device.events_processed() >= at {
+            self.checkpoint_now = true;
+            Control::Pause
+        } else {
+            Control::Continue
+        }
+    }
+
     /// Whether the device, at trace progress `progress`, has reached the
     /// replay's bound.
     fn at_bound(&self, device: &Device, progress: u64) -> bool {
@@ -499,13 +532,13 @@ impl ExecHooks for Monitor {
     fn during_run(&mut self, device: &mut Device) -> Control {
         if self.goal == Granularity::ToEnd {
             self.drain(device, false, false);
-            return Control::Continue;
+            return self.checkpoint_due(device);
         }
         self.drain(device, self.needs_events, self.needs_events);
         self.check_watches(device);
         self.check_races(device);
         if self.pending.is_empty() && !self.at_bound(device, self.index as u64 * 2 + 1) {
-            Control::Continue
+            self.checkpoint_due(device)
         } else {
             Control::Pause
         }

@@ -3,28 +3,36 @@
 //! device is deterministic.
 //!
 //! A session keeps its history as a journal: the points its steps reached
-//! ([`Mark`]) and the pokes and `set`s made between them. Going back builds
-//! a fresh device (the front end's [`DeviceFactory`]: the same maps,
-//! timing and mode), starts the trace on it and replays the journal up to
-//! the point asked for — each step runs to its recorded mark, each poke
-//! runs again where it ran — then the replayed session takes the place of
-//! the old one. The start of the trace is the one checkpoint: a full run of
-//! a bench workload takes about a tenth of a second, so replaying from it
-//! keeps going back well under a second without holding device copies
-//! (`info checkpoints` says what the history costs). Finding the previous
-//! doorbell, statement or breakpoint hit takes one more replay that steps
-//! at that granularity and notes the last stop before the present.
+//! ([`Mark`]) and the pokes and `set`s made between them, and checkpoints
+//! of its whole state every K simulator events ([`crate::checkpoint`]).
+//! Going back restores the latest checkpoint at or before the point asked
+//! for and replays the journal from there — each step runs to its recorded
+//! mark, each poke made after the checkpoint runs again where it ran —
+//! then the restored session takes the place of the old one, so a go-back
+//! replays at most an interval of events. When the state cannot be copied
+//! (an ioctl recording streamed to a file), going back builds a fresh
+//! device instead (the front end's [`DeviceFactory`]: the same maps, timing
+//! and mode) and replays from the start of the trace; `info checkpoints`
+//! says which and what it costs. Finding the previous doorbell, statement
+//! or breakpoint hit takes one more replay that steps at that granularity
+//! and notes the last stop before the present, from the latest checkpoint
+//! back, one stretch between two checkpoints at a time, until it finds
+//! one.
 //!
 //! Going back discards the history after the point reached: a poke made
 //! there starts a new one. The breakpoints are the user's and stay as they
 //! are; one-shot cycle breakpoints ahead of the new point fire again.
 
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use soc::Device;
 use soc::exec::TraceFiles;
 
 use crate::breakpoint::{BreakKind, Breakpoints};
+use crate::checkpoint::{Checkpoint, CheckpointConfig, Checkpoints};
+use crate::monitor::{Monitor, Pending};
 use crate::session::{DoorbellFilter, Entry, Granularity, Mark, Session, SessionConfig, Stop};
 
 /// Builds a fresh device like the one the session started on, for
@@ -46,6 +54,10 @@ pub(crate) struct History {
     last_command: Option<(u64, Duration)>,
     /// Replays run the race detector (`break race` turned it on).
     detect_races: bool,
+    /// Where the last replay started: the cycle of the checkpoint restored
+    /// (`None`: a fresh device at the start), and the events it replayed.
+    last_from: Option<(Option<u64>, u64)>,
+    pub(crate) checkpoints: Checkpoints,
 }
 
 impl History {
@@ -60,6 +72,8 @@ impl History {
             last_replay: None,
             last_command: None,
             detect_races: false,
+            last_from: None,
+            checkpoints: Checkpoints::new(),
         }
     }
 
@@ -121,10 +135,15 @@ enum Back {
 
 impl Session {
     /// Lets the session go back: `factory` builds a device like the one it
-    /// started on (the front end's maps, timing and mode).
+    /// started on (the front end's maps, timing and mode), for when the
+    /// session's state cannot be copied into checkpoints.
     pub fn set_device_factory(&mut self, factory: DeviceFactory) {
         self.history.factory = Some(factory);
         self.history.off_reason = None;
+        self.history.checkpoints.off = false;
+        if self.history.checkpoints.list.is_empty() {
+            self.checkpoint_if_due();
+        }
     }
 
     /// Turns reverse execution off, saying why (for example: an output
@@ -132,11 +151,45 @@ impl Session {
     pub fn disable_reverse(&mut self, reason: &str) {
         self.history.factory = None;
         self.history.off_reason = Some(reason.to_string());
+        self.history.checkpoints.off = true;
+        self.history.checkpoints.list.clear();
+        self.history.checkpoints.bytes = 0;
+    }
+
+    /// Sets how often checkpoints are taken (simulator events, at least 1)
+    /// and the host memory they may hold; checkpoints held over the new
+    /// budget are thinned at the next one taken.
+    pub fn set_checkpoints(&mut self, config: CheckpointConfig) {
+        let c = &mut self.history.checkpoints;
+        c.config = CheckpointConfig {
+            interval_events: config.interval_events.max(1),
+            ..config
+        };
+        c.interval_events = c.config.interval_events;
+    }
+
+    /// The point of each checkpoint held, oldest first.
+    pub fn checkpoint_marks(&self) -> Vec<Mark> {
+        let c = &self.history.checkpoints;
+        c.list.iter().map(|c| c.mark).collect()
+    }
+
+    /// Host bytes the checkpoints hold, as last counted.
+    pub fn checkpoint_bytes(&self) -> u64 {
+        self.history.checkpoints.bytes
+    }
+
+    /// Where the last replay started — the cycle of the checkpoint it
+    /// restored, `None` for a fresh device at the start of the trace — and
+    /// the simulator events it replayed.
+    pub fn last_replay_start(&self) -> Option<(Option<u64>, u64)> {
+        self.history.last_from
     }
 
     /// `info checkpoints`: what going back costs.
     pub fn checkpoints_text(&self) -> String {
         let h = &self.history;
+        let c = &h.checkpoints;
         let pokes = h
             .journal
             .iter()
@@ -147,9 +200,45 @@ impl Session {
             (None, Some(r)) => format!("reverse execution: off ({r})\n"),
             (None, None) => "reverse execution: off (no device factory)\n".to_string(),
         };
-        out.push_str(
-            "checkpoints: 1, the start of the trace (a fresh device; the journal replays from it)\n",
-        );
+        let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+        match &c.unavailable {
+            Some(why) => out.push_str(&format!(
+                "checkpoints: none ({why}); going back replays the journal from the start of the trace on a fresh device\n"
+            )),
+            None if c.off => out.push_str("checkpoints: none\n"),
+            None => {
+                let cycles: Vec<String> = c.list.iter().map(|c| c.mark.cycle.to_string()).collect();
+                let shown = if cycles.len() > 12 {
+                    format!(
+                        "{} … {}",
+                        cycles[..6].join(", "),
+                        cycles[cycles.len() - 6..].join(", ")
+                    )
+                } else {
+                    cycles.join(", ")
+                };
+                out.push_str(&format!(
+                    "checkpoints: {} (at cycles {shown}), every {} simulator events\n",
+                    c.list.len(),
+                    c.interval_events
+                ));
+                out.push_str(&format!(
+                    "checkpoint memory: {:.1} MiB held of a {:.1} MiB budget{}\n",
+                    mib(c.bytes),
+                    mib(c.config.budget_bytes),
+                    if c.thinned > 0 {
+                        format!(
+                            "; thinned {} time{} (every second one dropped, the interval doubled from {})",
+                            c.thinned,
+                            if c.thinned == 1 { "" } else { "s" },
+                            c.config.interval_events
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
         out.push_str(&format!(
             "journal: {} entries ({} pokes and sets), {} bytes\n",
             h.journal.len(),
@@ -157,16 +246,88 @@ impl Session {
             h.bytes()
         ));
         match (h.last_replay, h.last_command) {
-            (Some(t), Some((n, c))) => out.push_str(&format!(
-                "replays: {}, the last took {:.3} s of host time; the last command going back took {:.3} s ({n} replay{})\n",
-                h.replays,
-                t.as_secs_f64(),
-                c.as_secs_f64(),
-                if n == 1 { "" } else { "s" }
-            )),
+            (Some(t), Some((n, cmd))) => {
+                let from = match h.last_from {
+                    Some((Some(cycle), events)) => {
+                        format!(" from the checkpoint at cycle {cycle}, {events} events replayed")
+                    }
+                    Some((None, events)) => {
+                        format!(" from the start of the trace, {events} events replayed")
+                    }
+                    None => String::new(),
+                };
+                out.push_str(&format!(
+                    "replays: {}, the last took {:.3} s of host time{from}; the last command going back took {:.3} s ({n} replay{})\n",
+                    h.replays,
+                    t.as_secs_f64(),
+                    cmd.as_secs_f64(),
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
             _ => out.push_str("replays: 0\n"),
         }
         out
+    }
+
+    /// Takes a checkpoint here when one is due (an interval of events
+    /// since the last; the first at once).
+    pub(crate) fn checkpoint_if_due(&mut self) {
+        let Some(due) = self.history.checkpoints.next_due() else {
+            return;
+        };
+        let mark = self.mark();
+        if mark.events < due
+            || !self.monitor.queued.is_empty()
+            || !self.monitor.pending.is_empty()
+            || self
+                .history
+                .checkpoints
+                .list
+                .last()
+                .is_some_and(|c| c.mark >= mark)
+        {
+            return;
+        }
+        let Some(host) = self.host.try_clone() else {
+            let c = &mut self.history.checkpoints;
+            c.unavailable = Some(
+                "the session's state cannot be copied: an ioctl recording, a register-access log, waveforms or the race detector is on"
+                    .into(),
+            );
+            c.list.clear();
+            c.bytes = 0;
+            return;
+        };
+        let mut host = host;
+        let state_bytes = host.device_mut().state_bytes();
+        let sink = self
+            .monitor
+            .sink
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        let checkpoint = Checkpoint {
+            mark,
+            journal_len: self.history.journal.len(),
+            host,
+            exec: self.exec.clone(),
+            sink,
+            recent: self.monitor.recent.clone(),
+            timeline_len: self.monitor.timeline.as_ref().map(Vec::len),
+            micro_ops: self.monitor.micro_ops.clone(),
+            words_done: self.monitor.words_done.clone(),
+            index: self.monitor.index,
+            ended: self.ended,
+            last_cycle: self.last_cycle,
+            state_bytes,
+        };
+        let live = self.live_pages();
+        self.history.checkpoints.push(checkpoint, &live);
+    }
+
+    /// The page identities of the live device.
+    fn live_pages(&mut self) -> HashSet<usize> {
+        self.host.device_mut().page_ids().collect()
     }
 
     /// `goto CYCLE`: the state at `cycle`, as `until CYCLE` from the start
@@ -201,11 +362,16 @@ impl Session {
         self.reverse_ready()?;
         let now = self.mark();
         self.history.detect_races = true;
+        // Checkpoints hold devices without the detector: the replay starts
+        // from a fresh device, and a device that detects races is not
+        // copied (no checkpoints after this).
+        let kept = std::mem::replace(&mut self.history.checkpoints, Checkpoints::new());
         let began = Instant::now();
         let new = match self.replay(Target::Mark(now)) {
             Ok(new) => new,
             Err(e) => {
                 self.history.detect_races = false;
+                self.history.checkpoints = kept;
                 return Err(e);
             }
         };
@@ -274,7 +440,7 @@ impl Session {
             Back::Doorbell => (Granularity::Doorbell, Breakpoints::default()),
             Back::Breakpoint => (Granularity::Continue, self.monitor.bps.rearmed()),
         };
-        let found = self.scan(granularity, bps, now)?;
+        let found = self.scan(granularity, &bps, now)?;
         let (target, stop) = match found {
             Some((m, s)) => (m, Some(s)),
             None => (start, None),
@@ -310,6 +476,18 @@ impl Session {
         }
     }
 
+    /// The session's configuration, for the sessions its replays run.
+    fn replay_config(&self) -> SessionConfig {
+        SessionConfig {
+            filter: self.history.filter.clone(),
+            keep_timeline: self.history.keep_timeline,
+            host: host_exec::SessionOptions {
+                keep_driver_events: self.history.keep_timeline,
+                ..host_exec::SessionOptions::default()
+            },
+        }
+    }
+
     /// A fresh session on a new device, nothing run, holding the trace's
     /// files (give them back with [`Session::give_back_files`]).
     fn fresh(&mut self) -> Result<Session, String> {
@@ -323,14 +501,7 @@ impl Session {
             device.detect_races();
         }
         let files = std::mem::replace(&mut self.files, Box::new(NoFiles));
-        let config = SessionConfig {
-            filter: self.history.filter.clone(),
-            keep_timeline: self.history.keep_timeline,
-            host: host_exec::SessionOptions {
-                keep_driver_events: self.history.keep_timeline,
-                ..host_exec::SessionOptions::default()
-            },
-        };
+        let config = self.replay_config();
         match Session::new(
             device,
             &self.source,
@@ -346,27 +517,138 @@ impl Session {
         }
     }
 
+    /// A session restored from checkpoint `i`, holding the trace's files,
+    /// its journal the part before the checkpoint; returns the index of the
+    /// first journal entry to replay after it.
+    fn restore(&mut self, i: usize) -> Result<(Session, usize), String> {
+        self.reverse_ready()?;
+        let timeline = self.monitor.timeline.as_ref();
+        let Some(c) = self.history.checkpoints.list.get_mut(i) else {
+            return Err("no such checkpoint".into());
+        };
+        let Some(mut host) = c.host.try_clone() else {
+            return Err("the checkpoint could not be copied".into());
+        };
+        let sink = Arc::new(Mutex::new(c.sink.clone()));
+        let to = Arc::clone(&sink);
+        host.device_mut()
+            .set_event_sink(Some(Box::new(move |events| {
+                if let Ok(mut v) = to.lock() {
+                    v.extend(events);
+                }
+            })));
+        let timeline = match (c.timeline_len, timeline) {
+            (Some(n), Some(t)) => Some(t.get(..n).map(<[_]>::to_vec).unwrap_or_default()),
+            (Some(_), None) => Some(Vec::new()),
+            (None, _) => None,
+        };
+        let monitor = Monitor {
+            bps: Breakpoints::default(),
+            filter: self.history.filter.clone(),
+            goal: Granularity::Continue,
+            sink,
+            recent: c.recent.clone(),
+            timeline,
+            listener: Box::new(|_| {}),
+            micro_ops: c.micro_ops.clone(),
+            needs_events: false,
+            watches: false,
+            pending: Pending::default(),
+            queued: VecDeque::new(),
+            step_events: Vec::new(),
+            words_done: c.words_done.clone(),
+            bound: None,
+            index: c.index,
+            checkpoint_at: None,
+            checkpoint_now: false,
+            checkpoint_poll: 0,
+            checkpoint_poll_steps: 1,
+            // A checkpoint's device never detects races (it is not copied
+            // while the detector runs).
+            races_seen: 0,
+        };
+        let exec = c.exec.clone();
+        let (ended, last_cycle, journal_len) = (c.ended, c.last_cycle, c.journal_len);
+        let mut history = History::new(self.history.filter.clone(), self.history.keep_timeline);
+        // A step that reached past the checkpoint may have extended the
+        // journal's last point: replay it again (a point behind is a no-op).
+        let from = match journal_len
+            .checked_sub(1)
+            .and_then(|k| self.history.journal.get(k))
+        {
+            Some(Entry::Reach(_)) => journal_len - 1,
+            _ => journal_len,
+        };
+        history.journal = self
+            .history
+            .journal
+            .get(..from)
+            .unwrap_or_default()
+            .to_vec();
+        let files = std::mem::replace(&mut self.files, Box::new(NoFiles));
+        let s = Session::restored(
+            host,
+            &*self,
+            files,
+            exec,
+            monitor,
+            (ended, last_cycle),
+            history,
+        );
+        Ok((s, from))
+    }
+
+    /// Where a replay to `target` starts: a restored checkpoint (with the
+    /// first journal entry after it) or a fresh session at the start.
+    fn replay_start(&mut self, target: Target) -> Result<(Session, usize, Option<u64>), String> {
+        let i = self.history.checkpoints.latest(|c| match target {
+            Target::Mark(t) => c.mark <= t,
+            Target::Cycle(cy) => c.mark.cycle < cy || c.mark.events == 0,
+        });
+        match i {
+            Some(i) => {
+                let cycle = self.history.checkpoints.list.get(i).map(|c| c.mark.cycle);
+                let (s, from) = self.restore(i)?;
+                Ok((s, from, cycle))
+            }
+            None => Ok((self.fresh()?, 0, None)),
+        }
+    }
+
     fn give_back_files(&mut self, from: &mut Session) {
         self.files = std::mem::replace(&mut from.files, Box::new(NoFiles));
     }
 
-    /// Replays the journal on a fresh session up to `target`; the new
-    /// session's journal is the part replayed.
+    /// Replays the journal up to `target` from the nearest checkpoint (or
+    /// a fresh session at the start); the new session's journal is the
+    /// part replayed.
     fn replay(&mut self, target: Target) -> Result<Session, String> {
         let began = Instant::now();
-        let mut s = self.fresh()?;
-        let result = self.replay_into(&mut s, target);
+        let (mut s, from, cycle) = self.replay_start(target)?;
+        let events_before = s.host.device_mut().events_processed();
+        let result = self.replay_into(&mut s, from, target);
         if let Err(e) = result {
             self.give_back_files(&mut s);
             return Err(e);
         }
         self.history.replays += 1;
         self.history.last_replay = Some(began.elapsed());
+        let replayed = s
+            .host
+            .device_mut()
+            .events_processed()
+            .saturating_sub(events_before);
+        self.history.last_from = Some((cycle, replayed));
         Ok(s)
     }
 
-    fn replay_into(&mut self, s: &mut Session, target: Target) -> Result<(), String> {
-        let journal = self.history.journal.clone();
+    fn replay_into(&mut self, s: &mut Session, from: usize, target: Target) -> Result<(), String> {
+        let journal = self
+            .history
+            .journal
+            .get(from..)
+            .unwrap_or_default()
+            .to_vec();
         let before = |m: &Mark| match target {
             Target::Mark(t) => *m <= t,
             Target::Cycle(c) => m.cycle < c,
@@ -401,47 +683,104 @@ impl Session {
         Ok(())
     }
 
-    /// Replays the history on a fresh session stepping at `granularity`
-    /// with `bps`, and returns the last stop before `now` and its mark.
+    /// Finds the last stop before `now` stepping at `granularity` with
+    /// `bps`: from the latest checkpoint before `now` to `now`, then from
+    /// each earlier checkpoint to the next, until one holds a stop (from
+    /// the start of the trace on a fresh device when there are none).
     fn scan(
         &mut self,
         granularity: Granularity,
-        bps: Breakpoints,
+        bps: &Breakpoints,
         now: Mark,
     ) -> Result<Option<(Mark, Stop)>, String> {
-        let began = Instant::now();
-        let mut s = self.fresh()?;
-        s.monitor.bps = bps;
-        let found = self.scan_into(&mut s, granularity, now);
-        self.give_back_files(&mut s);
-        self.history.replays += 1;
-        self.history.last_replay = Some(began.elapsed());
-        found
+        let mut upto = now;
+        let mut inclusive = false;
+        let mut i = self.history.checkpoints.latest(|c| c.mark < now);
+        loop {
+            let began = Instant::now();
+            let (mut s, from, cycle) = match i {
+                Some(k) => {
+                    let cycle = self.history.checkpoints.list.get(k).map(|c| c.mark.cycle);
+                    let (s, from) = self.restore(k)?;
+                    (s, from, cycle)
+                }
+                None => (self.fresh()?, 0, None),
+            };
+            let start = s.mark();
+            let mut b = bps.clone();
+            // One-shot cycle breakpoints behind the checkpoint fired there.
+            for bp in b.iter_mut() {
+                if let BreakKind::Cycle(c) = bp.kind
+                    && c <= start.cycle
+                    && i.is_some()
+                {
+                    bp.done = true;
+                }
+            }
+            s.monitor.bps = b;
+            let events_before = s.host.device_mut().events_processed();
+            let found = self.scan_into(&mut s, from, granularity.clone(), upto, inclusive);
+            let replayed = s
+                .host
+                .device_mut()
+                .events_processed()
+                .saturating_sub(events_before);
+            self.give_back_files(&mut s);
+            self.history.replays += 1;
+            self.history.last_replay = Some(began.elapsed());
+            self.history.last_from = Some((cycle, replayed));
+            let found = found?;
+            match (found, i) {
+                (Some(f), _) => return Ok(Some(f)),
+                (None, None) => return Ok(None),
+                // The first checkpoint is the start of the trace: nothing
+                // lies before it.
+                (None, Some(0)) if start.events == 0 => return Ok(None),
+                (None, Some(k)) => {
+                    // Nothing in this stretch: the one before, up to and
+                    // including this checkpoint's point.
+                    upto = start;
+                    inclusive = true;
+                    i = k.checked_sub(1);
+                }
+            }
+        }
     }
 
     fn scan_into(
         &mut self,
         s: &mut Session,
+        from: usize,
         granularity: Granularity,
-        now: Mark,
+        upto: Mark,
+        inclusive: bool,
     ) -> Result<Option<(Mark, Stop)>, String> {
-        let journal = self.history.journal.clone();
+        let journal = self
+            .history
+            .journal
+            .get(from..)
+            .unwrap_or_default()
+            .to_vec();
         let mut found = None;
         let wanted = |stop: &Stop| match granularity {
             Granularity::Continue => !stop.hits.is_empty(),
             _ => stop.kind != crate::StopKind::End,
         };
+        let past = |at: Mark| at > upto || (at == upto && !inclusive);
         for entry in &journal {
             match entry {
                 Entry::Reach(m) => loop {
                     let (stop, at) = s.run_to(granularity.clone(), Some(*m))?;
-                    if at >= now {
+                    if past(at) {
                         return Ok(found);
                     }
                     match stop {
                         Some(stop) if wanted(&stop) => found = Some((at, stop)),
                         Some(stop) if stop.kind == crate::StopKind::End => return Ok(found),
                         _ => {}
+                    }
+                    if at >= upto {
+                        return Ok(found);
                     }
                     if at >= *m {
                         break;
@@ -459,8 +798,8 @@ impl Session {
     }
 
     /// Takes the place of this session with `new` (a replay): the
-    /// listener, the breakpoints, the files and the front end's settings
-    /// carry over.
+    /// listener, the breakpoints, the files, the checkpoints up to the
+    /// point reached and the front end's settings carry over.
     fn adopt(&mut self, mut new: Session) {
         // The replay holds the files already.
         new.monitor.listener = std::mem::replace(&mut self.monitor.listener, Box::new(|_| {}));
@@ -478,6 +817,12 @@ impl Session {
         new.history.last_replay = self.history.last_replay;
         new.history.last_command = self.history.last_command;
         new.history.detect_races = self.history.detect_races;
+        new.history.last_from = self.history.last_from;
+        new.history.checkpoints =
+            std::mem::replace(&mut self.history.checkpoints, Checkpoints::new());
+        let mark = new.mark();
+        let live = new.live_pages();
+        new.history.checkpoints.forget_after(mark, &live);
         new.stops = self.stops;
         // The races found up to the point replayed to have been seen.
         new.monitor.races_seen = new.host.device_mut().races_found();

@@ -259,12 +259,12 @@ pub struct Session {
     /// The trace's name in messages.
     pub(crate) file: String,
     pub(crate) files: Box<dyn TraceFiles>,
-    exec: Execution,
+    pub(crate) exec: Execution,
     pub(crate) monitor: Monitor,
     pub(crate) stops: usize,
-    ended: bool,
+    pub(crate) ended: bool,
     /// The cycle the trace ended at.
-    last_cycle: u64,
+    pub(crate) last_cycle: u64,
     /// Reverse execution: the history and how to rebuild the device.
     pub(crate) history: crate::reverse::History,
 }
@@ -338,12 +338,43 @@ impl Session {
                 words_done: BTreeMap::new(),
                 bound: None,
                 index: 0,
+                checkpoint_at: None,
+                checkpoint_now: false,
+                checkpoint_poll: 0,
+                checkpoint_poll_steps: 1,
             },
             stops: 0,
             ended: false,
             last_cycle: 0,
             history,
         })
+    }
+
+    /// A session restored from a checkpoint ([`crate::checkpoint`]): the
+    /// trace of `like`, the state given.
+    pub(crate) fn restored(
+        host: HostSession,
+        like: &Session,
+        files: Box<dyn TraceFiles>,
+        exec: Execution,
+        monitor: Monitor,
+        (ended, last_cycle): (bool, u64),
+        history: crate::reverse::History,
+    ) -> Session {
+        Session {
+            host,
+            trace: like.trace.clone(),
+            linked: like.linked.clone(),
+            source: like.source.clone(),
+            file: like.file.clone(),
+            files,
+            exec,
+            monitor,
+            stops: 0,
+            ended,
+            last_cycle,
+            history,
+        }
     }
 
     /// The device.
@@ -650,6 +681,7 @@ impl Session {
         let stop = stop.unwrap_or_else(|| self.end_stop());
         let mark = self.mark();
         self.history.reached(mark);
+        self.checkpoint_if_due();
         Ok(stop)
     }
 
@@ -706,6 +738,13 @@ impl Session {
         }
         self.monitor.goal = granularity.clone();
         self.monitor.bound = bound;
+        self.monitor.checkpoint_at = self.history.checkpoints.next_due();
+        self.monitor.checkpoint_now = false;
+        self.monitor.checkpoint_poll_steps = self
+            .history
+            .checkpoints
+            .interval_events
+            .clamp(1, crate::monitor::CHECKPOINT_POLL_STEPS);
         self.monitor.needs_events = matches!(
             granularity,
             Granularity::Doorbell | Granularity::Event | Granularity::Finish(_)
@@ -752,6 +791,15 @@ impl Session {
             let device = self.host.device_mut();
             match advance {
                 Advance::Held { .. } => {}
+                Advance::Paused { .. }
+                    if std::mem::take(&mut self.monitor.checkpoint_now)
+                        && self.monitor.pending.is_empty() =>
+                {
+                    // Paused for a checkpoint only: take it, go on.
+                    self.checkpoint_if_due();
+                    self.monitor.checkpoint_at = self.history.checkpoints.next_due();
+                    continue;
+                }
                 Advance::Paused { .. } => {
                     if self.monitor.pending.is_empty() {
                         // The pause cycle came.

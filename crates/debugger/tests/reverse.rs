@@ -1,12 +1,14 @@
 //! Reverse execution (issue 14 item 3): going back and forth lands on
 //! byte-identical state (cycle, simulator events, CSR snapshot, memory
 //! digest, trace position, run report), and `goto C` from any later point
-//! equals running forward to C (a property over random traces).
+//! equals running forward to C (a property over random traces) — with the
+//! start of the trace as the only checkpoint and with checkpoints every few
+//! events, restored mid-trace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
-use debugger::{Granularity, Session, SessionConfig, StopKind};
+use debugger::{CheckpointConfig, Granularity, Session, SessionConfig, StopKind};
 use proptest::prelude::*;
 use soc::Device;
 use soc::exec::TraceFiles;
@@ -45,6 +47,16 @@ fn session(name: &str) -> Session {
     session_of(&source, name)
 }
 
+/// A session with a checkpoint every `interval` simulator events.
+fn session_every(name: &str, interval: u64) -> Session {
+    let mut s = session(name);
+    s.set_checkpoints(CheckpointConfig {
+        interval_events: interval,
+        ..CheckpointConfig::default()
+    });
+    s
+}
+
 /// Everything that must be equal: the point, the registers, the memories,
 /// the report so far.
 #[derive(Debug, PartialEq, Eq)]
@@ -75,6 +87,24 @@ fn state(s: &mut Session) -> State {
     }
 }
 
+/// Checks that the last go-back, which landed on `at` (by `goto C`: at
+/// cycle C), restored the latest checkpoint before it and replayed only
+/// the events since; 1 when that checkpoint was taken mid-trace (not at
+/// the start), else 0.
+fn replayed_from_checkpoint(s: &Session, at: debugger::Mark, goto: Option<u64>) -> u32 {
+    let (from, replayed) = s.last_replay_start().unwrap();
+    let marks = s.checkpoint_marks();
+    // `goto C` restores one before cycle C: every event of cycle C runs.
+    let last = *marks
+        .iter()
+        .rfind(|m| goto.is_none_or(|c| m.cycle < c || m.events == 0))
+        .expect("the start is a checkpoint");
+    assert!(last <= at, "{last:?} after {at:?}");
+    assert_eq!(from, Some(last.cycle), "restored the latest checkpoint");
+    assert_eq!(replayed, at.events - last.events, "replayed from it");
+    u32::from(last.events > 0)
+}
+
 const TRACES: [&str; 5] = [
     "copy-hbm-hbm.trace",
     "fw-semaphore-chain.trace",
@@ -85,8 +115,24 @@ const TRACES: [&str; 5] = [
 
 #[test]
 fn back_and_forth_lands_on_identical_state() {
+    back_and_forth(None);
+}
+
+/// The same with a checkpoint every 7 simulator events: going back
+/// restores one taken mid-trace (inside `run`s and `wait`s too) and
+/// replays from it.
+#[test]
+fn back_and_forth_from_checkpoints_lands_on_identical_state() {
+    back_and_forth(Some(7));
+}
+
+fn back_and_forth(interval: Option<u64>) {
+    let mut from_checkpoints = 0;
     for name in TRACES {
-        let mut s = session(name);
+        let mut s = match interval {
+            Some(k) => session_every(name, k),
+            None => session(name),
+        };
         // Every doorbell stop (statement, for the host runtime's trace),
         // its state kept.
         let host = name.starts_with("host-");
@@ -121,7 +167,11 @@ fn back_and_forth_lands_on_identical_state() {
                 s.reverse_next().unwrap();
             }
             assert_eq!(&&state(&mut s), want, "{name}: reverse-next");
+            if interval.is_some() {
+                from_checkpoints += replayed_from_checkpoint(&s, want.mark, None);
+            }
         }
+
         // Forward again to the end: the same end.
         while s.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
         assert_eq!(state(&mut s), end, "{name}: forward after going back");
@@ -129,6 +179,12 @@ fn back_and_forth_lands_on_identical_state() {
         let mid = end.mark.cycle / 2;
         if mid > 0 {
             s.goto(mid).unwrap();
+            if interval.is_some() {
+                // (A host statement's time cannot be cut: the host trace
+                // may hold no checkpoint before its middle.)
+                let at = s.mark();
+                from_checkpoints += replayed_from_checkpoint(&s, at, Some(mid));
+            }
             let mut fresh = session(name);
             fresh.step(Granularity::UntilCycle(mid)).unwrap();
             assert_eq!(state(&mut s), state(&mut fresh), "{name}: goto {mid}");
@@ -136,11 +192,21 @@ fn back_and_forth_lands_on_identical_state() {
             assert_eq!(state(&mut s), end, "{name}: the end again after goto");
         }
     }
+    if interval.is_some() {
+        assert!(
+            from_checkpoints > 3,
+            "only {from_checkpoints} reverse-next/-step restored a checkpoint taken mid-trace"
+        );
+    }
 }
 
 #[test]
 fn reverse_step_goes_back_one_statement() {
-    let mut s = session("copy-hbm-hbm.trace");
+    reverse_step_with(session("copy-hbm-hbm.trace"));
+    reverse_step_with(session_every("copy-hbm-hbm.trace", 3));
+}
+
+fn reverse_step_with(mut s: Session) {
     let mut points = vec![state(&mut s)];
     for _ in 0..8 {
         s.step(Granularity::Statement).unwrap();
@@ -155,8 +221,14 @@ fn reverse_step_goes_back_one_statement() {
 
 #[test]
 fn reverse_continue_finds_the_last_breakpoint_hit() {
-    let mut s = session("fault-doorbell-overrun.trace");
-    s.add_break("fault").unwrap();
+    reverse_continue_with(session("fault-doorbell-overrun.trace"), "fault");
+    reverse_continue_with(session_every("fault-doorbell-overrun.trace", 3), "fault");
+    // Many hits, between and at checkpoints taken every few events.
+    reverse_continue_with(session_every("fw-tile-load-bf16.trace", 3), "packet");
+}
+
+fn reverse_continue_with(mut s: Session, spec: &str) {
+    s.add_break(spec).unwrap();
     let mut hits = Vec::new();
     loop {
         let stop = s.step(Granularity::Continue).unwrap();
@@ -165,7 +237,7 @@ fn reverse_continue_finds_the_last_breakpoint_hit() {
         }
         hits.push((state(&mut s), stop.hits.clone()));
     }
-    assert!(hits.len() >= 2, "the trace faults at least twice");
+    assert!(hits.len() >= 2, "the breakpoint fires at least twice");
     for (want, want_hits) in hits.iter().rev() {
         let stop = s.reverse_continue().unwrap();
         assert_eq!(&state(&mut s), want);
@@ -182,7 +254,11 @@ fn reverse_continue_finds_the_last_breakpoint_hit() {
 
 #[test]
 fn pokes_replay_where_they_ran_and_a_new_branch_drops_the_rest() {
-    let mut s = session("copy-hbm-hbm.trace");
+    pokes_with(session("copy-hbm-hbm.trace"));
+    pokes_with(session_every("copy-hbm-hbm.trace", 3));
+}
+
+fn pokes_with(mut s: Session) {
     // At the first doorbell, a poke; then to the end.
     s.step(Granularity::Doorbell).unwrap();
     s.poke("write32 hbm0+0x300000 0xdeadbeef").unwrap();
@@ -279,10 +355,14 @@ proptest! {
         batches in prop::collection::vec((1u8..=4, 1u16..=32, prop::option::of(1u16..400)), 1..6),
         steps in prop::collection::vec(0u8..4, 0..12),
         frac in 0.0f64..1.0,
+        interval in prop::option::of(1u64..64),
     ) {
         let engines: Vec<u16> = engines.into_iter().collect();
         let text = copy_trace(&engines, &batches);
         let mut s = session_of(&text, "random.trace");
+        if let Some(k) = interval {
+            s.set_checkpoints(CheckpointConfig { interval_events: k, ..CheckpointConfig::default() });
+        }
         for k in steps {
             let g = match k {
                 0 => Granularity::Doorbell,
@@ -307,4 +387,98 @@ proptest! {
         while fresh.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
         prop_assert_eq!(state(&mut s), state(&mut fresh));
     }
+}
+
+#[test]
+fn info_checkpoints_reports_them_and_the_budget_thins_them() {
+    let name = "fw-tile-load-bf16.trace";
+    let mut s = session_every(name, 5);
+    while s.step(Granularity::Doorbell).unwrap().kind != StopKind::End {}
+    let cycles: Vec<u64> = s.checkpoint_marks().iter().map(|m| m.cycle).collect();
+    assert!(cycles.len() > 2, "{cycles:?}");
+    assert_eq!(cycles[0], 0, "the first is the start of the trace");
+    assert!(cycles.windows(2).all(|w| w[0] <= w[1]), "{cycles:?}");
+    let text = s.checkpoints_text();
+    assert!(
+        text.contains(&format!("checkpoints: {} (at cycles 0, ", cycles.len())),
+        "{text}"
+    );
+    assert!(text.contains("every 5 simulator events"), "{text}");
+    assert!(text.contains("MiB held of a 256.0 MiB budget"), "{text}");
+    s.goto(cycles[cycles.len() / 2] + 1).unwrap();
+    let text = s.checkpoints_text();
+    assert!(text.contains("from the checkpoint at cycle"), "{text}");
+    assert!(!text.contains("thinned"), "{text}");
+
+    // A budget below what they hold: every second one goes, the interval
+    // doubles, and what stays fits (or only the first and last are left).
+    let mut t = session_every(name, 5);
+    let held = {
+        let mut u = session_every(name, 5);
+        while u.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+        u.checkpoint_bytes()
+    };
+    assert!(held > 0);
+    t.set_checkpoints(CheckpointConfig {
+        interval_events: 5,
+        budget_bytes: held / 3,
+    });
+    while t.step(Granularity::ToEnd).unwrap().kind != StopKind::End {}
+    let thin = t.checkpoint_marks();
+    assert!(thin.len() < cycles.len(), "{thin:?} vs {cycles:?}");
+    assert!(t.checkpoint_bytes() <= held / 3 || thin.len() <= 2);
+    let text = t.checkpoints_text();
+    assert!(text.contains("thinned"), "{text}");
+    assert!(!text.contains("every 5 simulator events"), "{text}");
+    // Thinned, going back still lands where running forward does.
+    let mid = t.mark().cycle / 2;
+    t.goto(mid).unwrap();
+    let mut fresh = session(name);
+    fresh.step(Granularity::UntilCycle(mid)).unwrap();
+    assert_eq!(state(&mut t), state(&mut fresh));
+}
+
+/// When the session's state cannot be copied (here: the host session
+/// streams an ioctl recording), there are no checkpoints: going back replays from the start
+/// on a fresh device, and `info checkpoints` says so.
+#[test]
+fn without_copies_going_back_replays_from_the_start() {
+    let source = std::fs::read_to_string(traces().join("fw-semaphore-chain.trace")).unwrap();
+    let config = SessionConfig {
+        host: host_exec::SessionOptions {
+            record: Some(Box::new(std::io::sink())),
+            ..host_exec::SessionOptions::default()
+        },
+        ..SessionConfig::default()
+    };
+    let mut s = Session::new(
+        Device::trn2().unwrap(),
+        &source,
+        "fw-semaphore-chain.trace",
+        Box::new(Dir(traces())),
+        config,
+        Box::new(|_| {}),
+    )
+    .unwrap();
+    s.set_device_factory(Box::new(|| Device::trn2().map_err(|e| e.to_string())));
+    s.set_checkpoints(CheckpointConfig {
+        interval_events: 3,
+        ..CheckpointConfig::default()
+    });
+    for _ in 0..20 {
+        s.step(Granularity::Statement).unwrap();
+    }
+    let want = state(&mut s);
+    assert!(want.mark.events > 3, "{want:?}");
+    s.step(Granularity::Statement).unwrap();
+    s.reverse_step().unwrap();
+    assert_eq!(state(&mut s), want);
+    assert!(s.checkpoint_marks().is_empty());
+    assert_eq!(s.last_replay_start().unwrap().0, None, "a fresh device");
+    let text = s.checkpoints_text();
+    assert!(
+        text.contains("checkpoints: none (the session's state cannot be copied"),
+        "{text}"
+    );
+    assert!(text.contains("from the start of the trace"), "{text}");
 }

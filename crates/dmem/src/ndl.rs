@@ -172,6 +172,24 @@ pub struct Ndl {
     out_slot: u64,
 }
 
+impl Ndl {
+    /// A copy of the open device (the transport and the driver behind it,
+    /// the process memory, the records) that runs on independently; `None`
+    /// when a part cannot be copied ([`Dmem::try_clone`]).
+    ///
+    /// [`Dmem::try_clone`]: crate::Dmem::try_clone
+    pub fn try_clone(&mut self) -> Option<Ndl> {
+        Some(Ndl {
+            transport: self.transport.try_clone_box()?,
+            user: self.user.try_clone()?,
+            device: self.device,
+            records: self.records.clone(),
+            copy_bufs: self.copy_bufs.clone(),
+            out_slot: self.out_slot,
+        })
+    }
+}
+
 impl std::fmt::Debug for Ndl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ndl")

@@ -234,14 +234,14 @@ struct ManualAlign {
 /// "No link".
 const NIL: u32 = u32::MAX;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum SlotBody {
     Vacant,
     Sentinel,
     Live(Box<DmemT>),
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Slot {
     generation: u32,
     prev: u32,
@@ -249,7 +249,7 @@ struct Slot {
     body: SlotBody,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct DmemAllocator {
     kind: AllocatorKind,
     nc: u32,
@@ -288,6 +288,27 @@ pub fn alloc_error_status(e: &IoctlError, mem_type: MemLocation) -> NrtStatus {
 }
 
 impl Dmem {
+    /// A copy of the runtime layer (handles, allocators, the DML log, the
+    /// process memory) over a copy of the transport and the driver behind
+    /// it ([`ioctl_bus::Transport::try_clone_box`]), which runs on
+    /// independently (the debugger's checkpoints, docs/user-guide.md §12
+    /// "Going back"); `None` when a part cannot be copied.
+    pub fn try_clone(&mut self) -> Option<Dmem> {
+        Some(Dmem {
+            ndl: self.ndl.try_clone()?,
+            config: self.config.clone(),
+            logger: self.logger.clone(),
+            slots: self.slots.clone(),
+            vacant: self.vacant.clone(),
+            allocators: self.allocators.clone(),
+            tpb_allocators: self.tpb_allocators.clone(),
+            copy_buf_busy: self.copy_buf_busy.clone(),
+            ndl_supports_align_12: self.ndl_supports_align_12,
+            next_tid: self.next_tid,
+            events: self.events.clone(),
+        })
+    }
+
     /// Opens the device through `transport` with a fresh process address
     /// space: NDL open (bounce buffers), `dml_init`, and one TPB allocator
     /// per NeuronCore (as `tdrv_init` does).

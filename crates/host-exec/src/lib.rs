@@ -199,6 +199,29 @@ impl HostSession {
         HostRuntime::device(self)
     }
 
+    /// A copy of the whole host stack — tensors, the runtime's allocators
+    /// and DML log, the process memory, the kernel driver and its device
+    /// ([`Dmem::try_clone`]) — that runs on independently (the debugger's
+    /// checkpoints, docs/user-guide.md §12 "Going back"). The copy's
+    /// device has no event sink. `None` when a part cannot be copied: an
+    /// ioctl recording streamed to a writer, a device recording a
+    /// register-access log or waveforms ([`Device::try_clone`]).
+    pub fn try_clone(&mut self) -> Option<HostSession> {
+        Some(HostSession {
+            dmem: self.dmem.try_clone()?,
+            tensors: self.tensors.clone(),
+            allocators: self.allocators.clone(),
+            globals: self.globals.clone(),
+            used: self.used,
+            last_status: self.last_status,
+            detached: self.detached.try_clone()?,
+            driver_log: self.driver_log.clone(),
+            keep_driver_events: self.keep_driver_events,
+            op_start: self.op_start,
+            last_ioctl_end: self.last_ioctl_end,
+        })
+    }
+
     /// A session over a fresh driver bound to `dev`.
     ///
     /// # Errors

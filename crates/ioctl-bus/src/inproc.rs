@@ -52,4 +52,9 @@ impl<D: Driver + 'static> Transport for InProcess<D> {
     fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
         Some(&mut self.driver)
     }
+
+    fn try_clone_box(&mut self) -> Option<Box<dyn Transport>> {
+        let driver = self.driver.try_clone_driver()?;
+        Some(Box::new(InProcess { driver }))
+    }
 }

@@ -102,6 +102,16 @@ pub trait Driver {
     ///
     /// As [`Driver::mmap_read`].
     fn mmap_write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno>;
+
+    /// A copy of the driver and the device it owns that runs on
+    /// independently (the debugger's checkpoints, docs/user-guide.md §12
+    /// "Going back"); `None` (the default) when it cannot be copied.
+    fn try_clone_driver(&mut self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 /// A failure of the boundary itself, not of the call.
@@ -200,6 +210,15 @@ pub trait Transport {
     fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
         None
     }
+
+    /// A copy of the transport with a copy of the driver behind it, which
+    /// runs on independently (the debugger's checkpoints,
+    /// docs/user-guide.md §12 "Going back"). `None` (the default) when a
+    /// part cannot be copied: a driver on another thread, a recording
+    /// streamed to a writer.
+    fn try_clone_box(&mut self) -> Option<Box<dyn Transport>> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -245,6 +264,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
         (**self).local_driver()
+    }
+
+    fn try_clone_box(&mut self) -> Option<Box<dyn Transport>> {
+        (**self).try_clone_box()
     }
 }
 

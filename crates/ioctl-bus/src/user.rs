@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ioctl_abi::Errno;
 
@@ -46,8 +47,9 @@ pub trait UserSink: Send {
 
 /// What backs a mapped buffer.
 enum Backing {
-    /// Ordinary memory.
-    Bytes(Vec<u8>),
+    /// Ordinary memory, shared with copies of the address space until
+    /// either side writes it ([`UserSpace::try_clone`]).
+    Bytes(Arc<Vec<u8>>),
     /// Read-only, computed on read; writes fault.
     Source(Box<dyn UserSource>),
     /// Write-only, consumed on write; reads fault.
@@ -79,6 +81,32 @@ impl std::fmt::Debug for UserSpace {
 }
 
 impl UserSpace {
+    /// A copy of the address space whose buffers share their bytes with
+    /// this one until either side writes them (the debugger's checkpoints,
+    /// docs/user-guide.md §12 "Going back");
+    /// `None` while a [`UserSource`] or [`UserSink`] is mapped (they are
+    /// computed or consumed, not held).
+    #[must_use]
+    pub fn try_clone(&self) -> Option<UserSpace> {
+        let mut regions = BTreeMap::new();
+        for (at, r) in &self.regions {
+            let Backing::Bytes(bytes) = &r.backing else {
+                return None;
+            };
+            regions.insert(
+                *at,
+                Region {
+                    len: r.len,
+                    backing: Backing::Bytes(Arc::clone(bytes)),
+                },
+            );
+        }
+        Some(UserSpace {
+            regions,
+            next: self.next,
+        })
+    }
+
     /// An empty address space.
     #[must_use]
     pub fn new() -> Self {
@@ -108,7 +136,7 @@ impl UserSpace {
     /// [`UserSpace::try_alloc`] reports that as `ENOMEM` instead.
     pub fn alloc(&mut self, len_bytes: usize) -> u64 {
         let len = len_bytes.max(1);
-        self.map(len as u64, Backing::Bytes(vec![0; len]))
+        self.map(len as u64, Backing::Bytes(Arc::new(vec![0; len])))
     }
 
     /// As [`UserSpace::alloc`], but a buffer that cannot be allocated is
@@ -122,7 +150,7 @@ impl UserSpace {
         let mut v = Vec::new();
         v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
         v.resize(len, 0);
-        Ok(self.map(len as u64, Backing::Bytes(v)))
+        Ok(self.map(len as u64, Backing::Bytes(Arc::new(v))))
     }
 
     /// Maps a buffer holding `bytes` and returns its address.
@@ -130,7 +158,7 @@ impl UserSpace {
         let len = bytes.len().max(1);
         let mut v = vec![0; len];
         v[..bytes.len()].copy_from_slice(bytes);
-        self.map(len as u64, Backing::Bytes(v))
+        self.map(len as u64, Backing::Bytes(Arc::new(v)))
     }
 
     /// Maps a read-only buffer of `len_bytes` whose bytes `source` computes
@@ -178,7 +206,7 @@ impl UserSpace {
             return None;
         }
         match self.regions.remove(&addr)?.backing {
-            Backing::Bytes(v) => Some(v),
+            Backing::Bytes(v) => Some(Arc::unwrap_or_clone(v)),
             _ => None,
         }
     }
@@ -238,7 +266,7 @@ impl UserSpace {
         match &mut region.backing {
             Backing::Bytes(v) => {
                 let at = usize::try_from(off).map_err(|_| Errno::EFAULT)?;
-                v[at..at + bytes.len()].copy_from_slice(bytes);
+                Arc::make_mut(v)[at..at + bytes.len()].copy_from_slice(bytes);
                 Ok(())
             }
             Backing::Sink(s) => s.write_at(off, bytes),
@@ -258,7 +286,7 @@ impl UserSpace {
     /// The whole buffer starting at `addr`, mutable.
     pub fn buffer_mut(&mut self, addr: u64) -> Option<&mut [u8]> {
         match &mut self.regions.get_mut(&addr)?.backing {
-            Backing::Bytes(v) => Some(v.as_mut_slice()),
+            Backing::Bytes(v) => Some(Arc::make_mut(v).as_mut_slice()),
             _ => None,
         }
     }

@@ -247,6 +247,28 @@ pub const ENGINES: u32 = 132;
 pub const QUEUES: u32 = 16;
 
 impl KernelDriver {
+    /// A copy of the driver (pools, handles, H2T rings, counters) and of
+    /// its device ([`Device::try_clone`]) that runs on independently (the
+    /// debugger's checkpoints, docs/user-guide.md §12 "Going back"); `None`
+    /// when the device cannot be copied.
+    pub fn try_clone(&mut self) -> Option<KernelDriver> {
+        Some(KernelDriver {
+            dev: self.dev.try_clone()?,
+            mem: self.mem.clone(),
+            regs: self.regs,
+            rings: self.rings.clone(),
+            engines_ready: self.engines_ready.clone(),
+            user_queues: self.user_queues.clone(),
+            dummy_ring: self.dummy_ring,
+            cfg: self.cfg.clone(),
+            events: self.events.clone(),
+            stats: self.stats.clone(),
+            batches_started: self.batches_started,
+            cycles_per_us: self.cycles_per_us,
+            sem: self.sem.clone(),
+        })
+    }
+
     /// The driver bound to `dev`, with pools over the map's HBM channels.
     ///
     /// # Errors
@@ -577,6 +599,10 @@ impl KernelDriver {
 }
 
 impl ioctl_bus::Driver for KernelDriver {
+    fn try_clone_driver(&mut self) -> Option<Self> {
+        self.try_clone()
+    }
+
     fn ioctl(
         &mut self,
         request: u32,

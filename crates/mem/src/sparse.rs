@@ -5,11 +5,20 @@
 //! docs/references/design.md §2) cost nothing until used. Data moves page to page with
 //! `copy_from_slice`, looking each page up once per contiguous run
 //! (docs/references/design.md §7).
+//!
+//! [`SparseMemory::snapshot`] copies a memory without copying its bytes:
+//! both copies share every page until one of them writes it (copy on
+//! write), which is what the debugger's checkpoints hold
+//! (docs/user-guide.md §12 "Going back"). A page this memory owns alone is
+//! written in place: the only cost on the write path is telling the two
+//! kinds of page apart.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use crate::{Bytes, MemFault};
 
@@ -18,7 +27,79 @@ pub const PAGE_BYTES: usize = 64 * 1024;
 const PAGE_SHIFT: u32 = PAGE_BYTES.trailing_zeros();
 const PAGE_MASK: u64 = PAGE_BYTES as u64 - 1;
 
-type Page = Box<[u8]>;
+/// One backing page: owned by this memory alone, or shared with
+/// snapshots ([`SparseMemory::snapshot`]) until the first write here copies
+/// it.
+#[derive(Clone)]
+enum Page {
+    Own(Box<[u8; PAGE_BYTES]>),
+    Shared(SharedBytes),
+}
+
+/// The bytes of a shared page: the page's own box behind an `Arc`, so that
+/// sharing a page moves a pointer instead of copying 64 KiB (the `Arc`'s
+/// small allocation is the price).
+#[allow(clippy::redundant_allocation)]
+type SharedBytes = Arc<Box<[u8; PAGE_BYTES]>>;
+
+impl Page {
+    /// A page to hold a place for a moment: one shared zero page, so that
+    /// taking a page's bytes out allocates nothing.
+    fn stand_in() -> Page {
+        static ZERO: std::sync::OnceLock<SharedBytes> = std::sync::OnceLock::new();
+        Page::Shared(Arc::clone(ZERO.get_or_init(|| Arc::new(zeroed()))))
+    }
+
+    /// Makes the page shareable: moves the bytes behind an `Arc` (no copy).
+    fn share(&mut self) {
+        if let Page::Own(_) = self
+            && let Page::Own(bytes) = std::mem::replace(self, Page::stand_in())
+        {
+            *self = Page::Shared(Arc::new(bytes));
+        }
+    }
+
+    /// Takes the page back for writing: the bytes when no snapshot holds
+    /// them any more, a copy otherwise.
+    #[cold]
+    #[inline(never)]
+    fn unshare(&mut self) -> &mut [u8] {
+        if let Page::Shared(_) = self {
+            let old = std::mem::replace(self, Page::stand_in());
+            if let Page::Shared(bytes) = old {
+                *self = Page::Own(Arc::unwrap_or_clone(bytes));
+            }
+        }
+        match self {
+            Page::Own(bytes) => bytes.as_mut_slice(),
+            // Not reached: the page is its own now.
+            Page::Shared(bytes) => Arc::make_mut(bytes).as_mut_slice(),
+        }
+    }
+}
+
+impl Deref for Page {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Page::Own(bytes) => bytes.as_slice(),
+            Page::Shared(bytes) => bytes.as_slice(),
+        }
+    }
+}
+
+impl DerefMut for Page {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            Page::Own(bytes) => bytes.as_mut_slice(),
+            Page::Shared(_) => self.unshare(),
+        }
+    }
+}
+
 type PageMap = HashMap<u64, Page, BuildHasherDefault<PageIndexHasher>>;
 
 /// A fixed-size, zero-initialised byte memory with lazily allocated pages.
@@ -76,6 +157,30 @@ impl SparseMemory {
         self.size_bytes
     }
 
+    /// A copy of this memory that shares every page with it: no byte is
+    /// copied now; the first write to a shared page, on either side, copies
+    /// that page (copy on write). `clone` copies every page instead.
+    pub fn snapshot(&mut self) -> SparseMemory {
+        self.share_pages();
+        self.clone()
+    }
+
+    /// Makes every page shareable, so that `clone` shares them instead of
+    /// copying them ([`SparseMemory::snapshot`]).
+    pub fn share_pages(&mut self) {
+        for page in self.pages.values_mut() {
+            page.share();
+        }
+    }
+
+    /// The identity of every allocated page (the address of its bytes):
+    /// two memories that hold the same identity share that page
+    /// ([`SparseMemory::snapshot`]), so the host memory several snapshots
+    /// hold together is one page per distinct identity.
+    pub fn page_ids(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pages.values().map(|page| page.as_ptr() as usize)
+    }
+
     /// Number of backing pages currently allocated.
     pub fn allocated_pages(&self) -> usize {
         self.pages.len()
@@ -127,7 +232,7 @@ impl SparseMemory {
                 Entry::Occupied(mut entry) => entry.get_mut()[run.span()].fill(byte),
                 Entry::Vacant(_) if byte == 0 => {}
                 Entry::Vacant(entry) if run.len == PAGE_BYTES => {
-                    entry.insert(vec![byte; PAGE_BYTES].into_boxed_slice());
+                    entry.insert(page_of(vec![byte; PAGE_BYTES].into_boxed_slice()));
                 }
                 Entry::Vacant(entry) => entry.insert(new_page())[run.span()].fill(byte),
             }
@@ -285,7 +390,7 @@ impl Bytes<u64> for SparseMemory {
                         // A whole page: built from the bytes, not zeroed
                         // first (a large `fill` or `load` writes whole pages).
                         if !is_zero(bytes) {
-                            entry.insert(bytes.into());
+                            entry.insert(page_of(bytes.into()));
                         }
                     } else if !is_zero(bytes) {
                         entry.insert(new_page())[run.span()].copy_from_slice(bytes);
@@ -313,7 +418,30 @@ impl fmt::Debug for SparseMemory {
 
 /// A zeroed page (`calloc`-backed, so the OS maps it lazily).
 fn new_page() -> Page {
-    vec![0u8; PAGE_BYTES].into_boxed_slice()
+    Page::Own(zeroed())
+}
+
+/// A zeroed page's bytes (`calloc`-backed).
+fn zeroed() -> Box<[u8; PAGE_BYTES]> {
+    match page_of(vec![0u8; PAGE_BYTES].into_boxed_slice()) {
+        Page::Own(bytes) => bytes,
+        Page::Shared(bytes) => Arc::unwrap_or_clone(bytes),
+    }
+}
+
+/// A page from `PAGE_BYTES` bytes (the length is the type's, so a slice
+/// of it needs no length load or bounds check beyond the page's).
+fn page_of(bytes: Box<[u8]>) -> Page {
+    match Box::<[u8; PAGE_BYTES]>::try_from(bytes) {
+        Ok(page) => Page::Own(page),
+        // Not reached: every caller passes a whole page.
+        Err(short) => {
+            let mut page = Box::new([0u8; PAGE_BYTES]);
+            let n = short.len().min(PAGE_BYTES);
+            page[..n].copy_from_slice(&short[..n]);
+            Page::Own(page)
+        }
+    }
 }
 
 /// Page index and offset inside the page.
@@ -451,6 +579,50 @@ mod tests {
         let buf = mem.read_vec(12 * GIB - 7, 200_000).unwrap();
         assert!(buf.iter().all(|&b| b == 0));
         assert_eq!(mem.allocated_pages(), 0);
+    }
+
+    #[test]
+    fn snapshot_shares_pages_until_either_side_writes() {
+        let mut mem = SparseMemory::new(1 << 20);
+        mem.write(0x10, &[1, 2, 3, 4]).unwrap();
+        mem.write(PAGE_BYTES as u64 + 8, &[9]).unwrap();
+        let mut snap = mem.snapshot();
+        // Shared: the same pages, no copy.
+        let mut ids: Vec<usize> = mem.page_ids().collect();
+        let mut snap_ids: Vec<usize> = snap.page_ids().collect();
+        ids.sort_unstable();
+        snap_ids.sort_unstable();
+        assert_eq!(ids, snap_ids);
+        // A write to the original does not reach the snapshot, and the
+        // page it wrote is no longer shared.
+        mem.write(0x10, &[0xaa]).unwrap();
+        assert_eq!(snap.read_vec(0x10, 4).unwrap(), [1, 2, 3, 4]);
+        assert_eq!(mem.read_vec(0x10, 4).unwrap(), [0xaa, 2, 3, 4]);
+        let shared = mem
+            .page_ids()
+            .filter(|id| snap.page_ids().any(|s| s == *id))
+            .count();
+        assert_eq!(shared, 1);
+        // Nor one to the snapshot the original.
+        snap.write(PAGE_BYTES as u64 + 8, &[7]).unwrap();
+        assert_eq!(mem.read_vec(PAGE_BYTES as u64 + 8, 1).unwrap(), [9]);
+        assert_eq!(snap.read_vec(PAGE_BYTES as u64 + 8, 1).unwrap(), [7]);
+        // Zero pages still come only with a non-zero write, on both sides;
+        // a zero fill over a shared page releases it on one side only.
+        snap.write(3 * PAGE_BYTES as u64, &[0; 16]).unwrap();
+        assert_eq!(snap.allocated_pages(), 2);
+        mem.fill_range(PAGE_BYTES as u64, PAGE_BYTES as u64, 0)
+            .unwrap();
+        assert_eq!(mem.allocated_pages(), 1);
+        assert_eq!(snap.read_vec(PAGE_BYTES as u64 + 8, 1).unwrap(), [7]);
+        // Copies between and inside memories unshare what they write.
+        let mut again = snap.snapshot();
+        again.copy(0x10, 0x20, 4).unwrap();
+        SparseMemory::copy_between(&mem, 0x10, &mut again, 0x30, 1).unwrap();
+        assert_eq!(snap.read_vec(0x20, 4).unwrap(), [0; 4]);
+        assert_eq!(again.read_vec(0x20, 4).unwrap(), [1, 2, 3, 4]);
+        assert_eq!(again.read_vec(0x30, 1).unwrap(), [0xaa]);
+        assert_eq!(snap.read_vec(0x30, 1).unwrap(), [0]);
     }
 
     #[test]

@@ -70,6 +70,15 @@ pub(crate) struct StepArgs {
     /// another, or `off`).
     #[arg(long)]
     no_history: bool,
+    /// Take a checkpoint for reverse execution every N simulator events
+    /// (going back replays at most about N events; docs/user-guide.md §12).
+    #[arg(long, value_name = "N", default_value_t = debugger::checkpoint::DEFAULT_INTERVAL_EVENTS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    checkpoint_interval: u64,
+    /// Host memory the checkpoints may hold, in MiB; over it every second
+    /// one is dropped and the interval doubles.
+    #[arg(long, value_name = "MIB", default_value_t = debugger::checkpoint::DEFAULT_BUDGET_BYTES >> 20)]
+    checkpoint_budget: u64,
 }
 
 /// Where the debugger's commands come from.
@@ -319,6 +328,12 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
             dev.set_timing_only(timing_only);
             Ok(dev)
         }));
+        console
+            .session()
+            .set_checkpoints(debugger::CheckpointConfig {
+                interval_events: a.checkpoint_interval,
+                budget_bytes: a.checkpoint_budget.saturating_mul(1 << 20),
+            });
     }
     // Breakpoints from the command line: bad names are bad input.
     let mut specs: Vec<(&str, String)> = a.breaks.iter().map(|b| ("--break", b.clone())).collect();

@@ -701,11 +701,29 @@ fn reverse_session() {
         "(neuron-sim) reverse-continue\nno breakpoint fires before here: back to the start\n(back) == reached cycle 0\n-> line 16: fill",
         "(neuron-sim) goto 5\n(back) == reached cycle 5\n-> line 44 (under way at cycle 5): run\n",
         "(neuron-sim) reverse-step\n(back) == stepped line 43 (cycle 0)\n-> line 44: run\n",
-        "reverse execution: on\ncheckpoints: 1, the start of the trace",
+        "reverse execution: on\ncheckpoints: 1 (at cycles 0), every 10000 simulator events\ncheckpoint memory: ",
+        "MiB held of a 256.0 MiB budget\n",
         "journal: 3 entries (1 pokes and sets)",
     ] {
         assert!(text.contains(want), "{want}\n---\n{text}");
     }
+    // Checkpoints every 3 events: several, and going back restores one
+    // taken mid-trace.
+    let out = step_script(
+        &[
+            "traces/fw-tile-load-bf16.trace",
+            "--checkpoint-interval",
+            "3",
+            "--checkpoint-budget",
+            "64",
+        ],
+        "continue\ngoto 300\ninfo checkpoints\nquit\n",
+    );
+    let text = stdout(&out);
+    assert!(text.contains("every 3 simulator events"), "{text}");
+    assert!(text.contains("of a 64.0 MiB budget"), "{text}");
+    assert!(text.contains("from the checkpoint at cycle "), "{text}");
+    assert!(!text.contains("checkpoints: 1 "), "{text}");
     // With --vcd the file records one pass: going back is off.
     let vcd = scratch("reverse").join("w.vcd");
     let out = step_script(

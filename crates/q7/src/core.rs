@@ -191,8 +191,9 @@ pub struct KindStats {
     pub bytes: u64,
 }
 
-/// One core's firmware.
-#[derive(Debug)]
+/// One core's firmware. `Clone` copies its whole state (the debugger's
+/// checkpoints, docs/user-guide.md §12 "Going back").
+#[derive(Clone, Debug)]
 pub struct Q7Core {
     layout: CoreLayout,
     queue: VecDeque<Queued>,

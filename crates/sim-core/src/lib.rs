@@ -34,7 +34,7 @@ impl fmt::Display for Cycle {
 /// A binary min-heap on the unique key (cycle, sequence number). Payloads are
 /// small `Copy` values: sifting keeps the moving entry in registers and
 /// writes it once, at its final place (the hot path of every engine).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct EventQueue<E> {
     heap: Vec<Entry<E>>,
     seq: u64,

@@ -28,6 +28,7 @@ mod digest;
 mod fabric;
 mod inflight;
 mod race_hooks;
+mod snapshot;
 mod stall;
 mod waitgraph;
 

@@ -273,7 +273,7 @@ impl ExecHooks for NoHooks {}
 
 /// Executor state that outlives a statement: the software producer index of
 /// each queue (like a driver's `next_desc_idx`).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Executor {
     /// (engine, direction, queue) → descriptors placed since the last doorbell.
     pending: BTreeMap<(u16, Dir, u8), u32>,

@@ -11,7 +11,7 @@ mod stale;
 pub use stale::StaleRanges;
 
 /// The storage behind one memory region.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Backing {
     Linear(SparseMemory),
     Sbuf(Sbuf),
@@ -89,6 +89,21 @@ impl Backing {
                 };
                 Ok((m.as_partitioned().backing(), at))
             }
+        }
+    }
+
+    /// A copy sharing every page with this store (copy on write,
+    /// [`SparseMemory::snapshot`]).
+    fn snapshot(&mut self) -> Backing {
+        self.sparse_mut().share_pages();
+        self.clone()
+    }
+
+    fn sparse(&self) -> &SparseMemory {
+        match self {
+            Backing::Linear(m) => m,
+            Backing::Sbuf(m) => m.as_partitioned().backing(),
+            Backing::Psum(m) => m.as_partitioned().backing(),
         }
     }
 
@@ -184,6 +199,33 @@ pub struct DeviceMemory {
 pub const TIMING_ONLY_MIN_SKIP_BYTES: u64 = 64;
 
 impl DeviceMemory {
+    /// A copy of every memory that shares their pages with this one until
+    /// either side writes a page (copy on write): no byte is copied now
+    /// (the debugger's checkpoints, docs/user-guide.md §12 "Going back").
+    pub fn snapshot(&mut self) -> DeviceMemory {
+        DeviceMemory {
+            stores: self
+                .stores
+                .iter_mut()
+                .map(|s| s.as_mut().map(Backing::snapshot))
+                .collect(),
+            recent: self.recent.clone(),
+            last: self.last.clone(),
+            skip_payload: self.skip_payload,
+            stale: self.stale.clone(),
+            stale_in: self.stale_in.clone(),
+        }
+    }
+
+    /// The identity of every allocated page of every store
+    /// ([`SparseMemory::page_ids`]): pages two memories share have the same.
+    pub fn page_ids(&self) -> impl Iterator<Item = usize> + '_ {
+        self.stores
+            .iter()
+            .flatten()
+            .flat_map(|s| s.sparse().page_ids())
+    }
+
     /// Resolves `[addr, addr + len)` to one memory region, or the fault a
     /// bus master would see.
     pub fn resolve(map: &SocMap, addr: u64, len: u64) -> Result<MemTarget, BusFault> {

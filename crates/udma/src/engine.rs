@@ -84,7 +84,7 @@ impl DirState {
 type Fetched = crate::datapath::Piece;
 
 /// One direction of one queue.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct QDir {
     /// Descriptors posted by doorbells since reset / completed since reset.
     posted: u64,
@@ -205,7 +205,7 @@ struct QueueCfg {
 /// One queue: both directions' state, its settings and its scheduler
 /// state, side by side (a packet touches one queue's few cache lines; with
 /// 16 engines interleaved, scattered per-queue arrays cost host time).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Queue {
     dir: [QDir; 2],
     cfg: QueueCfg,
@@ -279,7 +279,7 @@ struct BucketCfg {
 }
 
 /// A packet in flight through the data path.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct InFlight {
     queue: u8,
     epoch: (u32, u32),
@@ -309,7 +309,7 @@ const _: () = assert!(FETCH_BURST <= u8::MAX as u32);
 /// touches first, next to each other, then the 16 queues inline, then the
 /// rest (with 16 engines interleaved, each event finds few of its engine's
 /// cache lines still in L1; fewer lines, fewer misses).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[repr(C)]
 pub struct Engine {
     now: Cycle,

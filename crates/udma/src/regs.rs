@@ -291,7 +291,7 @@ impl UnitMaps {
 }
 
 /// The register files of one unit.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[repr(C)]
 pub struct UnitRegs {
     // The queue files first: the engine's hot paths reach them per packet.

@@ -38,6 +38,7 @@ const REG_CACHE_ENTRIES: usize = 8192;
 
 /// Register targets already decoded, by address: the map and the CSR maps
 /// never change for a device, so a decoded register stays valid.
+#[derive(Clone)]
 pub(super) struct RegCache(Box<[std::cell::Cell<(u64, RegionId, u64)>]>);
 
 impl Default for RegCache {
@@ -67,7 +68,7 @@ impl RegCache {
 /// Address ranges of leaf memories (HBM, SBUF, RAMs) seen by
 /// [`Fabric::reg_target`]: an address inside one holds no register, so
 /// the descriptor and completion writes of a run skip the map search.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct MemRanges {
     /// `[base, end)` per entry; empty entries are `(0, 0)`.
     ranges: [std::cell::Cell<(u64, u64)>; MEM_RANGE_ENTRIES],

@@ -39,7 +39,7 @@ pub enum Advance {
 }
 
 /// A statement paused part-way.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Current {
     index: usize,
     stmt: Statement,
@@ -47,8 +47,10 @@ struct Current {
     timed: Timed,
 }
 
-/// A trace under way (see the module comment).
-#[derive(Debug)]
+/// A trace under way (see the module comment). `Clone` copies where it
+/// stands (the debugger's checkpoints, docs/user-guide.md §12 "Going
+/// back").
+#[derive(Clone, Debug)]
 pub struct Execution {
     file: String,
     exec: Executor,
