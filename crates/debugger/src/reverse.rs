@@ -77,6 +77,12 @@ impl History {
         }
     }
 
+    /// The journal from entry `from` on (what a replay from a checkpoint
+    /// taken there runs).
+    fn journal_from(&self, from: usize) -> Vec<Entry> {
+        self.journal.get(from..).unwrap_or_default().to_vec()
+    }
+
     /// A step reached `mark`: consecutive steps keep only the last point.
     pub(crate) fn reached(&mut self, mark: Mark) {
         if let Some(Entry::Reach(last)) = self.journal.last_mut() {
@@ -605,6 +611,12 @@ impl Session {
             Target::Mark(t) => c.mark <= t,
             Target::Cycle(cy) => c.mark.cycle < cy || c.mark.events == 0,
         });
+        self.session_at(i)
+    }
+
+    /// A session at checkpoint `i` (with the first journal entry after it
+    /// and the checkpoint's cycle), or a fresh one at the start (`None`).
+    fn session_at(&mut self, i: Option<usize>) -> Result<(Session, usize, Option<u64>), String> {
         match i {
             Some(i) => {
                 let cycle = self.history.checkpoints.list.get(i).map(|c| c.mark.cycle);
@@ -643,12 +655,7 @@ impl Session {
     }
 
     fn replay_into(&mut self, s: &mut Session, from: usize, target: Target) -> Result<(), String> {
-        let journal = self
-            .history
-            .journal
-            .get(from..)
-            .unwrap_or_default()
-            .to_vec();
+        let journal = self.history.journal_from(from);
         let before = |m: &Mark| match target {
             Target::Mark(t) => *m <= t,
             Target::Cycle(c) => m.cycle < c,
@@ -698,14 +705,7 @@ impl Session {
         let mut i = self.history.checkpoints.latest(|c| c.mark < now);
         loop {
             let began = Instant::now();
-            let (mut s, from, cycle) = match i {
-                Some(k) => {
-                    let cycle = self.history.checkpoints.list.get(k).map(|c| c.mark.cycle);
-                    let (s, from) = self.restore(k)?;
-                    (s, from, cycle)
-                }
-                None => (self.fresh()?, 0, None),
-            };
+            let (mut s, from, cycle) = self.session_at(i)?;
             let start = s.mark();
             let mut b = bps.clone();
             // One-shot cycle breakpoints behind the checkpoint fired there.
@@ -755,12 +755,7 @@ impl Session {
         upto: Mark,
         inclusive: bool,
     ) -> Result<Option<(Mark, Stop)>, String> {
-        let journal = self
-            .history
-            .journal
-            .get(from..)
-            .unwrap_or_default()
-            .to_vec();
+        let journal = self.history.journal_from(from);
         let mut found = None;
         let wanted = |stop: &Stop| match granularity {
             Granularity::Continue => !stop.hits.is_empty(),
