@@ -43,6 +43,15 @@ pub use pending::PendingWork;
 pub trait FwBus {
     /// A 32-bit read (register, semaphore or memory).
     fn read32(&mut self, addr: u64) -> Result<u32, String>;
+    /// `out.len()` consecutive 32-bit reads from `addr` up, in order, as
+    /// [`FwBus::read32`] each; a read that fails gives 0 (the firmware's
+    /// register snapshot before it expands a word). A bus may read a
+    /// register block in one go when that is the same.
+    fn read32_run(&mut self, addr: u64, out: &mut [u32]) {
+        for (i, v) in out.iter_mut().enumerate() {
+            *v = self.read32(addr + 4 * i as u64).unwrap_or(0);
+        }
+    }
     /// A 32-bit write.
     fn write32(&mut self, addr: u64, value: u32) -> Result<(), String>;
     /// A byte store into memory.
@@ -104,7 +113,15 @@ pub(crate) struct HeadsSeen {
     pub(crate) addrs: (u64, u64),
     /// The raw values read.
     pub(crate) values: (u32, u32),
+    /// The completed positions the values gave, with the producer
+    /// positions they were recovered against ([`Rings::done`] divides:
+    /// worth keeping while neither moves).
+    pub(crate) done: DoneAt,
 }
+
+/// Completed positions recovered from head values at given producer
+/// positions: (M2S position, S2M position, M2S done, S2M done).
+pub(crate) type DoneAt = (u64, u64, u64, u64);
 
 /// A wait-mode comparison: (semaphore value, threshold) → pass.
 type WaitCompare = fn(u32, u32) -> bool;

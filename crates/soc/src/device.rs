@@ -307,12 +307,12 @@ pub struct Device {
     /// Per parked core: its polls read memory, so any change may end the
     /// wait ([`Q7Core::polls_memory`]).
     parked_on_memory: Vec<bool>,
-    /// Per parked core waiting only on words in flight: the completed
-    /// descriptor counts of the engine queues it waits on at which a poll
-    /// could find a word done ([`q7::Q7Core::wake_needs`]); completions
-    /// short of them do not wake it. `None`: any completion of its engines
-    /// wakes it.
-    park_needs: Vec<Option<Vec<stall::ParkNeed>>>,
+    /// Per parked core waiting only on words in flight: groups of
+    /// completed-descriptor counts of the engine queues it waits on; when
+    /// every count of one group is reached a poll could change its state
+    /// ([`q7::Q7Core::wake_needs`]), and completions short of that do not
+    /// wake it. `None`: any completion of its engines wakes it.
+    park_needs: Vec<Option<stall::ParkNeeds>>,
     /// Per engine id: the cores (bit per TPB) whose firmware owns it and
     /// polls its completion heads.
     engine_cores: Vec<u32>,
@@ -760,6 +760,31 @@ impl Device {
         let mut raw = [0u8; 4];
         self.fabric.memory.read(&self.fabric.map, addr, &mut raw)?;
         Ok(u32::from_le_bytes(raw))
+    }
+
+    /// `out.len()` consecutive [`Device::read32`]s from `addr` up, a failed
+    /// one giving 0. A run inside one register block without an engine
+    /// model, read by the firmware with nothing observing reads (no
+    /// register log, no race detector), decodes `addr` once and reads the
+    /// block's registers in order: the same values and read semantics,
+    /// without a map decode per register.
+    pub fn read32_run(&mut self, addr: u64, out: &mut [u32]) {
+        let direct = self.fabric.race.is_none()
+            && self.fabric.rec.is_none()
+            && matches!(self.fabric.master, Master::Firmware(_));
+        if let (true, Ok(Some(t))) = (direct, self.fabric.reg_target(addr))
+            && self.fabric.engine_block(t.region).is_none()
+            && t.offset + 4 * out.len() as u64 <= self.fabric.map.region(t.region).size_bytes
+            && let Some(rf) = self.fabric.regfile(t.region)
+        {
+            for (i, v) in out.iter_mut().enumerate() {
+                *v = rf.read(t.offset + 4 * i as u64).map_or(0, |o| o.value);
+            }
+            return;
+        }
+        for (i, v) in out.iter_mut().enumerate() {
+            *v = self.read32(addr + 4 * i as u64).unwrap_or(0);
+        }
     }
 
     /// A 32-bit write as a bus master. Register writes apply the access

@@ -214,6 +214,10 @@ impl FwBus for DeviceFwBus<'_> {
         self.device.read32(addr).map_err(|e| e.to_string())
     }
 
+    fn read32_run(&mut self, addr: u64, out: &mut [u32]) {
+        self.device.read32_run(addr, out);
+    }
+
     fn write32(&mut self, addr: u64, value: u32) -> Result<(), String> {
         self.device
             .write32_unreported(addr, value)

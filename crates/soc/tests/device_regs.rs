@@ -483,3 +483,34 @@ fn a_map_naming_an_unknown_block_is_refused() {
     );
     assert!(err.0.contains("region `eng0.m2s`"), "{}", err.0);
 }
+
+/// The firmware's register snapshot (`Device::read32_run`) reads what one
+/// `read32` per register reads: inside a block, across its end, with and
+/// without the firmware as master.
+#[test]
+fn read32_run_matches_one_read_per_register() {
+    let mut d = device();
+    let reg0 = addr(&d, "tpb0.q7_local_reg.reg[0]");
+    for n in 0..64u64 {
+        d.write32(reg0 + 4 * n, 0x1000_0000 + n as u32 * 7).unwrap();
+    }
+    let id = d.map().by_name("tpb0.q7_local_reg").unwrap();
+    let block = d.map().region(id);
+    let block_end = block.base + block.size_bytes;
+    for master in [soc::Master::Firmware(0), soc::Master::Host] {
+        let prev = d.set_bus_master(master);
+        for (start, n) in [(reg0, 64usize), (reg0 + 8, 5), (block_end - 8, 4)] {
+            let mut run = vec![0u32; n];
+            d.read32_run(start, &mut run);
+            let one: Vec<u32> = (0..n as u64)
+                .map(|i| d.read32(start + 4 * i).unwrap_or(0))
+                .collect();
+            assert_eq!(run, one, "{master:?} at {start:#x} x{n}");
+        }
+        d.set_bus_master(prev);
+    }
+    let mut run = [0u32; 3];
+    d.set_bus_master(soc::Master::Firmware(0));
+    d.read32_run(reg0 + 4, &mut run);
+    assert_eq!(run, [0x1000_0007, 0x1000_000e, 0x1000_0015]);
+}

@@ -35,9 +35,9 @@ impl Rings {
     }
 }
 
-/// One engine queue a polling core waits on ([`Q7Core::wake_needs`]):
-/// the fewest further completed descriptors per direction that could end
-/// a wait (`None`: no wait of that direction on this queue).
+/// One engine queue of a group a polling core waits on
+/// ([`Q7Core::wake_needs`]): the further completed descriptors per
+/// direction the group needs of it (`None`: none of that direction).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WakeNeed {
     /// Engine id.
@@ -50,10 +50,30 @@ pub struct WakeNeed {
     pub s2m: Option<u64>,
 }
 
-fn min_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+fn max_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
+        (Some(x), Some(y)) => Some(x.max(y)),
         (x, y) => x.or(y),
+    }
+}
+
+/// Adds a need to a group (all of whose entries must be met): two targets
+/// on one queue need the larger count.
+fn add_need(group: &mut Vec<WakeNeed>, engine: u16, queue: u8, m2s: Option<u64>, s2m: Option<u64>) {
+    match group
+        .iter_mut()
+        .find(|w| w.engine == engine && w.queue == queue)
+    {
+        Some(w) => {
+            w.m2s = max_some(w.m2s, m2s);
+            w.s2m = max_some(w.s2m, s2m);
+        }
+        None => group.push(WakeNeed {
+            engine,
+            queue,
+            m2s,
+            s2m,
+        }),
     }
 }
 
@@ -88,6 +108,29 @@ impl Q7Core {
         }
     }
 
+    /// The cycle the current stage ends by itself (descriptor generation,
+    /// a core-side copy); until then a run only polls the words in flight
+    /// (docs/firmware.md §Stalls).
+    pub fn busy_until(&self) -> Option<Cycle> {
+        match &self.stage {
+            Stage::Generating { until, .. } | Stage::CoreCopy { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
+
+    /// Whether a run now could read a semaphore: a word at the head of the
+    /// queue may test its EVENTS gate, or a stage reads state this model
+    /// does not narrow down. A run while generating, copying, or idle with
+    /// nothing queued reads only completion heads (docs/firmware.md
+    /// §Stalls).
+    pub fn reads_semaphores(&self) -> bool {
+        match &self.stage {
+            Stage::Generating { .. } | Stage::CoreCopy { .. } => false,
+            Stage::Idle => !self.queue.is_empty(),
+            Stage::Inline(_) | Stage::Icache { .. } => true,
+        }
+    }
+
     /// Whether the firmware's polls read memory (the inline path's
     /// completion tag), which any engine's write can change; otherwise they
     /// read only completion heads of the core's own engines, and a change
@@ -97,20 +140,33 @@ impl Q7Core {
     }
 
     /// When the firmware only polls for words in flight, what its next
-    /// state change needs: per engine queue it waits on, the fewest
-    /// further completed descriptors (M2S, S2M) after which a poll could
-    /// find a word's reads or writes done. Until one of them is reached
-    /// every poll reads heads that end no wait, so the device need not
-    /// wake the core for completions short of it (docs/firmware.md
-    /// §Stalls). The counts are from the heads the last poll read; `None`
-    /// when the wait is of another kind (ring space, the inline path, a
-    /// pending release) or a head was not read.
-    pub fn wake_needs(&self) -> Option<Vec<WakeNeed>> {
-        if !matches!(self.stage, Stage::Idle) || self.blocked_on_space || self.inflight.is_empty() {
+    /// state change needs: groups of per-queue needs, one group per change
+    /// a poll could make — a word whose reads are done (when that applies
+    /// an EVENTS update) or a word that is done. Each entry is an engine
+    /// queue with the further completed descriptors (M2S, S2M) it still
+    /// needs; a group is met when every entry is. Until some group is met
+    /// every poll reads heads that end no wait and changes nothing, so the
+    /// device need not wake the core for completions short of it
+    /// (docs/firmware.md §Stalls). The counts are from the heads the last
+    /// poll read; `None` when the wait is of another kind (ring space, the
+    /// inline path, a pending release), a head was not read, or a group is
+    /// met already (the next poll changes state).
+    pub fn wake_needs(&self) -> Option<Vec<Vec<WakeNeed>>> {
+        let polls_heads_only = matches!(
+            self.stage,
+            Stage::Idle | Stage::Generating { .. } | Stage::CoreCopy { .. }
+        );
+        if !polls_heads_only || self.blocked_on_space || self.inflight.is_empty() {
             return None;
         }
-        let mut needs: Vec<WakeNeed> = Vec::new();
+        let mut groups: Vec<Vec<WakeNeed>> = Vec::with_capacity(self.inflight.len());
         for f in &self.inflight {
+            // A poll that finds this word's reads done changes what users
+            // see only when that applies the read-side update.
+            let reads_update =
+                !f.read_done && matches!(f.update, Some((UpdateMode::SemIncRead, _, _)));
+            let mut reads: Vec<WakeNeed> = Vec::new();
+            let mut done: Vec<WakeNeed> = Vec::with_capacity(f.targets.len());
             for &(slot, m_target, s_target) in &f.targets {
                 let i = usize::from(slot);
                 let r = self.rings.get(i)?.as_ref()?;
@@ -129,32 +185,22 @@ impl Q7Core {
                 );
                 let m = (!f.read_done && m_done < m_target).then(|| m_target - m_done);
                 let s = (s_done < s_target).then(|| s_target - s_done);
-                let n = match needs
-                    .iter()
-                    .position(|w| w.engine == e.id && w.queue == r.queue)
-                {
-                    Some(n) => n,
-                    None => {
-                        needs.push(WakeNeed {
-                            engine: e.id,
-                            queue: r.queue,
-                            m2s: None,
-                            s2m: None,
-                        });
-                        needs.len() - 1
-                    }
-                };
-                let w = &mut needs[n];
-                w.m2s = min_some(w.m2s, m);
-                w.s2m = min_some(w.s2m, s);
+                if reads_update && m.is_some() {
+                    add_need(&mut reads, e.id, r.queue, m, None);
+                }
+                if m.is_some() || s.is_some() {
+                    add_need(&mut done, e.id, r.queue, m, s);
+                }
             }
+            if (reads_update && reads.is_empty()) || done.is_empty() {
+                return None;
+            }
+            if reads_update {
+                groups.push(reads);
+            }
+            groups.push(done);
         }
-        // A word whose every target is met is done at the next poll: no
-        // filter then.
-        if needs.iter().all(|w| w.m2s.is_none() && w.s2m.is_none()) {
-            return None;
-        }
-        Some(needs)
+        Some(groups)
     }
 
     /// What the firmware is polling for, one entry per engine queue it
@@ -262,19 +308,30 @@ impl Q7Core {
             && h.epoch == epoch
             && h.addrs == addrs
         {
+            let (m_pos, s_pos, m_done, s_done) = h.done;
+            if (m_pos, s_pos) == (r.m2s_pos, r.s2m_pos) {
+                return Some((m_done, s_done));
+            }
             let (m, s) = h.values;
-            return Some((r.done(r.m2s_pos, m), r.done(r.s2m_pos, s)));
+            let done = (r.done(r.m2s_pos, m), r.done(r.s2m_pos, s));
+            seen.set(Some(HeadsSeen {
+                done: (r.m2s_pos, r.s2m_pos, done.0, done.1),
+                ..h
+            }));
+            return Some(done);
         }
         let m = bus.read32(addrs.0).ok()?;
         let s = bus.read32(addrs.1).ok()?;
+        let done = (r.done(r.m2s_pos, m), r.done(r.s2m_pos, s));
         if cached && let (Some(seen), Some(epoch)) = (seen, bus.engine_epoch(e.id)) {
             seen.set(Some(HeadsSeen {
                 epoch,
                 addrs,
                 values: (m, s),
+                done: (r.m2s_pos, r.s2m_pos, done.0, done.1),
             }));
         }
-        Some((r.done(r.m2s_pos, m), r.done(r.s2m_pos, s)))
+        Some(done)
     }
 
     pub(super) fn has_room(

@@ -421,8 +421,12 @@ impl Q7Core {
             }
         }
         let mut regs = [0u32; 64];
-        for (n, r) in regs.iter_mut().enumerate() {
-            *r = bus.read32(self.layout.reg(n as u8)).unwrap_or(0);
+        if self.layout.reg_stride == 4 {
+            bus.read32_run(self.layout.reg(0), &mut regs);
+        } else {
+            for (n, r) in regs.iter_mut().enumerate() {
+                *r = bus.read32(self.layout.reg(n as u8)).unwrap_or(0);
+            }
         }
         let mut table = Vec::new();
         for e in table_entries(&word) {

@@ -107,18 +107,62 @@ impl Device {
         self.cores.iter().flatten()
     }
 
-    /// Schedules the firmware of cores whose semaphores changed.
+    /// Schedules the firmware of cores whose semaphores changed. A parked
+    /// core whose run now would read no semaphore and find no wait ended
+    /// is not run: what that run would do — restart its polls from now —
+    /// is done in place (docs/firmware.md §Stalls).
     pub(super) fn wake_touched_cores(&mut self) {
         let touched = std::mem::take(&mut self.fabric.sem_touched);
         if touched == 0 {
             return;
         }
-        for (i, c) in self.cores.iter().enumerate() {
-            if c.is_some() && touched & (1 << i) != 0 {
-                let now = self.now;
-                let slot = &mut self.fw_next[i];
-                *slot = Some(slot.map_or(now, |t| t.min(now)));
+        for i in 0..self.cores.len() {
+            if self.cores[i].is_none() || touched & (1 << i) == 0 {
+                continue;
             }
+            if self.sem_wake_is_idle_poll(i) {
+                self.restart_parked_polls(i);
+                continue;
+            }
+            let now = self.now;
+            let slot = &mut self.fw_next[i];
+            *slot = Some(slot.map_or(now, |t| t.min(now)));
+        }
+    }
+
+    /// Whether running parked core `i` now would only poll heads that end
+    /// no wait: it reads no semaphore ([`Q7Core::reads_semaphores`]), no
+    /// group of its wake needs is met, and nothing observes its reads (the
+    /// register log, the race detector).
+    fn sem_wake_is_idle_poll(&self, i: usize) -> bool {
+        if self.fabric.rec.is_some() || self.fabric.race.is_some() {
+            return false;
+        }
+        let (Some(Some(core)), Some(Some(_)), Some(Some(needs))) = (
+            self.cores.get(i),
+            self.parked.get(i),
+            self.park_needs.get(i),
+        ) else {
+            return false;
+        };
+        !core.reads_semaphores() && !self.park_needs_met(needs)
+    }
+
+    /// What a run of parked core `i` now that changes nothing leaves: its
+    /// next poll one period from now (or its stage's end, if that comes
+    /// first), still parked on the same needs.
+    fn restart_parked_polls(&mut self, i: usize) {
+        let now = self.now;
+        let next_poll = Cycle(now.0 + self.timing.q7_poll_cycles.max(1));
+        let until = self.cores[i].as_ref().and_then(Q7Core::busy_until);
+        if until.is_some_and(|u| next_poll >= u) {
+            self.parked[i] = None;
+            self.n_parked -= 1;
+        } else {
+            self.parked[i] = Some(next_poll);
+        }
+        if let Some(seen) = self.fw_seen.get_mut(i) {
+            *seen = self.activity;
         }
     }
 
@@ -164,7 +208,12 @@ impl Device {
         }
         let polling = core.polling_only();
         let on_memory = core.polls_memory();
-        let needs = if polling { core.wake_needs() } else { None };
+        let busy_until = if polling { None } else { core.busy_until() };
+        let needs = if polling || busy_until.is_some() {
+            core.wake_needs()
+        } else {
+            None
+        };
         self.cores[i] = Some(core);
         self.fw_next[i] = next;
         if let Some(seen) = self.fw_seen.get_mut(i) {
@@ -180,6 +229,19 @@ impl Device {
             self.parked[i] = Some(n);
             self.parked_on_memory[i] = on_memory;
             self.park_needs[i] = needs.and_then(|n| self.park_needs_at(&n));
+            self.n_parked += 1;
+        } else if let Some(until) = busy_until
+            && self.fabric.rec.is_none()
+            && let Some(n) = next.filter(|n| *n > now && *n < until)
+            && let Some(groups) = needs.and_then(|n| self.park_needs_at(&n))
+        {
+            // Generating or copying until `until`, it polls the words in
+            // flight meanwhile: it runs at `until`, and before that only
+            // when a change could end a wait — parked on its polls.
+            self.fw_next[i] = Some(until);
+            self.parked[i] = Some(n);
+            self.parked_on_memory[i] = false;
+            self.park_needs[i] = Some(groups);
             self.n_parked += 1;
         }
         // The firmware's own semaphore updates need not wake it again.

@@ -76,14 +76,32 @@ impl StalledWait {
     }
 }
 
-/// One engine queue a parked core waits on: the completed-descriptor
-/// counts (M2S, S2M) from which a poll could end a wait.
+/// One engine queue of a parked core's need group: the completed-descriptor
+/// counts (M2S, S2M) it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct ParkNeed {
     engine: u16,
     queue: u8,
     m2s: Option<u64>,
     s2m: Option<u64>,
+}
+
+/// What a parked core waits for ([`q7::Q7Core::wake_needs`]), in absolute
+/// completed-descriptor counts: groups, any one of which met could let a
+/// poll change its state, and per engine queue the smallest count of
+/// either direction any group needs (no completion short of both can meet
+/// a group: a quick test before the groups).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct ParkNeeds {
+    least: Vec<ParkNeed>,
+    groups: Vec<Vec<ParkNeed>>,
+}
+
+fn min_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
 }
 
 /// The device through the firmware's eyes, without side effects (the
@@ -149,7 +167,7 @@ impl Device {
     /// same values.
     pub(super) fn touch_cores(&mut self, cores: u32) {
         self.activity += 1;
-        if self.n_parked == 0 {
+        if self.n_parked == 0 || (cores == 0 && !self.parked_on_memory.contains(&true)) {
             return;
         }
         let period = self.timing.q7_poll_cycles.max(1);
@@ -191,27 +209,63 @@ impl Device {
     /// A parked core's wake needs ([`q7::Q7Core::wake_needs`]) as absolute
     /// completed-descriptor counts of the engines now; `None` when an
     /// engine it waits on does not exist.
-    pub(super) fn park_needs_at(&self, needs: &[q7::WakeNeed]) -> Option<Vec<ParkNeed>> {
-        needs
+    pub(super) fn park_needs_at(&self, groups: &[Vec<q7::WakeNeed>]) -> Option<ParkNeeds> {
+        let groups: Vec<Vec<ParkNeed>> = groups
             .iter()
-            .map(|w| {
-                let e = self.engines.get(usize::from(w.engine))?.as_ref()?;
-                let (m, s) = e.completed_descs(w.queue);
-                Some(ParkNeed {
-                    engine: w.engine,
-                    queue: w.queue,
-                    m2s: w.m2s.map(|k| m.saturating_add(k)),
-                    s2m: w.s2m.map(|k| s.saturating_add(k)),
-                })
+            .map(|needs| {
+                needs
+                    .iter()
+                    .map(|w| {
+                        let e = self.engines.get(usize::from(w.engine))?.as_ref()?;
+                        let (m, s) = e.completed_descs(w.queue);
+                        Some(ParkNeed {
+                            engine: w.engine,
+                            queue: w.queue,
+                            m2s: w.m2s.map(|k| m.saturating_add(k)),
+                            s2m: w.s2m.map(|k| s.saturating_add(k)),
+                        })
+                    })
+                    .collect()
             })
-            .collect()
+            .collect::<Option<_>>()?;
+        let mut least: Vec<ParkNeed> = Vec::new();
+        for n in groups.iter().flatten() {
+            match least
+                .iter_mut()
+                .find(|l| l.engine == n.engine && l.queue == n.queue)
+            {
+                Some(l) => {
+                    l.m2s = min_some(l.m2s, n.m2s);
+                    l.s2m = min_some(l.s2m, n.s2m);
+                }
+                None => least.push(*n),
+            }
+        }
+        Some(ParkNeeds { least, groups })
+    }
+
+    /// Whether engine queue `n` has made the completions it needs.
+    pub(super) fn park_need_met(&self, n: &ParkNeed) -> bool {
+        let Some(Some(engine)) = self.engines.get(usize::from(n.engine)) else {
+            return true;
+        };
+        let (m, s) = engine.completed_descs(n.queue);
+        n.m2s.is_none_or(|t| m >= t) && n.s2m.is_none_or(|t| s >= t)
+    }
+
+    /// Whether some group of `needs` is met.
+    pub(super) fn park_needs_met(&self, needs: &ParkNeeds) -> bool {
+        needs
+            .groups
+            .iter()
+            .any(|g| g.iter().all(|n| self.park_need_met(n)))
     }
 
     /// Of `cores` (bit per TPB), the owners of engine `id` whose completion
-    /// head just moved, those to wake: every core but a parked one whose
-    /// wait needs more completions of this engine than it has made (its
-    /// polls until then would read heads that end no wait; cycles are
-    /// unchanged, docs/firmware.md §Stalls).
+    /// head just moved, those to wake: every core but a parked one none of
+    /// whose need groups is now met with this engine's help (its polls until
+    /// then would read heads that end no wait; cycles are unchanged,
+    /// docs/firmware.md §Stalls).
     pub(super) fn completion_wakes(&self, id: u16, cores: u32) -> u32 {
         if cores == 0 || self.n_parked == 0 {
             return cores;
@@ -225,13 +279,19 @@ impl Device {
                 continue;
             }
             let Some(needs) = needs else { continue };
-            let met = needs.iter().any(|n| {
+            // Most completions fall short of every count this engine is
+            // needed for; a group it is not in did not change.
+            let could = needs.least.iter().any(|n| {
                 if n.engine != id {
                     return false;
                 }
                 let (m, s) = engine.completed_descs(n.queue);
                 n.m2s.is_some_and(|t| m >= t) || n.s2m.is_some_and(|t| s >= t)
             });
+            let met = could
+                && needs.groups.iter().any(|g| {
+                    g.iter().any(|n| n.engine == id) && g.iter().all(|n| self.park_need_met(n))
+                });
             if !met {
                 out &= !(1 << c);
             }

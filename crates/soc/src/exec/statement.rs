@@ -73,15 +73,42 @@ pub(super) enum Progress {
 
 /// The 32-bit value a `wait` checks, without read side effects.
 fn wait_value(d: &Device, addr: u64) -> Option<u32> {
-    match d.reg_target(addr) {
-        Ok(Some(t)) => d.peek_reg(t),
-        Ok(None) => {
-            let mut b = [0u8; 4];
-            d.read_bytes(addr, &mut b)
-                .ok()
-                .map(|()| u32::from_le_bytes(b))
+    WaitProbe::of(d, addr).value(d)
+}
+
+/// Where a `wait` reads its word, decoded once: the wait re-checks after
+/// every device event, and the address decodes the same each time (the
+/// SoC map does not change during a run).
+#[derive(Clone, Copy)]
+enum WaitProbe {
+    /// A register: read by its block and offset.
+    Reg(crate::device::RegTarget),
+    /// Four bytes of memory.
+    Mem(u64),
+    /// Neither: the value cannot be read.
+    None,
+}
+
+impl WaitProbe {
+    fn of(d: &Device, addr: u64) -> Self {
+        match d.reg_target(addr) {
+            Ok(Some(t)) => WaitProbe::Reg(t),
+            Ok(None) => WaitProbe::Mem(addr),
+            Err(_) => WaitProbe::None,
         }
-        Err(_) => None,
+    }
+
+    fn value(self, d: &Device) -> Option<u32> {
+        match self {
+            WaitProbe::Reg(t) => d.peek_reg(t),
+            WaitProbe::Mem(addr) => {
+                let mut b = [0u8; 4];
+                d.read_bytes(addr, &mut b)
+                    .ok()
+                    .map(|()| u32::from_le_bytes(b))
+            }
+            WaitProbe::None => None,
+        }
     }
 }
 
@@ -187,12 +214,13 @@ pub(super) fn advance_timed(
                 return Progress::Done(Ok(outcome(device, None, true)));
             }
             let pause = pause_at.filter(|p| *p < limit);
+            let probe = WaitProbe::of(device, addr);
             let (stop, met, end) = run_device(
                 device,
                 Some(pause.unwrap_or(limit)),
                 OnStall::Stop,
                 hooks,
-                |d| wait_value(d, addr).is_some_and(holds),
+                |d| probe.value(d).is_some_and(holds),
             );
             let paused = Timed::Wait {
                 start,
