@@ -530,10 +530,11 @@ impl Engine {
     /// Schedule perturbation (docs/races.md §Schedule perturbation): with
     /// a seed, each packet's latency grows by a pseudo-random 0 ..=
     /// [`JITTER_MAX_CYCLES`] cycles drawn from the seed and the engine id
-    /// (queues still complete in order), and when several queues have a
-    /// packet ready at one pick, which starts is drawn too (a tie the
-    /// round robin's position leaves open); `None` restores the model's
-    /// latencies and arbitration.
+    /// (queues still complete in order), and when a queue's packet became
+    /// ready in the very cycle of a pick while another queue waited,
+    /// whether it reached that pick is drawn too (a tie round robin and
+    /// DWRR leave open); `None` restores the model's latencies and
+    /// arbitration.
     pub fn set_schedule_seed(&mut self, seed: Option<u64>) {
         self.jitter = seed.map(|s| {
             let s = s ^ u64::from(self.id).wrapping_mul(0xD1B5_4A32_D192_ED03);
