@@ -391,7 +391,11 @@ pub(crate) struct Perturb {
 #[derive(Clone, Debug)]
 pub(crate) struct Jitter(u64);
 
-/// The most a perturbed schedule adds to one packet's latency.
+/// The most a perturbed schedule adds to one packet's landing. No public
+/// figure bounds the jitter; 64 cycles exceeds a packet's fixed read and
+/// write latency and two firmware poll periods, and is the largest power
+/// of two that keeps the 32 KiB calibration point within its ±10 % under
+/// every seed (docs/races.md §Schedule perturbation, docs/timing.md).
 pub const JITTER_MAX_CYCLES: u64 = 64;
 
 impl Jitter {
