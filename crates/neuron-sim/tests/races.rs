@@ -268,6 +268,33 @@ fn uninit_nan_is_the_nan_of_the_element_type_the_reader_uses() {
 }
 
 #[test]
+fn uninit_nan_through_a_transpose_is_the_nan_of_its_dtype_on_both_paths() {
+    let trace = "crates/neuron-sim/tests/data/uninit-nan-transpose.trace";
+    // Its checks: BF16 (SBUF source) and FP32 (HBM source) cross-bar
+    // transposes land their dtype's quiet NaN, INT32 lands 0xFF bytes, and
+    // BF16 element pieces (plain one-element copies) land the BF16 NaN too.
+    let nan = neuron_sim(&["run", trace, "--uninit", "nan", "-q", "--no-host-timing"]);
+    let text = String::from_utf8_lossy(&nan.stdout);
+    assert_eq!(nan.status.code(), Some(0), "{text}");
+    assert!(text.contains("11 expectations passed, 0 failed"), "{text}");
+    // A byte pattern is the pattern whatever the element type: every
+    // destination check fails, each reading 0xab.
+    let ab = neuron_sim(&["run", trace, "--uninit", "pattern=0xab", "--no-host-timing"]);
+    let text = String::from_utf8_lossy(&ab.stdout);
+    assert_eq!(ab.status.code(), Some(1), "{text}");
+    assert!(text.contains("4 expectations passed, 7 failed"), "{text}");
+    let failed: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.contains(": FAILED expect") && l.contains("is 0xab, expected"))
+        .collect();
+    assert_eq!(failed.len(), 7, "{text}");
+    assert!(
+        text.contains("byte 0 (at 0x2000060000) is 0xab, expected 0xc0; read abab0000"),
+        "the element pieces' gaps stay untouched: {text}"
+    );
+}
+
+#[test]
 fn race_command_finds_the_schedule_dependent_check_and_nothing_elsewhere() {
     let racy = neuron_sim(&[
         "race",

@@ -220,6 +220,9 @@ struct Posted {
     left: u32,
     clock: VClock,
     who: u32,
+    /// The element type the ringer's word moves (a transpose's), for
+    /// `--uninit nan`.
+    elements: Option<sim_core::ElementNan>,
 }
 
 /// A queue's synchronisation state.
@@ -252,6 +255,8 @@ struct Cur {
     /// Writing its completion (ring entries): recorded for the polls that
     /// read them, not checked.
     completion: bool,
+    /// The element type of the word that rang it (a transpose's).
+    elements: Option<sim_core::ElementNan>,
 }
 
 /// A race seen so far (its first occurrence and a count).
@@ -299,6 +304,8 @@ pub(crate) struct Detector {
     host_who: u32,
     /// Label of the word each core is firing.
     core_who: Vec<Option<u32>>,
+    /// The element type of the word each core is firing (a transpose's).
+    core_elements: Vec<Option<sim_core::ElementNan>>,
     found: BTreeMap<RaceKey, Found>,
     /// The keys of `found` in the order the races were first found (what
     /// a debugger's `break race` stops on, one by one).
@@ -419,6 +426,22 @@ impl Detector {
         self.core_who[i] = Some(id);
     }
 
+    /// Core `tpb`'s word fired next moves elements of this type (its NaN),
+    /// or bytes.
+    pub(crate) fn set_core_elements(&mut self, tpb: u8, nan: Option<sim_core::ElementNan>) {
+        let i = usize::from(tpb);
+        if self.core_elements.len() <= i {
+            self.core_elements.resize(i + 1, None);
+        }
+        self.core_elements[i] = nan;
+    }
+
+    /// The element type of the word that rang the packet in scope (a
+    /// transpose's NaN), if any.
+    pub(crate) fn packet_elements(&self) -> Option<sim_core::ElementNan> {
+        self.cur.and_then(|c| c.elements)
+    }
+
     fn who_of(&mut self, core: Option<u8>) -> u32 {
         match core {
             None => self.host_who,
@@ -481,12 +504,14 @@ impl Detector {
     pub(crate) fn doorbell(&mut self, core: Option<u8>, engine: u16, queue: u8, n: u32) {
         let a = self.cpu_agent(core);
         let who = self.who_of(core);
+        let elements = core.and_then(|t| self.core_elements.get(usize::from(t)).copied().flatten());
         let clock = self.release(a);
         let qa = self.agent(Agent::Queue(engine, queue));
         self.qsync[qa as usize].posted.push_back(Posted {
             left: n,
             clock,
             who,
+            elements,
         });
     }
 
@@ -500,6 +525,7 @@ impl Detector {
             left: n,
             clock,
             who,
+            elements: None,
         });
     }
 
@@ -567,6 +593,7 @@ impl Detector {
         let a = self.agent(Agent::Queue(engine, s.queue));
         let ai = a as usize;
         let mut who = None;
+        let mut elements = None;
         let mut synced = 0;
         let own = &mut self.clocks[ai];
         let q = &mut self.qsync[ai];
@@ -577,7 +604,10 @@ impl Detector {
             };
             own.join(&front.clock);
             synced = synced.max(front.clock.get(ai));
-            who.get_or_insert(front.who);
+            if who.is_none() {
+                who = Some(front.who);
+                elements = front.elements;
+            }
             let take = n.min(front.left);
             front.left -= take;
             n -= take;
@@ -610,6 +640,7 @@ impl Detector {
             synced,
             engine,
             completion: false,
+            elements,
         });
     }
 

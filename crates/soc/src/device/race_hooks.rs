@@ -292,6 +292,17 @@ impl Device {
         d.updates_done(tpb, &still, now);
     }
 
+    /// Core `tpb`'s next doorbells move whole elements of dtype `code` (a
+    /// transpose) or bytes (`None`): what `--uninit nan` fills their
+    /// packets' never-written reads with when the engine reads untyped
+    /// bytes (docs/races.md §Uninitialised memory).
+    pub(crate) fn race_elements(&mut self, tpb: u8, code: Option<u8>) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            let nan = code.and_then(udma::datapath::nan_of_code);
+            d.borrow_mut().set_core_elements(tpb, nan);
+        }
+    }
+
     /// Core `tpb`'s word `tag` scatters two positions to one destination.
     pub(crate) fn race_scatter(
         &mut self,
@@ -343,7 +354,7 @@ impl DmaBus<'_> {
         if parts.is_empty() {
             return None;
         }
-        let element = match (fill, d.read_as) {
+        let element = match (fill, d.read_as.or(d.packet_elements())) {
             (UninitFill::Nan, Some(nan)) => nan,
             (f, _) => sim_core::ElementNan {
                 bytes: [f.byte(); 4],
