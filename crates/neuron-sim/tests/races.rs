@@ -391,6 +391,60 @@ fn race_json_gives_per_seed_digests_the_pairs_that_differ_and_the_races() {
     );
 }
 
+/// `race` over a trace that dumps to a file: the seeds run in parallel and
+/// write no file (a file already there keeps its bytes), yet the dump's
+/// bytes are compared, and a later `load` of the dumped path reads the
+/// seed's own dump; `run --schedule-seed N` writes the file of seed N.
+#[test]
+fn race_seeds_keep_dump_files_in_memory_and_still_compare_them() {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-race-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../traces/race-two-cores-one-hbm-range.trace"),
+    )
+    .unwrap();
+    text.push_str(
+        "dump hbm0+0x20100000 len=512 file=out.bin\n\
+         load hbm0+0x20300000 file=out.bin\n\
+         expect hbm0+0x20300000 bytes=80818283\n",
+    );
+    let trace = dir.join("t.trace");
+    std::fs::write(&trace, &text).unwrap();
+    let out = dir.join("out.bin");
+    let trace = trace.to_str().unwrap();
+    // No file before: none after.
+    let r = neuron_sim(&["race", trace, "--seeds", "8"]);
+    let report = String::from_utf8_lossy(&r.stdout);
+    assert_eq!(r.status.code(), Some(1), "{report}");
+    assert!(!out.exists(), "race wrote {}", out.display());
+    // The dump (line 20) and the load's check (line 22) read other bytes
+    // under seeds 1 and 7, as the first check (line 19) does.
+    assert!(
+        report.contains("seeds 1 and 7 read other bytes at line(s) 19, 20, 22"),
+        "{report}"
+    );
+    assert!(report.contains("line 22: seed 1: Failed"), "{report}");
+    // A file already there keeps its bytes.
+    std::fs::write(&out, b"mine").unwrap();
+    let r = neuron_sim(&["race", trace, "--seeds", "8", "--json"]);
+    assert_eq!(r.status.code(), Some(1));
+    assert_eq!(std::fs::read(&out).unwrap(), b"mine");
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["errors"], serde_json::json!([]));
+    assert_eq!(v["pairs"][0]["lines"], serde_json::json!([19, 20, 22]));
+    // One seed's files: `run --schedule-seed 7` (tpb1's copy lands last).
+    let one = neuron_sim(&["run", trace, "--schedule-seed", "7", "-q"]);
+    assert_eq!(
+        one.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&one.stdout)
+    );
+    assert_eq!(std::fs::read(&out).unwrap()[..4], [0x80, 0x81, 0x82, 0x83]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn race_json_on_the_deadlock_trace_says_so_for_every_seed() {
     let out = neuron_sim(&[
