@@ -243,7 +243,9 @@ enum Cmd {
     Sweep(sweep_cmd::SweepArgs),
     /// Run a trace under many perturbed schedules (seeds 1 ..= N, in
     /// parallel) and report the checks whose outcome differs (exit 1):
-    /// a race the deterministic run hides (docs/races.md).
+    /// a race the deterministic run hides (docs/races.md). The seeds
+    /// write no files: `dump … file=` bytes are compared in memory
+    /// (`run --schedule-seed N` writes one seed's).
     Race(race_cmd::RaceArgs),
     /// Run the calibration traces and compare with the published figures
     /// (the table of docs/timing.md).

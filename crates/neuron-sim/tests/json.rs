@@ -341,6 +341,31 @@ fn run_outputs_match_the_run_schema() {
     assert!(v["ioctls"].as_u64().unwrap() > 0);
 }
 
+/// `run --detect-races --json`: the race object with its stall summary,
+/// whose entries say the kind of wait (a gate, completions).
+#[test]
+fn race_object_of_run_matches_the_run_schema() {
+    let v = check(
+        "run",
+        &ok(&[
+            "run",
+            "traces/fw-semaphore-chain.trace",
+            "--json",
+            "--detect-races",
+            "--no-host-timing",
+        ]),
+    );
+    let stalls = v["race"]["stalls"].as_array().unwrap();
+    let kinds: Vec<&str> = stalls.iter().map(|s| s["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"events_gate"), "{kinds:?}");
+    assert!(kinds.contains(&"completion"), "{kinds:?}");
+    let done = stalls.iter().find(|s| s["kind"] == "completion").unwrap();
+    assert_eq!(done["tpb"], 0);
+    assert!(done["engine"].is_number() && done["queue"] == 1, "{done}");
+    assert!(done["waited_cycles"].as_u64().unwrap() >= 100, "{done}");
+    assert!(!done["awaited"].as_array().unwrap().is_empty(), "{done}");
+}
+
 #[test]
 fn run_json_without_host_timing_is_byte_stable() {
     for name in [

@@ -268,6 +268,33 @@ fn uninit_nan_is_the_nan_of_the_element_type_the_reader_uses() {
 }
 
 #[test]
+fn uninit_nan_through_a_transpose_is_the_nan_of_its_dtype_on_both_paths() {
+    let trace = "crates/neuron-sim/tests/data/uninit-nan-transpose.trace";
+    // Its checks: BF16 (SBUF source) and FP32 (HBM source) cross-bar
+    // transposes land their dtype's quiet NaN, INT32 lands 0xFF bytes, and
+    // BF16 element pieces (plain one-element copies) land the BF16 NaN too.
+    let nan = neuron_sim(&["run", trace, "--uninit", "nan", "-q", "--no-host-timing"]);
+    let text = String::from_utf8_lossy(&nan.stdout);
+    assert_eq!(nan.status.code(), Some(0), "{text}");
+    assert!(text.contains("11 expectations passed, 0 failed"), "{text}");
+    // A byte pattern is the pattern whatever the element type: every
+    // destination check fails, each reading 0xab.
+    let ab = neuron_sim(&["run", trace, "--uninit", "pattern=0xab", "--no-host-timing"]);
+    let text = String::from_utf8_lossy(&ab.stdout);
+    assert_eq!(ab.status.code(), Some(1), "{text}");
+    assert!(text.contains("4 expectations passed, 7 failed"), "{text}");
+    let failed: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.contains(": FAILED expect") && l.contains("is 0xab, expected"))
+        .collect();
+    assert_eq!(failed.len(), 7, "{text}");
+    assert!(
+        text.contains("byte 0 (at 0x2000060000) is 0xab, expected 0xc0; read abab0000"),
+        "the element pieces' gaps stay untouched: {text}"
+    );
+}
+
+#[test]
 fn race_command_finds_the_schedule_dependent_check_and_nothing_elsewhere() {
     let racy = neuron_sim(&[
         "race",
@@ -362,6 +389,60 @@ fn race_json_gives_per_seed_digests_the_pairs_that_differ_and_the_races() {
         text.contains("seeds 1 and 7 read other bytes at line(s) 19"),
         "{text}"
     );
+}
+
+/// `race` over a trace that dumps to a file: the seeds run in parallel and
+/// write no file (a file already there keeps its bytes), yet the dump's
+/// bytes are compared, and a later `load` of the dumped path reads the
+/// seed's own dump; `run --schedule-seed N` writes the file of seed N.
+#[test]
+fn race_seeds_keep_dump_files_in_memory_and_still_compare_them() {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-race-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../traces/race-two-cores-one-hbm-range.trace"),
+    )
+    .unwrap();
+    text.push_str(
+        "dump hbm0+0x20100000 len=512 file=out.bin\n\
+         load hbm0+0x20300000 file=out.bin\n\
+         expect hbm0+0x20300000 bytes=80818283\n",
+    );
+    let trace = dir.join("t.trace");
+    std::fs::write(&trace, &text).unwrap();
+    let out = dir.join("out.bin");
+    let trace = trace.to_str().unwrap();
+    // No file before: none after.
+    let r = neuron_sim(&["race", trace, "--seeds", "8"]);
+    let report = String::from_utf8_lossy(&r.stdout);
+    assert_eq!(r.status.code(), Some(1), "{report}");
+    assert!(!out.exists(), "race wrote {}", out.display());
+    // The dump (line 20) and the load's check (line 22) read other bytes
+    // under seeds 1 and 7, as the first check (line 19) does.
+    assert!(
+        report.contains("seeds 1 and 7 read other bytes at line(s) 19, 20, 22"),
+        "{report}"
+    );
+    assert!(report.contains("line 22: seed 1: Failed"), "{report}");
+    // A file already there keeps its bytes.
+    std::fs::write(&out, b"mine").unwrap();
+    let r = neuron_sim(&["race", trace, "--seeds", "8", "--json"]);
+    assert_eq!(r.status.code(), Some(1));
+    assert_eq!(std::fs::read(&out).unwrap(), b"mine");
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["errors"], serde_json::json!([]));
+    assert_eq!(v["pairs"][0]["lines"], serde_json::json!([19, 20, 22]));
+    // One seed's files: `run --schedule-seed 7` (tpb1's copy lands last).
+    let one = neuron_sim(&["run", trace, "--schedule-seed", "7", "-q"]);
+    assert_eq!(
+        one.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&one.stdout)
+    );
+    assert_eq!(std::fs::read(&out).unwrap()[..4], [0x80, 0x81, 0x82, 0x83]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -96,6 +96,14 @@ pub trait FwBus {
     fn note_word(&mut self, tag: &InstTag) {
         let _ = tag;
     }
+    /// An observer's hint with no simulated effect: the data of the
+    /// doorbells that follow moves as whole elements of dtype `code` (a
+    /// transpose, [`crate::Plan::elements`]), or as bytes (`None`);
+    /// `--uninit nan` fills with that type's NaN (docs/races.md
+    /// §Uninitialised memory).
+    fn note_elements(&mut self, code: Option<u8>) {
+        let _ = code;
+    }
     /// An observer's hint: word `tag` scatters two elements (index-vector
     /// positions `first` and `later`) to one destination `index` without
     /// `non_unique_dst_idx` (docs/races.md).

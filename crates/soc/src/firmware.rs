@@ -244,6 +244,12 @@ impl FwBus for DeviceFwBus<'_> {
         }
     }
 
+    fn note_elements(&mut self, code: Option<u8>) {
+        if let crate::Master::Firmware(t) = self.device.bus_master() {
+            self.device.race_elements(t, code);
+        }
+    }
+
     fn note_scatter_race(&mut self, tag: &q7::InstTag, first: u32, later: u32, index: u32) {
         if let crate::Master::Firmware(t) = self.device.bus_master() {
             self.device.race_scatter(t, tag, first, later, index);

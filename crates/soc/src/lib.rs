@@ -19,6 +19,6 @@ pub use device::{
     WaitGraph, WaitNode,
 };
 pub use fault::BusFault;
-pub use race::{GateStall, RaceReport, RaceSide, RaceSummary, UninitFill};
+pub use race::{RaceReport, RaceSide, RaceSummary, StallWait, UninitFill, WordStall};
 pub use record::{Master, Waves};
 pub use resolve::{ResolveError, Resolved, resolve};

@@ -8,6 +8,7 @@
 
 mod clock;
 mod shadow;
+mod stall;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -17,6 +18,8 @@ use soc_map::{Hex, RegionId};
 
 use clock::VClock;
 use shadow::{Acc, Shadow};
+pub(crate) use stall::word_label;
+pub use stall::{LONG_STALL_CYCLES, StallWait, WordStall};
 
 /// Who acts, for happens-before.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -51,10 +54,11 @@ pub struct RaceSummary {
     /// Wait-for graphs: one per `wait` that failed, and one at the end
     /// when work was left (docs/races.md §Deadlocks).
     pub wait_graphs: Vec<crate::WaitGraph>,
-    /// Words that waited long at their EVENTS gate in this run (at least
-    /// [`LONG_STALL_CYCLES`]): how long and on whom (docs/races.md
-    /// §Deadlocks).
-    pub stalls: Vec<GateStall>,
+    /// Firmware words that waited long in this run (at least
+    /// [`LONG_STALL_CYCLES`]) at their EVENTS gate, for ring room or for
+    /// the completions their EVENTS update needs: how long and on whom
+    /// (docs/races.md §Stalls in a run that completes).
+    pub stalls: Vec<WordStall>,
     /// Reads of bytes nothing wrote (`--check-uninit`, docs/races.md
     /// §Uninitialised memory), one per reading source.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,25 +85,6 @@ impl UninitFill {
             UninitFill::Nan => 0xFF,
         }
     }
-}
-
-/// Gate waits shorter than this are not listed as stalls.
-pub const LONG_STALL_CYCLES: u64 = 100;
-
-/// A word that waited at its EVENTS gate.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct GateStall {
-    /// The word (`tpb0 word #1 (line 23)`).
-    pub word: String,
-    /// What it waited on (`tpb0.sem[2] WAIT_FOR_SEM_GE_IMM`).
-    pub on: String,
-    /// Cycles from its gate's first failed check until it issued.
-    pub waited_cycles: u64,
-    /// The cycle it issued.
-    pub cycle: u64,
-    /// The last writer of the semaphore before it issued (the packet and
-    /// what rang it, or the firmware word).
-    pub released_by: String,
 }
 
 /// What `--check-uninit` found.
@@ -198,18 +183,7 @@ impl RaceSummary {
         for g in &self.wait_graphs {
             out.push_str(&g.to_text());
         }
-        if !self.stalls.is_empty() {
-            out.push_str(&format!(
-                "stalls: {} word(s) waited at least {LONG_STALL_CYCLES} cycles at their EVENTS gate\n",
-                self.stalls.len()
-            ));
-            for st in &self.stalls {
-                out.push_str(&format!(
-                    "  {} waited {} cycles on {} (issued at cycle {}; last written by {})\n",
-                    st.word, st.waited_cycles, st.on, st.cycle, st.released_by
-                ));
-            }
-        }
+        out.push_str(&stall::stalls_text(&self.stalls));
         if let Some(u) = &self.uninit {
             out.push_str(&format!(
                 "uninit: {} source(s) read never-written bytes ({} reads of bytes the trace or host set up)\n",
@@ -246,6 +220,9 @@ struct Posted {
     left: u32,
     clock: VClock,
     who: u32,
+    /// The element type the ringer's word moves (a transpose's), for
+    /// `--uninit nan`.
+    elements: Option<sim_core::ElementNan>,
 }
 
 /// A queue's synchronisation state.
@@ -260,6 +237,9 @@ struct QueueSync {
     synced: u32,
     /// Epoch of its latest packet with DMB.
     last_dmb: u32,
+    /// Its last completed packet: what a stall for its room or
+    /// completions waited on last.
+    last_done: Option<stall::LastDone>,
 }
 
 /// The packet whose accesses are being checked.
@@ -275,6 +255,8 @@ struct Cur {
     /// Writing its completion (ring entries): recorded for the polls that
     /// read them, not checked.
     completion: bool,
+    /// The element type of the word that rang it (a transpose's).
+    elements: Option<sim_core::ElementNan>,
 }
 
 /// A race seen so far (its first occurrence and a count).
@@ -322,6 +304,8 @@ pub(crate) struct Detector {
     host_who: u32,
     /// Label of the word each core is firing.
     core_who: Vec<Option<u32>>,
+    /// The element type of the word each core is firing (a transpose's).
+    core_elements: Vec<Option<sim_core::ElementNan>>,
     found: BTreeMap<RaceKey, Found>,
     /// The keys of `found` in the order the races were first found (what
     /// a debugger's `break race` stops on, one by one).
@@ -341,12 +325,8 @@ pub(crate) struct Detector {
     /// bytes and a count.
     uninit_reads: BTreeMap<(u32, u32), FirstUninit>,
     setup_reads: u64,
-    /// Per (core, word seq): the cycle its gate first held it, and what
-    /// it waits on.
-    gate_waits: BTreeMap<(u8, u64), (u64, String)>,
-    /// The last writer of each semaphore: (agent, label, ring slot).
-    sem_writers: HashMap<(RegionId, u32), (u32, u32, u32)>,
-    stalls: Vec<GateStall>,
+    /// The stall summary's waits and stalls.
+    stall: stall::Stalls,
 }
 
 impl Detector {
@@ -446,6 +426,22 @@ impl Detector {
         self.core_who[i] = Some(id);
     }
 
+    /// Core `tpb`'s word fired next moves elements of this type (its NaN),
+    /// or bytes.
+    pub(crate) fn set_core_elements(&mut self, tpb: u8, nan: Option<sim_core::ElementNan>) {
+        let i = usize::from(tpb);
+        if self.core_elements.len() <= i {
+            self.core_elements.resize(i + 1, None);
+        }
+        self.core_elements[i] = nan;
+    }
+
+    /// The element type of the word that rang the packet in scope (a
+    /// transpose's NaN), if any.
+    pub(crate) fn packet_elements(&self) -> Option<sim_core::ElementNan> {
+        self.cur.and_then(|c| c.elements)
+    }
+
     fn who_of(&mut self, core: Option<u8>) -> u32 {
         match core {
             None => self.host_who,
@@ -482,7 +478,9 @@ impl Detector {
             (None, Some(_)) => (self.label("an EVENTS update"), u32::MAX),
             (None, None) => (self.who_of(None), u32::MAX),
         };
-        self.sem_writers.insert((region, index), (a, who, slot));
+        self.stall
+            .sem_writers
+            .insert((region, index), (a, who, slot));
         let mut c = self.release(a);
         if self.cur.is_none()
             && let Some(seen) = core.and_then(|t| self.core_seen.get(usize::from(t)))
@@ -506,12 +504,14 @@ impl Detector {
     pub(crate) fn doorbell(&mut self, core: Option<u8>, engine: u16, queue: u8, n: u32) {
         let a = self.cpu_agent(core);
         let who = self.who_of(core);
+        let elements = core.and_then(|t| self.core_elements.get(usize::from(t)).copied().flatten());
         let clock = self.release(a);
         let qa = self.agent(Agent::Queue(engine, queue));
         self.qsync[qa as usize].posted.push_back(Posted {
             left: n,
             clock,
             who,
+            elements,
         });
     }
 
@@ -525,6 +525,7 @@ impl Detector {
             left: n,
             clock,
             who,
+            elements: None,
         });
     }
 
@@ -575,6 +576,8 @@ impl Detector {
             if let Some(c) = self.cur.take() {
                 let ai = c.agent as usize;
                 self.engine_writes_mut(c.engine);
+                self.stall.completed += 1;
+                self.qsync[ai].last_done = Some((c.who, c.slot, self.stall.completed));
                 let clock = &self.clocks[ai];
                 self.qsync[ai].done.join(clock);
                 self.engine_writes[usize::from(c.engine)].join(clock);
@@ -590,6 +593,7 @@ impl Detector {
         let a = self.agent(Agent::Queue(engine, s.queue));
         let ai = a as usize;
         let mut who = None;
+        let mut elements = None;
         let mut synced = 0;
         let own = &mut self.clocks[ai];
         let q = &mut self.qsync[ai];
@@ -600,7 +604,10 @@ impl Detector {
             };
             own.join(&front.clock);
             synced = synced.max(front.clock.get(ai));
-            who.get_or_insert(front.who);
+            if who.is_none() {
+                who = Some(front.who);
+                elements = front.elements;
+            }
             let take = n.min(front.left);
             front.left -= take;
             n -= take;
@@ -633,6 +640,7 @@ impl Detector {
             synced,
             engine,
             completion: false,
+            elements,
         });
     }
 
@@ -811,59 +819,6 @@ impl Detector {
         out
     }
 
-    /// The gate wait noted for word `seq` of core `tpb`.
-    pub(crate) fn gate_wait_of(&self, tpb: u8, seq: u64) -> Option<&(u64, String)> {
-        self.gate_waits.get(&(tpb, seq))
-    }
-
-    /// Core `tpb`'s front word `seq` is held by its gate (`on`).
-    pub(crate) fn gate_waiting(&mut self, tpb: u8, seq: u64, on: String, cycle: u64) {
-        self.gate_waits.entry((tpb, seq)).or_insert((cycle, on));
-    }
-
-    /// Core `tpb`'s word `seq` (labelled `word`) issues at `cycle`; its
-    /// gate's semaphore is `sem` (region, index) when it had one.
-    pub(crate) fn word_issued(
-        &mut self,
-        tpb: u8,
-        seq: u64,
-        word: &str,
-        sem: Option<(RegionId, u32)>,
-        cycle: u64,
-    ) {
-        let Some((start, on)) = self.gate_waits.remove(&(tpb, seq)) else {
-            return;
-        };
-        let waited = cycle.saturating_sub(start);
-        if waited < LONG_STALL_CYCLES {
-            return;
-        }
-        let released_by = sem
-            .and_then(|k| self.sem_writers.get(&k).copied())
-            .map_or_else(
-                || "nothing seen".to_string(),
-                |(agent, who, slot)| {
-                    let agent_name = self
-                        .agents
-                        .get(agent as usize)
-                        .map_or_else(String::new, ToString::to_string);
-                    let who = self.labels.get(who as usize).cloned().unwrap_or_default();
-                    if slot == u32::MAX {
-                        format!("{agent_name} ({who})")
-                    } else {
-                        format!("{agent_name}[{slot}] rung by {who}")
-                    }
-                },
-            );
-        self.stalls.push(GateStall {
-            word: word.to_string(),
-            on,
-            waited_cycles: waited,
-            cycle,
-            released_by,
-        });
-    }
-
     /// A CPU agent polled `[addr, addr + len)`: reads-from, it sees what
     /// the completed packets that wrote there did (their queues' completed
     /// clocks). Not a data read: it races with nothing.
@@ -1025,7 +980,7 @@ impl Detector {
             agents: self.agents.len() as u32,
             races,
             wait_graphs: self.graphs.clone(),
-            stalls: self.stalls.clone(),
+            stalls: self.stall.list.clone(),
             uninit: self.check_uninit.then(|| UninitSummary {
                 reads_of_setup_bytes: self.setup_reads,
                 reads: self

@@ -472,6 +472,12 @@ pub fn nan_of(dtype: cme::Dtype) -> Option<sim_core::ElementNan> {
     })
 }
 
+/// [`nan_of`] of a dtype code (word1 bits 11:8, the instruction words'
+/// dtype fields); `None` for an unknown code.
+pub fn nan_of_code(code: u8) -> Option<sim_core::ElementNan> {
+    cme::Dtype::from_code(code).and_then(nan_of)
+}
+
 /// The element size of a cross-bar transpose word1 (the default copy word
 /// with op DRE and a 2- or 4-byte dtype in bits 11:8,
 /// [`dma_abi::CmeWord::xbar_dtype`]); `None` for every other word (which

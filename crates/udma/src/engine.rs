@@ -391,7 +391,11 @@ pub(crate) struct Perturb {
 #[derive(Clone, Debug)]
 pub(crate) struct Jitter(u64);
 
-/// The most a perturbed schedule adds to one packet's latency.
+/// The most a perturbed schedule adds to one packet's landing. No public
+/// figure bounds the jitter; 64 cycles exceeds a packet's fixed read and
+/// write latency and two firmware poll periods, and is the largest power
+/// of two that keeps the 32 KiB calibration point within its ±10 % under
+/// every seed (docs/races.md §Schedule perturbation, docs/timing.md).
 pub const JITTER_MAX_CYCLES: u64 = 64;
 
 impl Jitter {
@@ -530,10 +534,11 @@ impl Engine {
     /// Schedule perturbation (docs/races.md §Schedule perturbation): with
     /// a seed, each packet's latency grows by a pseudo-random 0 ..=
     /// [`JITTER_MAX_CYCLES`] cycles drawn from the seed and the engine id
-    /// (queues still complete in order), and when several queues have a
-    /// packet ready at one pick, which starts is drawn too (a tie the
-    /// round robin's position leaves open); `None` restores the model's
-    /// latencies and arbitration.
+    /// (queues still complete in order), and when a queue's packet became
+    /// ready in the very cycle of a pick while another queue waited,
+    /// whether it reached that pick is drawn too (a tie round robin and
+    /// DWRR leave open); `None` restores the model's latencies and
+    /// arbitration.
     pub fn set_schedule_seed(&mut self, seed: Option<u64>) {
         self.jitter = seed.map(|s| {
             let s = s ^ u64::from(self.id).wrapping_mul(0xD1B5_4A32_D192_ED03);

@@ -14,6 +14,7 @@ impl Q7Core {
         update: Option<(UpdateMode, u8, u32)>,
     ) {
         bus.note_word(&tag);
+        bus.note_elements(plan.elements);
         let regs = self.layout.regs;
         let mut targets = Vec::with_capacity(plan.engines.len());
         let mut written = 0u64;

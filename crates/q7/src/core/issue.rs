@@ -351,6 +351,7 @@ impl Q7Core {
                 duplicate_dst: Vec::new(),
                 log: Vec::new(),
                 ring_now: true,
+                elements: None,
             };
             self.event(
                 now,

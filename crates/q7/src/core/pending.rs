@@ -1,6 +1,7 @@
-//! What the firmware still has to do, for a wait-for graph (docs/races.md
-//! §Deadlocks): the words and calls not yet issued with their EVENTS gates
-//! and the semaphores they would update, and the words in flight.
+//! What the firmware still has to do, for a wait-for graph and the stall
+//! summary (docs/races.md §Deadlocks): the words and calls not yet issued
+//! with their EVENTS gates and the semaphores they would update, the word
+//! waiting for ring room, and the words in flight.
 
 use super::*;
 
@@ -33,6 +34,55 @@ impl Q7Core {
         let ev = w.events();
         (q.waiting_reported && !q.gate_passed && q.released_at.is_none())
             .then(|| (&q.tag, ev.wait_idx, ev.wait_mode.name().unwrap_or("?")))
+    }
+
+    /// The front word while it waits for ring room (its plan does not fit
+    /// the free slots of one engine's rings, docs/firmware.md §Stalls): its
+    /// tag, and the device engine id and queue whose completions would
+    /// free the room.
+    pub fn room_holding(&self) -> Option<(&InstTag, u16, u8)> {
+        if !self.blocked_on_space {
+            return None;
+        }
+        let q = self.queue.front()?;
+        let (slot, ..) = self.space_wait?;
+        let e = self.layout.engines.get(usize::from(slot))?;
+        let r = self.rings.get(usize::from(slot))?.as_ref()?;
+        Some((&q.tag, e.id, r.queue))
+    }
+
+    /// The words in flight whose EVENTS update still waits for their
+    /// completions (the firmware polls the completion heads and applies
+    /// the update once every engine's reads — `SEM_INC_READ` — or writes
+    /// are done; docs/firmware.md §Stalls), oldest first.
+    pub fn updates_waiting(&self) -> impl Iterator<Item = &InstTag> {
+        self.inflight
+            .iter()
+            .filter(|f| match f.update {
+                Some((UpdateMode::SemIncRead, ..)) => !f.read_done,
+                Some(_) => true,
+                None => false,
+            })
+            .map(|f| &f.tag)
+    }
+
+    /// The engine queues (device engine id, queue) word `seq` in flight
+    /// polls for its completions; empty when it is not in flight.
+    pub fn polled_queues(&self, seq: u64) -> Vec<(u16, u8)> {
+        let Some(f) = self.inflight.iter().find(|f| f.tag.seq == seq) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(u16, u8)> = Vec::new();
+        for &(slot, ..) in &f.targets {
+            if let (Some(e), Some(Some(r))) = (
+                self.layout.engines.get(usize::from(slot)),
+                self.rings.get(usize::from(slot)),
+            ) && !out.contains(&(e.id, r.queue))
+            {
+                out.push((e.id, r.queue));
+            }
+        }
+        out
     }
 
     /// Everything the core has not finished, in order: the words in flight,

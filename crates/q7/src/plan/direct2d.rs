@@ -143,6 +143,7 @@ pub(super) fn expand_direct2d(
         duplicate_dst: Vec::new(),
         log,
         ring_now: true,
+        elements: None,
     })
 }
 

@@ -223,6 +223,7 @@ pub(super) fn expand_direct2d_xpose(
         duplicate_dst: Vec::new(),
         log,
         ring_now: true,
+        elements: Some(w.in_dtype.code()),
     })
 }
 

@@ -256,6 +256,7 @@ pub(super) fn expand_gather_xpose(
         duplicate_dst: Vec::new(),
         log,
         ring_now: true,
+        elements: Some(w.dtype.dtype_hi.code()),
     })
 }
 

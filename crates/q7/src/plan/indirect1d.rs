@@ -251,6 +251,7 @@ pub(super) fn expand_indirect1d(
         },
         log: Vec::new(),
         ring_now: true,
+        elements: None,
     })
 }
 

@@ -362,6 +362,12 @@ pub struct Plan {
     /// (first position, later position, index). The writes race; the model
     /// lets the later write in simulated time win (docs/firmware.md).
     pub duplicate_dst: Vec<(u32, u32, u32)>,
+    /// The element type the word moves its data as, when every piece is
+    /// whole elements of it: the transposes' dtype code (their cross-bar
+    /// packets and element pieces alike); `None` for byte copies. An
+    /// observer's hint ([`crate::FwBus::note_elements`]): `--uninit nan`
+    /// fills with this type's NaN (docs/races.md §Uninitialised memory).
+    pub elements: Option<u8>,
 }
 
 impl Plan {

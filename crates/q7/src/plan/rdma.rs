@@ -121,6 +121,7 @@ pub(super) fn expand_rdma_gen(
         duplicate_dst: Vec::new(),
         log: Vec::new(),
         ring_now: false,
+        elements: None,
     })
 }
 

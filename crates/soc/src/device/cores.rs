@@ -204,7 +204,7 @@ impl Device {
             self.fabric.events.push(DeviceEvent::Firmware(e));
         }
         if self.fabric.race.is_some() {
-            self.race_gate(tpb, &core);
+            self.race_core_waits(tpb, &core);
         }
         let polling = core.polling_only();
         let on_memory = core.polls_memory();

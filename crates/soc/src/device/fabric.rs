@@ -516,19 +516,31 @@ impl Bus for DmaBus<'_> {
         match self.fabric.memory.copy(&self.fabric.map, src, dst, len) {
             Ok(()) => {
                 if self.fabric.race.is_some() {
-                    // A raw copy: bytes of no known element type.
+                    // A copy of bytes: one byte, or the NaN of the element
+                    // type the ringing word moves (a transpose's element
+                    // pieces), elements counted from the copy's first byte
+                    // as a typed read counts them.
                     if let Some((fill, parts)) = self.uninit_parts(src, len) {
-                        let byte = match fill.as_slice() {
-                            [b] => *b,
-                            _ => 0xFF,
-                        };
+                        let element = fill.as_slice();
                         for (a, b) in parts {
-                            let _ = self.fabric.memory.fill(
-                                &self.fabric.map,
-                                dst + (a - src),
-                                b - a,
-                                byte,
-                            );
+                            let at = dst + (a - src);
+                            let _ = match element {
+                                [byte] => {
+                                    self.fabric.memory.fill(&self.fabric.map, at, b - a, *byte)
+                                }
+                                _ => {
+                                    let size = element.len().max(1) as u64;
+                                    let bytes: Vec<u8> = (a - src..b - src)
+                                        .map(|k| {
+                                            element
+                                                .get((k % size) as usize)
+                                                .copied()
+                                                .unwrap_or(0xFF)
+                                        })
+                                        .collect();
+                                    self.fabric.memory.write(&self.fabric.map, at, &bytes)
+                                }
+                            };
                         }
                     }
                     self.race_access(src, len, false);

@@ -3,7 +3,7 @@
 
 use super::waitgraph::HostWait;
 use super::*;
-use crate::race::{Detector, RaceReport, RaceSummary, UninitFill};
+use crate::race::{Detector, RaceReport, RaceSummary, UninitFill, word_label};
 
 /// The detector as the fabric holds it: `None` when detection is off.
 pub(super) type RaceSlot = Option<Box<std::cell::RefCell<Detector>>>;
@@ -235,7 +235,7 @@ impl Device {
     pub(crate) fn race_word(&mut self, tpb: u8, tag: &InstTag) {
         let sem = self.pending_gate_sem(tpb, tag.seq);
         if let Some(d) = self.fabric.race.as_deref() {
-            let label = format!("tpb{tpb} word #{} ({})", tag.seq, tag.source);
+            let label = word_label(tpb, tag.seq, &tag.source);
             let mut d = d.borrow_mut();
             d.set_core_label(tpb, &label);
             d.word_issued(tpb, tag.seq, &label, sem, self.now.0);
@@ -263,14 +263,43 @@ impl Device {
         Some((region, idx))
     }
 
-    /// After core `tpb`'s firmware ran: note its front word's gate wait.
-    pub(super) fn race_gate(&self, tpb: u8, core: &Q7Core) {
+    /// After core `tpb`'s firmware ran: note what its words wait for (the
+    /// stall summary, docs/races.md §Stalls in a run that completes) — the
+    /// front word's EVENTS gate or ring room, and the words in flight whose
+    /// EVENTS update waits for their completions (begun when first seen,
+    /// over when the core no longer lists them).
+    pub(super) fn race_core_waits(&self, tpb: u8, core: &Q7Core) {
         let Some(d) = self.fabric.race.as_deref() else {
             return;
         };
+        let mut d = d.borrow_mut();
+        let now = self.now.0;
         if let Some((tag, sem, mode)) = core.gate_holding() {
             let label = format!("tpb{tpb}.sem[{sem}] {mode}");
-            d.borrow_mut().gate_waiting(tpb, tag.seq, label, self.now.0);
+            d.gate_waiting(tpb, tag.seq, label, now);
+        }
+        let room = core
+            .room_holding()
+            .map(|(tag, e, q)| (tag.seq, word_label(tpb, tag.seq, &tag.source), e, q));
+        d.room_waiting(tpb, room, now);
+        for tag in core.updates_waiting() {
+            if !d.is_update_waiting(tpb, tag.seq) {
+                let label = word_label(tpb, tag.seq, &tag.source);
+                d.update_waiting(tpb, tag.seq, label, core.polled_queues(tag.seq), now);
+            }
+        }
+        let still = |seq: u64| core.updates_waiting().any(|t| t.seq == seq);
+        d.updates_done(tpb, &still, now);
+    }
+
+    /// Core `tpb`'s next doorbells move whole elements of dtype `code` (a
+    /// transpose) or bytes (`None`): what `--uninit nan` fills their
+    /// packets' never-written reads with when the engine reads untyped
+    /// bytes (docs/races.md §Uninitialised memory).
+    pub(crate) fn race_elements(&mut self, tpb: u8, code: Option<u8>) {
+        if let Some(d) = self.fabric.race.as_deref() {
+            let nan = code.and_then(udma::datapath::nan_of_code);
+            d.borrow_mut().set_core_elements(tpb, nan);
         }
     }
 
@@ -286,7 +315,7 @@ impl Device {
         if let Some(d) = self.fabric.race.as_deref() {
             d.borrow_mut().scatter_race(
                 tpb,
-                &format!("tpb{tpb} word #{} ({})", tag.seq, tag.source),
+                &word_label(tpb, tag.seq, &tag.source),
                 first,
                 later,
                 index,
@@ -325,7 +354,7 @@ impl DmaBus<'_> {
         if parts.is_empty() {
             return None;
         }
-        let element = match (fill, d.read_as) {
+        let element = match (fill, d.read_as.or(d.packet_elements())) {
             (UninitFill::Nan, Some(nan)) => nan,
             (f, _) => sim_core::ElementNan {
                 bytes: [f.byte(); 4],

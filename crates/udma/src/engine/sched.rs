@@ -20,7 +20,7 @@ impl Engine {
             return;
         }
         let arb = self.cfg.arb;
-        let perturbed = self.jitter.is_some() && !arb.dwrr;
+        let perturbed = self.jitter.is_some();
         // Candidates: queues with a runnable packet, not paused, within
         // their rate limit (docs/timing.md "Arbitration and rate limits").
         // Plain round robin takes the first ready queue; DWRR collects the
@@ -35,7 +35,8 @@ impl Engine {
         // Round robin from `rr_next` over the queues that may have a
         // packet (rotate the mask so bit 0 is `rr_next`). A perturbed
         // schedule (docs/races.md §Schedule perturbation) collects them
-        // all, in round-robin order, for [`Engine::perturbed_pick`].
+        // all, in round-robin order, for [`Engine::perturbed_pick`] (round
+        // robin) or [`Engine::perturb_dwrr_arrivals`] (DWRR).
         let rr = self.rr_next % QUEUES;
         let mut pending = self.m2s_maybe_ready.rotate_right(rr as u32);
         while pending != 0 {
@@ -63,6 +64,9 @@ impl Engine {
             ready.push(p);
         }
         let pick = if arb.dwrr {
+            if perturbed {
+                self.perturb_dwrr_arrivals(&mut ready);
+            }
             let pick = if ready.is_empty() {
                 None
             } else {
@@ -117,6 +121,29 @@ impl Engine {
             }
         }
         ready.get(w).copied()
+    }
+
+    /// DWRR's open choices in a perturbed schedule (docs/races.md
+    /// §Schedule perturbation): the tie of [`Engine::perturbed_pick`], for
+    /// deficit round robin. A queue whose packet became ready in this very
+    /// cycle, while another queue was waiting already, may or may not have
+    /// reached this pick: each such queue stays a candidate by a draw, in
+    /// round-robin order. A queue passed over is exactly the queue of a
+    /// packet that arrived one cycle later — it gets no quantum in this
+    /// pick and is a waiting candidate at the next. Its deficit is kept, so
+    /// the bytes each queue moves stay within DWRR's bound. Queues that
+    /// all became ready together are not a tie: DWRR orders them.
+    fn perturb_dwrr_arrivals(&mut self, ready: &mut Vec<(u8, usize, usize, u64)>) {
+        let now = self.now;
+        let queues = &self.q;
+        let new = |q: u8| queues[usize::from(q) % QUEUES].ready_at >= now;
+        if ready.iter().all(|p| new(p.0)) {
+            return;
+        }
+        let Some(j) = self.jitter.as_mut() else {
+            return;
+        };
+        ready.retain(|p| !new(p.0) || j.arbitration.below(2) == 0);
     }
 
     /// M2S queue `q`'s register at `off` (0 where the map has none).
