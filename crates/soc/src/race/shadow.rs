@@ -1,7 +1,8 @@
 //! Shadow memory of the race detector: for each byte range, the last
 //! write and the reads since, as disjoint segments (docs/races.md).
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// One access as the detector remembers it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,136 +31,187 @@ pub(crate) struct Seg {
     pub(crate) reads: Vec<Acc>,
 }
 
-/// Disjoint segments by start address.
+/// Bytes per shadow page: segments never cross a page boundary, so an
+/// access finds its segments in one short sorted vector (a page holds a
+/// few dozen packet-sized segments) instead of a search through every
+/// segment held.
+const PAGE_BITS: u32 = 16;
+
+/// Disjoint segments by start address, in 64 KiB pages. A range wider
+/// than a page is held as one segment per page it spans; visits and peeks
+/// report such pieces one after the other, in address order.
 #[derive(Debug, Default)]
 pub(crate) struct Shadow {
-    segs: BTreeMap<u64, Seg>,
+    pages: HashMap<u64, Vec<(u64, Seg)>, BuildHasherDefault<PageHasher>>,
 }
 
-impl Shadow {
-    /// Splits the segment holding `at` so that one starts there.
-    fn split(&mut self, at: u64) {
-        if let Some((_, seg)) = self.segs.range_mut(..at).next_back()
-            && seg.end > at
-        {
-            let tail = Seg {
-                end: seg.end,
-                write: seg.write,
-                reads: seg.reads.clone(),
-            };
-            seg.end = at;
-            self.segs.insert(at, tail);
+/// Hashes a page number (a `u64` key) with one multiply.
+#[derive(Default)]
+struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
         }
     }
 
+    fn write_u64(&mut self, key: u64) {
+        const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+        let product = u128::from(self.0 ^ key) * u128::from(MULTIPLIER);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
+    }
+}
+
+/// The pages `[lo, hi)` spans, each with the part of the range in it.
+fn page_parts(lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, u64)> {
+    let first = lo >> PAGE_BITS;
+    let last = (hi - 1) >> PAGE_BITS;
+    (first..=last).map(move |p| {
+        let base = p << PAGE_BITS;
+        let end = base.saturating_add(1 << PAGE_BITS);
+        (p, lo.max(base), hi.min(end))
+    })
+}
+
+/// Splits the segment of `segs` holding `at` so that one starts there.
+fn split(segs: &mut Vec<(u64, Seg)>, at: u64) {
+    let i = segs.partition_point(|(s, _)| *s < at);
+    if i > 0 && segs[i - 1].1.end > at {
+        let seg = &mut segs[i - 1].1;
+        let tail = Seg {
+            end: seg.end,
+            write: seg.write,
+            reads: seg.reads.clone(),
+        };
+        seg.end = at;
+        segs.insert(i, (at, tail));
+    }
+}
+
+/// [`Shadow::visit`] inside one page.
+fn visit_page(segs: &mut Vec<(u64, Seg)>, lo: u64, hi: u64, f: &mut impl FnMut(u64, &mut Seg)) {
+    // Fast paths: bytes after everything the page holds (a streaming
+    // workload's next buffer), or exactly one segment's bytes again.
+    match segs.last() {
+        None => {}
+        Some((_, last)) if last.end <= lo => {}
+        Some(_) => {
+            let i = segs.partition_point(|(s, _)| *s < lo);
+            if let Some((s, seg)) = segs.get_mut(i)
+                && *s == lo
+                && seg.end == hi
+            {
+                f(lo, seg);
+                return;
+            }
+            split(segs, lo);
+            split(segs, hi);
+            // Fill the gaps (most accesses have none or one).
+            let mut i = segs.partition_point(|(s, _)| *s < lo);
+            let first = i;
+            let mut cur = lo;
+            while cur < hi {
+                match segs.get(i) {
+                    Some(&(s, ref seg)) if s == cur => cur = seg.end,
+                    next => {
+                        let end = next.map_or(hi, |&(s, _)| s.min(hi));
+                        segs.insert(
+                            i,
+                            (
+                                cur,
+                                Seg {
+                                    end,
+                                    ..Seg::default()
+                                },
+                            ),
+                        );
+                        cur = end;
+                    }
+                }
+                i += 1;
+            }
+            for (s, seg) in &mut segs[first..i] {
+                f(*s, seg);
+            }
+            return;
+        }
+    }
+    let mut seg = Seg {
+        end: hi,
+        ..Seg::default()
+    };
+    f(lo, &mut seg);
+    segs.push((lo, seg));
+}
+
+impl Shadow {
     /// Calls `f` on every segment of `[lo, hi)` in address order, empty
     /// segments filling the gaps nothing accessed yet.
     pub(crate) fn visit(&mut self, lo: u64, hi: u64, mut f: impl FnMut(u64, &mut Seg)) {
         if hi <= lo {
             return;
         }
-        // Fast paths: bytes nothing touched yet (a streaming workload's
-        // next buffer), or exactly one segment's bytes again.
-        match self.segs.range_mut(..hi).next_back() {
-            None => {
-                let mut seg = Seg {
-                    end: hi,
-                    ..Seg::default()
-                };
-                f(lo, &mut seg);
-                self.segs.insert(lo, seg);
-                return;
-            }
-            Some((_, seg)) if seg.end <= lo => {
-                let mut seg = Seg {
-                    end: hi,
-                    ..Seg::default()
-                };
-                f(lo, &mut seg);
-                self.segs.insert(lo, seg);
-                return;
-            }
-            Some((&start, seg)) if start == lo && seg.end == hi => {
-                f(lo, seg);
-                return;
-            }
-            Some(_) => {}
-        }
-        self.split(lo);
-        self.split(hi);
-        // Fill the gaps, one at a time (most accesses have none or one).
-        let mut cur = lo;
-        while cur < hi {
-            let next = self
-                .segs
-                .range(cur..hi)
-                .next()
-                .map(|(&s, seg)| (s, seg.end));
-            match next {
-                Some((s, end)) if s == cur => cur = end,
-                Some((s, _)) => {
-                    self.segs.insert(
-                        cur,
-                        Seg {
-                            end: s,
-                            ..Seg::default()
-                        },
-                    );
-                }
-                None => {
-                    self.segs.insert(
-                        cur,
-                        Seg {
-                            end: hi,
-                            ..Seg::default()
-                        },
-                    );
-                    cur = hi;
-                }
-            }
-        }
-        for (&s, seg) in self.segs.range_mut(lo..hi) {
-            f(s, seg);
+        for (page, a, b) in page_parts(lo, hi) {
+            visit_page(self.pages.entry(page).or_default(), a, b, &mut f);
         }
     }
 
     /// Calls `f` on every segment overlapping `[lo, hi)`, changing nothing.
     pub(crate) fn peek(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, &Seg)) {
-        if let Some((&start, seg)) = self.segs.range(..lo).next_back()
-            && seg.end > lo
-        {
-            f(start, seg);
-        }
-        for (&start, seg) in self.segs.range(lo..hi) {
-            f(start, seg);
-        }
-    }
-
-    /// Makes `[lo, hi)` one segment written by `acc` with no reads.
-    #[cfg(test)]
-    pub(crate) fn set_written(&mut self, lo: u64, hi: u64, acc: Acc) {
         if hi <= lo {
             return;
         }
-        self.split(lo);
-        self.split(hi);
-        while let Some((&k, _)) = self.segs.range(lo..hi).next() {
-            self.segs.remove(&k);
+        for (page, a, b) in page_parts(lo, hi) {
+            let Some(segs) = self.pages.get(&page) else {
+                continue;
+            };
+            let i = segs.partition_point(|(_, seg)| seg.end <= a);
+            for (s, seg) in &segs[i..] {
+                if *s >= b {
+                    break;
+                }
+                f(*s, seg);
+            }
         }
-        self.segs.insert(
-            lo,
-            Seg {
-                end: hi,
-                write: Some(acc),
-                reads: Vec::new(),
-            },
-        );
+    }
+
+    /// Makes `[lo, hi)` written by `acc` with no reads.
+    #[cfg(test)]
+    pub(crate) fn set_written(&mut self, lo: u64, hi: u64, acc: Acc) {
+        self.visit(lo, hi, |_, seg| {
+            seg.write = Some(acc);
+            seg.reads.clear();
+        });
+        // One segment per page part, as a write of the whole range leaves.
+        for (page, a, b) in page_parts(lo, hi) {
+            if let Some(segs) = self.pages.get_mut(&page) {
+                let i = segs.partition_point(|(s, _)| *s < a);
+                let j = segs.partition_point(|(s, _)| *s < b);
+                segs.drain(i..j);
+                segs.insert(
+                    i,
+                    (
+                        a,
+                        Seg {
+                            end: b,
+                            write: Some(acc),
+                            reads: Vec::new(),
+                        },
+                    ),
+                );
+            }
+        }
     }
 
     /// Segments held.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.segs.len()
+        self.pages.values().map(Vec::len).sum()
     }
 }
 
@@ -203,5 +255,51 @@ mod tests {
                 (0x200, 0x300, None)
             ]
         );
+    }
+
+    #[test]
+    fn a_range_over_pages_is_visited_in_order_piece_by_piece() {
+        let page = 1u64 << PAGE_BITS;
+        let mut s = Shadow::default();
+        // Written out of order inside a page, then a range over two pages.
+        s.visit(0x400, 0x600, |_, seg| seg.write = Some(acc(1)));
+        s.visit(0x200, 0x400, |_, seg| seg.write = Some(acc(2)));
+        s.visit(page - 0x100, page + 0x100, |_, seg| {
+            seg.write = Some(acc(3))
+        });
+        let mut seen = Vec::new();
+        s.visit(0x100, page + 0x200, |start, seg| {
+            seen.push((start, seg.end, seg.write.map(|a| a.agent)))
+        });
+        assert_eq!(
+            seen,
+            [
+                (0x100, 0x200, None),
+                (0x200, 0x400, Some(2)),
+                (0x400, 0x600, Some(1)),
+                (0x600, page - 0x100, None),
+                (page - 0x100, page, Some(3)),
+                (page, page + 0x100, Some(3)),
+                (page + 0x100, page + 0x200, None),
+            ]
+        );
+        let mut peeked = Vec::new();
+        s.peek(0x300, page + 0x80, |start, seg| {
+            peeked.push((start, seg.end))
+        });
+        assert_eq!(
+            peeked,
+            [
+                (0x200, 0x400),
+                (0x400, 0x600),
+                (0x600, page - 0x100),
+                (page - 0x100, page),
+                (page, page + 0x100)
+            ]
+        );
+        // Visiting the same bytes again adds nothing.
+        let n = s.len();
+        s.visit(0x100, page + 0x200, |_, _| {});
+        assert_eq!(s.len(), n);
     }
 }
