@@ -474,7 +474,11 @@ impl Bus for DmaBus<'_> {
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError> {
         // A register (a semaphore increment, a doorbell) is found by the
         // cached register decode first; memory goes the memory path.
-        if let ([b0, b1, b2, b3], Ok(Some(t))) = (data, self.fabric.reg_target(addr)) {
+        // (Only a 4-byte write can be one: the decode is not made for the
+        // 16-byte completion entries.)
+        if let [b0, b1, b2, b3] = data
+            && let Ok(Some(t)) = self.fabric.reg_target(addr)
+        {
             let value = u32::from_le_bytes([*b0, *b1, *b2, *b3]);
             return self.write_reg(addr, t, value);
         }
