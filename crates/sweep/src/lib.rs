@@ -25,6 +25,7 @@ use std::path::Path;
 
 pub mod calibrate;
 pub mod csv;
+pub mod files;
 #[cfg(test)]
 mod fuzz;
 pub mod json;
