@@ -14,6 +14,9 @@
 //!   once on N threads (the device model itself stays single-threaded).
 //!   Rows come out in point order whatever the finish order, so the CSV is
 //!   deterministic (except the `host_seconds` column, left empty on request).
+//!   The points write no files: each reads the trace's directory and keeps
+//!   its `dump … file=` bytes in its own memory ([`files::OverlayFiles`]), as
+//!   the seeds of `race` do ([`seeds`]).
 //! - A shard `I/N` runs the points k with k mod N = I into a partial CSV
 //!   ([`csv`]); [`csv::merge`] joins the parts into exactly the CSV of a
 //!   single run, which [`svg`] plots and [`json`] turns into `sweep --json`.
