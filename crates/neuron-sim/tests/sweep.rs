@@ -499,6 +499,7 @@ fn sweep_points_keep_their_dump_files_in_memory() {
     }
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("point "), "a point reported a problem: {err}");
+    assert_eq!(err.lines().collect::<Vec<_>>(), [NOTE], "{err}");
     assert!(!out.exists(), "sweep wrote {}", out.display());
     assert!(
         !d.join("out").exists(),
@@ -514,5 +515,18 @@ fn sweep_points_keep_their_dump_files_in_memory() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["summary"]["points"], 16);
     assert_eq!(v["summary"]["failed_points"], 0, "{v}");
+    // The note goes to stderr only: stdout is the JSON document alone.
+    assert_eq!(String::from_utf8_lossy(&o.stderr).trim_end(), NOTE);
+    // A trace that dumps to no file gets no note.
+    let plain = run(&["sweep", TRACE, "--param", "bytes=256", "--param", "eng=0"]);
+    ok(&plain);
+    assert!(
+        plain.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// The stderr line of a sweep whose points dumped to `out/dump.bin`.
+const NOTE: &str = "sweep: dump files kept in each point's memory, not written: out/dump.bin (one point's files: `neuron-sim run` the trace with its values substituted; docs/user-guide.md §18)";

@@ -23,6 +23,7 @@
 //! - [`calibrate`] runs the calibration traces and judges each row against
 //!   the published figures.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
 
@@ -107,6 +108,10 @@ pub struct SweepOutcome {
     pub meta: SweepMeta,
     /// The worst exit status of a point.
     pub worst_exit: u8,
+    /// The paths the points' `dump … file=` statements wrote: kept in each
+    /// point's memory, not written to disk (docs/user-guide.md §18); empty
+    /// when no point dumped to a file.
+    pub kept_files: BTreeSet<String>,
 }
 
 /// A sweep ready to run: its points and where its rows go.
@@ -207,6 +212,7 @@ impl Sweep {
         }
         let mut rows = Vec::new();
         let mut worst_exit = 0u8;
+        let mut kept_files = BTreeSet::new();
         for batch in selected.chunks(JOB_BATCH) {
             let jobs_list = batch
                 .iter()
@@ -217,6 +223,7 @@ impl Sweep {
                 let m =
                     r.map_err(|e| Error::new(format!("point {} ({}): {e}", job.point, job.label)))?;
                 worst_exit = worst_exit.max(m.exit);
+                kept_files.extend(m.kept_files.iter().cloned());
                 // A point that failed, or moved other bytes than its trace says
                 // (a 64 KiB descriptor read as 0 bytes), is not a silent 0 GB/s.
                 if let Some(p) = &m.problem {
@@ -232,6 +239,7 @@ impl Sweep {
             csv,
             meta,
             worst_exit,
+            kept_files,
         })
     }
 }

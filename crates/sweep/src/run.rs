@@ -166,6 +166,9 @@ pub struct Measured {
     /// Per (engine, queue) that moved packets: its first packet start and
     /// last landing, in cycles (the run summary's queues).
     pub queue_spans: BTreeMap<(u16, u8), QueueSpan>,
+    /// The paths its `dump … file=` statements wrote, kept in the run's
+    /// memory and not on disk ([`OverlayFiles`]), in order.
+    pub kept_files: Vec<String>,
 }
 
 /// When one queue of a run was busy (cycles).
@@ -218,6 +221,7 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
                 )
             })
             .collect(),
+        kept_files: files.written_paths().map(str::to_string).collect(),
     })
 }
 
