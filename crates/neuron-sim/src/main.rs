@@ -239,7 +239,9 @@ enum Cmd {
         json: bool,
     },
     /// Run a parameterised trace over a set of points: CSV and an SVG
-    /// bandwidth plot (`sweep merge` joins `--shard` parts).
+    /// bandwidth plot (`sweep merge` joins `--shard` parts). The points
+    /// write no files: `dump … file=` bytes stay in each point's memory
+    /// (docs/user-guide.md §18).
     Sweep(sweep_cmd::SweepArgs),
     /// Run a trace under many perturbed schedules (seeds 1 ..= N, in
     /// parallel) and report the checks whose outcome differs (exit 1):

@@ -151,6 +151,9 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     let out = planned
         .run(&factory, &mut |p| eprintln!("{p}"))
         .map_err(failure)?;
+    if let Some(note) = kept_files_note(&out.kept_files) {
+        eprintln!("{note}");
+    }
     if args.json {
         if let Some(p) = args.csv.as_deref() {
             write_file(p, &out.csv)?;
@@ -184,6 +187,27 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         write_file(svg, &text)?;
     }
     Ok(out.worst_exit)
+}
+
+/// The line on stderr when points dumped to files: the files stay in each
+/// point's memory, none is written (docs/user-guide.md §18). None when no
+/// point dumped to a file.
+fn kept_files_note(paths: &std::collections::BTreeSet<String>) -> Option<String> {
+    const SHOWN: usize = 3;
+    if paths.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = paths.iter().take(SHOWN).map(String::as_str).collect();
+    let more = paths.len().saturating_sub(SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "sweep: dump files kept in each point's memory, not written: {}{more} (one point's files: `neuron-sim run` the trace with its values substituted; docs/user-guide.md §18)",
+        names.join(", ")
+    ))
 }
 
 fn cmd_merge(
@@ -228,5 +252,30 @@ fn write_or_print(path: Option<&Path>, text: &str) -> Result<(), Failure> {
             out!("{text}");
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kept_files_note_names_at_most_three_paths() {
+        assert_eq!(kept_files_note(&Default::default()), None);
+        let one = ["out/x.bin".to_string()].into_iter().collect();
+        let note = kept_files_note(&one).unwrap();
+        assert!(
+            note.starts_with(
+                "sweep: dump files kept in each point's memory, not written: out/x.bin ("
+            ),
+            "{note}"
+        );
+        let five = (0..5).map(|i| format!("d{i}.bin")).collect();
+        let note = kept_files_note(&five).unwrap();
+        assert!(
+            note.contains("not written: d0.bin, d1.bin, d2.bin and 2 more ("),
+            "{note}"
+        );
+        assert_eq!(note.lines().count(), 1);
     }
 }

@@ -458,3 +458,75 @@ fn a_param_the_trace_does_not_use_is_refused() {
     ok(&o);
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
 }
+
+/// A trace whose points each dump bytes of their own (a length and a byte
+/// value from the parameter) to one `file=`, load that file back and check
+/// it holds their own bytes.
+const DUMP_TRACE: &str = "\
+# Each point dumps {b}*256 bytes of value {b} to one file, loads it back
+# and checks it got its own bytes: the value, and the length (the byte
+# after the loaded ones is still 0).
+#@ param b=1..16
+fill hbm0+0x1000 len={b*256} byte={b}
+dump hbm0+0x1000 len={b*256} file=out/dump.bin
+load hbm0+0x10000 file=out/dump.bin
+read32 hbm0+0x10000 == {b*0x01010101:x}
+read32 hbm0+{0x10000 + b*256 - 4:x} == {b*0x01010101:x}
+read32 hbm0+{0x10000 + b*256:x} == 0
+";
+
+/// `sweep` runs its points in parallel: a `dump … file=` of each point
+/// stays in that point's memory (a later `load` of the path reads the
+/// point's own bytes back), and the file on disk is neither created nor
+/// overwritten — with the trace's directory shared, the points wrote the
+/// same file and loaded each other's bytes (docs/user-guide.md §18).
+#[test]
+fn sweep_points_keep_their_dump_files_in_memory() {
+    let d = tmp_dir("dump-files");
+    let t = d.join("dump.trace");
+    std::fs::write(&t, DUMP_TRACE).unwrap();
+    let out = d.join("out/dump.bin");
+    // No file before: none after, and every point read its own bytes.
+    let o = run(&["sweep", s(&t), "--jobs", "4", "--no-host-time"]);
+    ok(&o);
+    let csv = String::from_utf8_lossy(&o.stdout).to_string();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 16, "{csv}");
+    for (k, row) in rows.iter().enumerate() {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells[1], (k + 1).to_string(), "{row}");
+        assert_eq!(cells[7], "0", "point {k} failed a check: {row}");
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("point "), "a point reported a problem: {err}");
+    assert_eq!(err.lines().collect::<Vec<_>>(), [NOTE], "{err}");
+    assert!(!out.exists(), "sweep wrote {}", out.display());
+    assert!(
+        !d.join("out").exists(),
+        "sweep created {}",
+        d.join("out").display()
+    );
+    // A file already there keeps its bytes, and does not leak into a point.
+    std::fs::create_dir_all(d.join("out")).unwrap();
+    std::fs::write(&out, b"mine").unwrap();
+    let o = run(&["sweep", s(&t), "--jobs", "4", "--json", "--no-host-time"]);
+    ok(&o);
+    assert_eq!(std::fs::read(&out).unwrap(), b"mine");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["points"], 16);
+    assert_eq!(v["summary"]["failed_points"], 0, "{v}");
+    // The note goes to stderr only: stdout is the JSON document alone.
+    assert_eq!(String::from_utf8_lossy(&o.stderr).trim_end(), NOTE);
+    // A trace that dumps to no file gets no note.
+    let plain = run(&["sweep", TRACE, "--param", "bytes=256", "--param", "eng=0"]);
+    ok(&plain);
+    assert!(
+        plain.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// The stderr line of a sweep whose points dumped to `out/dump.bin`.
+const NOTE: &str = "sweep: dump files kept in each point's memory, not written: out/dump.bin (one point's files: `neuron-sim run` the trace with its values substituted; docs/user-guide.md §18)";

@@ -276,6 +276,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
             host_seconds: 0.0,
             problem: None,
             queue_spans: Default::default(),
+            kept_files: Vec::new(),
         })
     };
     let mut rows = Vec::new();

@@ -14,17 +14,22 @@
 //!   once on N threads (the device model itself stays single-threaded).
 //!   Rows come out in point order whatever the finish order, so the CSV is
 //!   deterministic (except the `host_seconds` column, left empty on request).
+//!   The points write no files: each reads the trace's directory and keeps
+//!   its `dump … file=` bytes in its own memory ([`files::OverlayFiles`]), as
+//!   the seeds of `race` do ([`seeds`]).
 //! - A shard `I/N` runs the points k with k mod N = I into a partial CSV
 //!   ([`csv`]); [`csv::merge`] joins the parts into exactly the CSV of a
 //!   single run, which [`svg`] plots and [`json`] turns into `sweep --json`.
 //! - [`calibrate`] runs the calibration traces and judges each row against
 //!   the published figures.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
 
 pub mod calibrate;
 pub mod csv;
+pub mod files;
 #[cfg(test)]
 mod fuzz;
 pub mod json;
@@ -103,6 +108,10 @@ pub struct SweepOutcome {
     pub meta: SweepMeta,
     /// The worst exit status of a point.
     pub worst_exit: u8,
+    /// The paths the points' `dump … file=` statements wrote: kept in each
+    /// point's memory, not written to disk (docs/user-guide.md §18); empty
+    /// when no point dumped to a file.
+    pub kept_files: BTreeSet<String>,
 }
 
 /// A sweep ready to run: its points and where its rows go.
@@ -203,6 +212,7 @@ impl Sweep {
         }
         let mut rows = Vec::new();
         let mut worst_exit = 0u8;
+        let mut kept_files = BTreeSet::new();
         for batch in selected.chunks(JOB_BATCH) {
             let jobs_list = batch
                 .iter()
@@ -213,6 +223,7 @@ impl Sweep {
                 let m =
                     r.map_err(|e| Error::new(format!("point {} ({}): {e}", job.point, job.label)))?;
                 worst_exit = worst_exit.max(m.exit);
+                kept_files.extend(m.kept_files.iter().cloned());
                 // A point that failed, or moved other bytes than its trace says
                 // (a 64 KiB descriptor read as 0 bytes), is not a silent 0 GB/s.
                 if let Some(p) = &m.problem {
@@ -228,6 +239,7 @@ impl Sweep {
             csv,
             meta,
             worst_exit,
+            kept_files,
         })
     }
 }

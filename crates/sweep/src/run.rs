@@ -8,6 +8,7 @@ use soc::Device;
 use soc_map::SocMap;
 
 use crate::Error;
+use crate::files::OverlayFiles;
 use crate::params::{Param, Template, Value, payload_of, points, substitute};
 
 /// The points of one sweep.
@@ -135,7 +136,8 @@ pub struct Job {
     pub name: String,
     /// The trace text.
     pub source: String,
-    /// Directory for the trace's relative file names.
+    /// Directory for the trace's relative file names: the run reads its
+    /// files there and writes none ([`OverlayFiles`]).
     pub base: PathBuf,
     /// `#@ payload` bytes, if given.
     pub payload: Option<u64>,
@@ -164,6 +166,9 @@ pub struct Measured {
     /// Per (engine, queue) that moved packets: its first packet start and
     /// last landing, in cycles (the run summary's queues).
     pub queue_spans: BTreeMap<(u16, u8), QueueSpan>,
+    /// The paths its `dump … file=` statements wrote, kept in the run's
+    /// memory and not on disk ([`OverlayFiles`]), in order.
+    pub kept_files: Vec<String>,
 }
 
 /// When one queue of a run was busy (cycles).
@@ -179,7 +184,10 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
     let mut dev = factory.device()?;
     dev.set_timing_only(job.timing_only);
     dev.set_trace(false);
-    let mut files = host_exec::DirFiles::new(job.base.clone());
+    // Points (and calibration runs) run in parallel: each keeps its `dump …
+    // file=` writes in its own memory instead of all writing the trace's
+    // files (docs/user-guide.md §18).
+    let mut files = OverlayFiles::new(job.base.clone());
     let started = Instant::now();
     let (report, _session) = host_exec::run_source(dev, &job.source, &job.name, &mut files)
         .map_err(|errors| errors.join("\n"))?;
@@ -213,6 +221,7 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
                 )
             })
             .collect(),
+        kept_files: files.written_paths().map(str::to_string).collect(),
     })
 }
 

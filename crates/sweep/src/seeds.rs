@@ -10,7 +10,7 @@
 //! and the races found are gathered over the seeds (`race --json`,
 //! [`RaceJson`]). The seeds write no files: a `dump … file=` keeps its
 //! bytes in memory, for the comparison and for the seed's own later reads
-//! of that path ([`SeedFiles`]).
+//! of that path ([`OverlayFiles`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,57 +21,8 @@ use soc::RaceReport;
 use soc::exec::{FNV_OFFSET, read_digest};
 use soc_map::Hex;
 
+use crate::files::OverlayFiles;
 use crate::run::DeviceFactory;
-use host_exec::DirFiles;
-use soc::exec::TraceFiles;
-
-/// The files of one seed's run: reads come from the trace's directory (as
-/// for `run`), but writes — a `dump … file=` — stay in memory, and a later
-/// read of a path the run wrote sees what it wrote. Seeds run in parallel
-/// and differ by design, so letting each write the trace's dump files would
-/// leave whichever seed wrote last; the comparison needs only the bytes
-/// read (the dump's digest). To get a seed's files, run the trace with
-/// `neuron-sim run TRACE --schedule-seed N` (docs/races.md §Schedule
-/// perturbation).
-#[derive(Debug)]
-pub struct SeedFiles {
-    dir: DirFiles,
-    written: BTreeMap<String, Vec<u8>>,
-}
-
-impl SeedFiles {
-    /// Files relative to `base`, nothing written yet.
-    pub fn new(base: impl Into<std::path::PathBuf>) -> Self {
-        Self {
-            dir: DirFiles::new(base),
-            written: BTreeMap::new(),
-        }
-    }
-
-    /// The bytes the run wrote to `path` (relative to the trace), if any.
-    pub fn written(&self, path: &str) -> Option<&[u8]> {
-        self.written.get(path).map(Vec::as_slice)
-    }
-}
-
-impl TraceFiles for SeedFiles {
-    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        match self.written.get(path) {
-            Some(data) => Ok(data.clone()),
-            None => self.dir.read(path),
-        }
-    }
-    fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
-        self.written.insert(path.to_string(), data.to_vec());
-        Ok(())
-    }
-    fn open(&mut self, path: &str) -> std::io::Result<std::sync::Arc<dyn soc::exec::FileRange>> {
-        match self.written.get(path) {
-            Some(data) => Ok(std::sync::Arc::new(soc::exec::InMemoryFile(data.clone()))),
-            None => self.dir.open(path),
-        }
-    }
-}
 
 /// How to run the seeds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -310,7 +261,7 @@ fn run_seed(
     if detect_races {
         dev.detect_races();
     }
-    let mut files = SeedFiles::new(base.to_path_buf());
+    let mut files = OverlayFiles::new(base.to_path_buf());
     let (report, mut session) =
         host_exec::run_source(dev, text, name, &mut files).map_err(|errors| errors.join("\n"))?;
     let checks: Vec<(u32, String)> = report
