@@ -57,6 +57,28 @@ fn max_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
+/// One slot as [`Q7Core::wake_needs`] sees it: (engine id, queue, its
+/// rings, M2S done, S2M done).
+type SlotState<'a> = (u16, u8, &'a Rings, u64, u64);
+
+/// Whether group `later` lists the queues of `earlier` in the same order
+/// and needs at least as many completions of each, in each direction that
+/// `earlier` needs: then `later` met implies `earlier` met.
+fn needs_no_less(later: &[WakeNeed], earlier: &[WakeNeed]) -> bool {
+    let covers = |need: Option<u64>, have: Option<u64>| match (need, have) {
+        (None, _) => true,
+        (Some(a), Some(b)) => a <= b,
+        (Some(_), None) => false,
+    };
+    later.len() == earlier.len()
+        && later.iter().zip(earlier).all(|(l, e)| {
+            l.engine == e.engine
+                && l.queue == e.queue
+                && covers(e.m2s, l.m2s)
+                && covers(e.s2m, l.s2m)
+        })
+}
+
 /// Adds a need to a group (all of whose entries must be met): two targets
 /// on one queue need the larger count.
 fn add_need(group: &mut Vec<WakeNeed>, engine: u16, queue: u8, m2s: Option<u64>, s2m: Option<u64>) {
@@ -148,18 +170,77 @@ impl Q7Core {
     /// every poll reads heads that end no wait and changes nothing, so the
     /// device need not wake the core for completions short of it
     /// (docs/firmware.md §Stalls). The counts are from the heads the last
-    /// poll read; `None` when the wait is of another kind (ring space, the
-    /// inline path, a pending release), a head was not read, or a group is
-    /// met already (the next poll changes state).
+    /// poll read; `None` when the wait is of another kind (the inline
+    /// path, a pending release), a head was not read, or a group is
+    /// met already (the next poll changes state). A word waiting for ring
+    /// room adds a group: the completions on that engine queue that free
+    /// the room it needs.
     pub fn wake_needs(&self) -> Option<Vec<Vec<WakeNeed>>> {
         let polls_heads_only = matches!(
             self.stage,
             Stage::Idle | Stage::Generating { .. } | Stage::CoreCopy { .. }
         );
-        if !polls_heads_only || self.blocked_on_space || self.inflight.is_empty() {
+        if !polls_heads_only || (self.inflight.is_empty() && !self.blocked_on_space) {
             return None;
         }
-        let mut groups: Vec<Vec<WakeNeed>> = Vec::with_capacity(self.inflight.len());
+        // Per slot, from the heads the last poll read: (engine, queue, ring,
+        // M2S done, S2M done), recovered once however many words use it.
+        let mut at: [Option<SlotState<'_>>; SLOTS] = [None; SLOTS];
+        let mut slot_state = |slot: u8| -> Option<SlotState<'_>> {
+            let i = usize::from(slot);
+            if let Some(Some(v)) = at.get(i) {
+                return Some(*v);
+            }
+            let r = self.rings.get(i)?.as_ref()?;
+            let e = self.layout.engines.get(i)?;
+            let seen = self.heads_seen.get(i)?.get()?;
+            let addrs = (
+                e.m2s_q(r.queue) + self.layout.regs.crhp,
+                e.s2m_q(r.queue) + self.layout.regs.crhp,
+            );
+            if seen.addrs != addrs {
+                return None;
+            }
+            let v = (
+                e.id,
+                r.queue,
+                r,
+                r.done(r.m2s_pos, seen.values.0),
+                r.done(r.s2m_pos, seen.values.1),
+            );
+            if let Some(a) = at.get_mut(i) {
+                *a = Some(v);
+            }
+            Some(v)
+        };
+        let mut groups: Vec<Vec<WakeNeed>> = Vec::with_capacity(self.inflight.len() + 1);
+        if self.blocked_on_space {
+            // The word at the head of the queue waits for room on one
+            // engine's rings: a retry can start it once both have it.
+            let (slot, need_m2s, need_s2m) = self.space_wait?;
+            let (engine, queue, r, m_done, s_done) = slot_state(slot)?;
+            let len = u64::from(r.len);
+            // Room when pos - done + need <= len, i.e. done >= pos + need - len.
+            let short = |pos: u64, need: u64, done: u64| {
+                let want = (pos + need).saturating_sub(len);
+                (want > done).then(|| want - done)
+            };
+            let m = short(r.m2s_pos, need_m2s, m_done);
+            let s = short(r.s2m_pos, need_s2m, s_done);
+            if m.is_none() && s.is_none() {
+                return None;
+            }
+            groups.push(vec![WakeNeed {
+                engine,
+                queue,
+                m2s: m,
+                s2m: s,
+            }]);
+        }
+        // The last done group kept: a later word on the same queues that
+        // needs at least as much of each is done only after it, so its own
+        // group adds nothing (queues complete in ring order).
+        let mut last_done: Option<usize> = None;
         for f in &self.inflight {
             // A poll that finds this word's reads done changes what users
             // see only when that applies the read-side update.
@@ -168,28 +249,14 @@ impl Q7Core {
             let mut reads: Vec<WakeNeed> = Vec::new();
             let mut done: Vec<WakeNeed> = Vec::with_capacity(f.targets.len());
             for &(slot, m_target, s_target) in &f.targets {
-                let i = usize::from(slot);
-                let r = self.rings.get(i)?.as_ref()?;
-                let e = self.layout.engines.get(i)?;
-                let seen = self.heads_seen.get(i)?.get()?;
-                let addrs = (
-                    e.m2s_q(r.queue) + self.layout.regs.crhp,
-                    e.s2m_q(r.queue) + self.layout.regs.crhp,
-                );
-                if seen.addrs != addrs {
-                    return None;
-                }
-                let (m_done, s_done) = (
-                    r.done(r.m2s_pos, seen.values.0),
-                    r.done(r.s2m_pos, seen.values.1),
-                );
+                let (engine, queue, _, m_done, s_done) = slot_state(slot)?;
                 let m = (!f.read_done && m_done < m_target).then(|| m_target - m_done);
                 let s = (s_done < s_target).then(|| s_target - s_done);
                 if reads_update && m.is_some() {
-                    add_need(&mut reads, e.id, r.queue, m, None);
+                    add_need(&mut reads, engine, queue, m, None);
                 }
                 if m.is_some() || s.is_some() {
-                    add_need(&mut done, e.id, r.queue, m, s);
+                    add_need(&mut done, engine, queue, m, s);
                 }
             }
             if (reads_update && reads.is_empty()) || done.is_empty() {
@@ -198,6 +265,10 @@ impl Q7Core {
             if reads_update {
                 groups.push(reads);
             }
+            if last_done.is_some_and(|k| needs_no_less(&done, &groups[k])) {
+                continue;
+            }
+            last_done = Some(groups.len());
             groups.push(done);
         }
         Some(groups)

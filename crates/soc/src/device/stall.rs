@@ -229,16 +229,24 @@ impl Device {
             })
             .collect::<Option<_>>()?;
         let mut least: Vec<ParkNeed> = Vec::new();
-        for n in groups.iter().flatten() {
-            match least
-                .iter_mut()
-                .find(|l| l.engine == n.engine && l.queue == n.queue)
-            {
-                Some(l) => {
-                    l.m2s = min_some(l.m2s, n.m2s);
-                    l.s2m = min_some(l.s2m, n.s2m);
+        for g in &groups {
+            for (j, n) in g.iter().enumerate() {
+                // Groups list their queues in the same order: look at the
+                // same place first.
+                let at = match least.get(j) {
+                    Some(l) if l.engine == n.engine && l.queue == n.queue => Some(j),
+                    _ => least
+                        .iter()
+                        .position(|l| l.engine == n.engine && l.queue == n.queue),
+                };
+                match at {
+                    Some(i) => {
+                        let l = &mut least[i];
+                        l.m2s = min_some(l.m2s, n.m2s);
+                        l.s2m = min_some(l.s2m, n.s2m);
+                    }
+                    None => least.push(*n),
                 }
-                None => least.push(*n),
             }
         }
         Some(ParkNeeds { least, groups })
