@@ -797,6 +797,27 @@ fn parse_bits(text: &str) -> Result<(u32, u32), &'static str> {
 // ---------------------------------------------------------------------------
 // Validation.
 
+/// `registers[i]`, the JSON path of a register in errors; written out only
+/// when an error names it (a map has hundreds of registers).
+#[derive(Clone, Copy)]
+struct RegPath(usize);
+
+impl fmt::Display for RegPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "registers[{}]", self.0)
+    }
+}
+
+/// `registers[i].fields[j]`, written out only when an error names it.
+#[derive(Clone, Copy)]
+struct FieldPath(RegPath, usize);
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.fields[{}]", self.0, self.1)
+    }
+}
+
 struct Builder<'a> {
     source_name: &'a str,
     block: &'a str,
@@ -845,8 +866,9 @@ impl Builder<'_> {
         let mut registers = Vec::with_capacity(raw.registers.len());
         let mut names: BTreeMap<String, usize> = BTreeMap::new();
         for (i, r) in raw.registers.iter().enumerate() {
-            let path = format!("registers[{i}]");
-            let spec = self.build_register(r, &path)?;
+            // Paths name the JSON element in errors only: built on error.
+            let path = RegPath(i);
+            let spec = self.build_register(r, path)?;
             let key = spec.name.to_ascii_uppercase();
             if let Some(&first) = names.get(&key) {
                 return Err(self.err(
@@ -884,7 +906,7 @@ impl Builder<'_> {
         })
     }
 
-    fn build_register(&self, r: &RawRegister, path: &str) -> Result<RegisterSpec, CsrMapError> {
+    fn build_register(&self, r: &RawRegister, path: RegPath) -> Result<RegisterSpec, CsrMapError> {
         let reg = Some(r.name.as_str());
         if !is_upper_snake(&r.name) {
             return Err(self.err(
@@ -927,7 +949,7 @@ impl Builder<'_> {
         let mut used = 0u32;
         let mut delta_field: Option<(String, u32)> = None;
         for (j, f) in r.fields.iter().enumerate() {
-            let fpath = format!("{path}.fields[{j}]");
+            let fpath = FieldPath(path, j);
             let field = Some(f.name.as_str());
             if !is_upper_snake(&f.name) {
                 return Err(self.err(
@@ -1117,7 +1139,7 @@ impl Builder<'_> {
         &self,
         a: &RawArray,
         reg: Option<&str>,
-        path: &str,
+        path: RegPath,
     ) -> Result<ArraySpec, CsrMapError> {
         let bad = |what: &str, reason: String| {
             self.err(
@@ -1195,8 +1217,8 @@ impl Builder<'_> {
             }
         };
         for (ri, r) in registers.iter().enumerate() {
+            let path = RegPath(ri);
             let ri = ri as u32;
-            let path = format!("registers[{ri}]");
             let (count, stride) = r.array.as_ref().map_or((1, 0), |a| (a.count, a.stride));
             for i in 0..count {
                 if r.array.as_ref().is_some_and(|a| !a.contains(i)) {
@@ -1206,10 +1228,11 @@ impl Builder<'_> {
                     .checked_mul(stride)
                     .and_then(|d| d.checked_add(r.offset))
                     .unwrap_or(u64::MAX);
-                let name = render(ri, i);
+                // The element's name, for errors only.
+                let name = || render(ri, i);
                 if offset.saturating_add(4) > size {
                     return Err(self.err(
-                        Some(&name),
+                        Some(&name()),
                         None,
                         format!("{path}.offset"),
                         CsrMapErrorKind::OutsideBlock { offset, size },
@@ -1219,7 +1242,7 @@ impl Builder<'_> {
                 match owner.get_mut(word) {
                     Some(Some((or, oi))) => {
                         return Err(self.err(
-                            Some(&name),
+                            Some(&name()),
                             None,
                             format!("{path}.offset"),
                             CsrMapErrorKind::Overlap {
@@ -1231,7 +1254,7 @@ impl Builder<'_> {
                     Some(slot) => *slot = Some((ri, i)),
                     None => {
                         return Err(self.err(
-                            Some(&name),
+                            Some(&name()),
                             None,
                             format!("{path}.offset"),
                             CsrMapErrorKind::OutsideBlock { offset, size },
@@ -1265,12 +1288,12 @@ impl Builder<'_> {
         let mut first_use: BTreeMap<(String, Option<u32>), String> = BTreeMap::new();
         for (ri, r) in registers.iter().enumerate() {
             for (k, alias) in r.aliases.iter().enumerate() {
-                let path = format!("registers[{ri}].aliases[{k}]");
+                let path = || format!("registers[{ri}].aliases[{k}]");
                 let bad = |reason: &str| {
                     self.err(
                         Some(&r.name),
                         None,
-                        path.clone(),
+                        path(),
                         CsrMapErrorKind::BadAlias {
                             alias: alias.clone(),
                             reason: reason.to_string(),
@@ -1301,14 +1324,14 @@ impl Builder<'_> {
                     return Err(self.err(
                         Some(&r.name),
                         None,
-                        path.clone(),
+                        path(),
                         CsrMapErrorKind::DuplicateName {
                             name: alias.clone(),
                             first: first.clone(),
                         },
                     ));
                 }
-                first_use.insert(map_key.clone(), path.clone());
+                first_use.insert(map_key.clone(), path());
                 out.insert(map_key, ri);
             }
         }
