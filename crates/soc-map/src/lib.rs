@@ -8,8 +8,10 @@
 pub mod addr;
 pub mod addr4;
 pub mod addr8;
+mod expand;
 pub mod hex;
 pub mod map;
+mod name_index;
 mod precheck;
 pub mod spec;
 pub mod table;
