@@ -8,26 +8,34 @@ use super::*;
 /// mirrors `engN.bcast.<block>`.
 pub(super) fn engine_blocks(map: &SocMap) -> Vec<Option<EngineBlockRef>> {
     let mut out = vec![None; map.regions.len()];
-    for (id, r) in map.regions.iter().enumerate() {
-        let Some(rest) = r.name.strip_prefix("eng") else {
+    // A name begins with its top-level region's name (which has no dot):
+    // `engN` is parsed once per engine, and each region below it is named
+    // `engN.<path>`.
+    let mut below: Vec<RegionId> = Vec::new();
+    for &root in &map.roots {
+        let root_name = &map.regions[root].name;
+        let Some(Ok(engine)) = root_name.strip_prefix("eng").map(str::parse::<u16>) else {
             continue;
         };
-        let Some((num, path)) = rest.split_once('.') else {
-            continue;
-        };
-        let Ok(engine) = num.parse::<u16>() else {
-            continue;
-        };
-        let (broadcast, path) = match path.strip_prefix("bcast.") {
-            Some(p) => (true, p),
-            None => (false, path),
-        };
-        if let Some(block) = UnitBlock::from_suffix(path) {
-            out[id] = Some(EngineBlockRef {
-                engine,
-                block,
-                broadcast,
-            });
+        below.clear();
+        below.extend(&map.regions[root].children);
+        while let Some(id) = below.pop() {
+            let r = &map.regions[id];
+            below.extend(&r.children);
+            let Some(path) = r.name.get(root_name.len() + 1..) else {
+                continue;
+            };
+            let (broadcast, path) = match path.strip_prefix("bcast.") {
+                Some(p) => (true, p),
+                None => (false, path),
+            };
+            if let Some(block) = UnitBlock::from_suffix(path) {
+                out[id] = Some(EngineBlockRef {
+                    engine,
+                    block,
+                    broadcast,
+                });
+            }
         }
     }
     out
@@ -37,19 +45,14 @@ pub(super) fn engine_blocks(map: &SocMap) -> Vec<Option<EngineBlockRef>> {
 const REG_CACHE_ENTRIES: usize = 8192;
 
 /// Register targets already decoded, by address: the map and the CSR maps
-/// never change for a device, so a decoded register stays valid.
-#[derive(Clone)]
-pub(super) struct RegCache(Box<[std::cell::Cell<(u64, RegionId, u64)>]>);
+/// never change for a device, so a decoded register stays valid. The
+/// table is allocated on the first register decoded (a run that touches
+/// no register, or a device never used, does not pay for it).
+#[derive(Clone, Default)]
+pub(super) struct RegCache(std::cell::OnceCell<Box<[RegCacheEntry]>>);
 
-impl Default for RegCache {
-    fn default() -> Self {
-        RegCache(
-            (0..REG_CACHE_ENTRIES)
-                .map(|_| std::cell::Cell::new((u64::MAX, 0, 0)))
-                .collect(),
-        )
-    }
-}
+/// (address, region, offset); the empty key is `u64::MAX`.
+type RegCacheEntry = std::cell::Cell<(u64, RegionId, u64)>;
 
 impl std::fmt::Debug for RegCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -58,10 +61,26 @@ impl std::fmt::Debug for RegCache {
 }
 
 impl RegCache {
-    fn slot(&self, addr: u64) -> Option<&std::cell::Cell<(u64, RegionId, u64)>> {
+    /// The entry of `addr`, if the table exists.
+    fn slot(&self, addr: u64) -> Option<&RegCacheEntry> {
+        self.0.get()?.get(Self::index(addr))
+    }
+
+    /// The entry of `addr`, allocating the table on first use.
+    fn slot_to_fill(&self, addr: u64) -> Option<&RegCacheEntry> {
+        self.0
+            .get_or_init(|| {
+                (0..REG_CACHE_ENTRIES)
+                    .map(|_| std::cell::Cell::new((u64::MAX, 0, 0)))
+                    .collect()
+            })
+            .get(Self::index(addr))
+    }
+
+    fn index(addr: u64) -> usize {
         // Engine register blocks repeat every 1 MiB: hash every bit in.
         let h = (addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51;
-        self.0.get(h as usize % REG_CACHE_ENTRIES)
+        h as usize % REG_CACHE_ENTRIES
     }
 }
 
@@ -131,7 +150,7 @@ impl Fabric {
             return Ok(None);
         }
         let t = self.decode_reg_target(addr)?;
-        if let (Some(t), Some(c)) = (t, self.reg_cache.slot(addr)) {
+        if let (Some(t), Some(c)) = (t, self.reg_cache.slot_to_fill(addr)) {
             c.set((addr, t.region, t.offset));
         }
         Ok(t)
@@ -572,5 +591,51 @@ impl Bus for DmaBus<'_> {
         let map = &self.fabric.map;
         let id = map.decode(addr).region?;
         map.region(id).partitions.as_ref().map(|p| p.stride_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `engN.<path>` read from the name alone, the definition
+    /// [`engine_blocks`] follows through the region tree.
+    fn by_name(name: &str) -> Option<EngineBlockRef> {
+        let (num, path) = name.strip_prefix("eng")?.split_once('.')?;
+        let engine = num.parse::<u16>().ok()?;
+        let (broadcast, path) = match path.strip_prefix("bcast.") {
+            Some(p) => (true, p),
+            None => (false, path),
+        };
+        Some(EngineBlockRef {
+            engine,
+            block: UnitBlock::from_suffix(path)?,
+            broadcast,
+        })
+    }
+
+    #[test]
+    fn engine_blocks_are_those_the_names_say() {
+        let mut text = soc_map::TRN2_MAP_JSON.to_string();
+        // An engine that is a single region, and names that look like
+        // engines but are not.
+        text = text.replacen(
+            "\"regions\": [",
+            "\"regions\": [{\"name\": \"eng200\", \"base\": \"0x7f000000000\", \"size\": \"0x100000\", \"include\": [\"udma_unit\"]}, \
+             {\"name\": \"engx\", \"base\": \"0x7f100000000\", \"size\": \"0x100000\", \"include\": [\"udma_unit\"]}, \
+             {\"name\": \"eng\", \"base\": \"0x7f200000000\", \"size\": \"0x100000\", \"include\": [\"udma_unit\"]},",
+            1,
+        );
+        for map in [
+            soc_map::trn2().expect("built-in map"),
+            SocMap::from_json(&text, "t.json").expect("map with extra engines"),
+        ] {
+            let found = engine_blocks(&map);
+            assert_eq!(found.len(), map.regions.len());
+            for (id, r) in map.regions.iter().enumerate() {
+                assert_eq!(found[id], by_name(&r.name), "{}", r.name);
+            }
+            assert!(found.iter().flatten().count() > 4000);
+        }
     }
 }
