@@ -38,16 +38,25 @@ fn base(map: &SocMap, name: &str) -> Result<u64, String> {
 ///
 /// When the map has no such engine.
 pub fn engine_layout(map: &SocMap, id: u16) -> Result<EngineLayout, String> {
-    let m2s_q0 = base(map, &format!("eng{id}.m2s.q0"))?;
-    let q1 = base(map, &format!("eng{id}.m2s.q1"))?;
+    // `eng{id}` and a suffix, in one buffer (a core's layout looks up 112
+    // such names).
+    let mut name = format!("eng{id}");
+    let stem = name.len();
+    let mut base_of = |suffix: &str| {
+        name.truncate(stem);
+        name.push_str(suffix);
+        base(map, &name)
+    };
+    let m2s_q0 = base_of(".m2s.q0")?;
+    let q1 = base_of(".m2s.q1")?;
     Ok(EngineLayout {
         id,
-        m2s_unit: base(map, &format!("eng{id}.m2s"))?,
-        s2m_unit: base(map, &format!("eng{id}.s2m"))?,
-        gen_block: base(map, &format!("eng{id}.gen"))?,
-        notific: base(map, &format!("eng{id}.notific")).ok(),
+        m2s_unit: base_of(".m2s")?,
+        s2m_unit: base_of(".s2m")?,
+        gen_block: base_of(".gen")?,
+        notific: base_of(".notific").ok(),
         m2s_q0,
-        s2m_q0: base(map, &format!("eng{id}.s2m.q0"))?,
+        s2m_q0: base_of(".s2m.q0")?,
         q_stride: q1 - m2s_q0,
     })
 }
@@ -103,6 +112,44 @@ pub fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
 /// (16 per core, docs/references/figures.md §A.3; the engine↔core numbering is
 /// a simulator decision, docs/firmware.md).
 pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayout, String> {
+    core_layout_with(map, catalog, tpb, queue_regs)
+}
+
+/// [`core_layout`] with the register offsets of a catalog the process
+/// keeps (a device's): [`queue_regs`] is read once per catalog, not once
+/// per core.
+pub(crate) fn core_layout_of(
+    map: &SocMap,
+    catalog: &'static Catalog,
+    tpb: u8,
+) -> Result<CoreLayout, String> {
+    core_layout_with(map, catalog, tpb, |_| queue_regs_of(catalog))
+}
+
+/// [`queue_regs`] of a `'static` catalog, read once.
+fn queue_regs_of(catalog: &'static Catalog) -> Result<QueueRegs, String> {
+    type Cache = std::sync::Mutex<Vec<(usize, QueueRegs)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let key = std::ptr::from_ref(catalog) as usize;
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Ok(c) = cache.lock()
+        && let Some(&(_, regs)) = c.iter().find(|(k, _)| *k == key)
+    {
+        return Ok(regs);
+    }
+    let regs = queue_regs(catalog)?;
+    if let Ok(mut c) = cache.lock() {
+        c.push((key, regs));
+    }
+    Ok(regs)
+}
+
+fn core_layout_with(
+    map: &SocMap,
+    catalog: &Catalog,
+    tpb: u8,
+    queue_regs: impl FnOnce(&Catalog) -> Result<QueueRegs, String>,
+) -> Result<CoreLayout, String> {
     let t = format!("tpb{tpb}");
     let lr = "q7_local_reg";
     let local = base(map, &format!("{t}.q7_local_reg"))?;
@@ -112,8 +159,12 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         .ok_or_else(|| format!("the SoC map has no region {t}.dge_memory"))?;
     let dge = map.region(dge_id);
     let partitioned = |t: &str, name: &str| -> Result<(u64, u64), String> {
+        let mut full = String::with_capacity(t.len() + 1 + name.len());
+        full.push_str(t);
+        full.push('.');
+        full.push_str(name);
         let id = map
-            .by_name(&format!("{t}.{name}"))
+            .by_name(&full)
             .ok_or_else(|| format!("the SoC map has no region {t}.{name}"))?;
         let r = map.region(id);
         let p = r
