@@ -85,7 +85,7 @@ impl Catalog {
     pub fn builtin() -> Result<Catalog, CsrMapError> {
         let mut catalog = Catalog::default();
         for b in BUILTIN_MAPS {
-            let map = CsrMap::from_json(b.json, b.path)?;
+            let map = CsrMap::from_static_json(b.json, b.path)?;
             if map.block() != b.block {
                 return Err(CsrMapError::new(CsrMapErrorDetails {
                     source_name: b.path.to_string(),

@@ -1,6 +1,7 @@
 //! Loaded and validated CSR maps (`csr-maps/<block>.json`; the format is
 //! described in `docs/csr-map-format.md`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -22,30 +23,42 @@ const NO_SLOT: u32 = u32::MAX;
 // ---------------------------------------------------------------------------
 // JSON shape (deserialized as written, then validated into the public types).
 
+// Text is borrowed from the JSON where it has no escapes: the built-in maps
+// are `'static` and their maps keep it borrowed (no copy of any name or
+// description at start-up); a map read from a file owns copies.
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawMap {
-    block: String,
-    description: String,
+struct RawMap<'a> {
+    #[serde(borrow)]
+    block: Cow<'a, str>,
+    #[serde(borrow)]
+    description: Cow<'a, str>,
     size: Hex,
-    source: String,
-    registers: Vec<RawRegister>,
+    #[serde(borrow)]
+    source: Cow<'a, str>,
+    #[serde(borrow)]
+    registers: Vec<RawRegister<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawRegister {
-    name: String,
+struct RawRegister<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
     offset: Hex,
-    access: String,
+    #[serde(borrow)]
+    access: Cow<'a, str>,
     reset: Option<Hex>,
-    description: String,
-    source: String,
+    #[serde(borrow)]
+    description: Cow<'a, str>,
+    #[serde(borrow)]
+    source: Cow<'a, str>,
     array: Option<RawArray>,
     #[serde(default)]
     aliases: Vec<String>,
-    #[serde(default)]
-    fields: Vec<RawField>,
+    #[serde(default, borrow)]
+    fields: Vec<RawField<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,12 +72,15 @@ struct RawArray {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawField {
-    name: String,
-    bits: String,
+struct RawField<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    bits: Cow<'a, str>,
     access: Option<String>,
     reset: Option<Hex>,
-    description: String,
+    #[serde(borrow)]
+    description: Cow<'a, str>,
     source: Option<String>,
 }
 
@@ -77,10 +93,10 @@ struct RawField {
 /// word index); lookup by name is O(log n).
 #[derive(Clone, Debug)]
 pub struct CsrMap {
-    block: String,
-    description: String,
+    block: Cow<'static, str>,
+    description: Cow<'static, str>,
     size: u64,
-    source: String,
+    source: Cow<'static, str>,
     registers: Vec<RegisterSpec>,
     /// One per register element, sorted by offset.
     slots: Vec<Slot>,
@@ -104,13 +120,13 @@ struct Slot {
 /// A register (or a register array) of a map.
 #[derive(Clone, Debug)]
 pub struct RegisterSpec {
-    name: String,
+    name: Cow<'static, str>,
     offset: u64,
     access: Access,
     reset: u32,
     reset_declared: bool,
-    description: String,
-    source: String,
+    description: Cow<'static, str>,
+    source: Cow<'static, str>,
     array: Option<ArraySpec>,
     aliases: Vec<String>,
     fields: Vec<FieldSpec>,
@@ -130,13 +146,13 @@ pub struct ArraySpec {
 /// A bit field of a register.
 #[derive(Clone, Debug)]
 pub struct FieldSpec {
-    name: String,
+    name: Cow<'static, str>,
     lsb: u32,
     width: u32,
     access: Access,
     access_overridden: bool,
     reset: u32,
-    description: String,
+    description: Cow<'static, str>,
     source: Option<String>,
 }
 
@@ -250,7 +266,27 @@ impl CsrMap {
     /// Parses and validates one map. `source_name` (usually the file path) is
     /// only used in error messages.
     pub fn from_json(text: &str, source_name: &str) -> Result<CsrMap, CsrMapError> {
-        let raw: RawMap = serde_json::from_str(text)
+        // A map read from a file: owned copies.
+        Self::parse(text, source_name, |t| Cow::Owned(t.to_string()))
+    }
+
+    /// [`CsrMap::from_json`] of a `'static` text (a built-in map): the
+    /// map's names and descriptions stay in the text.
+    pub(crate) fn from_static_json(
+        text: &'static str,
+        source_name: &str,
+    ) -> Result<CsrMap, CsrMapError> {
+        Self::parse(text, source_name, Cow::clone)
+    }
+
+    /// Parses and validates `text`; `keep` makes the map's copy of a text
+    /// field.
+    fn parse<'a>(
+        text: &'a str,
+        source_name: &str,
+        keep: fn(&Cow<'a, str>) -> Cow<'static, str>,
+    ) -> Result<CsrMap, CsrMapError> {
+        let raw: RawMap<'a> = serde_json::from_str(text)
             .map_err(|e| CsrMapErrorDetails {
                 source_name: source_name.to_string(),
                 block: None,
@@ -267,6 +303,7 @@ impl CsrMap {
         Builder {
             source_name,
             block: &raw.block,
+            keep,
         }
         .build(&raw)
     }
@@ -387,7 +424,7 @@ impl CsrMap {
                 name: name.to_string(),
             });
         };
-        let name = spec.name.clone();
+        let name = spec.name.to_string();
         Err(match (&spec.array, index) {
             (None, _) => LookupError::NotAnArray { name },
             (Some(a), None) => LookupError::NeedsIndex {
@@ -527,7 +564,7 @@ impl RegisterSpec {
     pub fn decode(&self, value: u32) -> Vec<(&str, u32)> {
         self.fields
             .iter()
-            .map(|f| (f.name.as_str(), f.extract(value)))
+            .map(|f| (&*f.name, f.extract(value)))
             .collect()
     }
 
@@ -818,12 +855,14 @@ impl fmt::Display for FieldPath {
     }
 }
 
-struct Builder<'a> {
+struct Builder<'a, 't> {
     source_name: &'a str,
     block: &'a str,
+    /// The map's copy of a text field of the JSON.
+    keep: fn(&Cow<'t, str>) -> Cow<'static, str>,
 }
 
-impl Builder<'_> {
+impl<'t> Builder<'_, 't> {
     fn err(
         &self,
         register: Option<&str>,
@@ -841,14 +880,14 @@ impl Builder<'_> {
         })
     }
 
-    fn build(&self, raw: &RawMap) -> Result<CsrMap, CsrMapError> {
+    fn build(&self, raw: &RawMap<'t>) -> Result<CsrMap, CsrMapError> {
         if !is_lower_snake(&raw.block) {
             return Err(self.err(
                 None,
                 None,
                 "block".into(),
                 CsrMapErrorKind::BadName {
-                    name: raw.block.clone(),
+                    name: raw.block.to_string(),
                     expected: "lower_snake_case",
                 },
             ));
@@ -876,7 +915,7 @@ impl Builder<'_> {
                     None,
                     format!("{path}.name"),
                     CsrMapErrorKind::DuplicateName {
-                        name: r.name.clone(),
+                        name: r.name.to_string(),
                         first: format!("registers[{first}].name"),
                     },
                 ));
@@ -893,10 +932,10 @@ impl Builder<'_> {
             .collect();
 
         Ok(CsrMap {
-            block: raw.block.clone(),
-            description: raw.description.clone(),
+            block: (self.keep)(&raw.block),
+            description: (self.keep)(&raw.description),
             size,
-            source: raw.source.clone(),
+            source: (self.keep)(&raw.source),
             registers,
             slots,
             by_word,
@@ -906,15 +945,19 @@ impl Builder<'_> {
         })
     }
 
-    fn build_register(&self, r: &RawRegister, path: RegPath) -> Result<RegisterSpec, CsrMapError> {
-        let reg = Some(r.name.as_str());
+    fn build_register(
+        &self,
+        r: &RawRegister<'t>,
+        path: RegPath,
+    ) -> Result<RegisterSpec, CsrMapError> {
+        let reg = Some(&*r.name);
         if !is_upper_snake(&r.name) {
             return Err(self.err(
                 reg,
                 None,
                 format!("{path}.name"),
                 CsrMapErrorKind::BadName {
-                    name: r.name.clone(),
+                    name: r.name.to_string(),
                     expected: "UPPER_SNAKE_CASE",
                 },
             ));
@@ -925,7 +968,7 @@ impl Builder<'_> {
                 None,
                 format!("{path}.access"),
                 CsrMapErrorKind::UnknownAccess {
-                    text: r.access.clone(),
+                    text: r.access.to_string(),
                 },
             )
         })?;
@@ -950,14 +993,14 @@ impl Builder<'_> {
         let mut delta_field: Option<(String, u32)> = None;
         for (j, f) in r.fields.iter().enumerate() {
             let fpath = FieldPath(path, j);
-            let field = Some(f.name.as_str());
+            let field = Some(&*f.name);
             if !is_upper_snake(&f.name) {
                 return Err(self.err(
                     reg,
                     field,
                     format!("{fpath}.name"),
                     CsrMapErrorKind::BadName {
-                        name: f.name.clone(),
+                        name: f.name.to_string(),
                         expected: "UPPER_SNAKE_CASE",
                     },
                 ));
@@ -971,7 +1014,7 @@ impl Builder<'_> {
                     field,
                     format!("{fpath}.name"),
                     CsrMapErrorKind::DuplicateName {
-                        name: f.name.clone(),
+                        name: f.name.to_string(),
                         first: format!("{path}.fields[{first}].name"),
                     },
                 ));
@@ -982,7 +1025,7 @@ impl Builder<'_> {
                     field,
                     format!("{fpath}.bits"),
                     CsrMapErrorKind::BadBits {
-                        text: f.bits.clone(),
+                        text: f.bits.to_string(),
                         reason,
                     },
                 )
@@ -992,7 +1035,7 @@ impl Builder<'_> {
                 let other = fields
                     .iter()
                     .find(|g| g.mask() & mask != 0)
-                    .map(|g| g.name.clone())
+                    .map(|g| g.name.to_string())
                     .unwrap_or_default();
                 return Err(self.err(
                     reg,
@@ -1030,7 +1073,7 @@ impl Builder<'_> {
                         },
                     ));
                 }
-                delta_field = Some((f.name.clone(), lsb));
+                delta_field = Some((f.name.to_string(), lsb));
             }
             let reset = match f.reset {
                 None => 0,
@@ -1049,13 +1092,13 @@ impl Builder<'_> {
             };
             masks.add(faccess, mask);
             fields.push(FieldSpec {
-                name: f.name.clone(),
+                name: (self.keep)(&f.name),
                 lsb,
                 width,
                 access: faccess,
                 access_overridden: overridden,
                 reset,
-                description: f.description.clone(),
+                description: (self.keep)(&f.description),
                 source: f.source.clone(),
             });
         }
@@ -1120,13 +1163,13 @@ impl Builder<'_> {
         let delta_lsb = delta_field.as_ref().map_or(0, |(_, lsb)| *lsb);
 
         Ok(RegisterSpec {
-            name: r.name.clone(),
+            name: (self.keep)(&r.name),
             offset,
             access,
             reset,
             reset_declared: r.reset.is_some(),
-            description: r.description.clone(),
-            source: r.source.clone(),
+            description: (self.keep)(&r.description),
+            source: (self.keep)(&r.source),
             array,
             aliases: r.aliases.clone(),
             fields,
@@ -1207,12 +1250,15 @@ impl Builder<'_> {
         size: u64,
     ) -> Result<(Vec<Slot>, Vec<u32>), CsrMapError> {
         let words = (size / 4) as usize;
-        // First pass: word → (register, index) so overlaps can be named.
-        let mut owner: Vec<Option<(u32, u32)>> = vec![None; words];
+        // First pass: (register, index) of each element in declaration
+        // order, and word → that element's position (so overlaps can be
+        // named); the second pass turns positions into slots.
+        let mut elements: Vec<(u32, u32)> = Vec::new();
+        let mut by_word = vec![NO_SLOT; words];
         let render = |reg: u32, index: u32| -> String {
             match registers.get(reg as usize) {
                 Some(r) if r.array.is_some() => format!("{}[{index}]", r.name),
-                Some(r) => r.name.clone(),
+                Some(r) => r.name.to_string(),
                 None => String::new(),
             }
         };
@@ -1239,19 +1285,24 @@ impl Builder<'_> {
                     ));
                 }
                 let word = (offset / 4) as usize;
-                match owner.get_mut(word) {
-                    Some(Some((or, oi))) => {
+                match by_word.get_mut(word) {
+                    Some(e) if *e != NO_SLOT => {
+                        let (or, oi) = elements.get(*e as usize).copied().unwrap_or_default();
                         return Err(self.err(
                             Some(&name()),
                             None,
                             format!("{path}.offset"),
                             CsrMapErrorKind::Overlap {
-                                other: render(*or, *oi),
+                                other: render(or, oi),
                                 offset,
                             },
                         ));
                     }
-                    Some(slot) => *slot = Some((ri, i)),
+                    Some(e) => {
+                        // At most one element per word: the position fits.
+                        *e = elements.len() as u32;
+                        elements.push((ri, i));
+                    }
                     None => {
                         return Err(self.err(
                             Some(&name()),
@@ -1264,11 +1315,10 @@ impl Builder<'_> {
             }
         }
         // Second pass: slots in offset order.
-        let mut slots = Vec::new();
-        let mut by_word = vec![NO_SLOT; words];
-        for (word, o) in owner.iter().enumerate() {
-            if let Some((reg, index)) = *o {
-                by_word[word] = slots.len() as u32;
+        let mut slots = Vec::with_capacity(elements.len());
+        for (word, e) in by_word.iter_mut().enumerate() {
+            if let Some(&(reg, index)) = elements.get(*e as usize) {
+                *e = slots.len() as u32;
                 slots.push(Slot {
                     reg,
                     index,
