@@ -25,6 +25,34 @@ fn element(catalog: &Catalog, block: &str, reg: &str, i: u32) -> Result<u64, Str
         .ok_or_else(|| format!("csr-maps/{block}.json has no register {reg}[{i}]"))
 }
 
+/// `a` followed by `b`: a region name built without the formatting
+/// machinery (booting the firmware looks up some 150 names per core).
+fn cat(a: &str, b: &str) -> String {
+    let mut s = String::with_capacity(a.len() + b.len());
+    s.push_str(a);
+    s.push_str(b);
+    s
+}
+
+/// `stem` followed by the decimal `index` (`tpb3`, `eng17`).
+fn indexed(stem: &str, index: u16) -> String {
+    let mut digits = [0u8; 5];
+    let mut k = digits.len();
+    let mut n = index;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut s = String::with_capacity(stem.len() + digits.len() - k);
+    s.push_str(stem);
+    s.extend(digits[k..].iter().map(|&d| char::from(d)));
+    s
+}
+
 fn base(map: &SocMap, name: &str) -> Result<u64, String> {
     map.by_name(name)
         .map(|id| map.region(id).base)
@@ -40,7 +68,7 @@ fn base(map: &SocMap, name: &str) -> Result<u64, String> {
 pub fn engine_layout(map: &SocMap, id: u16) -> Result<EngineLayout, String> {
     // `eng{id}` and a suffix, in one buffer (a core's layout looks up 112
     // such names).
-    let mut name = format!("eng{id}");
+    let mut name = indexed("eng", id);
     let stem = name.len();
     let mut base_of = |suffix: &str| {
         name.truncate(stem);
@@ -150,12 +178,12 @@ fn core_layout_with(
     tpb: u8,
     queue_regs: impl FnOnce(&Catalog) -> Result<QueueRegs, String>,
 ) -> Result<CoreLayout, String> {
-    let t = format!("tpb{tpb}");
+    let t = indexed("tpb", u16::from(tpb));
     let lr = "q7_local_reg";
-    let local = base(map, &format!("{t}.q7_local_reg"))?;
-    let sem = base(map, &format!("{t}.evt_sem"))?;
+    let local = base(map, &cat(&t, ".q7_local_reg"))?;
+    let sem = base(map, &cat(&t, ".evt_sem"))?;
     let dge_id = map
-        .by_name(&format!("{t}.dge_memory"))
+        .by_name(&cat(&t, ".dge_memory"))
         .ok_or_else(|| format!("the SoC map has no region {t}.dge_memory"))?;
     let dge = map.region(dge_id);
     let partitioned = |t: &str, name: &str| -> Result<(u64, u64), String> {
@@ -180,8 +208,8 @@ fn core_layout_with(
     let inc0 = element(catalog, "evt_sem", "SEM_INC", 0)?;
     let mut peers = Vec::new();
     for p in 0..CORES {
-        let pt = format!("tpb{p}");
-        let Ok(sem_p) = base(map, &format!("{pt}.evt_sem")) else {
+        let pt = indexed("tpb", u16::from(p));
+        let Ok(sem_p) = base(map, &cat(&pt, ".evt_sem")) else {
             break;
         };
         let (sb, ss) = partitioned(&pt, "sbuf")?;
@@ -236,11 +264,11 @@ fn core_layout_with(
         psum_base,
         psum_stride,
         peers,
-        dataram_soc: base(map, &format!("{t}.q7_dataram0"))?,
-        q7_dram: base(map, &format!("{t}.q7_dram0"))?,
-        q7_iram: base(map, &format!("{t}.q7_iram0"))?,
+        dataram_soc: base(map, &cat(&t, ".q7_dataram0"))?,
+        q7_dram: base(map, &cat(&t, ".q7_dram0"))?,
+        q7_iram: base(map, &cat(&t, ".q7_iram0"))?,
         q7_iram_bytes: map
-            .by_name(&format!("{t}.q7_iram0"))
+            .by_name(&cat(&t, ".q7_iram0"))
             .map_or(0, |id| map.region(id).size_bytes),
         engines,
         regs: queue_regs(catalog)?,
@@ -305,5 +333,18 @@ impl FwBus for DeviceFwBus<'_> {
 
     fn partition_stride(&self, addr: u64) -> Option<u64> {
         self.device.partition_of(addr).map(|(_, stride)| stride)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_built_as_formatting_would() {
+        for i in [0u16, 7, 10, 127, 131, 9999, u16::MAX] {
+            assert_eq!(indexed("eng", i), format!("eng{i}"));
+        }
+        assert_eq!(cat("tpb3", ".evt_sem"), "tpb3.evt_sem");
     }
 }
