@@ -8,12 +8,12 @@
 //! expansion, in the same order: the first expansion of a node is where a
 //! node-by-node expansion would check it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::map::{MapError, Partitions, Region, RegionId};
+use crate::map::{MapError, NodeText, Partitions, Region, RegionId};
 use crate::name_index::{NameHash, NameIndex, Probe};
 use crate::spec::{MapSpec, NodeSpec, RegionKind};
 
@@ -30,11 +30,8 @@ struct Prepared<'s> {
     children: Vec<&'s NodeSpec>,
     /// Child instances of one instance, at most (a capacity hint).
     child_instances: usize,
-    stem: Arc<str>,
     block: Option<Arc<str>>,
-    symbols: Arc<BTreeMap<String, String>>,
-    description: Arc<str>,
-    source: Arc<str>,
+    text: Arc<NodeText>,
 }
 
 /// Node address → its prepared form.
@@ -179,7 +176,6 @@ impl<'s> Builder<'s> {
             }
             self.regions.push(Region {
                 name,
-                stem: Arc::clone(&prep.stem),
                 index,
                 base,
                 size_bytes: node.size.0,
@@ -190,9 +186,7 @@ impl<'s> Builder<'s> {
                 window_bytes: node.window.map(|w| w.0),
                 parent,
                 children: Vec::with_capacity(prep.child_instances),
-                symbols: Arc::clone(&prep.symbols),
-                description: Arc::clone(&prep.description),
-                source: Arc::clone(&prep.source),
+                node: Arc::clone(&prep.text),
             });
             if !self.by_name.fill(slot, id, hash) {
                 return Err(err(format!(
@@ -283,11 +277,13 @@ impl<'s> Builder<'s> {
             children,
             // A hint only: never more than the map may have.
             child_instances: child_instances.min(1 << 16),
-            stem: node.name.as_str().into(),
             block: node.block.as_deref().map(Into::into),
-            symbols: Arc::new(node.symbols.clone()),
-            description: node.description.as_str().into(),
-            source: node.source.as_str().into(),
+            text: Arc::new(NodeText {
+                stem: node.name.as_str().into(),
+                symbols: node.symbols.clone(),
+                description: node.description.as_str().into(),
+                source: node.source.as_str().into(),
+            }),
         })
     }
 }

@@ -30,8 +30,6 @@ pub struct Partitions {
 pub struct Region {
     /// Dotted full name, e.g. `eng0.m2s.q0`, `tpb0.sbuf`, `hbm1`.
     pub name: String,
-    /// The spec name stem (`q`, `sbuf`, `eng`).
-    pub stem: Arc<str>,
     /// Array index in names, if the region is an array instance.
     pub index: Option<u32>,
     /// Absolute base address.
@@ -52,15 +50,41 @@ pub struct Region {
     pub parent: Option<RegionId>,
     /// Children sorted by base.
     pub children: Vec<RegionId>,
-    /// Symbolic shortcuts for traces (see [`crate::spec::NodeSpec::symbols`]).
-    pub symbols: Arc<BTreeMap<String, String>>,
-    /// Free text from the map.
-    pub description: Arc<str>,
-    /// Spec section the numbers come from.
-    pub source: Arc<str>,
+    /// The text of the region's map node, shared by all its instances (one
+    /// reference count to raise per region built).
+    pub(crate) node: Arc<NodeText>,
+}
+
+/// What every instance of one map node says besides its place.
+#[derive(Debug)]
+pub(crate) struct NodeText {
+    pub(crate) stem: Box<str>,
+    pub(crate) symbols: BTreeMap<String, String>,
+    pub(crate) description: Box<str>,
+    pub(crate) source: Box<str>,
 }
 
 impl Region {
+    /// The spec name stem (`q`, `sbuf`, `eng`).
+    pub fn stem(&self) -> &str {
+        &self.node.stem
+    }
+
+    /// Symbolic shortcuts for traces (see [`crate::spec::NodeSpec::symbols`]).
+    pub fn symbols(&self) -> &BTreeMap<String, String> {
+        &self.node.symbols
+    }
+
+    /// Free text from the map.
+    pub fn description(&self) -> &str {
+        &self.node.description
+    }
+
+    /// Spec section the numbers come from.
+    pub fn source(&self) -> &str {
+        &self.node.source
+    }
+
     /// One past the last byte.
     pub fn end(&self) -> u64 {
         self.base.saturating_add(self.size_bytes)

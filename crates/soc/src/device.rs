@@ -440,7 +440,7 @@ impl Device {
         let hbm_ranges = map
             .regions
             .iter()
-            .filter(|r| r.parent.is_none() && &*r.stem == "hbm" && r.kind == RegionKind::Memory)
+            .filter(|r| r.parent.is_none() && r.stem() == "hbm" && r.kind == RegionKind::Memory)
             .map(|r| (r.base, r.end()))
             .collect();
         let hbm = HbmBandwidth::new(hbm_ranges, &timing);
