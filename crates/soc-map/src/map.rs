@@ -200,12 +200,17 @@ pub struct MapData {
     pub regions: Vec<Region>,
     /// Top-level regions sorted by base.
     pub roots: Vec<RegionId>,
-    by_name: NameIndex,
+    pub(crate) by_name: NameIndex,
     /// The spec the map was expanded from (for the compact table).
     pub spec: MapSpec,
 }
 
 impl SocMap {
+    /// A map from its expanded data.
+    pub(crate) fn from_data(data: MapData) -> Self {
+        SocMap(Arc::new(data))
+    }
+
     /// Parses and validates a map from JSON text. `source_name` names the
     /// file in errors.
     pub fn from_json(text: &str, source_name: &str) -> Result<Self, MapError> {

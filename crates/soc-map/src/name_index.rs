@@ -57,6 +57,20 @@ impl NameIndex {
         }
     }
 
+    /// The slots and the number of names, for the map image
+    /// (`crate::image`).
+    #[allow(dead_code)] // used by build.rs, which includes this module
+    pub(crate) fn parts(&self) -> (&[u64], usize) {
+        (&self.slots, self.len)
+    }
+
+    /// The index of an image's slots; `None` when they cannot be one (not
+    /// a power of two, or more than half full).
+    pub(crate) fn from_parts(slots: Vec<u64>, len: usize) -> Option<NameIndex> {
+        (slots.len().is_power_of_two() && len.checked_mul(2)? <= slots.len())
+            .then_some(NameIndex { slots, len })
+    }
+
     /// The region named `name`.
     pub(crate) fn get(&self, regions: &[Region], name: &str) -> Option<RegionId> {
         match self.probe(regions, name, NameHash::of(name)) {
