@@ -5,11 +5,11 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::Deserialize;
 use soc_map::{Hex, parse_u64};
 
 use crate::access::Access;
 use crate::error::{CsrAccessError, CsrMapError, CsrMapErrorDetails, CsrMapErrorKind};
+use crate::raw::{RawArray, RawMap, RawRegister};
 
 /// Largest block a map may describe (one 1 MiB engine slot, docs/references/wiki.md §I.3).
 /// The offset → register index is dense, one `u32` per word.
@@ -19,70 +19,6 @@ pub const MAX_BLOCK_SIZE: u64 = 0x10_0000;
 pub const MAX_ARRAY_COUNT: u64 = 0x1_0000;
 
 const NO_SLOT: u32 = u32::MAX;
-
-// ---------------------------------------------------------------------------
-// JSON shape (deserialized as written, then validated into the public types).
-
-// Text is borrowed from the JSON where it has no escapes: the built-in maps
-// are `'static` and their maps keep it borrowed (no copy of any name or
-// description at start-up); a map read from a file owns copies.
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMap<'a> {
-    #[serde(borrow)]
-    block: Cow<'a, str>,
-    #[serde(borrow)]
-    description: Cow<'a, str>,
-    size: Hex,
-    #[serde(borrow)]
-    source: Cow<'a, str>,
-    #[serde(borrow)]
-    registers: Vec<RawRegister<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRegister<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    offset: Hex,
-    #[serde(borrow)]
-    access: Cow<'a, str>,
-    reset: Option<Hex>,
-    #[serde(borrow)]
-    description: Cow<'a, str>,
-    #[serde(borrow)]
-    source: Cow<'a, str>,
-    array: Option<RawArray>,
-    #[serde(default)]
-    aliases: Vec<String>,
-    #[serde(default, borrow)]
-    fields: Vec<RawField<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawArray {
-    count: Hex,
-    stride: Hex,
-    #[serde(default)]
-    skip: Vec<Hex>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawField<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow)]
-    bits: Cow<'a, str>,
-    access: Option<String>,
-    reset: Option<Hex>,
-    #[serde(borrow)]
-    description: Cow<'a, str>,
-    source: Option<String>,
-}
 
 // ---------------------------------------------------------------------------
 // Public, validated types.
@@ -153,7 +89,7 @@ pub struct FieldSpec {
     access_overridden: bool,
     reset: u32,
     description: Cow<'static, str>,
-    source: Option<String>,
+    source: Option<Cow<'static, str>>,
 }
 
 /// Per-register bit masks computed from the access kinds; every bit of the
@@ -277,6 +213,19 @@ impl CsrMap {
         source_name: &str,
     ) -> Result<CsrMap, CsrMapError> {
         Self::parse(text, source_name, Cow::clone)
+    }
+
+    /// Validates and builds a built-in map that `build.rs` parsed.
+    pub(crate) fn from_static_raw(
+        raw: &RawMap<'static>,
+        source_name: &str,
+    ) -> Result<CsrMap, CsrMapError> {
+        Builder {
+            source_name,
+            block: &raw.block,
+            keep: Cow::clone,
+        }
+        .build(raw)
     }
 
     /// Parses and validates `text`; `keep` makes the map's copy of a text
@@ -1056,7 +1005,9 @@ impl<'t> Builder<'_, 't> {
                             reg,
                             field,
                             format!("{fpath}.access"),
-                            CsrMapErrorKind::UnknownAccess { text: text.clone() },
+                            CsrMapErrorKind::UnknownAccess {
+                                text: text.to_string(),
+                            },
                         )
                     })?;
                     (a, a != access)
@@ -1099,7 +1050,7 @@ impl<'t> Builder<'_, 't> {
                 access_overridden: overridden,
                 reset,
                 description: (self.keep)(&f.description),
-                source: f.source.clone(),
+                source: f.source.as_ref().map(self.keep),
             });
         }
         if fields.is_empty() {
@@ -1130,7 +1081,7 @@ impl<'t> Builder<'_, 't> {
                         },
                     ));
                 }
-                for (j, (f, raw_f)) in fields.iter().zip(&r.fields).enumerate() {
+                for (j, (f, raw_f)) in fields.iter().zip(r.fields.iter()).enumerate() {
                     if raw_f.reset.is_some() && f.extract(v) != f.reset {
                         return Err(self.err(
                             reg,
@@ -1171,7 +1122,7 @@ impl<'t> Builder<'_, 't> {
             description: (self.keep)(&r.description),
             source: (self.keep)(&r.source),
             array,
-            aliases: r.aliases.clone(),
+            aliases: r.aliases.iter().map(|a| a.to_string()).collect(),
             fields,
             masks,
             delta_lsb,
@@ -1180,7 +1131,7 @@ impl<'t> Builder<'_, 't> {
 
     fn build_array(
         &self,
-        a: &RawArray,
+        a: &RawArray<'t>,
         reg: Option<&str>,
         path: RegPath,
     ) -> Result<ArraySpec, CsrMapError> {
