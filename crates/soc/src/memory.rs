@@ -177,10 +177,8 @@ const RECENT_REGIONS: usize = 16;
 /// Every memory of the device, created lazily.
 #[derive(Debug, Default)]
 pub struct DeviceMemory {
-    /// Stores by region id (O(1) lookup on the data path), boxed: the
-    /// table has an entry for every region of the map (about 5,800), few
-    /// of which are memories ever written.
-    stores: Vec<Option<Box<Backing>>>,
+    /// Stores by region id (O(1) lookup on the data path).
+    stores: Vec<Option<Backing>>,
     /// Recently resolved regions; `last` indexes the latest.
     recent: [std::cell::Cell<Option<LastRegion>>; RECENT_REGIONS],
     last: std::cell::Cell<usize>,
@@ -209,7 +207,7 @@ impl DeviceMemory {
             stores: self
                 .stores
                 .iter_mut()
-                .map(|s| s.as_mut().map(|b| Box::new(b.snapshot())))
+                .map(|s| s.as_mut().map(Backing::snapshot))
                 .collect(),
             recent: self.recent.clone(),
             last: self.last.clone(),
@@ -316,13 +314,14 @@ impl DeviceMemory {
 
     fn store_mut(&mut self, map: &SocMap, storage: RegionId) -> &mut Backing {
         if self.stores.len() <= storage {
-            // Once, for every region of the map.
+            // Once, for every region of the map (growing it region by
+            // region reallocated and copied the table).
             let len = map.regions.len().max(storage + 1);
             self.stores.resize_with(len, || None);
         }
         self.stores[storage].get_or_insert_with(|| {
             let r = map.region(storage);
-            Box::new(Backing::new(r.kind, r.size_bytes))
+            Backing::new(r.kind, r.size_bytes)
         })
     }
 
@@ -349,8 +348,7 @@ impl DeviceMemory {
         if addr >= l.base
             && off < l.size_bytes
             && len <= l.size_bytes - off
-            && let Some(Some(store)) = self.stores.get(l.storage)
-            && let Backing::Linear(m) = &**store
+            && let Some(Some(Backing::Linear(m))) = self.stores.get(l.storage)
         {
             m.touch(off, len);
         }
@@ -548,7 +546,7 @@ impl DeviceMemory {
         };
         for (i, store) in self.stores.iter().enumerate() {
             let Some(store) = store else { continue };
-            let sparse = match &**store {
+            let sparse = match store {
                 Backing::Linear(m) => m,
                 Backing::Sbuf(m) => m.as_partitioned().backing(),
                 Backing::Psum(m) => m.as_partitioned().backing(),
@@ -570,7 +568,7 @@ impl DeviceMemory {
         self.stores
             .iter()
             .flatten()
-            .map(|b| b.allocated_bytes())
+            .map(Backing::allocated_bytes)
             .sum()
     }
 }

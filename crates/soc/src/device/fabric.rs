@@ -45,14 +45,19 @@ pub(super) fn engine_blocks(map: &SocMap) -> Vec<Option<EngineBlockRef>> {
 const REG_CACHE_ENTRIES: usize = 8192;
 
 /// Register targets already decoded, by address: the map and the CSR maps
-/// never change for a device, so a decoded register stays valid. The
-/// table is allocated on the first register decoded (a run that touches
-/// no register, or a device never used, does not pay for it).
-#[derive(Clone, Default)]
-pub(super) struct RegCache(std::cell::OnceCell<Box<[RegCacheEntry]>>);
+/// never change for a device, so a decoded register stays valid.
+#[derive(Clone)]
+pub(super) struct RegCache(Box<[std::cell::Cell<(u64, RegionId, u64)>]>);
 
-/// (address, region, offset); the empty key is `u64::MAX`.
-type RegCacheEntry = std::cell::Cell<(u64, RegionId, u64)>;
+impl Default for RegCache {
+    fn default() -> Self {
+        RegCache(
+            (0..REG_CACHE_ENTRIES)
+                .map(|_| std::cell::Cell::new((u64::MAX, 0, 0)))
+                .collect(),
+        )
+    }
+}
 
 impl std::fmt::Debug for RegCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -61,26 +66,10 @@ impl std::fmt::Debug for RegCache {
 }
 
 impl RegCache {
-    /// The entry of `addr`, if the table exists.
-    fn slot(&self, addr: u64) -> Option<&RegCacheEntry> {
-        self.0.get()?.get(Self::index(addr))
-    }
-
-    /// The entry of `addr`, allocating the table on first use.
-    fn slot_to_fill(&self, addr: u64) -> Option<&RegCacheEntry> {
-        self.0
-            .get_or_init(|| {
-                (0..REG_CACHE_ENTRIES)
-                    .map(|_| std::cell::Cell::new((u64::MAX, 0, 0)))
-                    .collect()
-            })
-            .get(Self::index(addr))
-    }
-
-    fn index(addr: u64) -> usize {
+    fn slot(&self, addr: u64) -> Option<&std::cell::Cell<(u64, RegionId, u64)>> {
         // Engine register blocks repeat every 1 MiB: hash every bit in.
         let h = (addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51;
-        h as usize % REG_CACHE_ENTRIES
+        self.0.get(h as usize % REG_CACHE_ENTRIES)
     }
 }
 
@@ -150,7 +139,7 @@ impl Fabric {
             return Ok(None);
         }
         let t = self.decode_reg_target(addr)?;
-        if let (Some(t), Some(c)) = (t, self.reg_cache.slot_to_fill(addr)) {
+        if let (Some(t), Some(c)) = (t, self.reg_cache.slot(addr)) {
             c.set((addr, t.region, t.offset));
         }
         Ok(t)
