@@ -23,6 +23,7 @@ pub mod docgen;
 pub mod error;
 pub mod listing;
 pub mod map;
+mod raw;
 pub mod regfile;
 
 pub use access::Access;

@@ -1,14 +1,15 @@
 //! Loaded and validated CSR maps (`csr-maps/<block>.json`; the format is
 //! described in `docs/csr-map-format.md`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::Deserialize;
 use soc_map::{Hex, parse_u64};
 
 use crate::access::Access;
 use crate::error::{CsrAccessError, CsrMapError, CsrMapErrorDetails, CsrMapErrorKind};
+use crate::raw::{RawArray, RawMap, RawRegister};
 
 /// Largest block a map may describe (one 1 MiB engine slot, docs/references/wiki.md §I.3).
 /// The offset → register index is dense, one `u32` per word.
@@ -20,55 +21,6 @@ pub const MAX_ARRAY_COUNT: u64 = 0x1_0000;
 const NO_SLOT: u32 = u32::MAX;
 
 // ---------------------------------------------------------------------------
-// JSON shape (deserialized as written, then validated into the public types).
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMap {
-    block: String,
-    description: String,
-    size: Hex,
-    source: String,
-    registers: Vec<RawRegister>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRegister {
-    name: String,
-    offset: Hex,
-    access: String,
-    reset: Option<Hex>,
-    description: String,
-    source: String,
-    array: Option<RawArray>,
-    #[serde(default)]
-    aliases: Vec<String>,
-    #[serde(default)]
-    fields: Vec<RawField>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawArray {
-    count: Hex,
-    stride: Hex,
-    #[serde(default)]
-    skip: Vec<Hex>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawField {
-    name: String,
-    bits: String,
-    access: Option<String>,
-    reset: Option<Hex>,
-    description: String,
-    source: Option<String>,
-}
-
-// ---------------------------------------------------------------------------
 // Public, validated types.
 
 /// One block type's register map: a validated `csr-maps/<block>.json`.
@@ -77,10 +29,10 @@ struct RawField {
 /// word index); lookup by name is O(log n).
 #[derive(Clone, Debug)]
 pub struct CsrMap {
-    block: String,
-    description: String,
+    block: Cow<'static, str>,
+    description: Cow<'static, str>,
     size: u64,
-    source: String,
+    source: Cow<'static, str>,
     registers: Vec<RegisterSpec>,
     /// One per register element, sorted by offset.
     slots: Vec<Slot>,
@@ -104,13 +56,13 @@ struct Slot {
 /// A register (or a register array) of a map.
 #[derive(Clone, Debug)]
 pub struct RegisterSpec {
-    name: String,
+    name: Cow<'static, str>,
     offset: u64,
     access: Access,
     reset: u32,
     reset_declared: bool,
-    description: String,
-    source: String,
+    description: Cow<'static, str>,
+    source: Cow<'static, str>,
     array: Option<ArraySpec>,
     aliases: Vec<String>,
     fields: Vec<FieldSpec>,
@@ -130,14 +82,14 @@ pub struct ArraySpec {
 /// A bit field of a register.
 #[derive(Clone, Debug)]
 pub struct FieldSpec {
-    name: String,
+    name: Cow<'static, str>,
     lsb: u32,
     width: u32,
     access: Access,
     access_overridden: bool,
     reset: u32,
-    description: String,
-    source: Option<String>,
+    description: Cow<'static, str>,
+    source: Option<Cow<'static, str>>,
 }
 
 /// Per-register bit masks computed from the access kinds; every bit of the
@@ -250,7 +202,40 @@ impl CsrMap {
     /// Parses and validates one map. `source_name` (usually the file path) is
     /// only used in error messages.
     pub fn from_json(text: &str, source_name: &str) -> Result<CsrMap, CsrMapError> {
-        let raw: RawMap = serde_json::from_str(text)
+        // A map read from a file: owned copies.
+        Self::parse(text, source_name, |t| Cow::Owned(t.to_string()))
+    }
+
+    /// [`CsrMap::from_json`] of a `'static` text (a built-in map): the
+    /// map's names and descriptions stay in the text.
+    pub(crate) fn from_static_json(
+        text: &'static str,
+        source_name: &str,
+    ) -> Result<CsrMap, CsrMapError> {
+        Self::parse(text, source_name, Cow::clone)
+    }
+
+    /// Validates and builds a built-in map that `build.rs` parsed.
+    pub(crate) fn from_static_raw(
+        raw: &RawMap<'static>,
+        source_name: &str,
+    ) -> Result<CsrMap, CsrMapError> {
+        Builder {
+            source_name,
+            block: &raw.block,
+            keep: Cow::clone,
+        }
+        .build(raw)
+    }
+
+    /// Parses and validates `text`; `keep` makes the map's copy of a text
+    /// field.
+    fn parse<'a>(
+        text: &'a str,
+        source_name: &str,
+        keep: fn(&Cow<'a, str>) -> Cow<'static, str>,
+    ) -> Result<CsrMap, CsrMapError> {
+        let raw: RawMap<'a> = serde_json::from_str(text)
             .map_err(|e| CsrMapErrorDetails {
                 source_name: source_name.to_string(),
                 block: None,
@@ -267,6 +252,7 @@ impl CsrMap {
         Builder {
             source_name,
             block: &raw.block,
+            keep,
         }
         .build(&raw)
     }
@@ -387,7 +373,7 @@ impl CsrMap {
                 name: name.to_string(),
             });
         };
-        let name = spec.name.clone();
+        let name = spec.name.to_string();
         Err(match (&spec.array, index) {
             (None, _) => LookupError::NotAnArray { name },
             (Some(a), None) => LookupError::NeedsIndex {
@@ -527,7 +513,7 @@ impl RegisterSpec {
     pub fn decode(&self, value: u32) -> Vec<(&str, u32)> {
         self.fields
             .iter()
-            .map(|f| (f.name.as_str(), f.extract(value)))
+            .map(|f| (&*f.name, f.extract(value)))
             .collect()
     }
 
@@ -797,12 +783,35 @@ fn parse_bits(text: &str) -> Result<(u32, u32), &'static str> {
 // ---------------------------------------------------------------------------
 // Validation.
 
-struct Builder<'a> {
-    source_name: &'a str,
-    block: &'a str,
+/// `registers[i]`, the JSON path of a register in errors; written out only
+/// when an error names it (a map has hundreds of registers).
+#[derive(Clone, Copy)]
+struct RegPath(usize);
+
+impl fmt::Display for RegPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "registers[{}]", self.0)
+    }
 }
 
-impl Builder<'_> {
+/// `registers[i].fields[j]`, written out only when an error names it.
+#[derive(Clone, Copy)]
+struct FieldPath(RegPath, usize);
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.fields[{}]", self.0, self.1)
+    }
+}
+
+struct Builder<'a, 't> {
+    source_name: &'a str,
+    block: &'a str,
+    /// The map's copy of a text field of the JSON.
+    keep: fn(&Cow<'t, str>) -> Cow<'static, str>,
+}
+
+impl<'t> Builder<'_, 't> {
     fn err(
         &self,
         register: Option<&str>,
@@ -820,14 +829,14 @@ impl Builder<'_> {
         })
     }
 
-    fn build(&self, raw: &RawMap) -> Result<CsrMap, CsrMapError> {
+    fn build(&self, raw: &RawMap<'t>) -> Result<CsrMap, CsrMapError> {
         if !is_lower_snake(&raw.block) {
             return Err(self.err(
                 None,
                 None,
                 "block".into(),
                 CsrMapErrorKind::BadName {
-                    name: raw.block.clone(),
+                    name: raw.block.to_string(),
                     expected: "lower_snake_case",
                 },
             ));
@@ -845,8 +854,9 @@ impl Builder<'_> {
         let mut registers = Vec::with_capacity(raw.registers.len());
         let mut names: BTreeMap<String, usize> = BTreeMap::new();
         for (i, r) in raw.registers.iter().enumerate() {
-            let path = format!("registers[{i}]");
-            let spec = self.build_register(r, &path)?;
+            // Paths name the JSON element in errors only: built on error.
+            let path = RegPath(i);
+            let spec = self.build_register(r, path)?;
             let key = spec.name.to_ascii_uppercase();
             if let Some(&first) = names.get(&key) {
                 return Err(self.err(
@@ -854,7 +864,7 @@ impl Builder<'_> {
                     None,
                     format!("{path}.name"),
                     CsrMapErrorKind::DuplicateName {
-                        name: r.name.clone(),
+                        name: r.name.to_string(),
                         first: format!("registers[{first}].name"),
                     },
                 ));
@@ -871,10 +881,10 @@ impl Builder<'_> {
             .collect();
 
         Ok(CsrMap {
-            block: raw.block.clone(),
-            description: raw.description.clone(),
+            block: (self.keep)(&raw.block),
+            description: (self.keep)(&raw.description),
             size,
-            source: raw.source.clone(),
+            source: (self.keep)(&raw.source),
             registers,
             slots,
             by_word,
@@ -884,15 +894,19 @@ impl Builder<'_> {
         })
     }
 
-    fn build_register(&self, r: &RawRegister, path: &str) -> Result<RegisterSpec, CsrMapError> {
-        let reg = Some(r.name.as_str());
+    fn build_register(
+        &self,
+        r: &RawRegister<'t>,
+        path: RegPath,
+    ) -> Result<RegisterSpec, CsrMapError> {
+        let reg = Some(&*r.name);
         if !is_upper_snake(&r.name) {
             return Err(self.err(
                 reg,
                 None,
                 format!("{path}.name"),
                 CsrMapErrorKind::BadName {
-                    name: r.name.clone(),
+                    name: r.name.to_string(),
                     expected: "UPPER_SNAKE_CASE",
                 },
             ));
@@ -903,7 +917,7 @@ impl Builder<'_> {
                 None,
                 format!("{path}.access"),
                 CsrMapErrorKind::UnknownAccess {
-                    text: r.access.clone(),
+                    text: r.access.to_string(),
                 },
             )
         })?;
@@ -927,15 +941,15 @@ impl Builder<'_> {
         let mut used = 0u32;
         let mut delta_field: Option<(String, u32)> = None;
         for (j, f) in r.fields.iter().enumerate() {
-            let fpath = format!("{path}.fields[{j}]");
-            let field = Some(f.name.as_str());
+            let fpath = FieldPath(path, j);
+            let field = Some(&*f.name);
             if !is_upper_snake(&f.name) {
                 return Err(self.err(
                     reg,
                     field,
                     format!("{fpath}.name"),
                     CsrMapErrorKind::BadName {
-                        name: f.name.clone(),
+                        name: f.name.to_string(),
                         expected: "UPPER_SNAKE_CASE",
                     },
                 ));
@@ -949,7 +963,7 @@ impl Builder<'_> {
                     field,
                     format!("{fpath}.name"),
                     CsrMapErrorKind::DuplicateName {
-                        name: f.name.clone(),
+                        name: f.name.to_string(),
                         first: format!("{path}.fields[{first}].name"),
                     },
                 ));
@@ -960,7 +974,7 @@ impl Builder<'_> {
                     field,
                     format!("{fpath}.bits"),
                     CsrMapErrorKind::BadBits {
-                        text: f.bits.clone(),
+                        text: f.bits.to_string(),
                         reason,
                     },
                 )
@@ -970,7 +984,7 @@ impl Builder<'_> {
                 let other = fields
                     .iter()
                     .find(|g| g.mask() & mask != 0)
-                    .map(|g| g.name.clone())
+                    .map(|g| g.name.to_string())
                     .unwrap_or_default();
                 return Err(self.err(
                     reg,
@@ -991,7 +1005,9 @@ impl Builder<'_> {
                             reg,
                             field,
                             format!("{fpath}.access"),
-                            CsrMapErrorKind::UnknownAccess { text: text.clone() },
+                            CsrMapErrorKind::UnknownAccess {
+                                text: text.to_string(),
+                            },
                         )
                     })?;
                     (a, a != access)
@@ -1008,7 +1024,7 @@ impl Builder<'_> {
                         },
                     ));
                 }
-                delta_field = Some((f.name.clone(), lsb));
+                delta_field = Some((f.name.to_string(), lsb));
             }
             let reset = match f.reset {
                 None => 0,
@@ -1027,14 +1043,14 @@ impl Builder<'_> {
             };
             masks.add(faccess, mask);
             fields.push(FieldSpec {
-                name: f.name.clone(),
+                name: (self.keep)(&f.name),
                 lsb,
                 width,
                 access: faccess,
                 access_overridden: overridden,
                 reset,
-                description: f.description.clone(),
-                source: f.source.clone(),
+                description: (self.keep)(&f.description),
+                source: f.source.as_ref().map(self.keep),
             });
         }
         if fields.is_empty() {
@@ -1065,7 +1081,7 @@ impl Builder<'_> {
                         },
                     ));
                 }
-                for (j, (f, raw_f)) in fields.iter().zip(&r.fields).enumerate() {
+                for (j, (f, raw_f)) in fields.iter().zip(r.fields.iter()).enumerate() {
                     if raw_f.reset.is_some() && f.extract(v) != f.reset {
                         return Err(self.err(
                             reg,
@@ -1098,15 +1114,15 @@ impl Builder<'_> {
         let delta_lsb = delta_field.as_ref().map_or(0, |(_, lsb)| *lsb);
 
         Ok(RegisterSpec {
-            name: r.name.clone(),
+            name: (self.keep)(&r.name),
             offset,
             access,
             reset,
             reset_declared: r.reset.is_some(),
-            description: r.description.clone(),
-            source: r.source.clone(),
+            description: (self.keep)(&r.description),
+            source: (self.keep)(&r.source),
             array,
-            aliases: r.aliases.clone(),
+            aliases: r.aliases.iter().map(|a| a.to_string()).collect(),
             fields,
             masks,
             delta_lsb,
@@ -1115,9 +1131,9 @@ impl Builder<'_> {
 
     fn build_array(
         &self,
-        a: &RawArray,
+        a: &RawArray<'t>,
         reg: Option<&str>,
-        path: &str,
+        path: RegPath,
     ) -> Result<ArraySpec, CsrMapError> {
         let bad = |what: &str, reason: String| {
             self.err(
@@ -1185,18 +1201,21 @@ impl Builder<'_> {
         size: u64,
     ) -> Result<(Vec<Slot>, Vec<u32>), CsrMapError> {
         let words = (size / 4) as usize;
-        // First pass: word → (register, index) so overlaps can be named.
-        let mut owner: Vec<Option<(u32, u32)>> = vec![None; words];
+        // First pass: (register, index) of each element in declaration
+        // order, and word → that element's position (so overlaps can be
+        // named); the second pass turns positions into slots.
+        let mut elements: Vec<(u32, u32)> = Vec::new();
+        let mut by_word = vec![NO_SLOT; words];
         let render = |reg: u32, index: u32| -> String {
             match registers.get(reg as usize) {
                 Some(r) if r.array.is_some() => format!("{}[{index}]", r.name),
-                Some(r) => r.name.clone(),
+                Some(r) => r.name.to_string(),
                 None => String::new(),
             }
         };
         for (ri, r) in registers.iter().enumerate() {
+            let path = RegPath(ri);
             let ri = ri as u32;
-            let path = format!("registers[{ri}]");
             let (count, stride) = r.array.as_ref().map_or((1, 0), |a| (a.count, a.stride));
             for i in 0..count {
                 if r.array.as_ref().is_some_and(|a| !a.contains(i)) {
@@ -1206,32 +1225,38 @@ impl Builder<'_> {
                     .checked_mul(stride)
                     .and_then(|d| d.checked_add(r.offset))
                     .unwrap_or(u64::MAX);
-                let name = render(ri, i);
+                // The element's name, for errors only.
+                let name = || render(ri, i);
                 if offset.saturating_add(4) > size {
                     return Err(self.err(
-                        Some(&name),
+                        Some(&name()),
                         None,
                         format!("{path}.offset"),
                         CsrMapErrorKind::OutsideBlock { offset, size },
                     ));
                 }
                 let word = (offset / 4) as usize;
-                match owner.get_mut(word) {
-                    Some(Some((or, oi))) => {
+                match by_word.get_mut(word) {
+                    Some(e) if *e != NO_SLOT => {
+                        let (or, oi) = elements.get(*e as usize).copied().unwrap_or_default();
                         return Err(self.err(
-                            Some(&name),
+                            Some(&name()),
                             None,
                             format!("{path}.offset"),
                             CsrMapErrorKind::Overlap {
-                                other: render(*or, *oi),
+                                other: render(or, oi),
                                 offset,
                             },
                         ));
                     }
-                    Some(slot) => *slot = Some((ri, i)),
+                    Some(e) => {
+                        // At most one element per word: the position fits.
+                        *e = elements.len() as u32;
+                        elements.push((ri, i));
+                    }
                     None => {
                         return Err(self.err(
-                            Some(&name),
+                            Some(&name()),
                             None,
                             format!("{path}.offset"),
                             CsrMapErrorKind::OutsideBlock { offset, size },
@@ -1241,11 +1266,10 @@ impl Builder<'_> {
             }
         }
         // Second pass: slots in offset order.
-        let mut slots = Vec::new();
-        let mut by_word = vec![NO_SLOT; words];
-        for (word, o) in owner.iter().enumerate() {
-            if let Some((reg, index)) = *o {
-                by_word[word] = slots.len() as u32;
+        let mut slots = Vec::with_capacity(elements.len());
+        for (word, e) in by_word.iter_mut().enumerate() {
+            if let Some(&(reg, index)) = elements.get(*e as usize) {
+                *e = slots.len() as u32;
                 slots.push(Slot {
                     reg,
                     index,
@@ -1265,12 +1289,12 @@ impl Builder<'_> {
         let mut first_use: BTreeMap<(String, Option<u32>), String> = BTreeMap::new();
         for (ri, r) in registers.iter().enumerate() {
             for (k, alias) in r.aliases.iter().enumerate() {
-                let path = format!("registers[{ri}].aliases[{k}]");
+                let path = || format!("registers[{ri}].aliases[{k}]");
                 let bad = |reason: &str| {
                     self.err(
                         Some(&r.name),
                         None,
-                        path.clone(),
+                        path(),
                         CsrMapErrorKind::BadAlias {
                             alias: alias.clone(),
                             reason: reason.to_string(),
@@ -1301,14 +1325,14 @@ impl Builder<'_> {
                     return Err(self.err(
                         Some(&r.name),
                         None,
-                        path.clone(),
+                        path(),
                         CsrMapErrorKind::DuplicateName {
                             name: alias.clone(),
                             first: first.clone(),
                         },
                     ));
                 }
-                first_use.insert(map_key.clone(), path.clone());
+                first_use.insert(map_key.clone(), path());
                 out.insert(map_key, ri);
             }
         }

@@ -47,7 +47,8 @@ pub struct HostSession {
     /// The NRT status of the last failed runtime call.
     last_status: Option<NrtStatus>,
     /// Stand-in device, never used when the bus is in-process (it always
-    /// is; see [`HostSession::new`]).
+    /// is; see [`HostSession::new`]): a power-on copy of the session's
+    /// device ([`Device::power_on_copy`]), which costs no map building.
     detached: Device,
     /// The driver's events, each with the cycle it began, when kept
     /// ([`SessionOptions::keep_driver_events`]).
@@ -238,7 +239,8 @@ impl HostSession {
     ///
     /// As [`HostSession::new`].
     pub fn with_options(dev: Device, opts: SessionOptions) -> Result<Self, String> {
-        let detached = Device::trn2().map_err(|e| e.to_string())?;
+        // Shares `dev`'s maps: nothing is built or checked again.
+        let detached = dev.power_on_copy();
         let hbm_capacity_bytes = dev
             .map()
             .by_name("hbm0")

@@ -54,7 +54,18 @@ pub fn parse_u64(text: &str) -> Result<u64, ParseHexError> {
     let err = || ParseHexError {
         text: text.to_string(),
     };
-    let cleaned: String = text.trim().chars().filter(|c| *c != '_').collect();
+    let trimmed = text.trim();
+    // Without separators the text is parsed in place (every number of the
+    // built-in maps is read at start-up; a copy each cost an allocation).
+    let cleaned: Cow<'_, str> = if trimmed.contains('_') {
+        trimmed
+            .chars()
+            .filter(|c| *c != '_')
+            .collect::<String>()
+            .into()
+    } else {
+        trimmed.into()
+    };
     if cleaned.is_empty() {
         return Err(err());
     }

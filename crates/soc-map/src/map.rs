@@ -1,11 +1,13 @@
 //! The expanded SoC map: every concrete region with its absolute base, and
 //! address decoding.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::spec::{MapSpec, NodeSpec, RegionKind};
+use crate::expand::Builder;
+use crate::name_index::NameIndex;
+use crate::spec::{MapSpec, RegionKind};
 
 /// Index of a region in [`SocMap::regions`].
 pub type RegionId = usize;
@@ -28,8 +30,6 @@ pub struct Partitions {
 pub struct Region {
     /// Dotted full name, e.g. `eng0.m2s.q0`, `tpb0.sbuf`, `hbm1`.
     pub name: String,
-    /// The spec name stem (`q`, `sbuf`, `eng`).
-    pub stem: Arc<str>,
     /// Array index in names, if the region is an array instance.
     pub index: Option<u32>,
     /// Absolute base address.
@@ -50,15 +50,41 @@ pub struct Region {
     pub parent: Option<RegionId>,
     /// Children sorted by base.
     pub children: Vec<RegionId>,
-    /// Symbolic shortcuts for traces (see [`crate::spec::NodeSpec::symbols`]).
-    pub symbols: Arc<BTreeMap<String, String>>,
-    /// Free text from the map.
-    pub description: Arc<str>,
-    /// Spec section the numbers come from.
-    pub source: Arc<str>,
+    /// The text of the region's map node, shared by all its instances (one
+    /// reference count to raise per region built).
+    pub(crate) node: Arc<NodeText>,
+}
+
+/// What every instance of one map node says besides its place.
+#[derive(Debug)]
+pub(crate) struct NodeText {
+    pub(crate) stem: Box<str>,
+    pub(crate) symbols: BTreeMap<String, String>,
+    pub(crate) description: Box<str>,
+    pub(crate) source: Box<str>,
 }
 
 impl Region {
+    /// The spec name stem (`q`, `sbuf`, `eng`).
+    pub fn stem(&self) -> &str {
+        &self.node.stem
+    }
+
+    /// Symbolic shortcuts for traces (see [`crate::spec::NodeSpec::symbols`]).
+    pub fn symbols(&self) -> &BTreeMap<String, String> {
+        &self.node.symbols
+    }
+
+    /// Free text from the map.
+    pub fn description(&self) -> &str {
+        &self.node.description
+    }
+
+    /// Spec section the numbers come from.
+    pub fn source(&self) -> &str {
+        &self.node.source
+    }
+
     /// One past the last byte.
     pub fn end(&self) -> u64 {
         self.base.saturating_add(self.size_bytes)
@@ -174,12 +200,17 @@ pub struct MapData {
     pub regions: Vec<Region>,
     /// Top-level regions sorted by base.
     pub roots: Vec<RegionId>,
-    by_name: NameIndex,
+    pub(crate) by_name: NameIndex,
     /// The spec the map was expanded from (for the compact table).
     pub spec: MapSpec,
 }
 
 impl SocMap {
+    /// A map from its expanded data.
+    pub(crate) fn from_data(data: MapData) -> Self {
+        SocMap(Arc::new(data))
+    }
+
     /// Parses and validates a map from JSON text. `source_name` names the
     /// file in errors.
     pub fn from_json(text: &str, source_name: &str) -> Result<Self, MapError> {
@@ -197,29 +228,28 @@ impl SocMap {
         let regions_max = crate::precheck::check(&spec)?;
         // Sized once: growing a vector of 5,700 regions copied it 17 times.
         let capacity = usize::try_from(regions_max).unwrap_or(0).min(1 << 20);
-        let mut b = Builder {
-            spec: &spec,
-            regions: Vec::with_capacity(capacity),
-            by_name: NameIndex::with_capacity_and_hasher(capacity, Default::default()),
-            include_depth: 0,
-            pending_aliases: Vec::new(),
-        };
-        let mut roots = Vec::new();
-        for (i, node) in spec.regions.iter().enumerate() {
-            let path = || format!("regions[{i}] \"{}\"", node.name);
-            roots.extend(b.expand(node, None, 0, "", None, &path)?);
-        }
+        let mut b = Builder::new(&spec, capacity);
+        b.expand_all()?;
         let Builder {
             mut regions,
+            mut roots,
             by_name,
             pending_aliases,
             ..
         } = b;
-        roots.sort_by_key(|&id| regions[id].base);
+        // Children come out in declaration order, mostly already by base.
+        if !roots.is_sorted_by_key(|&id| regions[id].base) {
+            roots.sort_by_key(|&id| regions[id].base);
+        }
         check_siblings(&regions, &roots, "top level")?;
         for id in 0..regions.len() {
+            if regions[id].children.len() < 2 {
+                continue;
+            }
             let mut kids = std::mem::take(&mut regions[id].children);
-            kids.sort_by_key(|&c| regions[c].base);
+            if !kids.is_sorted_by_key(|&c| regions[c].base) {
+                kids.sort_by_key(|&c| regions[c].base);
+            }
             check_siblings(&regions, &kids, &regions[id].name)?;
             regions[id].children = kids;
         }
@@ -239,7 +269,7 @@ impl MapData {
     fn resolve_aliases(&mut self, pending: Vec<(RegionId, String)>) -> Result<(), MapError> {
         for (id, target_name) in pending {
             let r = &self.regions[id];
-            let Some(&target) = self.by_name.get(&target_name) else {
+            let Some(target) = self.by_name(&target_name) else {
                 return Err(MapError {
                     path: r.name.clone(),
                     message: format!("alias_of names `{target_name}`, which does not exist"),
@@ -261,7 +291,7 @@ impl MapData {
 
     /// The region with this dotted name.
     pub fn by_name(&self, name: &str) -> Option<RegionId> {
-        self.by_name.get(name).copied()
+        self.by_name.get(&self.regions, name)
     }
 
     /// The region with this id.
@@ -382,321 +412,4 @@ fn check_siblings(regions: &[Region], sorted: &[RegionId], parent: &str) -> Resu
         }
     }
     Ok(())
-}
-
-/// Region names → ids. FNV-1a instead of SipHash: names come from the
-/// map file, and a map is expanded at every start (5,700 names built in).
-type NameIndex = HashMap<String, RegionId, std::hash::BuildHasherDefault<NameHasher>>;
-
-/// FNV-1a over the bytes hashed (deterministic, a few instructions a byte).
-#[derive(Clone, Copy, Debug)]
-struct NameHasher(u64);
-
-impl Default for NameHasher {
-    fn default() -> Self {
-        NameHasher(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for NameHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-/// `parent.stemN` (or `stemN` at the top level), built in one string.
-fn region_name(parent_name: &str, stem: &str, index: Option<u32>) -> String {
-    let mut name = String::with_capacity(parent_name.len() + stem.len() + 11);
-    if !parent_name.is_empty() {
-        name.push_str(parent_name);
-        name.push('.');
-    }
-    name.push_str(stem);
-    if let Some(i) = index {
-        // Decimal digits without the formatting machinery.
-        let mut digits = [0u8; 10];
-        let mut n = i;
-        let mut k = digits.len();
-        loop {
-            k -= 1;
-            digits[k] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        for &d in &digits[k..] {
-            name.push(char::from(d));
-        }
-    }
-    name
-}
-
-struct Builder<'s> {
-    spec: &'s MapSpec,
-    regions: Vec<Region>,
-    by_name: NameIndex,
-    include_depth: usize,
-    /// (alias region, name of the region it mirrors), resolved after expansion.
-    pending_aliases: Vec<(RegionId, String)>,
-}
-
-impl Builder<'_> {
-    #[allow(clippy::too_many_arguments)]
-    fn expand(
-        &mut self,
-        node: &NodeSpec,
-        parent: Option<RegionId>,
-        parent_base: u64,
-        parent_name: &str,
-        parent_local_index: Option<u32>,
-        path: &dyn Fn() -> String,
-    ) -> Result<Vec<RegionId>, MapError> {
-        let err = |message: String| MapError {
-            path: path(),
-            message,
-        };
-        if let Some(only) = &node.only_parent_indices {
-            match parent_local_index {
-                Some(i) if only.contains(&i) => {}
-                Some(_) => return Ok(Vec::new()),
-                None => {
-                    return Err(err(
-                        "only_parent_indices needs a parent that is an array".to_string()
-                    ));
-                }
-            }
-        }
-        if node.name.is_empty()
-            || !node
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-            || node.name.starts_with(|c: char| c.is_ascii_digit())
-        {
-            return Err(err(format!(
-                "name `{}` must be an identifier ([A-Za-z_][A-Za-z0-9_]*)",
-                node.name
-            )));
-        }
-        if node.size.0 == 0 {
-            return Err(err("size must be non-zero".to_string()));
-        }
-        let has_children = !node.children.is_empty() || !node.include.is_empty();
-        let kind = match (node.kind, has_children) {
-            (Some(k), _) => k,
-            (None, true) => RegionKind::Container,
-            (None, false) => return Err(err("kind is missing (a leaf needs a kind)".to_string())),
-        };
-        if kind == RegionKind::Csr && node.block.is_none() {
-            return Err(err("a csr region needs `block`".to_string()));
-        }
-        let partitions = match (kind, node.partitions) {
-            (RegionKind::Sbuf | RegionKind::Psum, Some(p)) => {
-                let total = u64::from(p.count).checked_mul(p.stride.0);
-                if p.count == 0 || p.stride.0 == 0 {
-                    return Err(err("partitions.count and stride must be non-zero".into()));
-                }
-                if total.is_none_or(|t| t > node.size.0) {
-                    return Err(err(format!(
-                        "partitions: {} × {} does not fit in size {}",
-                        p.count, p.stride, node.size
-                    )));
-                }
-                if p.populated.0 > p.stride.0 {
-                    return Err(err(format!(
-                        "partitions.populated {} exceeds the stride {}",
-                        p.populated, p.stride
-                    )));
-                }
-                if let Some(bank) = p.bank
-                    && (bank.0 == 0 || p.populated.0 % bank.0 != 0)
-                {
-                    return Err(err(format!(
-                        "partitions.bank {bank} must divide populated {}",
-                        p.populated
-                    )));
-                }
-                Some(Partitions {
-                    count: p.count,
-                    stride_bytes: p.stride.0,
-                    populated_bytes: p.populated.0,
-                    bank_bytes: p.bank.map(|b| b.0),
-                })
-            }
-            (RegionKind::Sbuf | RegionKind::Psum, None) => {
-                return Err(err("sbuf/psum regions need `partitions`".to_string()));
-            }
-            (_, Some(_)) => {
-                return Err(err("`partitions` only applies to sbuf/psum regions".into()));
-            }
-            (_, None) => None,
-        };
-        if let Some(window) = node.window
-            && window.0 < node.size.0
-        {
-            return Err(err(format!(
-                "window {window} is smaller than size {}",
-                node.size
-            )));
-        }
-
-        // Instance placement.
-        let first = node.first_index.unwrap_or(0);
-        let mut placements: Vec<(Option<u32>, u64)> = Vec::new();
-        if let Some(list) = &node.instances {
-            if node.base.is_some() || node.count.is_some() || node.stride.is_some() {
-                return Err(err(
-                    "use either `instances` or `base`/`count`/`stride`".into()
-                ));
-            }
-            if list.is_empty() {
-                return Err(err("`instances` is empty".to_string()));
-            }
-            for (i, b) in list.iter().enumerate() {
-                let idx = u32::try_from(i)
-                    .ok()
-                    .and_then(|i| first.checked_add(i))
-                    .ok_or_else(|| err("too many instances".into()))?;
-                placements.push((Some(idx), b.0));
-            }
-        } else {
-            let count = node.count.unwrap_or(1);
-            if count == 0 {
-                return Err(err("count must be at least 1".to_string()));
-            }
-            let stride = match (count, node.stride) {
-                (1, s) => s.map_or(0, |s| s.0),
-                (_, Some(s)) => s.0,
-                (_, None) => return Err(err("an array needs `stride`".to_string())),
-            };
-            let base = node.base.map_or(0, |b| b.0);
-            for i in 0..count {
-                let off = u64::from(i)
-                    .checked_mul(stride)
-                    .and_then(|o| o.checked_add(base))
-                    .ok_or_else(|| err("instance base overflows 64 bits".into()))?;
-                let idx = if node.is_array() {
-                    Some(
-                        first
-                            .checked_add(i)
-                            .ok_or_else(|| err("index overflows".into()))?,
-                    )
-                } else {
-                    None
-                };
-                placements.push((idx, off));
-            }
-        }
-
-        let mut template_children: Vec<&NodeSpec> = Vec::new();
-        for t in &node.include {
-            let kids = self
-                .spec
-                .templates
-                .get(t)
-                .ok_or_else(|| err(format!("include names unknown template `{t}`")))?;
-            template_children.extend(kids);
-        }
-
-        // Shared by every instance of this node.
-        let stem: Arc<str> = node.name.as_str().into();
-        let block: Option<Arc<str>> = node.block.as_deref().map(Into::into);
-        let symbols = Arc::new(node.symbols.clone());
-        let description: Arc<str> = node.description.as_str().into();
-        let source: Arc<str> = node.source.as_str().into();
-        let mut ids = Vec::with_capacity(placements.len());
-        for (local, (index, rel_base)) in placements.into_iter().enumerate() {
-            let base = parent_base
-                .checked_add(rel_base)
-                .ok_or_else(|| err("base overflows 64 bits".into()))?;
-            if base
-                .checked_add(node.window.map_or(node.size.0, |w| w.0))
-                .is_none()
-            {
-                return Err(err("region end overflows 64 bits".into()));
-            }
-            let name = region_name(parent_name, &node.name, index);
-            if let Some(p) = parent {
-                let pr = &self.regions[p];
-                if base < pr.base || base.saturating_add(node.size.0) > pr.end() {
-                    return Err(err(format!(
-                        "`{name}` [{base:#x}, {:#x}) does not fit inside `{}` [{:#x}, {:#x})",
-                        base.saturating_add(node.size.0),
-                        pr.name,
-                        pr.base,
-                        pr.end()
-                    )));
-                }
-            }
-            if self.by_name.contains_key(&name) {
-                return Err(err(format!("duplicate region name `{name}`")));
-            }
-            let id = self.regions.len();
-            if let Some(stem) = &node.alias_of {
-                let target = region_name(parent_name, stem, index);
-                self.pending_aliases.push((id, target));
-            }
-            self.regions.push(Region {
-                name: name.clone(),
-                stem: stem.clone(),
-                index,
-                base,
-                size_bytes: node.size.0,
-                kind,
-                block: block.clone(),
-                partitions,
-                alias_of: None,
-                window_bytes: node.window.map(|w| w.0),
-                parent,
-                children: Vec::new(),
-                symbols: symbols.clone(),
-                description: description.clone(),
-                source: source.clone(),
-            });
-            self.by_name.insert(name.clone(), id);
-            let local = u32::try_from(local).ok();
-            if self.include_depth > 16 {
-                return Err(err("templates include each other too deeply".into()));
-            }
-            self.include_depth += 1;
-            for (ci, child) in template_children
-                .iter()
-                .copied()
-                .chain(&node.children)
-                .enumerate()
-            {
-                let cpath = || format!("{} / children[{ci}] \"{}\"", path(), child.name);
-                let kids = self.expand(child, Some(id), base, &name, local, &cpath)?;
-                self.regions[id].children.extend(kids);
-            }
-            self.include_depth -= 1;
-            ids.push(id);
-        }
-        Ok(ids)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn region_names_join_parent_stem_and_index() {
-        assert_eq!(region_name("", "hbm", Some(0)), "hbm0");
-        assert_eq!(region_name("", "soc", None), "soc");
-        assert_eq!(region_name("tpb3", "sbuf", None), "tpb3.sbuf");
-        assert_eq!(region_name("eng1", "q", Some(15)), "eng1.q15");
-        assert_eq!(region_name("a.b", "eng", Some(131)), "a.b.eng131");
-        assert_eq!(
-            region_name("x", "r", Some(u32::MAX)),
-            format!("x.r{}", u32::MAX)
-        );
-    }
 }

@@ -114,8 +114,8 @@ pub fn describe(device: &Device, addr: u64) -> AddressInfo {
     info.region_base = Some(Hex(r.base));
     info.offset = Some(Hex(d.offset));
     info.alias_of = r.alias_of.map(|a| map.name(a).to_string());
-    if !r.description.is_empty() {
-        info.description = Some(r.description.to_string());
+    if !r.description().is_empty() {
+        info.description = Some(r.description().to_string());
     }
     let has_regs = matches!(r.kind, RegionKind::Csr)
         || (matches!(r.kind, RegionKind::Container) && r.block.is_some());

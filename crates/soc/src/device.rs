@@ -380,44 +380,74 @@ impl Device {
         catalog: &'static Catalog,
         timing: TimingConfig,
     ) -> Result<Self, DeviceError> {
-        let mut known: std::collections::BTreeSet<&str> = Default::default();
-        // The instances of one map node share their block name: skip the
-        // set while the name is the same allocation as the last one.
-        let mut last: Option<&std::sync::Arc<str>> = None;
+        // Every block a region names must be in the catalog. The instances
+        // of one map node share their block name (one allocation): each
+        // name is looked up once, by the address of that allocation.
+        let mut known: Vec<*const u8> = Vec::new();
+        let mut last = std::ptr::null();
         for r in &map.regions {
-            if let (Some(b), Some(l)) = (&r.block, last)
-                && std::sync::Arc::ptr_eq(b, l)
-            {
+            let Some(b) = &r.block else { continue };
+            let key = b.as_ptr();
+            if key == last || known.contains(&key) {
+                last = key;
                 continue;
             }
-            last = r.block.as_ref().or(last);
-            if let Some(b) = &r.block
-                && !known.contains(&**b)
-                && catalog.block(b).is_none()
-            {
+            if catalog.block(b).is_none() {
                 return Err(DeviceError(format!(
                     "soc map: region `{}` names CSR block `{b}`, which is not in csr-maps/",
                     r.name
                 )));
             }
-            if let Some(b) = &r.block {
-                known.insert(b);
-            }
+            known.push(key);
+            last = key;
         }
         let unit_maps = unit_maps_for(catalog)?;
         let engine_blocks = engine_blocks(&map);
+        Ok(Self::assemble(
+            map,
+            catalog,
+            unit_maps,
+            std::sync::Arc::new(timing),
+            engine_blocks,
+        ))
+    }
+
+    /// A second device of the same make: this one's address map, CSR maps
+    /// and timing, at power-on (no memory written, every register at
+    /// reset, no engine or firmware core started, nothing recorded, events
+    /// recorded as by default). The maps are shared, not built or checked
+    /// again (they were for this device).
+    #[must_use]
+    pub fn power_on_copy(&self) -> Device {
+        Self::assemble(
+            self.fabric.map.clone(),
+            self.fabric.catalog,
+            self.unit_maps,
+            std::sync::Arc::clone(&self.timing),
+            self.fabric.engine_blocks.clone(),
+        )
+    }
+
+    /// A device at power-on from checked parts.
+    fn assemble(
+        map: SocMap,
+        catalog: &'static Catalog,
+        unit_maps: &'static UnitMaps,
+        timing: std::sync::Arc<TimingConfig>,
+        engine_blocks: Vec<Option<EngineBlockRef>>,
+    ) -> Device {
         // The HBM stacks: the top-level memory regions `hbm0`, `hbm1`, ….
         let hbm_ranges = map
             .regions
             .iter()
-            .filter(|r| r.parent.is_none() && &*r.stem == "hbm" && r.kind == RegionKind::Memory)
+            .filter(|r| r.parent.is_none() && r.stem() == "hbm" && r.kind == RegionKind::Memory)
             .map(|r| (r.base, r.end()))
             .collect();
         let hbm = HbmBandwidth::new(hbm_ranges, &timing);
         let sem_cores = (0..crate::firmware::CORES)
             .filter_map(|t| map.by_name(&format!("tpb{t}.evt_sem")).map(|id| (id, t)))
             .collect();
-        Ok(Self {
+        Device {
             fabric: Fabric {
                 map,
                 catalog,
@@ -437,7 +467,7 @@ impl Device {
                 race: None,
             },
             unit_maps,
-            timing: std::sync::Arc::new(timing),
+            timing,
             engines: Vec::new(),
             wake: WakeTree::default(),
             now: Cycle(0),
@@ -458,7 +488,7 @@ impl Device {
             cur_key: (0, 2, 0),
             sink: SinkSlot(None),
             schedule_seed: None,
-        })
+        }
     }
 
     /// Timing-only mode (docs/references/design.md §4, issue 6): DMA copies longer than

@@ -25,6 +25,34 @@ fn element(catalog: &Catalog, block: &str, reg: &str, i: u32) -> Result<u64, Str
         .ok_or_else(|| format!("csr-maps/{block}.json has no register {reg}[{i}]"))
 }
 
+/// `a` followed by `b`: a region name built without the formatting
+/// machinery (booting the firmware looks up some 150 names per core).
+fn cat(a: &str, b: &str) -> String {
+    let mut s = String::with_capacity(a.len() + b.len());
+    s.push_str(a);
+    s.push_str(b);
+    s
+}
+
+/// `stem` followed by the decimal `index` (`tpb3`, `eng17`).
+fn indexed(stem: &str, index: u16) -> String {
+    let mut digits = [0u8; 5];
+    let mut k = digits.len();
+    let mut n = index;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut s = String::with_capacity(stem.len() + digits.len() - k);
+    s.push_str(stem);
+    s.extend(digits[k..].iter().map(|&d| char::from(d)));
+    s
+}
+
 fn base(map: &SocMap, name: &str) -> Result<u64, String> {
     map.by_name(name)
         .map(|id| map.region(id).base)
@@ -38,16 +66,25 @@ fn base(map: &SocMap, name: &str) -> Result<u64, String> {
 ///
 /// When the map has no such engine.
 pub fn engine_layout(map: &SocMap, id: u16) -> Result<EngineLayout, String> {
-    let m2s_q0 = base(map, &format!("eng{id}.m2s.q0"))?;
-    let q1 = base(map, &format!("eng{id}.m2s.q1"))?;
+    // `eng{id}` and a suffix, in one buffer (a core's layout looks up 112
+    // such names).
+    let mut name = indexed("eng", id);
+    let stem = name.len();
+    let mut base_of = |suffix: &str| {
+        name.truncate(stem);
+        name.push_str(suffix);
+        base(map, &name)
+    };
+    let m2s_q0 = base_of(".m2s.q0")?;
+    let q1 = base_of(".m2s.q1")?;
     Ok(EngineLayout {
         id,
-        m2s_unit: base(map, &format!("eng{id}.m2s"))?,
-        s2m_unit: base(map, &format!("eng{id}.s2m"))?,
-        gen_block: base(map, &format!("eng{id}.gen"))?,
-        notific: base(map, &format!("eng{id}.notific")).ok(),
+        m2s_unit: base_of(".m2s")?,
+        s2m_unit: base_of(".s2m")?,
+        gen_block: base_of(".gen")?,
+        notific: base_of(".notific").ok(),
         m2s_q0,
-        s2m_q0: base(map, &format!("eng{id}.s2m.q0"))?,
+        s2m_q0: base_of(".s2m.q0")?,
         q_stride: q1 - m2s_q0,
     })
 }
@@ -103,17 +140,59 @@ pub fn queue_regs(catalog: &Catalog) -> Result<QueueRegs, String> {
 /// (16 per core, docs/references/figures.md §A.3; the engine↔core numbering is
 /// a simulator decision, docs/firmware.md).
 pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayout, String> {
-    let t = format!("tpb{tpb}");
+    core_layout_with(map, catalog, tpb, queue_regs)
+}
+
+/// [`core_layout`] with the register offsets of a catalog the process
+/// keeps (a device's): [`queue_regs`] is read once per catalog, not once
+/// per core.
+pub(crate) fn core_layout_of(
+    map: &SocMap,
+    catalog: &'static Catalog,
+    tpb: u8,
+) -> Result<CoreLayout, String> {
+    core_layout_with(map, catalog, tpb, |_| queue_regs_of(catalog))
+}
+
+/// [`queue_regs`] of a `'static` catalog, read once.
+fn queue_regs_of(catalog: &'static Catalog) -> Result<QueueRegs, String> {
+    type Cache = std::sync::Mutex<Vec<(usize, QueueRegs)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let key = std::ptr::from_ref(catalog) as usize;
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Ok(c) = cache.lock()
+        && let Some(&(_, regs)) = c.iter().find(|(k, _)| *k == key)
+    {
+        return Ok(regs);
+    }
+    let regs = queue_regs(catalog)?;
+    if let Ok(mut c) = cache.lock() {
+        c.push((key, regs));
+    }
+    Ok(regs)
+}
+
+fn core_layout_with(
+    map: &SocMap,
+    catalog: &Catalog,
+    tpb: u8,
+    queue_regs: impl FnOnce(&Catalog) -> Result<QueueRegs, String>,
+) -> Result<CoreLayout, String> {
+    let t = indexed("tpb", u16::from(tpb));
     let lr = "q7_local_reg";
-    let local = base(map, &format!("{t}.q7_local_reg"))?;
-    let sem = base(map, &format!("{t}.evt_sem"))?;
+    let local = base(map, &cat(&t, ".q7_local_reg"))?;
+    let sem = base(map, &cat(&t, ".evt_sem"))?;
     let dge_id = map
-        .by_name(&format!("{t}.dge_memory"))
+        .by_name(&cat(&t, ".dge_memory"))
         .ok_or_else(|| format!("the SoC map has no region {t}.dge_memory"))?;
     let dge = map.region(dge_id);
     let partitioned = |t: &str, name: &str| -> Result<(u64, u64), String> {
+        let mut full = String::with_capacity(t.len() + 1 + name.len());
+        full.push_str(t);
+        full.push('.');
+        full.push_str(name);
         let id = map
-            .by_name(&format!("{t}.{name}"))
+            .by_name(&full)
             .ok_or_else(|| format!("the SoC map has no region {t}.{name}"))?;
         let r = map.region(id);
         let p = r
@@ -129,8 +208,8 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
     let inc0 = element(catalog, "evt_sem", "SEM_INC", 0)?;
     let mut peers = Vec::new();
     for p in 0..CORES {
-        let pt = format!("tpb{p}");
-        let Ok(sem_p) = base(map, &format!("{pt}.evt_sem")) else {
+        let pt = indexed("tpb", u16::from(p));
+        let Ok(sem_p) = base(map, &cat(&pt, ".evt_sem")) else {
             break;
         };
         let (sb, ss) = partitioned(&pt, "sbuf")?;
@@ -185,11 +264,11 @@ pub fn core_layout(map: &SocMap, catalog: &Catalog, tpb: u8) -> Result<CoreLayou
         psum_base,
         psum_stride,
         peers,
-        dataram_soc: base(map, &format!("{t}.q7_dataram0"))?,
-        q7_dram: base(map, &format!("{t}.q7_dram0"))?,
-        q7_iram: base(map, &format!("{t}.q7_iram0"))?,
+        dataram_soc: base(map, &cat(&t, ".q7_dataram0"))?,
+        q7_dram: base(map, &cat(&t, ".q7_dram0"))?,
+        q7_iram: base(map, &cat(&t, ".q7_iram0"))?,
         q7_iram_bytes: map
-            .by_name(&format!("{t}.q7_iram0"))
+            .by_name(&cat(&t, ".q7_iram0"))
             .map_or(0, |id| map.region(id).size_bytes),
         engines,
         regs: queue_regs(catalog)?,
@@ -264,5 +343,18 @@ impl FwBus for DeviceFwBus<'_> {
 
     fn partition_stride(&self, addr: u64) -> Option<u64> {
         self.device.partition_of(addr).map(|(_, stride)| stride)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_built_as_formatting_would() {
+        for i in [0u16, 7, 10, 127, 131, 9999, u16::MAX] {
+            assert_eq!(indexed("eng", i), format!("eng{i}"));
+        }
+        assert_eq!(cat("tpb3", ".evt_sem"), "tpb3.evt_sem");
     }
 }

@@ -314,7 +314,10 @@ impl DeviceMemory {
 
     fn store_mut(&mut self, map: &SocMap, storage: RegionId) -> &mut Backing {
         if self.stores.len() <= storage {
-            self.stores.resize_with(storage + 1, || None);
+            // Once, for every region of the map (growing it region by
+            // region reallocated and copied the table).
+            let len = map.regions.len().max(storage + 1);
+            self.stores.resize_with(len, || None);
         }
         self.stores[storage].get_or_insert_with(|| {
             let r = map.region(storage);

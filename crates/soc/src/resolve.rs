@@ -167,7 +167,7 @@ fn resolve_path(
     while let Some(s) = scope {
         let r = map.region(s);
         for take in (1..=lower.len()).rev() {
-            if let Some(target) = r.symbols.get(&lower[..take].join(".")) {
+            if let Some(target) = r.symbols().get(&lower[..take].join(".")) {
                 symbol_hit = Some((take, target.clone(), s));
                 break;
             }
@@ -346,7 +346,7 @@ fn unknown_root(device: &Device, first: &PathComponent) -> ResolveError {
     }
     let mut stems: Vec<&str> = Vec::new();
     for &r in &map.roots {
-        let stem = &*map.region(r).stem;
+        let stem = map.region(r).stem();
         if !stems.contains(&stem) {
             stems.push(stem);
         }
@@ -383,7 +383,7 @@ fn unknown_inner(
         for k in (1..rest.len()).rev() {
             let prefix = format!("{}.", lower[..k].join("."));
             let mut next: Vec<&str> = Vec::new();
-            for key in r.symbols.keys() {
+            for key in r.symbols().keys() {
                 if let Some(tail) = key.strip_prefix(&prefix) {
                     let head = tail.split('.').next().unwrap_or(tail);
                     if !next.contains(&head) {

@@ -90,14 +90,13 @@ impl UnitBlock {
             "gen_ex" => UnitBlock::GenEx,
             "sdma_app" => UnitBlock::SdmaApp,
             "notific" => UnitBlock::Notific,
-            _ => {
-                let (dir, q) = path.split_once('.')?;
-                match dir {
-                    "m2s" => UnitBlock::M2sQ(queue(q)?),
-                    "s2m" => UnitBlock::S2mQ(queue(q)?),
-                    _ => return None,
-                }
-            }
+            // `m2s.qN` / `s2m.qN` (prefix tests: this runs over every
+            // region name of the map when a device is built).
+            _ => match (path.strip_prefix("m2s."), path.strip_prefix("s2m.")) {
+                (Some(q), _) => UnitBlock::M2sQ(queue(q)?),
+                (None, Some(q)) => UnitBlock::S2mQ(queue(q)?),
+                (None, None) => return None,
+            },
         })
     }
 

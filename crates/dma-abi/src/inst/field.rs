@@ -238,12 +238,12 @@ impl Scalar for bool {
 }
 
 /// The elements of `[a,b]` (spaces allowed).
-fn read_pair(text: &str, what: &str) -> Result<(String, String), String> {
+fn read_pair<'t>(text: &'t str, what: &str) -> Result<(&'t str, &'t str), String> {
     let inner = text
         .strip_prefix('[')
         .and_then(|t| t.strip_suffix(']'))
         .ok_or_else(|| format!("{what} written as [x,y]"))?;
-    let mut parts = inner.split(',').map(|p| p.trim().to_string());
+    let mut parts = inner.split(',').map(str::trim);
     match (parts.next(), parts.next(), parts.next()) {
         (Some(a), Some(b), None) => Ok((a, b)),
         _ => Err(format!("{what} written as [x,y] (exactly two elements)")),
@@ -261,7 +261,7 @@ impl Scalar for [i32; 2] {
         const WHAT: &str = "two signed 32-bit steps";
         let (a, b) = read_pair(text, WHAT)?;
         let e = |m: String| format!("{WHAT} written as [x,y]: {m}");
-        Ok([read_i32(&a).map_err(e)?, read_i32(&b).map_err(e)?])
+        Ok([read_i32(a).map_err(e)?, read_i32(b).map_err(e)?])
     }
 }
 
@@ -277,7 +277,7 @@ impl Scalar for [u16; 2] {
         let (a, b) = read_pair(text, WHAT)?;
         let e = |m: String| format!("{WHAT} written as [x,y]: {m}");
         let one = |t: &str| u16::read(t).map_err(e);
-        Ok([one(&a)?, one(&b)?])
+        Ok([one(a)?, one(b)?])
     }
 }
 

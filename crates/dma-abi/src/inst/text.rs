@@ -14,6 +14,7 @@
 //! ([`TextStyle::Full`]); either parses back to the same word. The value
 //! syntax is in `docs/instruction-words.md` §Text form.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use super::field::SetError;
@@ -175,9 +176,64 @@ pub fn parse_line_numbered(line: &str, line_no: usize) -> Result<Option<InstWord
     parse_at(line, line_no).map(|o| o.map(|(w, _)| w))
 }
 
+/// The tokens of a line: `(column, token)`.
+type Tokens<'l> = Vec<(usize, Cow<'l, str>)>;
+
 /// Splits a line into `(column, token)`; `[…]` keeps its spaces out of the
-/// token and does not split; `#` ends the line.
-fn tokens(line: &str) -> Result<Vec<(usize, String)>, (usize, String)> {
+/// token and does not split; `#` ends the line. Columns count characters.
+fn tokens(line: &str) -> Result<Tokens<'_>, (usize, String)> {
+    if !line.is_ascii() {
+        return tokens_of_chars(line);
+    }
+    // ASCII (every trace line the tools write): bytes are characters, and
+    // a token without spaces inside `[…]` is a slice of the line.
+    let bytes = line.as_bytes();
+    let space = |b: u8| matches!(b, b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r' | b' ');
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c == b'#' {
+            break;
+        }
+        if space(c) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut depth = 0usize;
+        let mut inner_space = false;
+        while i < bytes.len() {
+            let c = bytes[i];
+            if depth == 0 && (space(c) || c == b'#') {
+                break;
+            }
+            match c {
+                b'[' => depth += 1,
+                b']' => depth = depth.saturating_sub(1),
+                _ => inner_space |= space(c),
+            }
+            i += 1;
+        }
+        let text = &line[start..i];
+        let tok: Cow<'_, str> = if inner_space {
+            text.chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                .into()
+        } else {
+            text.into()
+        };
+        if depth > 0 {
+            return Err((start + 1, format!("`{tok}`: unclosed `[`")));
+        }
+        out.push((start + 1, tok));
+    }
+    Ok(out)
+}
+
+/// [`tokens`] of a line with non-ASCII characters, character by character.
+fn tokens_of_chars(line: &str) -> Result<Tokens<'_>, (usize, String)> {
     let chars: Vec<char> = line.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -211,7 +267,7 @@ fn tokens(line: &str) -> Result<Vec<(usize, String)>, (usize, String)> {
         if depth > 0 {
             return Err((start + 1, format!("`{tok}`: unclosed `[`")));
         }
-        out.push((start + 1, tok));
+        out.push((start + 1, tok.into()));
     }
     Ok(out)
 }

@@ -472,10 +472,12 @@ impl Wire for BoundCheckReg {
             bc_disable_oob_error_notif: raw & 0x40 != 0,
             bc_enabled: raw & 0x80 != 0,
         };
-        let shown = format!("{raw:#04x}");
+        // Written out only for an error (every decode of a word checks
+        // its gates).
+        let shown = || format!("{raw:#04x}");
         if !v.bc_enabled && raw != 0 {
             return Err(Problem::new(
-                shown,
+                shown(),
                 format!(
                     "bc_enabled = 0 with bc_reg = {} and bc_disable_oob_error_notif = {}: \
                      a disabled gate must be all zero",
@@ -486,7 +488,7 @@ impl Wire for BoundCheckReg {
         }
         if v.bc_enabled && v.bc_reg == 0 && !v.bc_disable_oob_error_notif {
             return Err(Problem::new(
-                shown,
+                shown(),
                 "bc_enabled = 1 with bc_reg = 0 and the OOB notification on is invalid",
             ));
         }

@@ -57,8 +57,9 @@ impl Device {
             self.park_needs.resize(i + 1, None);
         }
         if self.cores[i].is_none() {
-            let layout = crate::firmware::core_layout(&self.fabric.map, self.fabric.catalog, tpb)
-                .map_err(|m| DeviceError(format!("tpb{tpb} firmware: {m}")))?;
+            let layout =
+                crate::firmware::core_layout_of(&self.fabric.map, self.fabric.catalog, tpb)
+                    .map_err(|m| DeviceError(format!("tpb{tpb} firmware: {m}")))?;
             for e in &layout.engines {
                 let id = usize::from(e.id);
                 if self.engine_cores.len() <= id {

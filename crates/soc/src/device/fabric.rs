@@ -8,26 +8,34 @@ use super::*;
 /// mirrors `engN.bcast.<block>`.
 pub(super) fn engine_blocks(map: &SocMap) -> Vec<Option<EngineBlockRef>> {
     let mut out = vec![None; map.regions.len()];
-    for (id, r) in map.regions.iter().enumerate() {
-        let Some(rest) = r.name.strip_prefix("eng") else {
+    // A name begins with its top-level region's name (which has no dot):
+    // `engN` is parsed once per engine, and each region below it is named
+    // `engN.<path>`.
+    let mut below: Vec<RegionId> = Vec::new();
+    for &root in &map.roots {
+        let root_name = &map.regions[root].name;
+        let Some(Ok(engine)) = root_name.strip_prefix("eng").map(str::parse::<u16>) else {
             continue;
         };
-        let Some((num, path)) = rest.split_once('.') else {
-            continue;
-        };
-        let Ok(engine) = num.parse::<u16>() else {
-            continue;
-        };
-        let (broadcast, path) = match path.strip_prefix("bcast.") {
-            Some(p) => (true, p),
-            None => (false, path),
-        };
-        if let Some(block) = UnitBlock::from_suffix(path) {
-            out[id] = Some(EngineBlockRef {
-                engine,
-                block,
-                broadcast,
-            });
+        below.clear();
+        below.extend(&map.regions[root].children);
+        while let Some(id) = below.pop() {
+            let r = &map.regions[id];
+            below.extend(&r.children);
+            let Some(path) = r.name.get(root_name.len() + 1..) else {
+                continue;
+            };
+            let (broadcast, path) = match path.strip_prefix("bcast.") {
+                Some(p) => (true, p),
+                None => (false, path),
+            };
+            if let Some(block) = UnitBlock::from_suffix(path) {
+                out[id] = Some(EngineBlockRef {
+                    engine,
+                    block,
+                    broadcast,
+                });
+            }
         }
     }
     out
@@ -588,5 +596,51 @@ impl Bus for DmaBus<'_> {
         let map = &self.fabric.map;
         let id = map.decode(addr).region?;
         map.region(id).partitions.as_ref().map(|p| p.stride_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `engN.<path>` read from the name alone, the definition
+    /// [`engine_blocks`] follows through the region tree.
+    fn by_name(name: &str) -> Option<EngineBlockRef> {
+        let (num, path) = name.strip_prefix("eng")?.split_once('.')?;
+        let engine = num.parse::<u16>().ok()?;
+        let (broadcast, path) = match path.strip_prefix("bcast.") {
+            Some(p) => (true, p),
+            None => (false, path),
+        };
+        Some(EngineBlockRef {
+            engine,
+            block: UnitBlock::from_suffix(path)?,
+            broadcast,
+        })
+    }
+
+    #[test]
+    fn engine_blocks_are_those_the_names_say() {
+        let mut text = soc_map::TRN2_MAP_JSON.to_string();
+        // An engine that is a single region, and names that look like
+        // engines but are not.
+        text = text.replacen(
+            "\"regions\": [",
+            "\"regions\": [{\"name\": \"eng200\", \"base\": \"0x7f000000000\", \"size\": \"0x100000\", \"include\": [\"udma_unit\"]}, \
+             {\"name\": \"engx\", \"base\": \"0x7f100000000\", \"size\": \"0x100000\", \"include\": [\"udma_unit\"]}, \
+             {\"name\": \"eng\", \"base\": \"0x7f200000000\", \"size\": \"0x100000\", \"include\": [\"udma_unit\"]},",
+            1,
+        );
+        for map in [
+            soc_map::trn2().expect("built-in map"),
+            SocMap::from_json(&text, "t.json").expect("map with extra engines"),
+        ] {
+            let found = engine_blocks(&map);
+            assert_eq!(found.len(), map.regions.len());
+            for (id, r) in map.regions.iter().enumerate() {
+                assert_eq!(found[id], by_name(&r.name), "{}", r.name);
+            }
+            assert!(found.iter().flatten().count() > 4000);
+        }
     }
 }
