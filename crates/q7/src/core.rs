@@ -173,6 +173,10 @@ struct Queued {
     /// The wake is over and the gate stays open (a word that waited for
     /// ring room after its release is not gated again).
     gate_passed: bool,
+    /// The engine mask the DGE mailbox gate last narrowed this word to, as
+    /// reported: a word that retries (waiting for ring room) reports the
+    /// gate again only when the mailboxes changed it.
+    mailbox_reported: Option<u16>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -313,6 +317,7 @@ impl Q7Core {
             work,
             tag: tag.clone(),
             waiting_reported: false,
+            mailbox_reported: None,
             released_at: None,
             gate_passed: false,
         });

@@ -404,3 +404,42 @@ fn the_race_detector_sees_the_same_with_polls_skipped() {
         assert_eq!(fast.now(), slow.now(), "{name}");
     }
 }
+
+/// Words narrowed by the DGE mailbox gate that then wait for ring room
+/// report the gate once each, parked or polling one by one (a retry
+/// reports it again only when the mailboxes changed it).
+#[test]
+fn a_mailbox_gated_word_waiting_for_room_reports_its_gate_once() {
+    // Mailbox 1 = {0, priority 1, mask 0x000f}: class 2 words keep engines
+    // 0..3, whose rings fill with 4 KiB rows.
+    let mut t = String::from(
+        "write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x01000000\n\
+         write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n\
+         write32 tpb0.q7_dram0+0x2c 0x000f0100\n",
+    );
+    let words = 12u64;
+    for w in 0..words {
+        t.push_str(&format!(
+            "inst tpb0 DIRECT2D dma_configs.priority_class=2 semaphore=1 sem_increment=1 \
+             src_start_addr=imm:{:#x} src_step_elem=[1,2048] src_num_elem=[2048,128] src_elem_size=2 \
+             dst_start_addr=imm:{:#x} dst_step_elem=[1,131072] dst_num_elem=[2048,128] dst_elem_size=2 \
+             in_dtype=BFLOAT16 out_dtype=BFLOAT16\n",
+            0x1000_0000 + w * 0x8_0000,
+            0x20_0000_0000 + (w % 40) * 4096,
+        ));
+    }
+    t.push_str(&format!("wait tpb0.sem.read[1] == {:#x}\nrun\n", 4 * words));
+    let (fast, d_fast) = run(&t);
+    let (slow, d_slow) = run_polling(&t);
+    let text = fast.to_text();
+    assert_eq!(fast.exit_code(), 0, "{text}");
+    assert_eq!(text, slow.to_text());
+    assert_eq!(d_fast.now(), d_slow.now());
+    // One per word (before: 32, one per retry while waiting for room on
+    // the 4 engines' rings, polling one by one).
+    assert_eq!(
+        text.matches("DGE mailbox gate").count(),
+        words as usize,
+        "{text}"
+    );
+}

@@ -388,15 +388,21 @@ impl Q7Core {
             if mask != 0xFFFF {
                 let tag = front_tag(&self.queue);
                 let narrowed = cfg.engine_mask & mask;
-                self.event(
-                    now,
-                    &tag,
-                    FwEventKind::MailboxGate {
-                        priority_class: priority,
-                        mailboxes: why.join(", "),
-                        engine_mask: format!("{:#06x} -> {narrowed:#06x}", cfg.engine_mask),
-                    },
-                );
+                let reported = self
+                    .queue
+                    .front_mut()
+                    .map(|q| q.mailbox_reported.replace(narrowed));
+                if reported != Some(Some(narrowed)) {
+                    self.event(
+                        now,
+                        &tag,
+                        FwEventKind::MailboxGate {
+                            priority_class: priority,
+                            mailboxes: why.join(", "),
+                            engine_mask: format!("{:#06x} -> {narrowed:#06x}", cfg.engine_mask),
+                        },
+                    );
+                }
                 if narrowed == 0 {
                     return self.reject_front(now, format!(
                             "{}.dma_configs.priority_class = {priority}: the DGE mailboxes leave no engine of MEMCOPY_DMA_CFG.DMA_ENGINE_MASK {:#06x}",
