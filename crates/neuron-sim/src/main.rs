@@ -33,6 +33,7 @@ mod dap_cmd;
 mod input;
 mod ioctl_cmd;
 mod json_out;
+mod kept_files;
 mod meta_cmd;
 mod outputs;
 mod perfetto_cmd;

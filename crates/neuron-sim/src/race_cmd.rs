@@ -47,6 +47,20 @@ pub(crate) fn cmd_race(maps: &Maps, a: &RaceArgs) -> Result<u8, Failure> {
         detect_races: a.json,
     };
     let report = sweep::seeds::run_seeds(&factory, &a.trace, &text, &seeds, options);
+    // On stderr, so that stdout (text or JSON) stays the report.
+    let kept: std::collections::BTreeSet<String> = report
+        .runs
+        .iter()
+        .flat_map(|r| r.kept_files.iter().cloned())
+        .collect();
+    if let Some(note) = crate::kept_files::note(
+        "race",
+        "seed",
+        "one seed's files: `neuron-sim run TRACE --schedule-seed N`; docs/races.md",
+        &kept,
+    ) {
+        eprintln!("{note}");
+    }
     if a.json {
         json_out::print(report.to_json(&a.trace.display().to_string()))?;
     } else {

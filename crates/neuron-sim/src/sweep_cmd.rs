@@ -193,21 +193,12 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
 /// point's memory, none is written (docs/user-guide.md §18). None when no
 /// point dumped to a file.
 fn kept_files_note(paths: &std::collections::BTreeSet<String>) -> Option<String> {
-    const SHOWN: usize = 3;
-    if paths.is_empty() {
-        return None;
-    }
-    let names: Vec<&str> = paths.iter().take(SHOWN).map(String::as_str).collect();
-    let more = paths.len().saturating_sub(SHOWN);
-    let more = if more > 0 {
-        format!(" and {more} more")
-    } else {
-        String::new()
-    };
-    Some(format!(
-        "sweep: dump files kept in each point's memory, not written: {}{more} (one point's files: `neuron-sim run` the trace with its values substituted; docs/user-guide.md §18)",
-        names.join(", ")
-    ))
+    crate::kept_files::note(
+        "sweep",
+        "point",
+        "one point's files: `neuron-sim run` the trace with its values substituted; docs/user-guide.md §18",
+        paths,
+    )
 }
 
 fn cmd_merge(

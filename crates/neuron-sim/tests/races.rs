@@ -425,6 +425,13 @@ fn race_seeds_keep_dump_files_in_memory_and_still_compare_them() {
         "{report}"
     );
     assert!(report.contains("line 22: seed 1: Failed"), "{report}");
+    // Standard error says where the dump went, and how to get one seed's.
+    let note = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(
+        note.trim_end(),
+        "race: dump files kept in each seed's memory, not written: out.bin \
+         (one seed's files: `neuron-sim run TRACE --schedule-seed N`; docs/races.md)"
+    );
     // A file already there keeps its bytes.
     std::fs::write(&out, b"mine").unwrap();
     let r = neuron_sim(&["race", trace, "--seeds", "8", "--json"]);

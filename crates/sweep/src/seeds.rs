@@ -91,6 +91,8 @@ pub struct SeedRun {
     pub races: Vec<RaceReport>,
     /// Whether a wait-for graph found a deadlock.
     pub deadlock: bool,
+    /// The paths the run's `dump … file=` wrote, kept in its memory.
+    pub kept_files: Vec<String>,
 }
 
 /// Two seeds whose digests differ.
@@ -288,6 +290,7 @@ fn run_seed(
         digest,
         deadlock: summary.as_ref().is_some_and(soc::RaceSummary::deadlock),
         races: summary.map(|s| s.races).unwrap_or_default(),
+        kept_files: files.written_paths().map(str::to_string).collect(),
     })
 }
 
@@ -455,6 +458,7 @@ mod tests {
             }),
             races: Vec::new(),
             deadlock: false,
+            kept_files: Vec::new(),
         }
     }
 
