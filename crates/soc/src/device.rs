@@ -279,6 +279,8 @@ pub struct Device {
     timing: std::sync::Arc<TimingConfig>,
     /// Engines by id (created on first touch).
     engines: Vec<Option<Engine>>,
+    /// Builds them (from the unit maps and timing, once per kind).
+    engine_factory: Option<std::sync::Arc<udma::EngineFactory>>,
     /// Firmware runs so far (each a scheduler event, for speed reports).
     fw_runs: u64,
     /// Each engine's next event, earliest first (the run loop's order).
@@ -469,6 +471,7 @@ impl Device {
             unit_maps,
             timing,
             engines: Vec::new(),
+            engine_factory: None,
             wake: WakeTree::default(),
             now: Cycle(0),
             trace: true,
@@ -738,8 +741,15 @@ impl Device {
         if self.engines.len() <= i {
             self.engines.resize_with(i + 1, || None);
         }
+        if self.engines[i].is_none() && self.engine_factory.is_none() {
+            self.engine_factory = Some(std::sync::Arc::new(udma::EngineFactory::new(maps, timing)));
+        }
+        let factory = self.engine_factory.as_deref();
         self.engines[i].get_or_insert_with(|| {
-            let mut e = Engine::new(id, maps, timing);
+            let mut e = match factory {
+                Some(f) => f.engine(id),
+                None => Engine::new(id, maps, timing),
+            };
             e.set_trace(trace);
             if seed.is_some() {
                 e.set_schedule_seed(seed);

@@ -438,6 +438,39 @@ fn dir_idx(d: Dir) -> usize {
     }
 }
 
+/// Builds units at reset by copying one built once per kind (a SENG engine,
+/// an H2T engine) instead of building each register file from the maps:
+/// the same unit as [`Engine::new`] gives, for a fraction of the work (a
+/// chip stream touches 128 engines).
+#[derive(Clone, Debug)]
+pub struct EngineFactory {
+    /// Built as unit 0 (SENG) and as unit 128 (H2T).
+    seng: Engine,
+    h2t: Engine,
+}
+
+impl EngineFactory {
+    /// Prototypes for `maps` and `timing`.
+    pub fn new(maps: &'static UnitMaps, timing: &TimingConfig) -> Self {
+        Self {
+            seng: Engine::new(0, maps, timing),
+            h2t: Engine::new(128, maps, timing),
+        }
+    }
+
+    /// Unit `id` at reset, as [`Engine::new`] builds it with the factory's
+    /// maps and timing.
+    pub fn engine(&self, id: u16) -> Engine {
+        let mut e = if id < 128 {
+            self.seng.clone()
+        } else {
+            self.h2t.clone()
+        };
+        e.id = id;
+        e
+    }
+}
+
 impl Engine {
     /// A unit at reset. The 128 SENG engines come up with the prefetch
     /// ring-id error masked (interrupt and abort) as the driver programs them;

@@ -52,6 +52,7 @@ impl Device {
             unit_maps: self.unit_maps,
             timing: std::sync::Arc::clone(&self.timing),
             engines: self.engines.clone(),
+            engine_factory: self.engine_factory.clone(),
             fw_runs: self.fw_runs,
             wake: self.wake.clone(),
             now: self.now,
