@@ -16,4 +16,4 @@ mod sparse;
 pub use bytes::Bytes;
 pub use fault::MemFault;
 pub use partitioned::{PSUM_WRITE_ALIGN_BYTES, PartitionGeometry, PartitionedMemory, Psum, Sbuf};
-pub use sparse::{PAGE_BYTES, SparseMemory};
+pub use sparse::{PAGE_BYTES, PatternFn, SparseMemory};

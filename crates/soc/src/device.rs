@@ -1253,6 +1253,29 @@ impl Device {
         self.fabric.race.is_none() && self.fabric.memory.is_plain(&self.fabric.map, addr, len)
     }
 
+    /// Writes `len` bytes of a pattern at `addr`, lazily where the memory
+    /// is plain ([`DeviceMemory::fill_pattern`](crate::memory::DeviceMemory::fill_pattern)):
+    /// `pattern(k, buf)` gives the bytes from `k` bytes past `addr`.
+    /// `Ok(false)`: nothing written (SBUF, PSUM); write the bytes instead.
+    pub fn fill_pattern(
+        &mut self,
+        addr: u64,
+        len: u64,
+        pattern: &mem::PatternFn,
+    ) -> Result<bool, BusFault> {
+        let done = self
+            .fabric
+            .memory
+            .fill_pattern(&self.fabric.map, addr, len, pattern)?;
+        if done {
+            self.touch();
+            if self.fabric.race.is_some() {
+                self.race_cpu_access(addr, len, true);
+            }
+        }
+        Ok(done)
+    }
+
     /// Fills `len` bytes of memory at `addr` with `byte`.
     pub fn fill(&mut self, addr: u64, len: u64, byte: u8) -> Result<(), BusFault> {
         self.touch();

@@ -2,7 +2,7 @@
 //! memory region of the map gets a sparse backing store on first use;
 //! aliases (the Q7 dataram aperture) share their target's store.
 
-use mem::{Bytes, MemFault, Psum, Sbuf, SparseMemory};
+use mem::{Bytes, MemFault, PatternFn, Psum, Sbuf, SparseMemory};
 use soc_map::{Hole, RegionId, RegionKind, SocMap};
 
 use crate::fault::BusFault;
@@ -419,6 +419,34 @@ impl DeviceMemory {
             .map_err(|f| Self::fault(map, t, addr, f))?;
         self.clear_stale(t, addr, len);
         Ok(())
+    }
+
+    /// Writes `len` bytes of a pattern at `addr`, where `pattern(k, buf)`
+    /// gives the bytes from `k` bytes past `addr`: in a plain (linear)
+    /// memory each whole page holds the pattern until something needs its
+    /// bytes ([`SparseMemory::fill_pattern`]). Returns `Ok(false)`, having
+    /// changed nothing, where the memory is partitioned (SBUF, PSUM): the
+    /// caller writes the bytes itself.
+    pub fn fill_pattern(
+        &mut self,
+        map: &SocMap,
+        addr: u64,
+        len: u64,
+        pattern: &PatternFn,
+    ) -> Result<bool, BusFault> {
+        let t = self.target(map, addr, len)?;
+        let Backing::Linear(store) = self.store_mut(map, t.storage) else {
+            return Ok(false);
+        };
+        let base = t.offset;
+        let inner = std::sync::Arc::clone(pattern);
+        let at_offset: PatternFn =
+            std::sync::Arc::new(move |offset: u64, buf: &mut [u8]| inner(offset - base, buf));
+        store
+            .fill_pattern(t.offset, len, &at_offset)
+            .map_err(|f| Self::fault(map, t, addr, f))?;
+        self.clear_stale(t, addr, len);
+        Ok(true)
     }
 
     /// Copies `len` bytes from `src` to `dst` page to page, without a bounce

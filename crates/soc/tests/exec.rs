@@ -353,6 +353,31 @@ fn sha256_across_chunks() {
 }
 
 #[test]
+fn pattern_fill_pages_read_and_take_writes_as_written_bytes() {
+    // Plain memory holds a pattern fill page by page (generated on use):
+    // partial first and last pages, a write into a whole pattern page, a
+    // read of a page never generated, a byte fill over part of one.
+    let (start, len) = (0x10usize, 0x3_0000usize);
+    let mut model = vec![0u8; 0x4_0000];
+    for (k, b) in model[start..start + len].iter_mut().enumerate() {
+        *b = (7u32.wrapping_add((k / 4) as u32)).to_le_bytes()[k % 4];
+    }
+    model[0x1_0008..0x1_000c].copy_from_slice(&[0xaa, 0xbb, 0xcc, 0xdd]);
+    model[0x2_1000..0x2_1100].fill(0x5a);
+    let whole = hex(&Sha256::digest(&model));
+    let r = run(&format!(
+        "fill hbm1+0x10 len=0x30000 pattern=incr32 seed=7\n\
+         expect hbm1+0x18000 bytes=03600000\n\
+         write hbm1+0x10008 bytes=aabbccdd\n\
+         fill hbm1+0x21000 len=0x100 byte=0x5a\n\
+         expect hbm1+0x10004 bytes=04400000aabbccdd\n\
+         expect hbm1 len=0x40000 sha256={whole}\n"
+    ));
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+    assert_eq!(r.expectations_passed, 3);
+}
+
+#[test]
 fn fill_pattern_incr32_and_incr8() {
     let r = run("fill tpb0.sbuf[p5] len=16 pattern=incr32 seed=0xfffffffe\n\
          expect tpb0.sbuf[p5] bytes=feffffff_ffffffff_00000000_01000000\n\

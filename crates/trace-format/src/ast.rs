@@ -448,7 +448,16 @@ impl FillPattern {
                 }
                 let first = start.wrapping_add(lead as u64);
                 let mut word = seed.wrapping_add(first / 4) as u32;
-                let mut chunks = buf[lead..].chunks_exact_mut(4);
+                // Sixteen words at a time (vectorised), then word by word.
+                let mut blocks = buf[lead..].chunks_exact_mut(64);
+                for block in &mut blocks {
+                    let words: [u32; 16] = std::array::from_fn(|i| word.wrapping_add(i as u32));
+                    for (c, w) in block.chunks_exact_mut(4).zip(words) {
+                        c.copy_from_slice(&w.to_le_bytes());
+                    }
+                    word = word.wrapping_add(16);
+                }
+                let mut chunks = blocks.into_remainder().chunks_exact_mut(4);
                 for c in &mut chunks {
                     c.copy_from_slice(&word.to_le_bytes());
                     word = word.wrapping_add(1);

@@ -443,13 +443,14 @@ fn example_parses() {
 
 proptest! {
     /// The word-at-a-time fill gives exactly the bytes of `byte_at`, from
-    /// any start and for any length (partial words at both ends).
+    /// any start and for any length (partial words at both ends, the
+    /// 64-byte blocks between).
     #[test]
     fn pattern_fill_is_byte_at(
         incr32 in any::<bool>(),
         seed in any::<u64>(),
         start in any::<u64>(),
-        len in 0usize..64,
+        len in 0usize..300,
     ) {
         let kind = if incr32 { FillPattern::Incr32 } else { FillPattern::Incr8 };
         let mut buf = vec![0u8; len];

@@ -558,11 +558,17 @@ pub(super) fn step(
                 FillContent::Pattern { kind, seed } => {
                     // Probe the whole range first so a fault changes nothing.
                     probe_write(device, addr, *len)?;
-                    let mut chunk =
-                        vec![0u8; usize::try_from((*len).min(CHUNK_BYTES)).unwrap_or(0)];
+                    // Plain memory holds the pattern page by page until its
+                    // bytes are needed; SBUF and PSUM get the bytes now.
+                    let (k, s) = (*kind, *seed);
+                    let pattern: mem::PatternFn =
+                        std::sync::Arc::new(move |at: u64, buf: &mut [u8]| k.fill(s, at, buf));
+                    let lazy = device.fill_pattern(addr, *len, &pattern).map_err(fault)?;
+                    let eager = if lazy { 0 } else { *len };
+                    let mut chunk = vec![0u8; usize::try_from(eager.min(CHUNK_BYTES)).unwrap_or(0)];
                     let mut done = 0u64;
-                    while done < *len {
-                        let n = (*len - done).min(CHUNK_BYTES) as usize;
+                    while done < eager {
+                        let n = (eager - done).min(CHUNK_BYTES) as usize;
                         kind.fill(*seed, done, &mut chunk[..n]);
                         device
                             .write_bytes(addr + done, &chunk[..n])
