@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::map::{MapData, NodeText, Partitions, Region, RegionId};
+use crate::map::{FlatDecode, MapData, NodeText, Partitions, Region, RegionId};
 use crate::name_index::NameIndex;
 use crate::spec::{MapSpec, RegionKind};
 
@@ -138,6 +138,16 @@ pub(crate) fn encode(map: &MapData) -> (Vec<u8>, String) {
     for &s in slots {
         w.u64(s);
     }
+    // The flattened decode, so that no process builds it again.
+    let flat = FlatDecode::build(&map.regions, &map.roots);
+    let (starts, lasts, ids) = flat.parts();
+    w.u32(starts.len() as u32);
+    for &v in starts.iter().chain(lasts) {
+        w.u64(v);
+    }
+    for &id in ids {
+        w.u32(id as u32);
+    }
     (w.bytes, w.text)
 }
 
@@ -221,6 +231,11 @@ pub(crate) fn decode(spec: MapSpec, bytes: &[u8], text: &'static str) -> Option<
     for _ in 0..n_slots {
         slots.push(r.u64()?);
     }
+    let n_flat = r.len()?;
+    let starts = r.array(n_flat, u64::from_le_bytes)?;
+    let lasts = r.array(n_flat, u64::from_le_bytes)?;
+    let ids = r.array(n_flat, |b: [u8; 4]| u32::from_le_bytes(b) as RegionId)?;
+    let flat = FlatDecode::from_parts(starts, lasts, ids, regions.len())?;
     if r.at != bytes.len() {
         return None;
     }
@@ -230,6 +245,7 @@ pub(crate) fn decode(spec: MapSpec, bytes: &[u8], text: &'static str) -> Option<
         roots,
         by_name: NameIndex::from_parts(slots, n_names)?,
         spec,
+        flat: std::sync::OnceLock::from(flat),
     })
 }
 
@@ -281,6 +297,18 @@ impl<'b> Reader<'b> {
 
     fn u32(&mut self) -> Option<u32> {
         self.take().map(u32::from_le_bytes)
+    }
+
+    /// `n` values of `N` bytes each, read in one pass.
+    fn array<const N: usize, T>(&mut self, n: usize, f: impl Fn([u8; N]) -> T) -> Option<Vec<T>> {
+        let len = n.checked_mul(N)?;
+        let b = self.bytes.get(self.at..self.at.checked_add(len)?)?;
+        self.at += len;
+        Some(
+            b.chunks_exact(N)
+                .map(|c| f(c.try_into().unwrap_or([0; N])))
+                .collect(),
+        )
     }
 
     fn u64(&mut self) -> Option<u64> {
@@ -348,6 +376,10 @@ mod tests {
             for absent in ["", "eng", "eng132", "tpb0.", "hbm0.x", "eng0.m2s.q16"] {
                 assert_eq!(read.by_name(absent), expanded.by_name(absent), "{absent}");
             }
+            assert_eq!(
+                read.flat.get(),
+                Some(&FlatDecode::build(&expanded.regions, &expanded.roots))
+            );
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::expand::Builder;
 use crate::name_index::NameIndex;
@@ -203,6 +203,9 @@ pub struct MapData {
     pub(crate) by_name: NameIndex,
     /// The spec the map was expanded from (for the compact table).
     pub spec: MapSpec,
+    /// The region tree flattened for [`MapData::deepest`], built on the
+    /// first decode.
+    pub(crate) flat: OnceLock<FlatDecode>,
 }
 
 impl SocMap {
@@ -259,6 +262,7 @@ impl SocMap {
             roots,
             by_name,
             spec,
+            flat: OnceLock::new(),
         };
         map.resolve_aliases(pending_aliases)?;
         Ok(SocMap(Arc::new(map)))
@@ -299,8 +303,17 @@ impl MapData {
         &self.regions[id]
     }
 
-    /// The deepest region containing `addr`, if any.
+    /// The deepest region containing `addr`, if any: one search of the
+    /// flattened tree ([`FlatDecode`]).
     pub fn deepest(&self, addr: u64) -> Option<RegionId> {
+        self.flat
+            .get_or_init(|| FlatDecode::build(&self.regions, &self.roots))
+            .deepest(addr)
+    }
+
+    /// [`MapData::deepest`] by walking the tree level by level (what the
+    /// flattened search must agree with).
+    pub fn deepest_by_levels(&self, addr: u64) -> Option<RegionId> {
         let mut found = find_in(&self.regions, &self.roots, addr)?;
         while let Some(child) = find_in(&self.regions, &self.regions[found].children, addr) {
             found = child;
@@ -385,6 +398,98 @@ impl MapData {
         }
         depth
     }
+}
+
+/// The region tree as disjoint address intervals, each naming the deepest
+/// region that holds its bytes (a parent's gaps between children name the
+/// parent), sorted by start: decoding an address is one binary search over
+/// a dense array instead of one per tree level through the region records.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FlatDecode {
+    starts: Vec<u64>,
+    /// Inclusive last address of each interval (a region may end at 2^64).
+    lasts: Vec<u64>,
+    ids: Vec<RegionId>,
+}
+
+impl FlatDecode {
+    /// Flattens the tree under `roots` (siblings sorted by base and
+    /// disjoint, as a validated map's are).
+    pub(crate) fn build(regions: &[Region], roots: &[RegionId]) -> Self {
+        // A region adds at most its own interval and one gap after each
+        // child: under twice the region count.
+        let n = 2 * regions.len() + 1;
+        let mut flat = FlatDecode {
+            starts: Vec::with_capacity(n),
+            lasts: Vec::with_capacity(n),
+            ids: Vec::with_capacity(n),
+        };
+        for &root in roots {
+            if let Some((lo, last)) = span(&regions[root], 0, u64::MAX) {
+                flat.emit(regions, root, lo, last);
+            }
+        }
+        flat
+    }
+
+    /// Emits `[lo, last]` of region `id`: its children's parts, and its own
+    /// bytes between them.
+    fn emit(&mut self, regions: &[Region], id: RegionId, lo: u64, last: u64) {
+        let mut at = lo;
+        for &c in &regions[id].children {
+            let Some((c_lo, c_last)) = span(&regions[c], at, last) else {
+                continue;
+            };
+            if c_lo > at {
+                self.push(at, c_lo - 1, id);
+            }
+            self.emit(regions, c, c_lo, c_last);
+            match c_last.checked_add(1) {
+                Some(next) if next <= last => at = next,
+                _ => return,
+            }
+        }
+        self.push(at, last, id);
+    }
+
+    /// The three arrays (the map image stores them, docs/address-map.md).
+    pub(crate) fn parts(&self) -> (&[u64], &[u64], &[RegionId]) {
+        (&self.starts, &self.lasts, &self.ids)
+    }
+
+    /// A flattened decode from its arrays, if they are one: equal lengths,
+    /// intervals in order and disjoint, ids below `n_regions`.
+    pub(crate) fn from_parts(
+        starts: Vec<u64>,
+        lasts: Vec<u64>,
+        ids: Vec<RegionId>,
+        n_regions: usize,
+    ) -> Option<Self> {
+        let ordered = starts.len() == lasts.len()
+            && starts.len() == ids.len()
+            && starts.iter().zip(&lasts).all(|(s, l)| s <= l)
+            && lasts.iter().zip(starts.iter().skip(1)).all(|(l, s)| l < s)
+            && ids.iter().all(|&id| id < n_regions);
+        ordered.then_some(FlatDecode { starts, lasts, ids })
+    }
+
+    fn push(&mut self, start: u64, last: u64, id: RegionId) {
+        self.starts.push(start);
+        self.lasts.push(last);
+        self.ids.push(id);
+    }
+
+    fn deepest(&self, addr: u64) -> Option<RegionId> {
+        let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
+        (addr <= self.lasts[i]).then(|| self.ids[i])
+    }
+}
+
+/// The bytes of `r` inside `[lo, last]`, as an inclusive range.
+fn span(r: &Region, lo: u64, last: u64) -> Option<(u64, u64)> {
+    let r_last = r.base.saturating_add(r.size_bytes.checked_sub(1)?);
+    let (s, e) = (r.base.max(lo), r_last.min(last));
+    (s <= e).then_some((s, e))
 }
 
 fn find_in(regions: &[Region], sorted: &[RegionId], addr: u64) -> Option<RegionId> {

@@ -389,3 +389,61 @@ fn long_text_copied_into_every_instance_is_bounded() {
     ));
     assert!(e.contains("longer than 64 bytes"), "{e}");
 }
+
+/// Addresses that stress a decode: every region's first, last and
+/// one-past-last byte, the byte before it, and its middle.
+fn edges(map: &SocMap) -> Vec<u64> {
+    let mut at = vec![0, u64::MAX];
+    for r in &map.regions {
+        let last = r.base.saturating_add(r.size_bytes.saturating_sub(1));
+        at.extend([
+            r.base,
+            r.base.wrapping_sub(1),
+            last,
+            last.wrapping_add(1),
+            r.base + r.size_bytes / 2,
+        ]);
+        if let Some(w) = r.window_bytes {
+            at.extend([r.base.saturating_add(w), r.base.saturating_add(w - 1)]);
+        }
+    }
+    at
+}
+
+#[test]
+fn flattened_decode_agrees_with_the_tree_walk() {
+    let map = trn2().unwrap();
+    let at = edges(&map);
+    assert!(at.len() > 25_000, "{}", at.len());
+    for a in at {
+        assert_eq!(map.deepest(a), map.deepest_by_levels(a), "{a:#x}");
+    }
+}
+
+#[test]
+fn flattened_decode_agrees_on_a_map_with_windows_and_gaps() {
+    // A container with a gap before, between and after its children, a
+    // window larger than a region, nested children, a region just below
+    // the top of the address space.
+    let json = r#"{
+        "device": "t",
+        "regions": [
+            {"name": "a", "base": "0x1000", "size": "0x1000", "children": [
+                {"name": "x", "base": "0x100", "size": "0x100", "kind": "memory"},
+                {"name": "y", "base": "0x400", "size": "0x200", "children": [
+                    {"name": "z", "base": "0x10", "size": "0x10", "kind": "memory"}
+                ]}
+            ]},
+            {"name": "w", "base": "0x4000", "size": "0x100", "window": "0x1000", "kind": "memory"},
+            {"name": "top", "base": "0xffffffffffffe000", "size": "0x1000", "kind": "memory"}
+        ]
+    }"#;
+    let map = SocMap::from_json(json, "t.json").unwrap();
+    let mut at = edges(&map);
+    at.extend((0..0x6000u64).step_by(8));
+    for a in at {
+        assert_eq!(map.deepest(a), map.deepest_by_levels(a), "{a:#x}");
+    }
+    assert_eq!(name_of(&map, 0x1410), Some("a.y.z".into()));
+    assert_eq!(name_of(&map, 0x1300), Some("a".into()));
+}
