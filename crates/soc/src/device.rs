@@ -304,11 +304,12 @@ pub struct Device {
     /// the cycle of the next poll it would run. A parked core runs again
     /// only after the next change (docs/firmware.md §Stalls).
     parked: Vec<Option<Cycle>>,
-    /// Cores parked.
-    n_parked: usize,
-    /// Per parked core: its polls read memory, so any change may end the
-    /// wait ([`Q7Core::polls_memory`]).
-    parked_on_memory: Vec<bool>,
+    /// The cores parked (bit per TPB): `parked[i]` is `Some` exactly for
+    /// the bits set.
+    parked_mask: u32,
+    /// Parked cores whose polls read memory (bit per TPB), so any change
+    /// may end the wait ([`Q7Core::polls_memory`]).
+    parked_on_memory: u32,
     /// Per parked core waiting only on words in flight: groups of
     /// completed-descriptor counts of the engine queues it waits on; when
     /// every count of one group is reached a poll could change its state
@@ -320,6 +321,10 @@ pub struct Device {
     engine_cores: Vec<u32>,
     /// A change woke a parked core inside the engine loop.
     unparked: bool,
+    /// Counts the times a semaphore change was taken note of (a
+    /// `Fabric::sem_touched` bit cleared): with no bit set, an equal count
+    /// means no semaphore changed in between ([`Device::sem_version`]).
+    sem_epoch: u64,
     /// The run order key of the event being processed (or the last one):
     /// (cycle, 0 firmware / 1 engine / 2 past every event of the cycle,
     /// core or engine id). Decides which polls a change can still reach.
@@ -332,6 +337,30 @@ pub struct Device {
     last_partitioned: std::cell::Cell<Option<PartitionedRegion>>,
     /// Schedule perturbation seed ([`Device::set_schedule_seed`]).
     schedule_seed: Option<u64>,
+}
+
+/// Builds engine `id` into its empty `slot` (its first access), with the
+/// device's factory (made on the first engine). Out of line: the engine is
+/// large, and a caller that had its construction inlined would set up a
+/// frame for it on every access.
+#[inline(never)]
+fn build_engine<'e>(
+    slot: &'e mut Option<Engine>,
+    factory: &mut Option<std::sync::Arc<udma::EngineFactory>>,
+    id: u16,
+    maps: &'static UnitMaps,
+    timing: &TimingConfig,
+    trace: bool,
+    seed: Option<u64>,
+) -> &'e mut Engine {
+    let factory =
+        factory.get_or_insert_with(|| std::sync::Arc::new(udma::EngineFactory::new(maps, timing)));
+    let mut e = factory.engine(id);
+    e.set_trace(trace);
+    if seed.is_some() {
+        e.set_schedule_seed(seed);
+    }
+    slot.insert(e)
 }
 
 /// A leaf SBUF/PSUM region's extent and partition stride.
@@ -483,11 +512,12 @@ impl Device {
             activity: 0,
             fw_seen: Vec::new(),
             parked: Vec::new(),
-            n_parked: 0,
-            parked_on_memory: Vec::new(),
+            parked_mask: 0,
+            parked_on_memory: 0,
             park_needs: Vec::new(),
             engine_cores: Vec::new(),
             unparked: false,
+            sem_epoch: 0,
             cur_key: (0, 2, 0),
             sink: SinkSlot(None),
             schedule_seed: None,
@@ -732,30 +762,47 @@ impl Device {
         self.engines.iter().flatten()
     }
 
+    #[inline]
     fn engine_mut(&mut self, id: u16) -> &mut Engine {
-        let maps = self.unit_maps;
-        let timing = &self.timing;
-        let trace = self.trace;
-        let seed = self.schedule_seed;
         let i = usize::from(id);
         if self.engines.len() <= i {
             self.engines.resize_with(i + 1, || None);
         }
-        if self.engines[i].is_none() && self.engine_factory.is_none() {
-            self.engine_factory = Some(std::sync::Arc::new(udma::EngineFactory::new(maps, timing)));
+        let slot = &mut self.engines[i];
+        match slot {
+            Some(e) => e,
+            None => build_engine(
+                slot,
+                &mut self.engine_factory,
+                id,
+                self.unit_maps,
+                &self.timing,
+                self.trace,
+                self.schedule_seed,
+            ),
         }
-        let factory = self.engine_factory.as_deref();
-        self.engines[i].get_or_insert_with(|| {
-            let mut e = match factory {
-                Some(f) => f.engine(id),
-                None => Engine::new(id, maps, timing),
-            };
-            e.set_trace(trace);
-            if seed.is_some() {
-                e.set_schedule_seed(seed);
-            }
-            e
-        })
+    }
+
+    /// A version of every core's semaphores: while it is `Some` and the
+    /// same, no semaphore of an EVT_SEM block of a core has changed (each
+    /// change sets a `Fabric::sem_touched` bit, and clearing one moves
+    /// `sem_epoch`). `None` while a change is not yet taken note of.
+    pub(crate) fn sem_version(&self) -> Option<u64> {
+        (self.fabric.sem_touched == 0).then_some(self.sem_epoch)
+    }
+
+    /// Whether register `t` changes only with a semaphore change
+    /// ([`Device::sem_version`]): a register of a core's EVT_SEM block
+    /// whose every bit is read-only (`SEM_READ[i]`, set by the semaphore
+    /// windows, docs/references/driver.md §6.4), which no software access
+    /// changes.
+    pub(crate) fn reg_follows_semaphores(&self, t: RegTarget) -> bool {
+        self.fabric.sem_cores.contains_key(&t.region)
+            && self.fabric.engine_block(t.region).is_none()
+            && self
+                .block_of(t.region)
+                .and_then(|b| b.register_at(t.offset))
+                .is_some_and(|r| r.spec().masks().ro == u32::MAX)
     }
 
     /// Register value without side effects (for debuggers and decoders).
@@ -970,16 +1017,19 @@ impl Device {
         value: u32,
         named: bool,
     ) -> Result<fabric::WriteDone, BusFault> {
-        let targets = if r.broadcast {
-            self.broadcast_targets(r.engine)
+        let single = [r.engine];
+        let mirrored;
+        let targets: &[u16] = if r.broadcast {
+            mirrored = self.broadcast_targets(r.engine);
+            &mirrored
         } else {
-            vec![r.engine]
+            &single
         };
         let now = self.now;
         let mut report = None;
         let recording = self.fabric.rec.is_some();
         let trace = self.fabric.trace;
-        for id in targets {
+        for &id in targets {
             if recording {
                 self.wave_watch(id, r.block);
             }
