@@ -321,6 +321,10 @@ pub struct Device {
     engine_cores: Vec<u32>,
     /// A change woke a parked core inside the engine loop.
     unparked: bool,
+    /// Per engine id: the part of its [`Engine::head_epoch`] that
+    /// tail-pointer doorbell writes (TDRTP_INC, RDRTP_INC) made, which
+    /// change no completion head ([`Device::engine_head_epoch`]).
+    doorbell_epochs: Vec<u64>,
     /// Counts the times a semaphore change was taken note of (a
     /// `Fabric::sem_touched` bit cleared): with no bit set, an equal count
     /// means no semaphore changed in between ([`Device::sem_version`]).
@@ -517,6 +521,7 @@ impl Device {
             park_needs: Vec::new(),
             engine_cores: Vec::new(),
             unparked: false,
+            doorbell_epochs: Vec::new(),
             sem_epoch: 0,
             cur_key: (0, 2, 0),
             sink: SinkSlot(None),
@@ -619,17 +624,31 @@ impl Device {
 
     /// A counter of engine `id` that moves whenever its completion heads
     /// may have changed, for the firmware's polls (docs/firmware.md
-    /// §Stalls): [`Engine::head_epoch`], or the finer
-    /// [`Engine::reg_epoch`] while the race detector watches every read
-    /// (a poll's happens-before edges stay as they were). `None` before
-    /// the engine exists.
+    /// §Stalls): [`Engine::head_epoch`] less the steps its tail-pointer
+    /// doorbell writes made (such a write moves no completion head: what
+    /// it starts moves them later, through [`Engine::crhp_moves`]), or the
+    /// finer [`Engine::reg_epoch`] while the race detector watches every
+    /// read (a poll's happens-before edges stay as they were). `None`
+    /// before the engine exists.
     pub(crate) fn engine_head_epoch(&self, id: u16) -> Option<u64> {
         let e = self.engines.get(usize::from(id)).and_then(Option::as_ref)?;
         Some(if self.fabric.race.is_some() {
             e.reg_epoch()
         } else {
-            e.head_epoch()
+            let doorbells = self.doorbell_epochs.get(usize::from(id)).copied();
+            e.head_epoch().wrapping_sub(doorbells.unwrap_or(0))
         })
+    }
+
+    /// Whether a write to `block` at `offset` is a tail-pointer doorbell
+    /// (TDRTP_INC, RDRTP_INC).
+    fn is_tail_doorbell(&self, block: UnitBlock, offset: u64) -> bool {
+        let o = &self.unit_maps.offsets;
+        match block {
+            UnitBlock::M2sQ(_) => offset == o.m2s_q.drtp_inc,
+            UnitBlock::S2mQ(_) => offset == o.s2m_q.drtp_inc,
+            _ => false,
+        }
     }
 
     /// The waveform recorder, if on.
@@ -1033,8 +1052,22 @@ impl Device {
             if recording {
                 self.wave_watch(id, r.block);
             }
+            let doorbell = self.is_tail_doorbell(r.block, t.offset);
             let e = self.engine_mut(id);
-            let Some(out) = e.mmio_write(r.block, t.offset, value, now) else {
+            let sw_before = e.head_epoch().wrapping_sub(e.crhp_moves());
+            let out = e.mmio_write(r.block, t.offset, value, now);
+            if doorbell {
+                let steps = e
+                    .head_epoch()
+                    .wrapping_sub(e.crhp_moves())
+                    .wrapping_sub(sw_before);
+                let i = usize::from(id);
+                if self.doorbell_epochs.len() <= i {
+                    self.doorbell_epochs.resize(i + 1, 0);
+                }
+                self.doorbell_epochs[i] = self.doorbell_epochs[i].wrapping_add(steps);
+            }
+            let Some(out) = out else {
                 continue;
             };
             if recording {

@@ -644,6 +644,31 @@ mod tests {
         assert!(empty.least_of(0).is_empty());
     }
 
+    /// The firmware's head epoch of an engine stands still across
+    /// tail-pointer doorbell writes (they move no completion head) and
+    /// moves at any other register write, and at an engine step that
+    /// moves a completion head: the stall tests compare cached polls with
+    /// reading every time over whole traces; this pins the rule down.
+    #[test]
+    fn doorbells_leave_the_head_epoch_and_other_writes_move_it() {
+        let mut d = Device::trn2().unwrap();
+        let map = d.map();
+        let q0 = |dir: &str| {
+            let id = map.by_name(&format!("eng0.{dir}.q0")).unwrap();
+            map.region(id).base
+        };
+        let (m2s_q0, s2m_q0) = (q0("m2s"), q0("s2m"));
+        let o = d.unit_maps.offsets;
+        d.write32(m2s_q0 + o.m2s_q.cfg, 0).unwrap();
+        let epoch = d.engine_head_epoch(0).unwrap();
+        d.write32(m2s_q0 + o.m2s_q.drtp_inc, 0).unwrap();
+        d.write32(s2m_q0 + o.s2m_q.drtp_inc, 0).unwrap();
+        assert_eq!(d.engine_head_epoch(0), Some(epoch));
+        assert!(d.engine(0).unwrap().head_epoch() > epoch);
+        d.write32(s2m_q0 + o.s2m_q.cfg, 0).unwrap();
+        assert_eq!(d.engine_head_epoch(0), Some(epoch + 1));
+    }
+
     /// A group's met test remembers the needs it found met (counts only
     /// grow) and says met only when every need is, as looking at all of
     /// them each time would.
