@@ -30,11 +30,13 @@ mod inflight;
 mod race_hooks;
 mod snapshot;
 mod stall;
+mod targets;
 mod waitgraph;
 
 use fabric::{DmaBus, RegCache, engine_blocks};
 pub use inflight::NextPick;
 pub use stall::{StallReport, StalledWait};
+use targets::TargetCache;
 pub use waitgraph::{HostWait, WaitGraph, WaitNode};
 
 /// A side effect a register access had, in the order it happened.
@@ -321,6 +323,8 @@ pub struct Device {
     engine_cores: Vec<u32>,
     /// A change woke a parked core inside the engine loop.
     unparked: bool,
+    /// Register targets of the device's own register path, by address.
+    targets: TargetCache,
     /// Per engine id: the part of its [`Engine::head_epoch`] that
     /// tail-pointer doorbell writes (TDRTP_INC, RDRTP_INC) made, which
     /// change no completion head ([`Device::engine_head_epoch`]).
@@ -521,6 +525,7 @@ impl Device {
             park_needs: Vec::new(),
             engine_cores: Vec::new(),
             unparked: false,
+            targets: TargetCache::default(),
             doorbell_epochs: Vec::new(),
             sem_epoch: 0,
             cur_key: (0, 2, 0),
@@ -842,7 +847,7 @@ impl Device {
     /// A 32-bit read as a bus master: register read with its side effects
     /// (read-to-clear), or four little-endian bytes of memory.
     pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
-        let target = self.fabric.reg_target(addr)?;
+        let target = self.reg_target_of(addr)?;
         if self.fabric.race.is_some() {
             self.race_read32(addr, target);
         }
@@ -878,7 +883,7 @@ impl Device {
         let direct = self.fabric.race.is_none()
             && self.fabric.rec.is_none()
             && matches!(self.fabric.master, Master::Firmware(_));
-        if let (true, Ok(Some(t))) = (direct, self.fabric.reg_target(addr))
+        if let (true, Ok(Some(t))) = (direct, self.reg_target_of(addr))
             && self.fabric.engine_block(t.region).is_none()
             && t.offset + 4 * out.len() as u64 <= self.fabric.map.region(t.region).size_bytes
             && let Some(rf) = self.fabric.regfile(t.region)
@@ -922,7 +927,7 @@ impl Device {
         value: u32,
         named: bool,
     ) -> Result<Option<(RegTarget, fabric::WriteDone)>, BusFault> {
-        let target = self.fabric.reg_target(addr);
+        let target = self.reg_target_of(addr);
         // A write to an engine's registers changes what that engine's
         // owners poll, nothing another core reads (docs/firmware.md §Stalls).
         match &target {

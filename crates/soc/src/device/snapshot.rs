@@ -68,6 +68,7 @@ impl Device {
             park_needs: self.park_needs.clone(),
             engine_cores: self.engine_cores.clone(),
             unparked: self.unparked,
+            targets: self.targets.clone(),
             doorbell_epochs: self.doorbell_epochs.clone(),
             sem_epoch: self.sem_epoch,
             cur_key: self.cur_key,

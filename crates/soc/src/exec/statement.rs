@@ -610,8 +610,7 @@ pub(super) fn step(
                 FillContent::Pattern { kind, seed } => {
                     // Probe the whole range first so a fault changes nothing.
                     probe_write(device, addr, *len)?;
-                    let mut chunk =
-                        vec![0u8; usize::try_from((*len).min(CHUNK_BYTES)).unwrap_or(0)];
+                    let chunk = exec.chunk(usize::try_from((*len).min(CHUNK_BYTES)).unwrap_or(0));
                     let mut done = 0u64;
                     while done < *len {
                         let n = (*len - done).min(CHUNK_BYTES) as usize;
@@ -672,7 +671,7 @@ pub(super) fn step(
             // Check the whole destination first: a load that cannot land
             // moves nothing.
             probe_write(device, addr, take)?;
-            let mut buf = vec![0u8; usize::try_from(take.min(CHUNK_BYTES)).unwrap_or(0)];
+            let buf = exec.chunk(usize::try_from(take.min(CHUNK_BYTES)).unwrap_or(0));
             let mut done = 0u64;
             while done < take {
                 let n = (take - done).min(CHUNK_BYTES) as usize;
@@ -973,6 +972,37 @@ mod tests {
     fn addr(d: &Device, text: &str) -> u64 {
         let expr = trace_format::parse_addr(text, "t.trace").unwrap();
         resolve(d, &expr).unwrap().addr
+    }
+
+    /// Fills stage their bytes in one buffer kept between statements: a
+    /// shorter fill after a longer one, of another pattern, lands exactly
+    /// its own bytes (nothing of the first one's left in the buffer).
+    #[test]
+    fn fills_after_fills_land_their_own_bytes() {
+        use trace_format::FillPattern;
+        let mut d = Device::trn2().unwrap();
+        let report = run_source(
+            &mut d,
+            "fill hbm0+0x1000 len=0x3000 pattern=incr32 seed=0x100\n\
+             fill hbm0+0x1000 len=0x802 pattern=incr8 seed=7\n\
+             fill hbm0+0x5000 len=0x14 pattern=incr32 seed=0x55\n",
+            "t.trace",
+            &mut NoFiles,
+        )
+        .unwrap();
+        assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+        let base = addr(&d, "hbm0");
+        let mut got = vec![0u8; 0x3000];
+        d.read_bytes(base + 0x1000, &mut got).unwrap();
+        let mut want = vec![0u8; 0x3000];
+        FillPattern::Incr32.fill(0x100, 0, &mut want);
+        FillPattern::Incr8.fill(7, 0, &mut want[..0x802]);
+        assert_eq!(got, want);
+        let mut got = vec![0u8; 0x14];
+        d.read_bytes(base + 0x5000, &mut got).unwrap();
+        let mut want = vec![0u8; 0x14];
+        FillPattern::Incr32.fill(0x55, 0, &mut want);
+        assert_eq!(got, want);
     }
 
     /// A wait's check after every event of a run gives what reading its
