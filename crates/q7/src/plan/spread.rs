@@ -263,8 +263,12 @@ impl Spread {
             .collect();
         let regs = &regs;
         let (base, elem_size, sem_num) = generate;
+        let armed = gates.iter().filter(|(_, g)| g.reg.bc_enabled).count();
         for (ep, rows) in self.engines.iter_mut().zip(std::mem::take(&mut self.rows)) {
             let engine = u16::from(ep.slot);
+            // REGWRITEs, GENERATE and two DIMPUSHes, in one allocation.
+            ep.micro_ops.reserve_exact(regs.len() + armed + 3);
+            ep.sem_writes.reserve_exact(1);
             ep.sem_writes
                 .push((ops.sem_inc_addr(sem_num), self.sem_increment));
             for (operand, reg, value) in regs {
