@@ -30,11 +30,13 @@ mod inflight;
 mod race_hooks;
 mod snapshot;
 mod stall;
+mod targets;
 mod waitgraph;
 
 use fabric::{DmaBus, RegCache, engine_blocks};
 pub use inflight::NextPick;
 pub use stall::{StallReport, StalledWait};
+use targets::TargetCache;
 pub use waitgraph::{HostWait, WaitGraph, WaitNode};
 
 /// A side effect a register access had, in the order it happened.
@@ -304,11 +306,12 @@ pub struct Device {
     /// the cycle of the next poll it would run. A parked core runs again
     /// only after the next change (docs/firmware.md §Stalls).
     parked: Vec<Option<Cycle>>,
-    /// Cores parked.
-    n_parked: usize,
-    /// Per parked core: its polls read memory, so any change may end the
-    /// wait ([`Q7Core::polls_memory`]).
-    parked_on_memory: Vec<bool>,
+    /// The cores parked (bit per TPB): `parked[i]` is `Some` exactly for
+    /// the bits set.
+    parked_mask: u32,
+    /// Parked cores whose polls read memory (bit per TPB), so any change
+    /// may end the wait ([`Q7Core::polls_memory`]).
+    parked_on_memory: u32,
     /// Per parked core waiting only on words in flight: groups of
     /// completed-descriptor counts of the engine queues it waits on; when
     /// every count of one group is reached a poll could change its state
@@ -320,6 +323,16 @@ pub struct Device {
     engine_cores: Vec<u32>,
     /// A change woke a parked core inside the engine loop.
     unparked: bool,
+    /// Register targets of the device's own register path, by address.
+    targets: TargetCache,
+    /// Per engine id: the part of its [`Engine::head_epoch`] that
+    /// tail-pointer doorbell writes (TDRTP_INC, RDRTP_INC) made, which
+    /// change no completion head ([`Device::engine_head_epoch`]).
+    doorbell_epochs: Vec<u64>,
+    /// Counts the times a semaphore change was taken note of (a
+    /// `Fabric::sem_touched` bit cleared): with no bit set, an equal count
+    /// means no semaphore changed in between ([`Device::sem_version`]).
+    sem_epoch: u64,
     /// The run order key of the event being processed (or the last one):
     /// (cycle, 0 firmware / 1 engine / 2 past every event of the cycle,
     /// core or engine id). Decides which polls a change can still reach.
@@ -332,6 +345,30 @@ pub struct Device {
     last_partitioned: std::cell::Cell<Option<PartitionedRegion>>,
     /// Schedule perturbation seed ([`Device::set_schedule_seed`]).
     schedule_seed: Option<u64>,
+}
+
+/// Builds engine `id` into its empty `slot` (its first access), with the
+/// device's factory (made on the first engine). Out of line: the engine is
+/// large, and a caller that had its construction inlined would set up a
+/// frame for it on every access.
+#[inline(never)]
+fn build_engine<'e>(
+    slot: &'e mut Option<Engine>,
+    factory: &mut Option<std::sync::Arc<udma::EngineFactory>>,
+    id: u16,
+    maps: &'static UnitMaps,
+    timing: &TimingConfig,
+    trace: bool,
+    seed: Option<u64>,
+) -> &'e mut Engine {
+    let factory =
+        factory.get_or_insert_with(|| std::sync::Arc::new(udma::EngineFactory::new(maps, timing)));
+    let mut e = factory.engine(id);
+    e.set_trace(trace);
+    if seed.is_some() {
+        e.set_schedule_seed(seed);
+    }
+    slot.insert(e)
 }
 
 /// A leaf SBUF/PSUM region's extent and partition stride.
@@ -483,11 +520,14 @@ impl Device {
             activity: 0,
             fw_seen: Vec::new(),
             parked: Vec::new(),
-            n_parked: 0,
-            parked_on_memory: Vec::new(),
+            parked_mask: 0,
+            parked_on_memory: 0,
             park_needs: Vec::new(),
             engine_cores: Vec::new(),
             unparked: false,
+            targets: TargetCache::default(),
+            doorbell_epochs: Vec::new(),
+            sem_epoch: 0,
             cur_key: (0, 2, 0),
             sink: SinkSlot(None),
             schedule_seed: None,
@@ -589,17 +629,31 @@ impl Device {
 
     /// A counter of engine `id` that moves whenever its completion heads
     /// may have changed, for the firmware's polls (docs/firmware.md
-    /// §Stalls): [`Engine::head_epoch`], or the finer
-    /// [`Engine::reg_epoch`] while the race detector watches every read
-    /// (a poll's happens-before edges stay as they were). `None` before
-    /// the engine exists.
+    /// §Stalls): [`Engine::head_epoch`] less the steps its tail-pointer
+    /// doorbell writes made (such a write moves no completion head: what
+    /// it starts moves them later, through [`Engine::crhp_moves`]), or the
+    /// finer [`Engine::reg_epoch`] while the race detector watches every
+    /// read (a poll's happens-before edges stay as they were). `None`
+    /// before the engine exists.
     pub(crate) fn engine_head_epoch(&self, id: u16) -> Option<u64> {
         let e = self.engines.get(usize::from(id)).and_then(Option::as_ref)?;
         Some(if self.fabric.race.is_some() {
             e.reg_epoch()
         } else {
-            e.head_epoch()
+            let doorbells = self.doorbell_epochs.get(usize::from(id)).copied();
+            e.head_epoch().wrapping_sub(doorbells.unwrap_or(0))
         })
+    }
+
+    /// Whether a write to `block` at `offset` is a tail-pointer doorbell
+    /// (TDRTP_INC, RDRTP_INC).
+    fn is_tail_doorbell(&self, block: UnitBlock, offset: u64) -> bool {
+        let o = &self.unit_maps.offsets;
+        match block {
+            UnitBlock::M2sQ(_) => offset == o.m2s_q.drtp_inc,
+            UnitBlock::S2mQ(_) => offset == o.s2m_q.drtp_inc,
+            _ => false,
+        }
     }
 
     /// The waveform recorder, if on.
@@ -732,30 +786,47 @@ impl Device {
         self.engines.iter().flatten()
     }
 
+    #[inline]
     fn engine_mut(&mut self, id: u16) -> &mut Engine {
-        let maps = self.unit_maps;
-        let timing = &self.timing;
-        let trace = self.trace;
-        let seed = self.schedule_seed;
         let i = usize::from(id);
         if self.engines.len() <= i {
             self.engines.resize_with(i + 1, || None);
         }
-        if self.engines[i].is_none() && self.engine_factory.is_none() {
-            self.engine_factory = Some(std::sync::Arc::new(udma::EngineFactory::new(maps, timing)));
+        let slot = &mut self.engines[i];
+        match slot {
+            Some(e) => e,
+            None => build_engine(
+                slot,
+                &mut self.engine_factory,
+                id,
+                self.unit_maps,
+                &self.timing,
+                self.trace,
+                self.schedule_seed,
+            ),
         }
-        let factory = self.engine_factory.as_deref();
-        self.engines[i].get_or_insert_with(|| {
-            let mut e = match factory {
-                Some(f) => f.engine(id),
-                None => Engine::new(id, maps, timing),
-            };
-            e.set_trace(trace);
-            if seed.is_some() {
-                e.set_schedule_seed(seed);
-            }
-            e
-        })
+    }
+
+    /// A version of every core's semaphores: while it is `Some` and the
+    /// same, no semaphore of an EVT_SEM block of a core has changed (each
+    /// change sets a `Fabric::sem_touched` bit, and clearing one moves
+    /// `sem_epoch`). `None` while a change is not yet taken note of.
+    pub(crate) fn sem_version(&self) -> Option<u64> {
+        (self.fabric.sem_touched == 0).then_some(self.sem_epoch)
+    }
+
+    /// Whether register `t` changes only with a semaphore change
+    /// ([`Device::sem_version`]): a register of a core's EVT_SEM block
+    /// whose every bit is read-only (`SEM_READ[i]`, set by the semaphore
+    /// windows, docs/references/driver.md §6.4), which no software access
+    /// changes.
+    pub(crate) fn reg_follows_semaphores(&self, t: RegTarget) -> bool {
+        self.fabric.sem_cores.contains_key(&t.region)
+            && self.fabric.engine_block(t.region).is_none()
+            && self
+                .block_of(t.region)
+                .and_then(|b| b.register_at(t.offset))
+                .is_some_and(|r| r.spec().masks().ro == u32::MAX)
     }
 
     /// Register value without side effects (for debuggers and decoders).
@@ -776,7 +847,7 @@ impl Device {
     /// A 32-bit read as a bus master: register read with its side effects
     /// (read-to-clear), or four little-endian bytes of memory.
     pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
-        let target = self.fabric.reg_target(addr)?;
+        let target = self.reg_target_of(addr)?;
         if self.fabric.race.is_some() {
             self.race_read32(addr, target);
         }
@@ -812,7 +883,7 @@ impl Device {
         let direct = self.fabric.race.is_none()
             && self.fabric.rec.is_none()
             && matches!(self.fabric.master, Master::Firmware(_));
-        if let (true, Ok(Some(t))) = (direct, self.fabric.reg_target(addr))
+        if let (true, Ok(Some(t))) = (direct, self.reg_target_of(addr))
             && self.fabric.engine_block(t.region).is_none()
             && t.offset + 4 * out.len() as u64 <= self.fabric.map.region(t.region).size_bytes
             && let Some(rf) = self.fabric.regfile(t.region)
@@ -856,7 +927,7 @@ impl Device {
         value: u32,
         named: bool,
     ) -> Result<Option<(RegTarget, fabric::WriteDone)>, BusFault> {
-        let target = self.fabric.reg_target(addr);
+        let target = self.reg_target_of(addr);
         // A write to an engine's registers changes what that engine's
         // owners poll, nothing another core reads (docs/firmware.md §Stalls).
         match &target {
@@ -970,21 +1041,38 @@ impl Device {
         value: u32,
         named: bool,
     ) -> Result<fabric::WriteDone, BusFault> {
-        let targets = if r.broadcast {
-            self.broadcast_targets(r.engine)
+        let single = [r.engine];
+        let mirrored;
+        let targets: &[u16] = if r.broadcast {
+            mirrored = self.broadcast_targets(r.engine);
+            &mirrored
         } else {
-            vec![r.engine]
+            &single
         };
         let now = self.now;
         let mut report = None;
         let recording = self.fabric.rec.is_some();
         let trace = self.fabric.trace;
-        for id in targets {
+        for &id in targets {
             if recording {
                 self.wave_watch(id, r.block);
             }
+            let doorbell = self.is_tail_doorbell(r.block, t.offset);
             let e = self.engine_mut(id);
-            let Some(out) = e.mmio_write(r.block, t.offset, value, now) else {
+            let sw_before = e.head_epoch().wrapping_sub(e.crhp_moves());
+            let out = e.mmio_write(r.block, t.offset, value, now);
+            if doorbell {
+                let steps = e
+                    .head_epoch()
+                    .wrapping_sub(e.crhp_moves())
+                    .wrapping_sub(sw_before);
+                let i = usize::from(id);
+                if self.doorbell_epochs.len() <= i {
+                    self.doorbell_epochs.resize(i + 1, 0);
+                }
+                self.doorbell_epochs[i] = self.doorbell_epochs[i].wrapping_add(steps);
+            }
+            let Some(out) = out else {
                 continue;
             };
             if recording {

@@ -291,9 +291,33 @@ pub struct Executor {
     /// The digest of the bytes the statement running read to check or
     /// show them (`expect`, `read32`, `dump`), taken after it.
     read_digest: Option<u64>,
+    /// A buffer `fill` and `load` stage their chunks in, kept from one
+    /// statement to the next (a chip trace fills megabytes).
+    chunk: ChunkBuffer,
+}
+
+/// [`Executor::chunk`]: bytes of no meaning between statements, so a copy
+/// of the executor (a debugger checkpoint) starts without them.
+#[derive(Debug, Default)]
+struct ChunkBuffer(Vec<u8>);
+
+impl Clone for ChunkBuffer {
+    fn clone(&self) -> Self {
+        ChunkBuffer::default()
+    }
 }
 
 impl Executor {
+    /// `len` bytes of the staging buffer (their contents are whatever the
+    /// last statement left: callers overwrite what they use).
+    fn chunk(&mut self, len: usize) -> &mut [u8] {
+        let buf = &mut self.chunk.0;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        &mut buf[..len]
+    }
+
     /// Forgets the software producer state of a queue (its ring was
     /// reprogrammed or reset).
     fn forget(&mut self, q: &QueueTarget) {

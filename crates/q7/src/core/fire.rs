@@ -243,14 +243,17 @@ impl Built {
         self.m2s.clear();
         self.s2m.clear();
         self.packets.clear();
-        let (mut m2s_pos, mut s2m_pos) = (r.m2s_pos, r.s2m_pos);
+        // The ring ids of the producer positions, moved along descriptor
+        // by descriptor (`Rings::slot` of each position, without dividing).
+        let mut m2s_at = RingCursor::new(r, r.m2s_pos);
+        let mut s2m_at = RingCursor::new(r, r.s2m_pos);
         for (txs, (dst, dst_len)) in packets {
             let n = txs.len();
             let mut m2s_n = 0u32;
             for k in 0..n {
                 let s = txs.get(k);
                 let (src, len, word1) = (s.addr, s.len_bytes, s.word1);
-                let (_, mid) = r.slot(m2s_pos);
+                let mid = m2s_at.id;
                 let flags = Flags {
                     first: k == 0,
                     last: k + 1 == n,
@@ -274,10 +277,10 @@ impl Built {
                     return Some(format!("descriptor length {len} out of range"));
                 };
                 self.m2s.extend_from_slice(&m.to_bytes());
-                m2s_pos += 1;
+                m2s_at.advance();
                 m2s_n += 1;
             }
-            let (_, sid) = r.slot(s2m_pos);
+            let sid = s2m_at.id;
             let Ok(s) = rx(dst_len, dst).map(|d| {
                 d.with_flags(Flags {
                     ring_id: sid,
@@ -288,7 +291,7 @@ impl Built {
                 return Some(format!("descriptor length {dst_len} out of range"));
             };
             self.s2m.extend_from_slice(&s.to_bytes());
-            s2m_pos += 1;
+            s2m_at.advance();
             self.packets.push((m2s_n, true));
         }
         None
@@ -345,6 +348,35 @@ impl Built {
             }
         }
         (m2s, s2m, None)
+    }
+}
+
+/// A ring position's slot and ring id ([`Rings::slot`]), moved one
+/// descriptor at a time.
+struct RingCursor {
+    idx: u32,
+    id: u8,
+    len: u32,
+}
+
+impl RingCursor {
+    fn new(r: &Rings, pos: u64) -> Self {
+        let (idx, id) = r.slot(pos);
+        RingCursor {
+            idx,
+            id,
+            len: r.len,
+        }
+    }
+
+    /// The next position: past the ring's last slot, slot 0 of the next
+    /// ring id.
+    fn advance(&mut self) {
+        self.idx += 1;
+        if self.idx >= self.len {
+            self.idx = 0;
+            self.id = (self.id + 1) & 3;
+        }
     }
 }
 
@@ -441,6 +473,22 @@ mod tests {
         let mut r = rings(len, pos);
         let (m, s, f) = built().store(&mut mem, &mut r);
         (mem, r, (m, s, f.is_some()))
+    }
+
+    /// The cursor gives the slot and ring id `Rings::slot` gives at every
+    /// position, across wraps (where the ring id moves on).
+    #[test]
+    fn the_ring_cursor_follows_the_positions() {
+        for len in [1, 2, 3, 8, 256] {
+            let r = rings(len, 0);
+            for start in [0u64, 5, 7, 1023] {
+                let mut c = RingCursor::new(&r, start);
+                for pos in start..start + 4 * u64::from(len) + 3 {
+                    assert_eq!((c.idx, c.id), r.slot(pos), "len {len} pos {pos}");
+                    c.advance();
+                }
+            }
+        }
     }
 
     #[test]

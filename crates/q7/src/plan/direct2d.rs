@@ -95,6 +95,12 @@ pub(super) fn expand_direct2d(
         Gate::of(w.dst_bound_reg, w.dst_start_addr),
     ];
     let max_elems = xfer.max_elems();
+    // Whole rows on both sides (the common case): one pair per row or
+    // per `max_elems`, known before the cut.
+    if src.steps[0] == 1 && dst.steps[0] == 1 {
+        let run = src.nums[0].min(dst.nums[0]).min(max_elems).max(1);
+        spread.reserve_pairs(src_total.div_ceil(run));
+    }
     let mut i = 0u64;
     while i < src_total {
         let n = src

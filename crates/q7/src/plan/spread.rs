@@ -6,6 +6,10 @@ use super::operands::{Gate, RegOperand, Resolved, bound_check};
 use super::{DescPair, EnginePlan, GatherPacket, MicroOp, Operands, OutOfBounds, PlanError};
 use crate::layout::{DgeConfig, PARTITIONS_PER_ENGINE};
 
+/// The most pairs [`Spread::reserve_pairs`] makes room for per engine
+/// (a word refused at its ring cap need not allocate its whole share).
+const RESERVED_PAIRS_MAX: u64 = 1024;
+
 /// Spreads descriptor pairs over the allowed engines (the splitting rule
 /// in the module doc), applying bound checks and the ring cap.
 pub(super) struct Spread {
@@ -107,19 +111,46 @@ impl Spread {
         let have = self.descs[e];
         // +1: the semaphore write every engine ends with.
         let need = [have[0] + m2s + 1, have[1] + 1 + 1];
-        for (dir, n) in ["M2S", "S2M"].into_iter().zip(need) {
-            if n > cap {
-                return Err(PlanError::Invalid(format!(
-                    "{}: engine slot {} needs {n} {dir} descriptors for its share so far \
-                     (data packets and the semaphore write), more than its ring holds \
-                     (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}); refused rather than \
-                     overrun the ring",
-                    self.word, self.engines[e].slot
-                )));
-            }
+        if need[0] > cap || need[1] > cap {
+            return Err(self.room_error(e, need));
         }
         self.descs[e] = [have[0] + m2s, have[1] + 1];
         Ok(())
+    }
+
+    /// The refusal of a share that does not fit its ring: the first
+    /// direction (M2S, then S2M) whose count `need` passes the cap.
+    #[cold]
+    fn room_error(&self, e: usize, need: [u64; 2]) -> PlanError {
+        let cap = self.cap as u64;
+        let (dir, n) = ["M2S", "S2M"]
+            .into_iter()
+            .zip(need)
+            .find(|&(_, n)| n > cap)
+            .unwrap_or(("M2S", need[0]));
+        PlanError::Invalid(format!(
+            "{}: engine slot {} needs {n} {dir} descriptors for its share so far \
+             (data packets and the semaphore write), more than its ring holds \
+             (MEMCOPY_CARVEOUT_CFG.CARVEOUT_SIZE_DESCS = {cap}); refused rather than \
+             overrun the ring",
+            self.word,
+            self.engines.get(e).map_or(0, |ep| ep.slot)
+        ))
+    }
+
+    /// Room for about `pairs` descriptor pairs spread evenly over the
+    /// engines (at most the ring cap, which no share passes, and at most
+    /// [`RESERVED_PAIRS_MAX`]): one allocation per engine instead of a
+    /// vector grown pair by pair.
+    pub(super) fn reserve_pairs(&mut self, pairs: u64) {
+        let n = self.engines.len().max(1) as u64;
+        let each = pairs
+            .div_ceil(n)
+            .min(self.cap as u64)
+            .min(RESERVED_PAIRS_MAX);
+        for ep in &mut self.engines {
+            ep.pairs.reserve(usize::try_from(each).unwrap_or(0));
+        }
     }
 
     /// Adds one cross-bar tile, on the next engine in round robin: `rows`
@@ -232,8 +263,12 @@ impl Spread {
             .collect();
         let regs = &regs;
         let (base, elem_size, sem_num) = generate;
+        let armed = gates.iter().filter(|(_, g)| g.reg.bc_enabled).count();
         for (ep, rows) in self.engines.iter_mut().zip(std::mem::take(&mut self.rows)) {
             let engine = u16::from(ep.slot);
+            // REGWRITEs, GENERATE and two DIMPUSHes, in one allocation.
+            ep.micro_ops.reserve_exact(regs.len() + armed + 3);
+            ep.sem_writes.reserve_exact(1);
             ep.sem_writes
                 .push((ops.sem_inc_addr(sem_num), self.sem_increment));
             for (operand, reg, value) in regs {

@@ -53,7 +53,6 @@ impl Device {
             self.fw_next.resize(i + 1, None);
             self.fw_seen.resize(i + 1, u64::MAX);
             self.parked.resize(i + 1, None);
-            self.parked_on_memory.resize(i + 1, false);
             self.park_needs.resize(i + 1, None);
         }
         if self.cores[i].is_none() {
@@ -117,6 +116,7 @@ impl Device {
         if touched == 0 {
             return;
         }
+        self.sem_epoch += 1;
         for i in 0..self.cores.len() {
             if self.cores[i].is_none() || touched & (1 << i) == 0 {
                 continue;
@@ -160,8 +160,7 @@ impl Device {
         let next_poll = Cycle(now.0 + self.timing.q7_poll_cycles.max(1));
         let until = self.cores[i].as_ref().and_then(Q7Core::busy_until);
         if until.is_some_and(|u| next_poll >= u) {
-            self.parked[i] = None;
-            self.n_parked -= 1;
+            self.unpark(i);
         } else {
             self.parked[i] = Some(next_poll);
         }
@@ -190,11 +189,7 @@ impl Device {
         };
         // A core that runs is not parked (a semaphore change can schedule a
         // parked core without unparking it).
-        if let Some(p) = self.parked.get_mut(i)
-            && p.take().is_some()
-        {
-            self.n_parked -= 1;
-        }
+        self.unpark(i);
         let now = self.now;
         self.cur_key = (now.0, 0, u16::from(tpb));
         let timing = std::sync::Arc::clone(&self.timing);
@@ -230,10 +225,8 @@ impl Device {
             && let Some(n) = next.filter(|n| *n > now)
         {
             self.fw_next[i] = None;
-            self.parked[i] = Some(n);
-            self.parked_on_memory[i] = on_memory;
             self.park_needs[i] = needs.and_then(|n| self.park_needs_at(&n));
-            self.n_parked += 1;
+            self.park(i, n, on_memory);
         } else if let Some(until) = busy_until
             && self.fabric.rec.is_none()
             && let Some(n) = next.filter(|n| *n > now && *n < until)
@@ -243,13 +236,14 @@ impl Device {
             // flight meanwhile: it runs at `until`, and before that only
             // when a change could end a wait — parked on its polls.
             self.fw_next[i] = Some(until);
-            self.parked[i] = Some(n);
-            self.parked_on_memory[i] = false;
             self.park_needs[i] = Some(groups);
-            self.n_parked += 1;
+            self.park(i, n, false);
         }
         // The firmware's own semaphore updates need not wake it again.
-        self.fabric.sem_touched &= !(1 << tpb);
+        if self.fabric.sem_touched & (1 << tpb) != 0 {
+            self.fabric.sem_touched &= !(1 << tpb);
+            self.sem_epoch += 1;
+        }
         if let Some(n) = next
             && n <= now
         {

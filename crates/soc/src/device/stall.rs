@@ -86,15 +86,105 @@ pub(super) struct ParkNeed {
     s2m: Option<u64>,
 }
 
+/// A set of engine ids below 256, a bit each (larger ids are not kept:
+/// [`ParkGroup::has_engine`] looks for them in the needs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct EngineSet([u64; 4]);
+
+impl EngineSet {
+    fn insert(&mut self, id: u16) {
+        if let Some(w) = self.0.get_mut(usize::from(id / 64)) {
+            *w |= 1 << (id % 64);
+        }
+    }
+
+    /// `Some(member)` for an id below 256, else `None`.
+    fn contains(&self, id: u16) -> Option<bool> {
+        self.0
+            .get(usize::from(id / 64))
+            .map(|w| w & (1 << (id % 64)) != 0)
+    }
+}
+
+/// One need group of a parked core ([`ParkNeeds`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ParkGroup {
+    needs: Vec<ParkNeed>,
+    /// The engines of `needs`.
+    engines: EngineSet,
+    /// How many of `needs`, from the first, were seen met: completed
+    /// counts only grow ([`udma::Engine::completed_descs`]), so a need
+    /// once met stays met and is not looked at again.
+    met_prefix: std::cell::Cell<usize>,
+}
+
+impl ParkGroup {
+    /// Whether a need of the group is on engine `id`.
+    fn has_engine(&self, id: u16) -> bool {
+        self.engines
+            .contains(id)
+            .unwrap_or_else(|| self.needs.iter().any(|n| n.engine == id))
+    }
+
+    /// Whether every need is met, looking only past the known-met prefix.
+    fn met(&self, device: &Device) -> bool {
+        let mut k = self.met_prefix.get();
+        while let Some(n) = self.needs.get(k) {
+            if !device.park_need_met(n) {
+                break;
+            }
+            k += 1;
+        }
+        self.met_prefix.set(k);
+        k == self.needs.len()
+    }
+}
+
 /// What a parked core waits for ([`q7::Q7Core::wake_needs`]), in absolute
 /// completed-descriptor counts: groups, any one of which met could let a
 /// poll change its state, and per engine queue the smallest count of
 /// either direction any group needs (no completion short of both can meet
-/// a group: a quick test before the groups).
+/// a group: a quick test before the groups), sorted by engine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct ParkNeeds {
     least: Vec<ParkNeed>,
-    groups: Vec<Vec<ParkNeed>>,
+    /// Engine `first_engine + k`'s entries of `least` are
+    /// `least[least_starts[k]..least_starts[k + 1]]`.
+    first_engine: u16,
+    least_starts: Vec<u32>,
+    groups: Vec<ParkGroup>,
+}
+
+impl ParkNeeds {
+    /// `least`, sorted by engine, with its per-engine index.
+    fn new(mut least: Vec<ParkNeed>, groups: Vec<ParkGroup>) -> Self {
+        // By engine, keeping the order of each engine's queues.
+        least.sort_by_key(|n| n.engine);
+        let first_engine = least.first().map_or(0, |n| n.engine);
+        let last = least.last().map_or(0, |n| n.engine);
+        let mut least_starts = Vec::with_capacity(usize::from(last - first_engine) + 2);
+        let mut k = 0usize;
+        for e in first_engine..=last {
+            least_starts.push(k as u32);
+            k += least[k..].iter().take_while(|n| n.engine == e).count();
+        }
+        least_starts.push(k as u32);
+        ParkNeeds {
+            least,
+            first_engine,
+            least_starts,
+            groups,
+        }
+    }
+
+    /// The `least` entries of engine `id`.
+    fn least_of(&self, id: u16) -> &[ParkNeed] {
+        let k = usize::from(id.wrapping_sub(self.first_engine));
+        match (self.least_starts.get(k), self.least_starts.get(k + 1)) {
+            (Some(&a), Some(&b)) => self.least.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
 }
 
 fn min_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -165,23 +255,28 @@ impl Device {
     /// them that are parked, and every parked core whose polls read memory,
     /// as [`Device::touch`] does. A core left parked would have read the
     /// same values.
+    #[inline]
     pub(super) fn touch_cores(&mut self, cores: u32) {
         self.activity += 1;
-        if self.n_parked == 0 || (cores == 0 && !self.parked_on_memory.contains(&true)) {
-            return;
+        let wake = self.parked_mask & (cores | self.parked_on_memory);
+        if wake != 0 {
+            self.wake_parked(wake);
         }
+    }
+
+    /// Wakes the parked cores `wake` (bit per TPB) at the first poll that,
+    /// in the run order, comes after the event making the change
+    /// ([`Device::cur_key`]).
+    fn wake_parked(&mut self, wake: u32) {
         let period = self.timing.q7_poll_cycles.max(1);
         let (t, class, id) = self.cur_key;
-        let mut woke = 0;
-        for (i, slot) in self.parked.iter_mut().enumerate() {
-            let sees = cores & (1 << i) != 0 || self.parked_on_memory.get(i) == Some(&true);
-            if !sees {
-                continue;
-            }
-            let Some(p) = slot.take() else {
+        let mut bits = wake;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let Some(p) = self.unpark(i) else {
                 continue;
             };
-            woke += 1;
             // Polls at cycle t run before the engines of cycle t and after
             // the cores with a lower index (Device::run_while).
             let after = |c: u64| c > t || (c == t && class == 0 && i > usize::from(id));
@@ -200,10 +295,32 @@ impl Device {
                 *f = Some(f.map_or(Cycle(next), |c| c.min(Cycle(next))));
             }
         }
-        if woke > 0 {
-            self.n_parked -= woke;
-            self.unparked = true;
+        self.unparked = true;
+    }
+
+    /// Parks core `i` until its poll at `next` (`on_memory`: its polls read
+    /// memory, [`q7::Q7Core::polls_memory`]).
+    pub(super) fn park(&mut self, i: usize, next: Cycle, on_memory: bool) {
+        let Some(slot) = self.parked.get_mut(i) else {
+            return;
+        };
+        *slot = Some(next);
+        let bit = 1u32 << (i % 32);
+        self.parked_mask |= bit;
+        if on_memory {
+            self.parked_on_memory |= bit;
+        } else {
+            self.parked_on_memory &= !bit;
         }
+    }
+
+    /// Unparks core `i`: the cycle of the poll it was parked on, if it was.
+    pub(super) fn unpark(&mut self, i: usize) -> Option<Cycle> {
+        let p = self.parked.get_mut(i)?.take()?;
+        let bit = 1u32 << (i % 32);
+        self.parked_mask &= !bit;
+        self.parked_on_memory &= !bit;
+        Some(p)
     }
 
     /// A parked core's wake needs ([`q7::Q7Core::wake_needs`]) as absolute
@@ -249,7 +366,21 @@ impl Device {
                 }
             }
         }
-        Some(ParkNeeds { least, groups })
+        let groups = groups
+            .into_iter()
+            .map(|needs| {
+                let mut engines = EngineSet::default();
+                for n in &needs {
+                    engines.insert(n.engine);
+                }
+                ParkGroup {
+                    needs,
+                    engines,
+                    met_prefix: std::cell::Cell::new(0),
+                }
+            })
+            .collect();
+        Some(ParkNeeds::new(least, groups))
     }
 
     /// Whether engine queue `n` has made the completions it needs.
@@ -263,10 +394,7 @@ impl Device {
 
     /// Whether some group of `needs` is met.
     pub(super) fn park_needs_met(&self, needs: &ParkNeeds) -> bool {
-        needs
-            .groups
-            .iter()
-            .any(|g| g.iter().all(|n| self.park_need_met(n)))
+        needs.groups.iter().any(|g| g.met(self))
     }
 
     /// Of `cores` (bit per TPB), the owners of engine `id` whose completion
@@ -275,31 +403,28 @@ impl Device {
     /// then would read heads that end no wait; cycles are unchanged,
     /// docs/firmware.md §Stalls).
     pub(super) fn completion_wakes(&self, id: u16, cores: u32) -> u32 {
-        if cores == 0 || self.n_parked == 0 {
+        let parked = cores & self.parked_mask;
+        if parked == 0 {
             return cores;
         }
         let Some(Some(engine)) = self.engines.get(usize::from(id)) else {
             return cores;
         };
         let mut out = cores;
-        for (c, needs) in self.park_needs.iter().enumerate() {
-            if c >= 32 || cores & (1 << c) == 0 || self.parked.get(c).is_none_or(Option::is_none) {
+        let mut bits = parked;
+        while bits != 0 {
+            let c = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let Some(Some(needs)) = self.park_needs.get(c) else {
                 continue;
-            }
-            let Some(needs) = needs else { continue };
+            };
             // Most completions fall short of every count this engine is
             // needed for; a group it is not in did not change.
-            let could = needs.least.iter().any(|n| {
-                if n.engine != id {
-                    return false;
-                }
+            let could = needs.least_of(id).iter().any(|n| {
                 let (m, s) = engine.completed_descs(n.queue);
                 n.m2s.is_some_and(|t| m >= t) || n.s2m.is_some_and(|t| s >= t)
             });
-            let met = could
-                && needs.groups.iter().any(|g| {
-                    g.iter().any(|n| n.engine == id) && g.iter().all(|n| self.park_need_met(n))
-                });
+            let met = could && needs.groups.iter().any(|g| g.has_engine(id) && g.met(self));
             if !met {
                 out &= !(1 << c);
             }
@@ -317,11 +442,7 @@ impl Device {
     /// Core `tpb` has new work: it runs at the current cycle, parked or not.
     pub(super) fn wake_core_now(&mut self, tpb: u8) {
         let i = usize::from(tpb);
-        if let Some(p) = self.parked.get_mut(i)
-            && p.take().is_some()
-        {
-            self.n_parked -= 1;
-        }
+        self.unpark(i);
         if let Some(f) = self.fw_next.get_mut(i) {
             *f = Some(self.now);
         }
@@ -339,7 +460,7 @@ impl Device {
         if !self.posted.is_empty() || self.fabric.sem_touched != 0 {
             return false;
         }
-        let mut polling = self.n_parked > 0;
+        let mut polling = self.parked_mask != 0;
         for (i, next) in self.fw_next.iter().enumerate() {
             if next.is_none() {
                 continue;
@@ -464,5 +585,116 @@ impl Device {
             }
         }
         (state, faults)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn need(engine: u16, queue: u8, m2s: Option<u64>, s2m: Option<u64>) -> ParkNeed {
+        ParkNeed {
+            engine,
+            queue,
+            m2s,
+            s2m,
+        }
+    }
+
+    fn group(needs: Vec<ParkNeed>) -> ParkGroup {
+        let mut engines = EngineSet::default();
+        for n in &needs {
+            engines.insert(n.engine);
+        }
+        ParkGroup {
+            needs,
+            engines,
+            met_prefix: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Each engine's `least` entries are found by the index, in their
+    /// order, and an engine with none (below, between, above the ones
+    /// listed) gets none: a wrong slice would wake a core too late or
+    /// early, which the stall tests would see as a cycle moved.
+    #[test]
+    fn least_entries_are_found_by_engine() {
+        let least = vec![
+            need(5, 0, Some(3), None),
+            need(3, 1, None, Some(4)),
+            need(5, 2, Some(7), Some(8)),
+            need(9, 0, Some(1), None),
+        ];
+        let needs = ParkNeeds::new(least, Vec::new());
+        let queues = |id: u16| {
+            needs
+                .least_of(id)
+                .iter()
+                .map(|n| n.queue)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(queues(5), [0, 2]);
+        assert_eq!(queues(3), [1]);
+        assert_eq!(queues(9), [0]);
+        for none in [0, 2, 4, 6, 8, 10, 300, u16::MAX] {
+            assert!(queues(none).is_empty(), "engine {none}");
+        }
+        let empty = ParkNeeds::new(Vec::new(), Vec::new());
+        assert!(empty.least_of(0).is_empty());
+    }
+
+    /// The firmware's head epoch of an engine stands still across
+    /// tail-pointer doorbell writes (they move no completion head) and
+    /// moves at any other register write, and at an engine step that
+    /// moves a completion head: the stall tests compare cached polls with
+    /// reading every time over whole traces; this pins the rule down.
+    #[test]
+    fn doorbells_leave_the_head_epoch_and_other_writes_move_it() {
+        let mut d = Device::trn2().unwrap();
+        let map = d.map();
+        let q0 = |dir: &str| {
+            let id = map.by_name(&format!("eng0.{dir}.q0")).unwrap();
+            map.region(id).base
+        };
+        let (m2s_q0, s2m_q0) = (q0("m2s"), q0("s2m"));
+        let o = d.unit_maps.offsets;
+        d.write32(m2s_q0 + o.m2s_q.cfg, 0).unwrap();
+        let epoch = d.engine_head_epoch(0).unwrap();
+        d.write32(m2s_q0 + o.m2s_q.drtp_inc, 0).unwrap();
+        d.write32(s2m_q0 + o.s2m_q.drtp_inc, 0).unwrap();
+        assert_eq!(d.engine_head_epoch(0), Some(epoch));
+        assert!(d.engine(0).unwrap().head_epoch() > epoch);
+        d.write32(s2m_q0 + o.s2m_q.cfg, 0).unwrap();
+        assert_eq!(d.engine_head_epoch(0), Some(epoch + 1));
+    }
+
+    /// A group's met test remembers the needs it found met (counts only
+    /// grow) and says met only when every need is, as looking at all of
+    /// them each time would.
+    #[test]
+    fn a_group_is_met_only_when_every_need_is() {
+        let mut d = Device::trn2().unwrap();
+        // Engines 0 and 1 exist, nothing completed: a need of 0 is met, a
+        // need of 1 is not.
+        d.engine_mut(0);
+        d.engine_mut(1);
+        let g = group(vec![
+            need(0, 0, Some(0), Some(0)),
+            need(1, 0, Some(0), None),
+            need(1, 0, None, Some(1)),
+            need(0, 0, Some(0), None),
+        ]);
+        assert!(!g.met(&d));
+        assert_eq!(g.met_prefix.get(), 2);
+        assert!(!g.met(&d));
+        assert_eq!(g.met_prefix.get(), 2);
+        assert!(g.has_engine(0) && g.has_engine(1) && !g.has_engine(2));
+        let all = group(vec![need(0, 0, Some(0), Some(0)), need(1, 3, None, None)]);
+        assert!(all.met(&d));
+        assert_eq!(all.met_prefix.get(), 2);
+        // An engine id past the set's bits is looked for in the needs.
+        let far = group(vec![need(300, 0, Some(0), None)]);
+        assert!(far.has_engine(300) && !far.has_engine(301));
     }
 }

@@ -81,8 +81,12 @@ fn wait_value(d: &Device, addr: u64) -> Option<u32> {
 /// SoC map does not change during a run).
 #[derive(Clone, Copy)]
 enum WaitProbe {
-    /// A register: read by its block and offset.
-    Reg(crate::device::RegTarget),
+    /// A register: read by its block and offset. `follows_semaphores`: it
+    /// changes only with a semaphore ([`Device::reg_follows_semaphores`]).
+    Reg {
+        target: crate::device::RegTarget,
+        follows_semaphores: bool,
+    },
     /// Four bytes of memory.
     Mem(u64),
     /// Neither: the value cannot be read.
@@ -92,7 +96,10 @@ enum WaitProbe {
 impl WaitProbe {
     fn of(d: &Device, addr: u64) -> Self {
         match d.reg_target(addr) {
-            Ok(Some(t)) => WaitProbe::Reg(t),
+            Ok(Some(target)) => WaitProbe::Reg {
+                target,
+                follows_semaphores: d.reg_follows_semaphores(target),
+            },
             Ok(None) => WaitProbe::Mem(addr),
             Err(_) => WaitProbe::None,
         }
@@ -100,7 +107,7 @@ impl WaitProbe {
 
     fn value(self, d: &Device) -> Option<u32> {
         match self {
-            WaitProbe::Reg(t) => d.peek_reg(t),
+            WaitProbe::Reg { target, .. } => d.peek_reg(target),
             WaitProbe::Mem(addr) => {
                 let mut b = [0u8; 4];
                 d.read_bytes(addr, &mut b)
@@ -109,6 +116,51 @@ impl WaitProbe {
             }
             WaitProbe::None => None,
         }
+    }
+}
+
+/// A [`WaitProbe`] checked after every event of a run: a register that
+/// changes only with a semaphore is read again only when the semaphores'
+/// version moved ([`Device::sem_version`]); the answer is the one reading
+/// it every time would give.
+struct WaitCheck<F> {
+    probe: WaitProbe,
+    holds: F,
+    /// The semaphore version of the last read and whether it held.
+    last: Option<(u64, bool)>,
+}
+
+impl<F: Fn(u32) -> bool> WaitCheck<F> {
+    fn new(probe: WaitProbe, holds: F) -> Self {
+        WaitCheck {
+            probe,
+            holds,
+            last: None,
+        }
+    }
+
+    /// The test the check makes of the value.
+    #[cfg(test)]
+    fn holds_fn(&self) -> &F {
+        &self.holds
+    }
+
+    fn holds(&mut self, d: &Device) -> bool {
+        let version = match self.probe {
+            WaitProbe::Reg {
+                follows_semaphores: true,
+                ..
+            } => d.sem_version(),
+            _ => None,
+        };
+        if let (Some(v), Some((seen, held))) = (version, self.last)
+            && v == seen
+        {
+            return held;
+        }
+        let held = self.probe.value(d).is_some_and(&self.holds);
+        self.last = version.map(|v| (v, held));
+        held
     }
 }
 
@@ -214,13 +266,13 @@ pub(super) fn advance_timed(
                 return Progress::Done(Ok(outcome(device, None, true)));
             }
             let pause = pause_at.filter(|p| *p < limit);
-            let probe = WaitProbe::of(device, addr);
+            let mut check = WaitCheck::new(WaitProbe::of(device, addr), holds);
             let (stop, met, end) = run_device(
                 device,
                 Some(pause.unwrap_or(limit)),
                 OnStall::Stop,
                 hooks,
-                |d| probe.value(d).is_some_and(holds),
+                |d| check.holds(d),
             );
             let paused = Timed::Wait {
                 start,
@@ -565,7 +617,7 @@ pub(super) fn step(
                         std::sync::Arc::new(move |at: u64, buf: &mut [u8]| k.fill(s, at, buf));
                     let lazy = device.fill_pattern(addr, *len, &pattern).map_err(fault)?;
                     let eager = if lazy { 0 } else { *len };
-                    let mut chunk = vec![0u8; usize::try_from(eager.min(CHUNK_BYTES)).unwrap_or(0)];
+                    let chunk = exec.chunk(usize::try_from(eager.min(CHUNK_BYTES)).unwrap_or(0));
                     let mut done = 0u64;
                     while done < eager {
                         let n = (eager - done).min(CHUNK_BYTES) as usize;
@@ -626,7 +678,7 @@ pub(super) fn step(
             // Check the whole destination first: a load that cannot land
             // moves nothing.
             probe_write(device, addr, take)?;
-            let mut buf = vec![0u8; usize::try_from(take.min(CHUNK_BYTES)).unwrap_or(0)];
+            let buf = exec.chunk(usize::try_from(take.min(CHUNK_BYTES)).unwrap_or(0));
             let mut done = 0u64;
             while done < take {
                 let n = (take - done).min(CHUNK_BYTES) as usize;
@@ -905,4 +957,165 @@ fn skipped_check(
     Some(Outcome::Skipped(format!(
         "{what} {at}: skipped (timing-only): byte {b:#x} is the destination of a DMA copy that moved no payload"
     )))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::exec::{TraceFiles, run_source};
+
+    struct NoFiles;
+
+    impl TraceFiles for NoFiles {
+        fn read(&mut self, path: &str) -> io::Result<Vec<u8>> {
+            Err(io::Error::other(format!("no file {path}")))
+        }
+        fn write(&mut self, path: &str, _: &[u8]) -> io::Result<()> {
+            Err(io::Error::other(format!("no file {path}")))
+        }
+    }
+
+    fn addr(d: &Device, text: &str) -> u64 {
+        let expr = trace_format::parse_addr(text, "t.trace").unwrap();
+        resolve(d, &expr).unwrap().addr
+    }
+
+    /// Fills stage their bytes in one buffer kept between statements: a
+    /// shorter fill after a longer one, of another pattern, lands exactly
+    /// its own bytes (nothing of the first one's left in the buffer).
+    #[test]
+    fn fills_after_fills_land_their_own_bytes() {
+        use trace_format::FillPattern;
+        let mut d = Device::trn2().unwrap();
+        let report = run_source(
+            &mut d,
+            "fill hbm0+0x1000 len=0x3000 pattern=incr32 seed=0x100\n\
+             fill hbm0+0x1000 len=0x802 pattern=incr8 seed=7\n\
+             fill hbm0+0x5000 len=0x14 pattern=incr32 seed=0x55\n",
+            "t.trace",
+            &mut NoFiles,
+        )
+        .unwrap();
+        assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+        let base = addr(&d, "hbm0");
+        let mut got = vec![0u8; 0x3000];
+        d.read_bytes(base + 0x1000, &mut got).unwrap();
+        let mut want = vec![0u8; 0x3000];
+        FillPattern::Incr32.fill(0x100, 0, &mut want);
+        FillPattern::Incr8.fill(7, 0, &mut want[..0x802]);
+        assert_eq!(got, want);
+        let mut got = vec![0u8; 0x14];
+        d.read_bytes(base + 0x5000, &mut got).unwrap();
+        let mut want = vec![0u8; 0x14];
+        FillPattern::Incr32.fill(0x55, 0, &mut want);
+        assert_eq!(got, want);
+    }
+
+    /// A wait's check after every event of a run gives what reading its
+    /// word every time gives, on semaphores the engines increment (with
+    /// their last packets), the firmware increments itself (EVENTS
+    /// updates, when reads are done and when words are done) and a host
+    /// write sets under it: the check of a `SEM_READ` reads again only
+    /// when the semaphores' version moved ([`Device::sem_version`]).
+    #[test]
+    fn a_wait_check_sees_every_semaphore_change() {
+        // Parked cores, and cores polling one by one (the register log
+        // records), whose updates come at polls after other events.
+        wait_check_sees_every_semaphore_change(false);
+        wait_check_sees_every_semaphore_change(true);
+    }
+
+    fn wait_check_sees_every_semaphore_change(polling: bool) {
+        let mut d = Device::trn2().unwrap();
+        if polling {
+            d.record_reg_log(Some(Box::new(io::sink())));
+        }
+        // tpb1's engines move a long transfer meanwhile, so that events
+        // without a semaphore change come between tpb0's.
+        let mut setup = String::from(
+            "write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x01000000\n\
+             write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n\
+             write32 tpb1.q7_local_reg.memcopy_carveout_cfg 0x01000000\n\
+             write32 tpb1.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n\
+             ",
+        );
+        for w in 0..8u64 {
+            setup.push_str(&format!(
+                "inst tpb1 DIRECT2D semaphore=1 sem_increment=1 \
+                 src_start_addr=imm:{:#x} src_step_elem=[1,2048] src_num_elem=[2048,128] src_elem_size=2 \
+                 dst_start_addr=imm:0x2000000000 dst_step_elem=[1,131072] dst_num_elem=[2048,128] dst_elem_size=2 \
+                 in_dtype=BFLOAT16 out_dtype=BFLOAT16\n",
+                0x3000_0000 + w * 0x8_0000
+            ));
+        }
+        for w in 0..12u64 {
+            let update = match w % 3 {
+                0 => " events.update_mode=SEM_INC_READ events.update_idx=3",
+                1 => " events.update_mode=SEM_INC_COMPLETE events.update_idx=4",
+                _ => "",
+            };
+            setup.push_str(&format!(
+                "inst tpb0 DIRECT2D{update} semaphore=1 sem_increment=1 \
+                 src_start_addr=imm:{:#x} src_step_elem=[1,256] src_num_elem=[256,128] src_elem_size=2 \
+                 dst_start_addr=imm:{:#x} dst_step_elem=[1,131072] dst_num_elem=[256,128] dst_elem_size=2 \
+                 in_dtype=BFLOAT16 out_dtype=BFLOAT16\n",
+                0x1000_0000 + w * 0x1_0000,
+                0x20_0000_0000 + w * 512,
+            ));
+        }
+        let report = run_source(&mut d, &setup, "t.trace", &mut NoFiles).unwrap();
+        assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+        let sems: Vec<u64> = [1, 3, 4]
+            .iter()
+            .map(|i| addr(&d, &format!("tpb0.sem.read[{i}]")))
+            .collect();
+        let set = addr(&d, "tpb0.sem.set[4]");
+        // Odd values and values past a half: each flips at changes a
+        // missed read would not see.
+        type Holds = fn(u32) -> bool;
+        let tests: [Holds; 2] = [|v| v % 2 == 1, |v| v >= 7];
+        let mut checks: Vec<(WaitProbe, WaitCheck<Holds>)> = Vec::new();
+        for &a in &sems {
+            let probe = WaitProbe::of(&d, a);
+            assert!(matches!(
+                probe,
+                WaitProbe::Reg {
+                    follows_semaphores: true,
+                    ..
+                }
+            ));
+            for t in tests {
+                checks.push((probe, WaitCheck::new(probe, t)));
+            }
+        }
+        let (mut events, mut flips, mut last) = (0u64, 0u64, Vec::new());
+        let mut host_set = false;
+        let (stop, _) = d.run_while(None, OnStall::Stop, |d| {
+            events += 1;
+            // Once, a host write under the run (as a debugger's hook may).
+            if !host_set && d.now().0 > 2_000 {
+                host_set = true;
+                d.write32(set, 5).unwrap();
+            }
+            let now: Vec<bool> = checks
+                .iter_mut()
+                .map(|(probe, check)| {
+                    let direct = probe.value(d).is_some_and(check.holds_fn());
+                    assert_eq!(check.holds(d), direct, "event {events}");
+                    direct
+                })
+                .collect();
+            flips += u64::from(!last.is_empty() && now != last);
+            last = now;
+            false
+        });
+        assert_eq!(stop, RunStop::Idle);
+        assert!(host_set);
+        assert!(flips > 20, "{flips} changes seen in {events} events");
+        assert_eq!(
+            d.peek_reg(d.reg_target(sems[0]).unwrap().unwrap()),
+            Some(12 * 16)
+        );
+    }
 }

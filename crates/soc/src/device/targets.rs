@@ -1,0 +1,148 @@
+//! The device's own register path (docs/references/design.md §2–3): where
+//! [`Device::read32`] and [`Device::write32`] land (the firmware's polls,
+//! doorbells and ring set-up, the host's register accesses), decoded once
+//! per address, an engine block's register without a catalog search.
+
+use super::*;
+
+/// Entries of the [`TargetCache`] (direct-mapped by address).
+const TARGET_CACHE_ENTRIES: usize = 1024;
+
+/// Register targets already decoded for [`Device::read32`] and
+/// [`Device::write32`] (the firmware's polls, doorbells and ring set-up,
+/// the host's register writes), by address: the map and the CSR maps never
+/// change for a device, so a decoded register stays valid.
+#[derive(Clone)]
+pub(super) struct TargetCache(Box<[(u64, RegTarget)]>);
+
+impl Default for TargetCache {
+    fn default() -> Self {
+        let empty = (
+            u64::MAX,
+            RegTarget {
+                region: 0,
+                offset: 0,
+            },
+        );
+        TargetCache(vec![empty; TARGET_CACHE_ENTRIES].into_boxed_slice())
+    }
+}
+
+impl std::fmt::Debug for TargetCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TargetCache")
+    }
+}
+
+/// The [`TargetCache`] entry of an (aligned) address: engine register
+/// blocks repeat every 1 MiB, so every address bit is hashed in.
+fn target_slot(addr: u64) -> usize {
+    ((addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % TARGET_CACHE_ENTRIES
+}
+
+/// The CSR map of an engine block kind.
+fn unit_map(maps: &UnitMaps, block: UnitBlock) -> &'static CsrMap {
+    match block {
+        UnitBlock::M2s => maps.m2s,
+        UnitBlock::M2sQ(_) => maps.m2s_q,
+        UnitBlock::S2m => maps.s2m,
+        UnitBlock::S2mQ(_) => maps.s2m_q,
+        UnitBlock::Gen => maps.udma_gen,
+        UnitBlock::GenEx => maps.gen_ex,
+        UnitBlock::SdmaApp => maps.sdma_app,
+        UnitBlock::Notific => maps.notific,
+    }
+}
+
+impl Device {
+    /// Where a register access at `addr` lands, as
+    /// [`Device::reg_target`] says, through the device's [`TargetCache`].
+    pub(super) fn reg_target_of(&mut self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
+        let slot = target_slot(addr);
+        if addr & 3 == 0
+            && let Some(&(a, t)) = self.targets.0.get(slot)
+            && a == addr
+        {
+            return Ok(Some(t));
+        }
+        let t = match self.engine_reg_target(addr) {
+            Some(t) => Ok(Some(t)),
+            None => self.fabric.reg_target(addr),
+        };
+        if addr & 3 == 0
+            && let Ok(Some(t)) = t
+            && let Some(e) = self.targets.0.get_mut(slot)
+        {
+            *e = (addr, t);
+        }
+        t
+    }
+
+    /// The register of an engine block at `addr`, decoded as the fabric
+    /// does but with the block's CSR map taken from the unit maps (the
+    /// same map: the region names the unit's block) instead of a catalog
+    /// search by name. `None` when `addr` is not a register of an engine
+    /// block (a hole, misaligned, elsewhere): the full decode says what.
+    fn engine_reg_target(&self, addr: u64) -> Option<RegTarget> {
+        let map = &self.fabric.map;
+        let id = map.deepest(addr)?;
+        let r = self.fabric.engine_block(id)?;
+        let region = map.region(id);
+        let has_regs = matches!(region.kind, RegionKind::Csr)
+            || matches!(region.kind, RegionKind::Container) && region.block.is_some();
+        if !has_regs || region.block.as_deref() != Some(r.block.map_name()) {
+            return None;
+        }
+        let offset = addr - region.base;
+        unit_map(self.unit_maps, r.block).element_at(offset).ok()?;
+        Some(RegTarget { region: id, offset })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Every address of the engine blocks of a few engines (their
+    /// broadcast mirrors too) decodes through the device's register path
+    /// as through the fabric's full decode: the same target, or the same
+    /// fault (holes, misaligned addresses, gaps between blocks), also when
+    /// asked again (from the cache).
+    #[test]
+    fn the_register_path_decodes_as_the_fabric_does() {
+        let mut d = Device::trn2().unwrap();
+        let map = d.map().clone();
+        let mut addrs = Vec::new();
+        for engine in [0u16, 17, 131] {
+            let root = map.by_name(&format!("eng{engine}")).unwrap();
+            let mut stack = vec![root];
+            while let Some(id) = stack.pop() {
+                let r = map.region(id);
+                stack.extend(&r.children);
+                let window = 0x400.min(r.size_bytes);
+                for off in (0..window).chain(r.size_bytes - window.min(0x40)..r.size_bytes + 8) {
+                    if off % 2 == 0 {
+                        addrs.push(r.base + off);
+                    }
+                }
+            }
+        }
+        let (mut regs, mut engine_regs) = (0, 0);
+        for pass in 0..2 {
+            for &a in &addrs {
+                let full = d.fabric.reg_target(a);
+                let ours = d.reg_target_of(a);
+                assert_eq!(ours, full, "{a:#x} (pass {pass})");
+                if pass == 0 {
+                    regs += usize::from(matches!(full, Ok(Some(_))));
+                    engine_regs += usize::from(d.engine_reg_target(a).is_some());
+                }
+            }
+        }
+        // Every register found is an engine block's, which the engine
+        // decode answered without the full one.
+        assert!(regs > 1000);
+        assert_eq!(engine_regs, regs);
+    }
+}
