@@ -313,6 +313,32 @@ impl SparseMemory {
         Ok(())
     }
 
+    /// [`Bytes::write`] past its one-page fast path: page by page,
+    /// allocating pages that receive a non-zero byte. The caller has
+    /// range-checked the write.
+    #[inline(never)]
+    fn write_runs(&mut self, offset: u64, data: &[u8]) {
+        let mut done = 0;
+        for run in PageRuns::new(offset, data.len() as u64) {
+            let bytes = &data[done..done + run.len];
+            match self.pages.entry(run.page) {
+                Entry::Occupied(mut entry) => entry.get_mut()[run.span()].copy_from_slice(bytes),
+                Entry::Vacant(entry) => {
+                    if run.len == PAGE_BYTES {
+                        // A whole page: built from the bytes, not zeroed
+                        // first (a large `fill` or `load` writes whole pages).
+                        if !is_zero(bytes) {
+                            entry.insert(page_of(bytes.into()));
+                        }
+                    } else if !is_zero(bytes) {
+                        entry.insert(new_page())[run.span()].copy_from_slice(bytes);
+                    }
+                }
+            }
+            done += run.len;
+        }
+    }
+
     /// Copies one chunk that lies inside one source page and one
     /// destination page. The caller has range-checked it.
     fn copy_chunk(&mut self, src_pos: u64, dst_pos: u64, n: usize) {
@@ -367,10 +393,12 @@ impl Bytes<u64> for SparseMemory {
         Ok(())
     }
 
+    #[inline]
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), MemFault> {
         self.check_range(offset, data.len() as u64)?;
         // A small write into an allocated page (ring descriptors,
-        // completion entries): one lookup, no entry bookkeeping.
+        // completion entries): one lookup, no entry bookkeeping, inlined
+        // into the caller.
         let (page, start) = split(offset);
         if let Some(dst) = self
             .pages
@@ -380,25 +408,7 @@ impl Bytes<u64> for SparseMemory {
             dst.copy_from_slice(data);
             return Ok(());
         }
-        let mut done = 0;
-        for run in PageRuns::new(offset, data.len() as u64) {
-            let bytes = &data[done..done + run.len];
-            match self.pages.entry(run.page) {
-                Entry::Occupied(mut entry) => entry.get_mut()[run.span()].copy_from_slice(bytes),
-                Entry::Vacant(entry) => {
-                    if run.len == PAGE_BYTES {
-                        // A whole page: built from the bytes, not zeroed
-                        // first (a large `fill` or `load` writes whole pages).
-                        if !is_zero(bytes) {
-                            entry.insert(page_of(bytes.into()));
-                        }
-                    } else if !is_zero(bytes) {
-                        entry.insert(new_page())[run.span()].copy_from_slice(bytes);
-                    }
-                }
-            }
-            done += run.len;
-        }
+        self.write_runs(offset, data);
         Ok(())
     }
 
