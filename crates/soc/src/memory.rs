@@ -186,11 +186,14 @@ impl LastRegion {
     }
 }
 
-/// Regions [`DeviceMemory`] remembers (a power of two).
-const RECENT_REGIONS: usize = 16;
+/// Regions [`DeviceMemory`] remembers (a power of two, at most 256): the
+/// HBM stacks, SBUFs and DGE memories of a chip-wide run.
+const RECENT_REGIONS: usize = 64;
 
-/// Entries of the granule index of [`RegionCache`] (a power of two).
-const GRANULE_SLOTS: usize = 256;
+/// Entries of the granule index of [`RegionCache`] (a power of two): room
+/// for the granules a chip-wide run streams through at once (every SBUF
+/// partition row of eight cores) with few collisions.
+const GRANULE_SLOTS: usize = 4096;
 
 /// Address bits below a granule: 2 MiB, so that an HBM stream moves to a
 /// new granule every 2 MiB and a region's accesses share few slots.
@@ -205,7 +208,7 @@ const GRANULE_SHIFT: u32 = 21;
 #[derive(Clone, Debug)]
 struct RegionCache {
     /// Resolved regions, replaced round robin.
-    regions: [std::cell::Cell<LastRegion>; RECENT_REGIONS],
+    regions: Box<[std::cell::Cell<LastRegion>; RECENT_REGIONS]>,
     /// The entry of `regions` to replace next.
     next: std::cell::Cell<usize>,
     /// The entry of `regions` the last access used.
@@ -217,7 +220,7 @@ struct RegionCache {
 impl Default for RegionCache {
     fn default() -> Self {
         RegionCache {
-            regions: Default::default(),
+            regions: Box::new(std::array::from_fn(|_| Default::default())),
             next: std::cell::Cell::new(0),
             last: std::cell::Cell::new(0),
             by_granule: Box::new(std::array::from_fn(|_| std::cell::Cell::new(0))),
@@ -229,7 +232,7 @@ impl RegionCache {
     /// The granule index slot of `addr`.
     #[inline]
     fn granule_slot(&self, addr: u64) -> &std::cell::Cell<u8> {
-        let h = (addr >> GRANULE_SHIFT).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56;
+        let h = (addr >> GRANULE_SHIFT).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52;
         &self.by_granule[h as usize % GRANULE_SLOTS]
     }
 

@@ -33,13 +33,19 @@ struct Slot {
     next_lo: u64,
 }
 
-/// Entries of [`StaleRanges::by_end`] (a power of two): room for the
-/// ranges a run grows at once (one per SBUF partition row and core).
-const END_HINTS: usize = 4096;
+/// Entries of [`StaleRanges::by_end`] (a power of two, 64 KiB): room for
+/// the ranges a run grows at once (one per SBUF partition row of eight
+/// cores, 1,024) with few of them displacing another's hint before it is
+/// used.
+const END_HINTS: usize = 16384;
 
-/// The [`StaleRanges::by_end`] entry of end address `end`.
+/// The [`StaleRanges::by_end`] entry of end address `end`: the low bits of
+/// a folded 128-bit product. (The ends of the rows of several SBUFs differ
+/// in a few structured bits; the high bits of a plain multiply put many
+/// of them in the same entry.)
 fn end_hint(end: u64) -> usize {
-    (end.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize % END_HINTS
+    let p = u128::from(end) * 0x9E37_79B9_7F4A_7C15;
+    (p as u64 ^ (p >> 64) as u64) as usize % END_HINTS
 }
 
 /// Equal when the same bytes are stale (slots, hints and the bound are
@@ -90,7 +96,8 @@ impl StaleRanges {
         // The last range starting at or before `end`, when it also starts at
         // or before `start`, is the only one that can touch [start, end]:
         // extend it in place.
-        if let Some((&s, &i)) = self.ranges.range(..=end).next_back()
+        let mut last = self.ranges.range(..=end).next_back().map(|(&s, &i)| (s, i));
+        if let Some((s, i)) = last
             && s <= start
             && let Some(r) = self.slots.get_mut(i as usize)
             && r.end >= start
@@ -101,23 +108,28 @@ impl StaleRanges {
             return;
         }
         // Otherwise merge, from the right, every range that overlaps or
-        // touches [start, end].
-        while let Some((&s, &i)) = self.ranges.range(..=end).next_back() {
+        // touches [start, end]; the first one that does not is the new
+        // range's predecessor.
+        let mut prev = None;
+        while let Some((s, i)) = last {
             let e = self.end_of(i);
             if e < start {
+                prev = Some(i);
                 break;
             }
             self.remove(s);
             start = start.min(s);
             end = end.max(e);
+            last = self.ranges.range(..=end).next_back().map(|(&s, &i)| (s, i));
         }
-        self.insert(start, end);
+        self.insert_after(prev, start, end);
     }
 
     /// The fast path of [`StaleRanges::mark`]: when a range ends exactly at
     /// `start` and the next one starts past `end`, that range grows to
     /// `end` (the one change the full merge would make). False when the
     /// hint does not apply.
+    #[inline]
     fn extend_hinted(&mut self, start: u64, end: u64) -> bool {
         let Some(&i) = self.by_end.get(end_hint(start)) else {
             return false;
@@ -133,6 +145,7 @@ impl StaleRanges {
     }
 
     /// Notes that the range at index `i` ends at `end`.
+    #[inline]
     fn hint(&mut self, end: u64, i: u32) {
         if self.by_end.is_empty() {
             self.by_end = vec![u32::MAX; END_HINTS];
@@ -145,12 +158,20 @@ impl StaleRanges {
     /// Adds the range `[start, end)`, disjoint from and not adjacent to
     /// every other, keeping each range's `next_lo` at most the next start.
     fn insert(&mut self, start: u64, end: u64) {
+        let prev = self.ranges.range(..start).next_back().map(|(_, &p)| p);
+        self.insert_after(prev, start, end);
+    }
+
+    /// [`StaleRanges::insert`] when the range before the new one is known:
+    /// `prev`, the index of the last range starting before `start`.
+    fn insert_after(&mut self, prev: Option<u32>, start: u64, end: u64) {
+        // No range starts in [start, end): the next one starts past it.
         let next_lo = self
             .ranges
-            .range(start..)
+            .range(end..)
             .next()
             .map_or(u64::MAX, |(&s, _)| s);
-        if let Some((_, &p)) = self.ranges.range(..start).next_back()
+        if let Some(p) = prev
             && let Some(prev) = self.slots.get_mut(p as usize)
         {
             prev.next_lo = prev.next_lo.min(start);
