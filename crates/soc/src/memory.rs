@@ -480,7 +480,7 @@ impl DeviceMemory {
     }
 
     /// Reads `buf.len()` bytes at `addr`.
-    #[inline]
+    #[inline(always)]
     pub fn read(&self, map: &SocMap, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
         // A plain memory remembered and its store made (descriptor bursts):
         // no fault is built. A read that fails reads nothing, and the full
@@ -544,7 +544,7 @@ impl DeviceMemory {
     }
 
     /// Writes `data` at `addr`.
-    #[inline]
+    #[inline(always)]
     pub fn write(&mut self, map: &SocMap, addr: u64, data: &[u8]) -> Result<(), BusFault> {
         // A plain memory remembered and its store made (every completion
         // entry, ring descriptor and small control write of a run): no
@@ -586,6 +586,7 @@ impl DeviceMemory {
     /// Copies `len` bytes from `src` to `dst` page to page, without a bounce
     /// buffer (the DMA data path). On failure returns the fault and the
     /// address it concerns (source or destination).
+    #[inline(always)]
     pub fn copy(
         &mut self,
         map: &SocMap,
@@ -610,6 +611,7 @@ impl DeviceMemory {
 
     /// [`DeviceMemory::copy`] without the timing-only fast path: every
     /// check through the stores, the payload moved or marked stale.
+    #[inline(never)]
     fn copy_full(
         &mut self,
         map: &SocMap,

@@ -80,19 +80,25 @@ impl StaleRanges {
     /// allocation once the ranges are made; the common case — a copy that
     /// starts where a range ends (a DMA streaming into a partition row) —
     /// is one hint look-up, no ordered-map search.
+    #[inline]
     pub fn mark(&mut self, addr: u64, len: u64) {
         if len == 0 {
             return;
         }
-        let mut start = addr;
-        let mut end = addr.saturating_add(len);
+        let (start, end) = (addr, addr.saturating_add(len));
         self.span = Some(match self.span {
             Some((lo, hi)) => (lo.min(start), hi.max(end)),
             None => (start, end),
         });
-        if self.extend_hinted(start, end) {
-            return;
+        if !self.extend_hinted(start, end) {
+            self.mark_searched(start, end);
         }
+    }
+
+    /// [`StaleRanges::mark`] of `[start, end)` past the hint: through the
+    /// ordered map.
+    #[inline(never)]
+    fn mark_searched(&mut self, mut start: u64, mut end: u64) {
         // The last range starting at or before `end`, when it also starts at
         // or before `start`, is the only one that can touch [start, end]:
         // extend it in place.

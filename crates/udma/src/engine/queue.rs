@@ -185,6 +185,7 @@ impl Engine {
     }
 
     /// Mirrors the model's pointers into the queue's registers.
+    #[inline(never)]
     pub(super) fn sync_queue_regs(&mut self, dir: Dir, q: u8) {
         self.count_and_sync_queue_regs(dir, q, false);
     }
@@ -192,7 +193,7 @@ impl Engine {
     /// [`Engine::sync_queue_regs`], after adding one to the queue's packet
     /// counter when `count_packet` (a packet's completion): one pass over
     /// the queue's registers.
-    #[inline]
+    #[inline(always)]
     pub(super) fn count_and_sync_queue_regs(&mut self, dir: Dir, q: u8, count_packet: bool) {
         let qd = &self.q[usize::from(q) % QUEUES][dir_idx(dir)];
         let ptr = |off: u32, id: u8| (off & 0xFF_FFFF) | (u32::from(id & 3) << 30);
