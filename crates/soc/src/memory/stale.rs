@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 /// Disjoint, non-adjacent half-open address ranges `[start, end)`.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct StaleRanges {
     /// start → index of the range in `slots`.
     ranges: BTreeMap<u64, u32>,
@@ -22,6 +22,20 @@ pub struct StaleRanges {
     /// A bound on every range, `[lo, hi)`: an access outside it meets no
     /// stale byte without a lookup. Grows with marks; reset when empty.
     span: Option<(u64, u64)>,
+}
+
+/// A copy without the end hints (64 KiB, rebuilt as ranges grow): a
+/// debugger checkpoint or a cloned device does not carry them.
+impl Clone for StaleRanges {
+    fn clone(&self) -> Self {
+        StaleRanges {
+            ranges: self.ranges.clone(),
+            slots: self.slots.clone(),
+            free: self.free.clone(),
+            by_end: Vec::new(),
+            span: self.span,
+        }
+    }
 }
 
 /// One range of [`StaleRanges`].
@@ -388,6 +402,27 @@ mod tests {
             }
             prop_assert_eq!(r.bytes(), model.len() as u64);
         }
+    }
+
+    /// A clone (no end hints) marks and clears as the original does.
+    #[test]
+    fn a_clone_without_hints_goes_on_as_the_original() {
+        let mut r = StaleRanges::default();
+        for row in 0..8u64 {
+            r.mark(row * 0x1000, 0x200);
+        }
+        let mut c = r.clone();
+        assert!(c.by_end.is_empty());
+        for m in [&mut r, &mut c] {
+            for row in 0..8u64 {
+                m.mark(row * 0x1000 + 0x200, 0x200);
+            }
+            m.clear(0x3100, 0x10);
+            m.mark(0x3400, 0xc00);
+        }
+        assert_eq!(r, c);
+        assert_eq!(r.iter().collect::<Vec<_>>(), c.iter().collect::<Vec<_>>());
+        assert_eq!(r.bytes(), 7 * 0x400 + 0x3f0 + 0xc00);
     }
 
     #[test]
