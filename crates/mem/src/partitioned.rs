@@ -158,27 +158,11 @@ impl PartitionedMemory {
     }
 
     /// Maps an access of `len` bytes at linear window offset
-    /// `window_offset` to its offset in the [backing](Self::backing) store.
-    ///
-    /// Faults: `OutOfRange` past the window (or on overflow); `Hole` if any
-    /// byte lies in a partition's pad, which includes every access running
-    /// from one partition into the next.
+    /// `window_offset` to its offset in the [backing](Self::backing) store
+    /// ([`PartitionGeometry::resolve`]).
+    #[inline]
     pub fn resolve(&self, window_offset: u64, len: u64) -> Result<u64, MemFault> {
-        let window = self.window_bytes();
-        match window_offset.checked_add(len) {
-            Some(end) if end <= window => {}
-            _ => {
-                return Err(MemFault::OutOfRange {
-                    offset: window_offset,
-                    len,
-                    size: window,
-                });
-            }
-        }
-        let stride = u64::from(self.geometry.stride_bytes);
-        let partition = window_offset / stride;
-        let in_partition = window_offset % stride;
-        self.resolve_in_partition(partition, in_partition, len)
+        self.geometry.resolve(window_offset, len)
     }
 
     /// Maps an access of `len` bytes at byte `offset` of `partition` to its
@@ -193,21 +177,52 @@ impl PartitionedMemory {
         offset: u32,
         len: u64,
     ) -> Result<u64, MemFault> {
+        let g = &self.geometry;
         let partition = u64::from(partition);
         let offset = u64::from(offset);
-        if partition >= u64::from(self.geometry.partitions) {
+        if partition >= u64::from(g.partitions) {
             return Err(MemFault::OutOfRange {
-                offset: self.linear(partition, offset),
+                offset: g.linear(partition, offset),
                 len,
-                size: self.window_bytes(),
+                size: g.window_bytes(),
             });
         }
-        self.resolve_in_partition(partition, offset, len)
+        g.resolve_in_partition(partition, offset, len)
+    }
+}
+
+impl PartitionGeometry {
+    /// Maps an access of `len` bytes at linear window offset
+    /// `window_offset` to its offset in a compact store of this shape
+    /// (partition `p` at `p × populated_bytes`).
+    ///
+    /// Faults: `OutOfRange` past the window (or on overflow); `Hole` if any
+    /// byte lies in a partition's pad, which includes every access running
+    /// from one partition into the next.
+    #[inline]
+    pub fn resolve(&self, window_offset: u64, len: u64) -> Result<u64, MemFault> {
+        let window = self.window_bytes();
+        let stride = u64::from(self.stride_bytes);
+        // (A stride of 0, an invalid shape, has an empty window.)
+        match (
+            window_offset.checked_add(len),
+            window_offset.checked_div(stride),
+        ) {
+            (Some(end), Some(partition)) if end <= window => {
+                self.resolve_in_partition(partition, window_offset % stride, len)
+            }
+            _ => Err(MemFault::OutOfRange {
+                offset: window_offset,
+                len,
+                size: window,
+            }),
+        }
     }
 
     /// `partition` exists; checks the populated bound.
+    #[inline]
     fn resolve_in_partition(&self, partition: u64, offset: u64, len: u64) -> Result<u64, MemFault> {
-        let populated = u64::from(self.geometry.populated_bytes);
+        let populated = u64::from(self.populated_bytes);
         match offset.checked_add(len) {
             Some(end) if end <= populated => Ok(partition * populated + offset),
             _ => Err(MemFault::Hole {
@@ -219,7 +234,7 @@ impl PartitionedMemory {
 
     /// Linear window offset; cannot overflow for 32-bit partition/offset.
     fn linear(&self, partition: u64, offset: u64) -> u64 {
-        partition * u64::from(self.geometry.stride_bytes) + offset
+        partition * u64::from(self.stride_bytes) + offset
     }
 }
 
@@ -357,6 +372,7 @@ impl Psum {
             .resolve_partition(addr.partition, addr.offset, len as u64)?;
         let window_offset = self
             .0
+            .geometry
             .linear(u64::from(addr.partition), u64::from(addr.offset));
         check_write_alignment(window_offset, len as u64)?;
         Ok(at)

@@ -221,6 +221,13 @@ pub trait Bus {
         let _ = scope;
     }
 
+    /// Whether [`Bus::packet_scope`] hints reach an observer now: when
+    /// false, an engine may leave them out (and not build them). The
+    /// default says true.
+    fn observes_packets(&self) -> bool {
+        true
+    }
+
     /// An observer's hint with no simulated effect: the data reads that
     /// follow read elements whose NaN is `nan` (a CCE source in its input
     /// dtype, a cross-bar transpose's elements), until a `None` (a raw

@@ -2,13 +2,16 @@
 //! memory region of the map gets a sparse backing store on first use;
 //! aliases (the Q7 dataram aperture) share their target's store.
 
-use mem::{Bytes, MemFault, PatternFn, Psum, Sbuf, SparseMemory};
+use mem::{Bytes, MemFault, PartitionGeometry, PatternFn, Psum, Sbuf, SparseMemory};
 use soc_map::{Hole, RegionId, RegionKind, SocMap};
 
 use crate::fault::BusFault;
 
 mod stale;
 pub use stale::StaleRanges;
+
+/// The shape of every SBUF store ([`Sbuf::new`]).
+const SBUF_GEOMETRY: PartitionGeometry = PartitionGeometry::SBUF;
 
 /// The storage behind one memory region.
 #[derive(Clone, Debug)]
@@ -138,28 +141,40 @@ pub struct MemTarget {
 /// A memory region resolved recently, so runs of accesses to the same few
 /// regions (a DMA's source, destination and completion ring) skip the map
 /// search. For SBUF/PSUM the partition geometry is kept: an access that
-/// starts in a partition pad is resolved in full (it faults).
-#[derive(Clone, Copy, Debug)]
+/// starts in a partition pad is resolved in full (it faults). An empty
+/// entry has `size_bytes` 0 and resolves nothing.
+#[derive(Clone, Copy, Debug, Default)]
 struct LastRegion {
     base: u64,
     size_bytes: u64,
     region: RegionId,
     storage: RegionId,
-    /// (stride, count, populated bytes) of a partitioned memory.
-    partitions: Option<(u64, u32, u64)>,
+    /// A partitioned memory's geometry, its stride a power of two.
+    partitions: Option<PartitionShape>,
+}
+
+/// The partition geometry [`LastRegion::hit`] checks.
+#[derive(Clone, Copy, Debug)]
+struct PartitionShape {
+    /// log2 of the partition stride in bytes.
+    stride_shift: u32,
+    count: u32,
+    populated_bytes: u64,
 }
 
 impl LastRegion {
     /// The target of `[addr, addr + len)`, if this region resolves it
     /// exactly as [`DeviceMemory::resolve`] would.
+    #[inline]
     fn hit(&self, addr: u64, len: u64) -> Option<MemTarget> {
         let off = addr.wrapping_sub(self.base);
         if addr < self.base || off >= self.size_bytes || len > self.size_bytes - off {
             return None;
         }
-        if let Some((stride, count, populated)) = self.partitions {
-            let p = off / stride;
-            if p >= u64::from(count) || off % stride >= populated {
+        if let Some(p) = self.partitions {
+            let stride_mask = (1u64 << p.stride_shift) - 1;
+            if off >> p.stride_shift >= u64::from(p.count) || off & stride_mask >= p.populated_bytes
+            {
                 return None;
             }
         }
@@ -171,17 +186,108 @@ impl LastRegion {
     }
 }
 
-/// Regions [`DeviceMemory`] remembers.
-const RECENT_REGIONS: usize = 16;
+/// Regions [`DeviceMemory`] remembers (a power of two, at most 256): the
+/// HBM stacks, SBUFs and DGE memories of a chip-wide run.
+const RECENT_REGIONS: usize = 64;
+
+/// Entries of the granule index of [`RegionCache`] (a power of two): room
+/// for the granules a chip-wide run streams through at once (every SBUF
+/// partition row of eight cores) with few collisions.
+const GRANULE_SLOTS: usize = 4096;
+
+/// Address bits below a granule: 2 MiB, so that an HBM stream moves to a
+/// new granule every 2 MiB and a region's accesses share few slots.
+const GRANULE_SHIFT: u32 = 21;
+
+/// The leaf memory regions resolved recently ([`DeviceMemory::target`]):
+/// a direct-mapped index by 2 MiB address granule names the region last
+/// found there (one look, whatever the number of regions a run uses);
+/// behind it, the last [`RECENT_REGIONS`] regions are searched before the
+/// map. Every entry is checked against the access before it is used, so a
+/// stale or colliding index entry only costs a search.
+#[derive(Clone, Debug)]
+struct RegionCache {
+    /// Resolved regions, replaced round robin.
+    regions: Box<[std::cell::Cell<LastRegion>; RECENT_REGIONS]>,
+    /// The entry of `regions` to replace next.
+    next: std::cell::Cell<usize>,
+    /// The entry of `regions` the last access used.
+    last: std::cell::Cell<usize>,
+    /// By granule hash: an entry of `regions`.
+    by_granule: Box<[std::cell::Cell<u8>; GRANULE_SLOTS]>,
+}
+
+impl Default for RegionCache {
+    fn default() -> Self {
+        RegionCache {
+            regions: Box::new(std::array::from_fn(|_| Default::default())),
+            next: std::cell::Cell::new(0),
+            last: std::cell::Cell::new(0),
+            by_granule: Box::new(std::array::from_fn(|_| std::cell::Cell::new(0))),
+        }
+    }
+}
+
+impl RegionCache {
+    /// The granule index slot of `addr`.
+    #[inline]
+    fn granule_slot(&self, addr: u64) -> &std::cell::Cell<u8> {
+        let h = (addr >> GRANULE_SHIFT).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52;
+        &self.by_granule[h as usize % GRANULE_SLOTS]
+    }
+
+    /// The cached target of `[addr, addr + len)`, if a remembered region
+    /// resolves it.
+    #[inline]
+    fn find(&self, addr: u64, len: u64) -> Option<MemTarget> {
+        let slot = self.granule_slot(addr);
+        let i = usize::from(slot.get()) % RECENT_REGIONS;
+        if let Some(t) = self.regions[i].get().hit(addr, len) {
+            self.last.set(i);
+            return Some(t);
+        }
+        self.search(slot, addr, len)
+    }
+
+    /// [`RegionCache::find`] past the granule index: every remembered
+    /// region, the most recently added first.
+    #[cold]
+    #[inline(never)]
+    fn search(&self, slot: &std::cell::Cell<u8>, addr: u64, len: u64) -> Option<MemTarget> {
+        let next = self.next.get();
+        for k in 1..=RECENT_REGIONS {
+            let i = (next + RECENT_REGIONS - k) % RECENT_REGIONS;
+            if let Some(t) = self.regions[i].get().hit(addr, len) {
+                slot.set(i as u8);
+                self.last.set(i);
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Remembers `region`, found for an access at `addr`.
+    fn insert(&self, addr: u64, region: LastRegion) {
+        let i = self.next.get() % RECENT_REGIONS;
+        self.regions[i].set(region);
+        self.next.set((i + 1) % RECENT_REGIONS);
+        self.last.set(i);
+        self.granule_slot(addr).set(i as u8);
+    }
+
+    /// The region the last access used (empty before any).
+    fn last(&self) -> LastRegion {
+        self.regions[self.last.get() % RECENT_REGIONS].get()
+    }
+}
 
 /// Every memory of the device, created lazily.
 #[derive(Debug, Default)]
 pub struct DeviceMemory {
     /// Stores by region id (O(1) lookup on the data path).
     stores: Vec<Option<Backing>>,
-    /// Recently resolved regions; `last` indexes the latest.
-    recent: [std::cell::Cell<Option<LastRegion>>; RECENT_REGIONS],
-    last: std::cell::Cell<usize>,
+    /// Recently resolved regions.
+    recent: RegionCache,
     /// Timing-only mode: DMA copies longer than [`TIMING_ONLY_MIN_SKIP_BYTES`]
     /// are checked (faults stay identical) but move no bytes.
     skip_payload: bool,
@@ -210,7 +316,6 @@ impl DeviceMemory {
                 .map(|s| s.as_mut().map(Backing::snapshot))
                 .collect(),
             recent: self.recent.clone(),
-            last: self.last.clone(),
             skip_payload: self.skip_payload,
             stale: self.stale.clone(),
             stale_in: self.stale_in.clone(),
@@ -276,17 +381,21 @@ impl DeviceMemory {
         })
     }
 
-    /// [`DeviceMemory::resolve`] with a cache of the last few regions: a
-    /// hit skips the map search.
+    /// [`DeviceMemory::resolve`] with a cache of the regions used
+    /// recently ([`RegionCache`]): a hit skips the map search.
+    #[inline]
     fn target(&self, map: &SocMap, addr: u64, len: u64) -> Result<MemTarget, BusFault> {
-        let last = self.last.get();
-        for k in 0..RECENT_REGIONS {
-            let i = (last + k) % RECENT_REGIONS;
-            if let Some(t) = self.recent[i].get().and_then(|l| l.hit(addr, len)) {
-                self.last.set(i);
-                return Ok(t);
-            }
+        match self.recent.find(addr, len) {
+            Some(t) => Ok(t),
+            None => self.target_miss(map, addr, len),
         }
+    }
+
+    /// [`DeviceMemory::target`] when no remembered region resolves the
+    /// access: the map search, whose leaf memory region is remembered.
+    #[cold]
+    #[inline(never)]
+    fn target_miss(&self, map: &SocMap, addr: u64, len: u64) -> Result<MemTarget, BusFault> {
         let t = Self::resolve(map, addr, len)?;
         let r = map.region(t.region);
         if !r.children.is_empty() {
@@ -295,34 +404,52 @@ impl DeviceMemory {
         let partitions = match r.kind {
             RegionKind::Memory | RegionKind::Host => None,
             RegionKind::Sbuf | RegionKind::Psum => match r.partitions {
-                Some(p) if p.stride_bytes > 0 => Some((p.stride_bytes, p.count, p.populated_bytes)),
+                // (Another stride is resolved in full every time.)
+                Some(p) if p.stride_bytes.is_power_of_two() => Some(PartitionShape {
+                    stride_shift: p.stride_bytes.trailing_zeros(),
+                    count: p.count,
+                    populated_bytes: p.populated_bytes,
+                }),
                 _ => return Ok(t),
             },
             _ => return Ok(t),
         };
-        let i = (last + 1) % RECENT_REGIONS;
-        self.recent[i].set(Some(LastRegion {
-            base: r.base,
-            size_bytes: r.size_bytes,
-            region: t.region,
-            storage: t.storage,
-            partitions,
-        }));
-        self.last.set(i);
+        self.recent.insert(
+            addr,
+            LastRegion {
+                base: r.base,
+                size_bytes: r.size_bytes,
+                region: t.region,
+                storage: t.storage,
+                partitions,
+            },
+        );
         Ok(t)
     }
 
+    #[inline]
     fn store_mut(&mut self, map: &SocMap, storage: RegionId) -> &mut Backing {
+        if !matches!(self.stores.get(storage), Some(Some(_))) {
+            self.create_store(map, storage);
+        }
+        self.stores[storage].get_or_insert_with(|| {
+            let r = map.region(storage);
+            Backing::new(r.kind, r.size_bytes)
+        })
+    }
+
+    /// The store of region `storage`, created empty.
+    #[cold]
+    #[inline(never)]
+    fn create_store(&mut self, map: &SocMap, storage: RegionId) {
         if self.stores.len() <= storage {
             // Once, for every region of the map (growing it region by
             // region reallocated and copied the table).
             let len = map.regions.len().max(storage + 1);
             self.stores.resize_with(len, || None);
         }
-        self.stores[storage].get_or_insert_with(|| {
-            let r = map.region(storage);
-            Backing::new(r.kind, r.size_bytes)
-        })
+        let r = map.region(storage);
+        self.stores[storage] = Some(Backing::new(r.kind, r.size_bytes));
     }
 
     fn fault(map: &SocMap, t: MemTarget, addr: u64, fault: MemFault) -> BusFault {
@@ -338,9 +465,7 @@ impl DeviceMemory {
     /// plain-memory access (the ring just read): no map search, no fault
     /// built, nothing allocated; anything else is left alone.
     pub fn touch(&self, addr: u64, len: u64) {
-        let Some(l) = self.recent[self.last.get() % RECENT_REGIONS].get() else {
-            return;
-        };
+        let l = self.recent.last();
         if l.partitions.is_some() {
             return;
         }
@@ -355,7 +480,24 @@ impl DeviceMemory {
     }
 
     /// Reads `buf.len()` bytes at `addr`.
+    #[inline(always)]
     pub fn read(&self, map: &SocMap, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
+        // A plain memory remembered and its store made (descriptor bursts):
+        // no fault is built. A read that fails reads nothing, and the full
+        // path below returns its fault.
+        if let Some(t) = self.recent.find(addr, buf.len() as u64)
+            && let Some(Some(Backing::Linear(m))) = self.stores.get(t.storage)
+            && m.read(t.offset, buf).is_ok()
+        {
+            return Ok(());
+        }
+        self.read_full(map, addr, buf)
+    }
+
+    /// [`DeviceMemory::read`] through the map search and the store's own
+    /// rules (SBUF pads), an absent store reading as zeros.
+    #[inline(never)]
+    fn read_full(&self, map: &SocMap, addr: u64, buf: &mut [u8]) -> Result<(), BusFault> {
         let t = self.target(map, addr, buf.len() as u64)?;
         match self.stores.get(t.storage).and_then(Option::as_ref) {
             Some(store) => store
@@ -402,7 +544,27 @@ impl DeviceMemory {
     }
 
     /// Writes `data` at `addr`.
+    #[inline(always)]
     pub fn write(&mut self, map: &SocMap, addr: u64, data: &[u8]) -> Result<(), BusFault> {
+        // A plain memory remembered and its store made (every completion
+        // entry, ring descriptor and small control write of a run): no
+        // fault is built. A write that fails writes nothing, and the full
+        // path below returns its fault.
+        let len = data.len() as u64;
+        if let Some(t) = self.recent.find(addr, len)
+            && let Some(Some(Backing::Linear(m))) = self.stores.get_mut(t.storage)
+            && m.write(t.offset, data).is_ok()
+        {
+            self.clear_stale(t, addr, len);
+            return Ok(());
+        }
+        self.write_full(map, addr, data)
+    }
+
+    /// [`DeviceMemory::write`] through the map search, the store's own
+    /// rules (SBUF pads, PSUM alignment) and its creation.
+    #[inline(never)]
+    fn write_full(&mut self, map: &SocMap, addr: u64, data: &[u8]) -> Result<(), BusFault> {
         let t = self.target(map, addr, data.len() as u64)?;
         self.store_mut(map, t.storage)
             .write(t.offset, data)
@@ -452,7 +614,33 @@ impl DeviceMemory {
     /// Copies `len` bytes from `src` to `dst` page to page, without a bounce
     /// buffer (the DMA data path). On failure returns the fault and the
     /// address it concerns (source or destination).
+    #[inline(always)]
     pub fn copy(
+        &mut self,
+        map: &SocMap,
+        src: u64,
+        dst: u64,
+        len: u64,
+    ) -> Result<(), (BusFault, u64)> {
+        if self.skip_payload
+            && len > TIMING_ONLY_MIN_SKIP_BYTES
+            && let Ok(s) = self.target(map, src, len)
+            && let Ok(d) = self.target(map, dst, len)
+            && Self::skip_checked(map, s, len)
+            && Self::skip_checked(map, d, len)
+        {
+            // Timing-only, and both ends pass every check the full path
+            // below makes: checked, not moved (docs/references/design.md §4).
+            self.mark_stale(d, dst, len);
+            return Ok(());
+        }
+        self.copy_full(map, src, dst, len)
+    }
+
+    /// [`DeviceMemory::copy`] without the timing-only fast path: every
+    /// check through the stores, the payload moved or marked stale.
+    #[inline(never)]
+    fn copy_full(
         &mut self,
         map: &SocMap,
         src: u64,
@@ -523,6 +711,24 @@ impl DeviceMemory {
         };
         self.stores[s.storage] = Some(src_store);
         result.map_err(|f| (Self::fault(map, d, dst, f), dst))
+    }
+
+    /// Whether `len` bytes at `t` pass the store checks of a copy's end
+    /// ([`DeviceMemory::store_offset`], read or write alike) for a plain
+    /// memory or an SBUF, told from the region and the SBUF store's shape
+    /// ([`Backing::new`]) without creating or reading a store. False for
+    /// anything else (PSUM's write rules), which takes the full path.
+    #[inline]
+    fn skip_checked(map: &SocMap, t: MemTarget, len: u64) -> bool {
+        let r = map.region(t.storage);
+        match r.kind {
+            RegionKind::Memory | RegionKind::Host => t
+                .offset
+                .checked_add(len)
+                .is_some_and(|end| end <= r.size_bytes),
+            RegionKind::Sbuf => SBUF_GEOMETRY.resolve(t.offset, len).is_ok(),
+            _ => false,
+        }
     }
 
     /// The offset inside the target's sparse store (checks partition pads
@@ -605,6 +811,178 @@ impl DeviceMemory {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Addresses at the edges of memories of every kind (HBM, SBUF with
+    /// its partition pads, PSUM, the DGE memory, an alias, a reserved
+    /// range, host memory) and of a register block, with access lengths
+    /// that end inside, exactly at and past each edge.
+    fn edge_accesses(map: &SocMap) -> Vec<(u64, u64)> {
+        let mut regions = Vec::new();
+        for t in 0..8 {
+            for name in ["sbuf", "psum", "dge_memory", "scratch", "reserved_sbuf"] {
+                regions.push(format!("tpb{t}.{name}"));
+            }
+        }
+        regions.extend(["tpb0.q7_dataram0", "tpb0.q7_dram0", "host", "eng0.gen"].map(String::from));
+        regions.extend((0..4).map(|h| format!("hbm{h}")));
+        let mut points = Vec::new();
+        for name in &regions {
+            let id = map.by_name(name).unwrap_or_else(|| panic!("{name}"));
+            let r = map.region(id);
+            let end = r.base + r.size_bytes;
+            // (base + 0xfff8: accesses that cross a 64 KiB store page.)
+            points.extend([r.base, r.base + 1, r.base + 0xfff8, r.base + 0x1_0000]);
+            points.extend([end - 16, end - 1, end]);
+            points.push(r.base.wrapping_sub(1));
+            if let Some(p) = r.partitions {
+                for k in [0, 1, 63, 127] {
+                    let at = r.base + k * p.stride_bytes;
+                    points.extend([
+                        at + p.populated_bytes - 512,
+                        at + p.populated_bytes - 16,
+                        at + p.populated_bytes,
+                        at + p.stride_bytes - 1,
+                    ]);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for a in points {
+            for len in [0, 1, 4, 16, 65, 512, 0x8001] {
+                out.push((a, len));
+            }
+        }
+        out
+    }
+
+    /// A deterministic shuffle (a linear congruential generator), so
+    /// that regions are met in an order that evicts and collides.
+    fn shuffled<T: Clone>(items: &[T], seed: u64) -> Vec<T> {
+        let mut v = items.to_vec();
+        let mut x = seed;
+        for i in (1..v.len()).rev() {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            v.swap(i, (x >> 33) as usize % (i + 1));
+        }
+        v
+    }
+
+    /// The region cache answers every access as the map search does:
+    /// hits, misses, evictions (more regions than it holds) and granule
+    /// index collisions, at region and partition edges.
+    #[test]
+    fn region_cache_resolves_as_the_map_does() {
+        let map = soc_map::trn2().unwrap();
+        let mem = DeviceMemory::default();
+        let accesses = edge_accesses(&map);
+        for round in 0..3 {
+            for (a, len) in shuffled(&accesses, round) {
+                assert_eq!(
+                    mem.target(&map, a, len),
+                    DeviceMemory::resolve(&map, a, len),
+                    "{a:#x}+{len:#x}"
+                );
+            }
+        }
+    }
+
+    /// The timing-only fast path of `copy` leaves the memory as the full
+    /// path does: the same result (fault and the address it names), the
+    /// same stale ranges (merged and split alike) and the same stores,
+    /// with SBUF stores absent and present, for copies at every edge.
+    #[test]
+    fn timing_only_copy_fast_path_matches_full_path() {
+        let map = soc_map::trn2().unwrap();
+        let edges = edge_accesses(&map);
+        let starts: Vec<u64> = edges.iter().map(|&(a, _)| a).collect();
+        let mut copies = Vec::new();
+        for (i, &(src, len)) in edges.iter().enumerate() {
+            let dst = starts[(i * 7919) % starts.len()];
+            copies.push((src, dst, len));
+            copies.push((dst, src, len));
+        }
+        // Streams into partition rows: copies that extend, meet and
+        // overlap stale ranges.
+        let sbuf = map.region(map.by_name("tpb0.sbuf").unwrap()).base;
+        let hbm = map.region(map.by_name("hbm0").unwrap()).base;
+        for t in 0..6u64 {
+            for row in 0..4u64 {
+                copies.push((hbm + t * 0x1000, sbuf + row * 0x4_0000 + t * 512, 512));
+            }
+            copies.push((hbm, sbuf + 0x4_0000 + 256, 1024));
+        }
+        for store_first in [false, true] {
+            let mut fast = DeviceMemory::default();
+            let mut full = DeviceMemory::default();
+            for m in [&mut fast, &mut full] {
+                m.set_skip_payload(true);
+                if store_first {
+                    m.write(&map, sbuf + 8, &[7; 8]).unwrap();
+                    m.write(&map, hbm + 8, &[9; 8]).unwrap();
+                }
+            }
+            for (k, &(src, dst, len)) in shuffled(&copies, 7).iter().enumerate() {
+                let a = fast.copy(&map, src, dst, len);
+                let b = full.copy_full(&map, src, dst, len);
+                assert_eq!(a, b, "copy {k}: {src:#x} -> {dst:#x} + {len:#x}");
+                assert_eq!(fast.stale(), full.stale(), "copy {k}");
+            }
+            assert!(fast.stale().bytes() > 0);
+            assert_eq!(fast.stale_in, full.stale_in);
+            assert_eq!(fast.digest(), full.digest());
+            assert_eq!(fast.allocated_bytes(), full.allocated_bytes());
+        }
+    }
+
+    /// The plain-memory fast paths of `write` and `read` do what the full
+    /// paths do at every edge: the same results (faults included), bytes,
+    /// stores and stale ranges (writes over stale bytes clear them).
+    #[test]
+    fn plain_write_and_read_fast_paths_match_full_paths() {
+        let map = soc_map::trn2().unwrap();
+        let accesses = edge_accesses(&map);
+        let sbuf = map.region(map.by_name("tpb0.sbuf").unwrap()).base;
+        let hbm = map.region(map.by_name("hbm0").unwrap()).base;
+        let mut fast = DeviceMemory::default();
+        let mut full = DeviceMemory::default();
+        for m in [&mut fast, &mut full] {
+            m.set_skip_payload(true);
+            for (k, &(a, _)) in accesses.iter().enumerate() {
+                let _ = m.copy(&map, hbm + 0x100_0000, a, 128 + k as u64 % 3);
+            }
+            let _ = m.copy(&map, hbm, sbuf, 4096);
+            m.set_skip_payload(false);
+        }
+        assert!(fast.stale().bytes() > 0);
+        for (k, &(a, len)) in shuffled(&accesses, 3).iter().enumerate() {
+            let data: Vec<u8> = (0..len).map(|i| (i as u8) ^ (k as u8) | 1).collect();
+            assert_eq!(
+                fast.write(&map, a, &data),
+                full.write_full(&map, a, &data),
+                "write {a:#x}+{len:#x}"
+            );
+            assert_eq!(fast.stale(), full.stale(), "write {a:#x}+{len:#x}");
+            let (mut x, mut y) = (vec![0xee; len as usize], vec![0xee; len as usize]);
+            let near = a.wrapping_sub(8);
+            assert_eq!(
+                fast.read(&map, near, &mut x),
+                full.read_full(&map, near, &mut y),
+                "read {near:#x}+{len:#x}"
+            );
+            assert_eq!(x, y, "read {near:#x}+{len:#x}");
+        }
+        assert_eq!(fast.digest(), full.digest());
+        assert_eq!(fast.allocated_bytes(), full.allocated_bytes());
+    }
+
+    /// Every SBUF store has the shape the timing-only checks assume.
+    #[test]
+    fn sbuf_stores_have_the_assumed_shape() {
+        let Backing::Sbuf(m) = Backing::new(RegionKind::Sbuf, 0) else {
+            panic!("not an SBUF store");
+        };
+        assert_eq!(m.as_partitioned().geometry(), SBUF_GEOMETRY);
+    }
 
     /// `touch` is a host-side hint: whatever the address (in the last
     /// region, beyond it, unmapped, at the top of the address space), it

@@ -592,6 +592,11 @@ impl Bus for DmaBus<'_> {
         }
     }
 
+    /// Only the race detector takes packet scopes.
+    fn observes_packets(&self) -> bool {
+        self.fabric.race.is_some()
+    }
+
     fn partition_stride(&self, addr: u64) -> Option<u64> {
         let map = &self.fabric.map;
         let id = map.decode(addr).region?;

@@ -25,15 +25,21 @@ impl Engine {
         let encode_64k = self.cfg.encode_64k;
         let crc_init = self.q[qi].cfg.crc_init;
         let hdr_split = self.q[qi].cfg.hdr_split;
-        let scope = p.tx.first().map(|first| sim_core::PacketScope {
-            queue: q,
-            slot: first.idx,
-            tx_descs: p.tx.len() as u32,
-            dmb: first.desc.dmb(),
-            barrier: crate::desc::Cme(first.desc.word1).write_barrier()
-                || p.rx.iter().any(|f| f.desc.sow()),
-            completion: false,
-        });
+        // Packet scopes only for an observer (the race detector): without
+        // one they would be built and dropped.
+        let observed = bus.observes_packets();
+        let scope = match p.tx.first() {
+            Some(first) if observed => Some(sim_core::PacketScope {
+                queue: q,
+                slot: first.idx,
+                tx_descs: p.tx.len() as u32,
+                dmb: first.desc.dmb(),
+                barrier: crate::desc::Cme(first.desc.word1).write_barrier()
+                    || p.rx.iter().any(|f| f.desc.sow()),
+                completion: false,
+            }),
+            _ => None,
+        };
         if scope.is_some() {
             bus.packet_scope(scope);
         }
@@ -46,7 +52,7 @@ impl Engine {
             hdr_split,
             &mut self.crc_cache,
         );
-        if result.is_err() {
+        if observed && result.is_err() {
             bus.packet_scope(None);
         }
         let (written, checksum) = match result {
@@ -118,7 +124,9 @@ impl Engine {
         }
         self.complete(Dir::M2s, q, &p.tx, bus);
         self.complete(Dir::S2m, q, &p.rx, bus);
-        bus.packet_scope(None);
+        if observed {
+            bus.packet_scope(None);
+        }
         let st = &mut self.stats[qi];
         st.tx_descs += p.tx.len() as u64;
         st.rx_descs += p.rx.len() as u64;
@@ -191,9 +199,6 @@ impl Engine {
                 }
             }
         }
-        let pkt = self.hot[d].pkt_count;
-        self.qfile(dir, q)
-            .hw_update_slot(pkt, |v| v.wrapping_add(1));
-        self.sync_queue_regs(dir, q);
+        self.count_and_sync_queue_regs(dir, q, true);
     }
 }

@@ -185,8 +185,16 @@ impl Engine {
     }
 
     /// Mirrors the model's pointers into the queue's registers.
+    #[inline(never)]
     pub(super) fn sync_queue_regs(&mut self, dir: Dir, q: u8) {
-        let qo = self.qoff(dir);
+        self.count_and_sync_queue_regs(dir, q, false);
+    }
+
+    /// [`Engine::sync_queue_regs`], after adding one to the queue's packet
+    /// counter when `count_packet` (a packet's completion): one pass over
+    /// the queue's registers.
+    #[inline(always)]
+    pub(super) fn count_and_sync_queue_regs(&mut self, dir: Dir, q: u8, count_packet: bool) {
         let qd = &self.q[usize::from(q) % QUEUES][dir_idx(dir)];
         let ptr = |off: u32, id: u8| (off & 0xFF_FFFF) | (u32::from(id & 3) << 30);
         let head = ptr(qd.head, qd.head_id);
@@ -204,9 +212,11 @@ impl Engine {
         if full {
             status |= 1 << 31;
         }
-        let _ = qo;
         let hot = self.hot[dir_idx(dir)];
         let f = self.qfile(dir, q);
+        if count_packet {
+            f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
+        }
         f.hw_update_slot(hot.head, |_| head);
         f.hw_update_slot(hot.tail, |_| tail);
         let mut moved = false;

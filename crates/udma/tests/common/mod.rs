@@ -5,17 +5,21 @@
 
 use std::collections::BTreeMap;
 
-use sim_core::{AccessError, Bus, Cycle, TimingConfig};
+use sim_core::{AccessError, Bus, Cycle, PacketScope, TimingConfig};
 use udma::{Dir, Engine, EngineEvent, EventKind, UnitBlock, UnitMaps};
 
 /// Memory below this address exists; above it accesses fail.
 pub const MEM_TOP: u64 = 1 << 40;
 const PAGE: u64 = 4096;
 
-/// Sparse flat memory.
+/// Sparse flat memory; it records the packet scopes it is given.
 #[derive(Debug, Default)]
 pub struct Mem {
     pages: BTreeMap<u64, Vec<u8>>,
+    /// Every `packet_scope` hint, in order.
+    pub scopes: Vec<Option<PacketScope>>,
+    /// Says no observer takes packet scopes (`observes_packets`).
+    pub unobserved: bool,
 }
 
 impl Mem {
@@ -61,6 +65,14 @@ impl Bus for Mem {
         Self::check(addr, data.len())?;
         self.put(addr, data);
         Ok(())
+    }
+
+    fn packet_scope(&mut self, scope: Option<PacketScope>) {
+        self.scopes.push(scope);
+    }
+
+    fn observes_packets(&self) -> bool {
+        !self.unobserved
     }
 }
 
