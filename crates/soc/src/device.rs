@@ -351,6 +351,10 @@ pub struct Device {
 /// device's factory (made on the first engine). Out of line: the engine is
 /// large, and a caller that had its construction inlined would set up a
 /// frame for it on every access.
+/// A chip's UDMA units: 128 SENG engines and the 4 H2T engines (128–131,
+/// docs/address-map.md).
+const ENGINE_SLOTS: usize = 132;
+
 #[inline(never)]
 fn build_engine<'e>(
     slot: &'e mut Option<Engine>,
@@ -790,6 +794,11 @@ impl Device {
     fn engine_mut(&mut self, id: u16) -> &mut Engine {
         let i = usize::from(id);
         if self.engines.len() <= i {
+            // Room for every unit at the first one: growing the slots by
+            // doublings would copy every engine built so far (host speed).
+            let want = (i + 1).max(ENGINE_SLOTS);
+            self.engines
+                .reserve_exact(want.saturating_sub(self.engines.len()));
             self.engines.resize_with(i + 1, || None);
         }
         let slot = &mut self.engines[i];
