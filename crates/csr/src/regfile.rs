@@ -224,8 +224,13 @@ impl<'m> RegFile<'m> {
 
     /// The stored value, ignoring read rules.
     pub fn value(&self, offset: u64) -> Result<u32, CsrAccessError> {
-        let reg = self.map.element_at(offset)?;
-        Ok(self.stored(reg.slot()))
+        // The slot alone: a value needs no spec (host speed; the same
+        // result as `element_at`, tests/value_fast_path.rs).
+        let slot = self.map.slot_at(offset)?;
+        self.values
+            .get(slot)
+            .copied()
+            .ok_or(CsrAccessError::Hole { offset })
     }
 
     /// Stored value of a register named as in [`CsrMap::lookup`]
@@ -345,6 +350,13 @@ impl<'m> RegFile<'m> {
             }
             None => 0,
         }
+    }
+
+    /// The stored value through a slot from [`RegFile::slot_of`] (same
+    /// map): no lookup. `None` for the default slot, as
+    /// [`RegFile::value`] is an error for an offset with no register.
+    pub fn value_slot(&self, s: HwSlot) -> Option<u32> {
+        self.values.get(s.slot as usize).copied()
     }
 
     fn stored(&self, slot: usize) -> u32 {

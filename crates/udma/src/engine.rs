@@ -32,6 +32,7 @@ mod faults;
 mod mmio;
 mod packet;
 mod prefetch;
+mod qcfg;
 mod queue;
 mod sched;
 
@@ -338,6 +339,8 @@ pub struct Engine {
     /// Hot hardware-owned queue registers, per direction (the same map for
     /// every queue of a direction): updated through slots, no map lookup.
     hot: [HotSlots; 2],
+    /// Slots of the queue configuration registers (docs/references/driver.md §3.6).
+    cfg_slots: qcfg::QueueCfgSlots,
     cfg: Cfg,
     /// The engine's stream rate limiter.
     stream_bucket: Bucket,
@@ -507,6 +510,7 @@ impl Engine {
             free_slots: Vec::new(),
             pool: Vec::new(),
             hot: Default::default(),
+            cfg_slots: Default::default(),
             m2s_maybe_ready: 0,
             dwrr_ready: Vec::with_capacity(QUEUES),
             jitter: None,
@@ -523,6 +527,7 @@ impl Engine {
             slots(&e.regs.m2s_q[0], maps.offsets.m2s_q),
             slots(&e.regs.s2m_q[0], maps.offsets.s2m_q),
         ];
+        e.cfg_slots = qcfg::QueueCfgSlots::new(maps, &e.regs);
         if id < 128 {
             let o = &maps.offsets;
             let a = o.sec[Group::A as usize];

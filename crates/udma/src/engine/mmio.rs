@@ -5,7 +5,7 @@
 use csr::{Delta, RegFile};
 use sim_core::Cycle;
 
-use super::{Cfg, DirState, Engine, Ev, QueueCfg, dir_idx};
+use super::{Cfg, DirState, Engine, Ev, dir_idx};
 use crate::block::{Dir, QUEUES, UnitBlock};
 use crate::event::EventKind;
 
@@ -147,8 +147,18 @@ impl Engine {
     /// Re-reads queue `q`'s configuration registers (both directions, its
     /// scheduler, rate limiter and CRC seed) into the queue.
     fn refresh_queue_config(&mut self, q: u8) {
+        let qc = self.queue_config(q);
+        if let Some(queue) = self.q.get_mut(usize::from(q) % QUEUES) {
+            queue.cfg = qc;
+        }
+    }
+
+    /// [`Engine::queue_config`] by register offsets, each through the map:
+    /// the reference the slot reads are tested against.
+    #[cfg(test)]
+    pub(super) fn queue_config_by_offset(&self, q: u8) -> super::QueueCfg {
         let qi = usize::from(q) % QUEUES;
-        let mut qc = QueueCfg::default();
+        let mut qc = super::QueueCfg::default();
         for dir in [Dir::M2s, Dir::S2m] {
             let d = dir_idx(dir);
             let qo = self.qoff(dir);
@@ -187,9 +197,7 @@ impl Engine {
             d1 & (1 << 25) != 0,
         );
         qc.bucket = self.bucket_cfg(&self.regs.m2s_q[qi], self.maps.offsets.sched.q_rlimit);
-        if let Some(queue) = self.q.get_mut(qi) {
-            queue.cfg = qc;
-        }
+        qc
     }
 
     /// Re-reads the engine-level configuration (M2S and S2M unit registers).
@@ -311,6 +319,7 @@ impl Engine {
         }
     }
 
+    #[cfg(test)]
     pub(super) fn qval(&self, dir: Dir, q: u8, off: u64) -> u32 {
         let i = usize::from(q) % QUEUES;
         let f = match dir {

@@ -81,6 +81,12 @@ impl Engine {
         let base = self.ring_base(dir, q);
         let first_index = self.q[qi][d].head;
         let mut fetched = 0;
+        // The prefetch buffer takes its full depth at its first burst: one
+        // allocation, not a doubling every few bursts (host speed).
+        let buffer = &mut self.q[qi][d].fetched;
+        if buffer.capacity() == 0 {
+            buffer.reserve_exact(PREFETCH_DEPTH);
+        }
         // One bus read per contiguous run of the burst (it may wrap once).
         let mut burst = [0u8; 16 * FETCH_BURST as usize];
         let head0 = self.q[qi][d].head;

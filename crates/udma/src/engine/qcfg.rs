@@ -1,0 +1,210 @@
+//! A queue's configuration as the hot paths read it (ring bases and
+//! lengths, enables, DWRR, rate limiter, CRC seed), re-read from the
+//! registers after every register write (docs/references/driver.md §2.4,
+//! §3.6; docs/timing.md "Arbitration and rate limits"). The registers are
+//! reached through storage slots resolved once per unit: no map lookup
+//! per write.
+
+use csr::{HwSlot, RegFile};
+
+use super::{BucketCfg, Engine, QueueCfg};
+use crate::block::QUEUES;
+use crate::regs::{QueueOffsets, RlimitOffsets, UnitMaps, UnitRegs};
+
+/// Slots of one direction's queue configuration registers (the same map
+/// for every queue of a direction).
+#[derive(Clone, Copy, Debug, Default)]
+struct DirCfgSlots {
+    cfg: HwSlot,
+    drbp_low: HwSlot,
+    drbp_high: HwSlot,
+    drl: HwSlot,
+    comp_cfg: HwSlot,
+    crbp_low: HwSlot,
+    crbp_high: HwSlot,
+}
+
+/// Slots of a token bucket's registers.
+#[derive(Clone, Copy, Debug, Default)]
+struct RlimitSlots {
+    cfg_1s: HwSlot,
+    token_size_1: HwSlot,
+    cfg_cycle: HwSlot,
+    mask: HwSlot,
+}
+
+/// Every register slot [`Engine::queue_config`] reads. A register the map
+/// lacks has the default slot, which reads as `None` — as the offset
+/// lookup it replaces reads an error.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct QueueCfgSlots {
+    dir: [DirCfgSlots; 2],
+    /// M2S queue RLIMIT_MASK (DMB pause).
+    rlimit_mask: HwSlot,
+    /// S2M queue PKT_CFG (header split).
+    pkt_cfg: HwSlot,
+    /// M2S queue DWRR_CFG_1..3.
+    dwrr: [HwSlot; 3],
+    /// M2S queue rate limiter.
+    rlimit: RlimitSlots,
+    /// M2S RLIMIT_GEN_CFG (the rate limiters' short cycle).
+    rlimit_gen_cfg: HwSlot,
+    /// SDMA-app M2S CRC seed of each queue.
+    crc_init: [HwSlot; QUEUES],
+}
+
+fn slot(f: &RegFile<'static>, off: Option<u64>) -> HwSlot {
+    off.and_then(|o| f.slot_of(o)).unwrap_or_default()
+}
+
+impl QueueCfgSlots {
+    /// Resolves the slots of a unit's maps.
+    pub(super) fn new(maps: &UnitMaps, regs: &UnitRegs) -> Self {
+        let o = &maps.offsets;
+        let dir = |f: &RegFile<'static>, qo: QueueOffsets| DirCfgSlots {
+            cfg: slot(f, Some(qo.cfg)),
+            drbp_low: slot(f, Some(qo.drbp_low)),
+            drbp_high: slot(f, Some(qo.drbp_high)),
+            drl: slot(f, Some(qo.drl)),
+            comp_cfg: slot(f, Some(qo.comp_cfg)),
+            crbp_low: slot(f, Some(qo.crbp_low)),
+            crbp_high: slot(f, Some(qo.crbp_high)),
+        };
+        let (Some(m2s_q), Some(s2m_q)) = (regs.m2s_q.first(), regs.s2m_q.first()) else {
+            return Self::default();
+        };
+        let rl: RlimitOffsets = o.sched.q_rlimit;
+        Self {
+            dir: [dir(m2s_q, o.m2s_q), dir(s2m_q, o.s2m_q)],
+            rlimit_mask: slot(m2s_q, Some(o.m2s_q.rlimit_mask.unwrap_or(0x74))),
+            pkt_cfg: slot(s2m_q, Some(o.s2m_q.pkt_cfg.unwrap_or(0x5C))),
+            dwrr: o.sched.q_dwrr.map(|d| slot(m2s_q, d)),
+            rlimit: RlimitSlots {
+                cfg_1s: slot(m2s_q, rl.cfg_1s),
+                token_size_1: slot(m2s_q, rl.token_size_1),
+                cfg_cycle: slot(m2s_q, rl.cfg_cycle),
+                mask: slot(m2s_q, rl.mask),
+            },
+            rlimit_gen_cfg: slot(&regs.m2s, o.sched.rlimit_gen_cfg),
+            crc_init: o.m2s_crc_init.map(|c| slot(&regs.sdma_app, Some(c))),
+        }
+    }
+}
+
+impl Engine {
+    /// Queue `q`'s configuration from its registers (both directions, its
+    /// scheduler, rate limiter and CRC seed).
+    pub(super) fn queue_config(&self, q: u8) -> QueueCfg {
+        let qi = usize::from(q) % QUEUES;
+        let s = &self.cfg_slots;
+        let mut qc = QueueCfg::default();
+        for (d, file) in [(0, &self.regs.m2s_q), (1, &self.regs.s2m_q)] {
+            let Some(f) = file.get(qi) else { continue };
+            let ds = s.dir[d];
+            let get = |h: HwSlot| f.value_slot(h).unwrap_or(0);
+            let cfg = get(ds.cfg);
+            qc.en[d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
+            let lo = u64::from(get(ds.drbp_low) & 0xFFFF_FFC0);
+            let hi = u64::from(get(ds.drbp_high));
+            qc.ring_base[d] = (hi << 32) | lo;
+            qc.ring_len[d] = get(ds.drl) & 0xFF_FFFF;
+            qc.comp_en[d] = get(ds.comp_cfg) & 1 != 0;
+            let lo = u64::from(get(ds.crbp_low) & 0xFFFF_FFC0);
+            let hi = u64::from(get(ds.crbp_high));
+            qc.comp_base[d] = (hi << 32) | lo;
+        }
+        let (Some(m2s_q), Some(s2m_q)) = (self.regs.m2s_q.get(qi), self.regs.s2m_q.get(qi)) else {
+            return qc;
+        };
+        qc.dmb_pause = m2s_q.value_slot(s.rlimit_mask).unwrap_or(0x7) & 0x4 == 0;
+        let pkt = s2m_q.value_slot(s.pkt_cfg).unwrap_or(0);
+        qc.hdr_split = if pkt & (3 << 16) != 0 {
+            u64::from(pkt & 0xFFFF)
+        } else {
+            0
+        };
+        qc.crc_init = self
+            .regs
+            .sdma_app
+            .value_slot(s.crc_init[qi])
+            .unwrap_or(0xFFFF_FFFF);
+        let dwrr = |i: usize| m2s_q.value_slot(s.dwrr[i]).unwrap_or(0);
+        let d1 = dwrr(0);
+        qc.dwrr = (
+            d1 & (1 << 24) != 0,
+            dwrr(1) & 0xFF,
+            dwrr(2) & 0xFF,
+            d1 & 0xFF_FFFF,
+            d1 & (1 << 25) != 0,
+        );
+        qc.bucket = self.queue_bucket_cfg(m2s_q);
+        qc
+    }
+
+    /// [`Engine::bucket_cfg`] of a queue's rate limiter, through slots.
+    fn queue_bucket_cfg(&self, file: &RegFile<'static>) -> Option<BucketCfg> {
+        let s = &self.cfg_slots;
+        let get = |h: HwSlot| file.value_slot(h).unwrap_or(0);
+        let cfg = get(s.rlimit.cfg_1s);
+        let mask = file.value_slot(s.rlimit.mask).unwrap_or(0x3);
+        let enabled = cfg & (1 << 24) != 0 && mask & 0x2 == 0;
+        let paused = cfg & (1 << 25) != 0 && mask & 0x2 == 0;
+        if !enabled && !paused {
+            return None;
+        }
+        let short =
+            u64::from(self.regs.m2s.value_slot(s.rlimit_gen_cfg).unwrap_or(0) & 0xFFFF).max(1);
+        Some(BucketCfg {
+            max_burst: cfg & 0xFF_FFFF,
+            token_bytes: get(s.rlimit.token_size_1),
+            period_cycles: short * (u64::from(get(s.rlimit.cfg_cycle)) + 1),
+            paused,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use proptest::prelude::*;
+    use sim_core::TimingConfig;
+
+    use super::*;
+    use crate::UnitMaps;
+    use crate::block::UnitBlock;
+
+    proptest! {
+        /// The slot reads give exactly the configuration the offset
+        /// lookups give ([`Engine::queue_config_by_offset`]), whatever the
+        /// registers hold.
+        #[test]
+        fn slot_reads_equal_offset_reads(seed in any::<u64>(), sparse in any::<bool>()) {
+            let timing = TimingConfig::default_config().unwrap();
+            let mut e = Engine::new(0, UnitMaps::builtin().unwrap(), &timing);
+            let mut x = seed | 1;
+            let blocks: Vec<UnitBlock> = [UnitBlock::M2s, UnitBlock::SdmaApp]
+                .into_iter()
+                .chain((0..QUEUES as u8).flat_map(|q| [UnitBlock::M2sQ(q), UnitBlock::S2mQ(q)]))
+                .collect();
+            for b in blocks {
+                let f = e.regs.file_mut(b).unwrap();
+                let offsets: Vec<u64> = f.map().elements().map(|r| r.offset()).collect();
+                for o in offsets {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Sparse: mostly zero, so enables and limiters vary.
+                    let v = if sparse && x % 3 != 0 { 0 } else { (x >> 16) as u32 };
+                    let _ = f.hw_set(o, v);
+                }
+            }
+            for q in 0..QUEUES as u8 {
+                prop_assert_eq!(
+                    format!("{:?}", e.queue_config(q)),
+                    format!("{:?}", e.queue_config_by_offset(q))
+                );
+            }
+        }
+    }
+}
