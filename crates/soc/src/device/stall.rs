@@ -119,6 +119,19 @@ struct ParkGroup {
 }
 
 impl ParkGroup {
+    /// A group of `needs`, none seen met yet.
+    fn new(needs: Vec<ParkNeed>) -> Self {
+        let mut engines = EngineSet::default();
+        for n in &needs {
+            engines.insert(n.engine);
+        }
+        ParkGroup {
+            needs,
+            engines,
+            met_prefix: std::cell::Cell::new(0),
+        }
+    }
+
     /// Whether a need of the group is on engine `id`.
     fn has_engine(&self, id: u16) -> bool {
         self.engines
@@ -366,20 +379,7 @@ impl Device {
                 }
             }
         }
-        let groups = groups
-            .into_iter()
-            .map(|needs| {
-                let mut engines = EngineSet::default();
-                for n in &needs {
-                    engines.insert(n.engine);
-                }
-                ParkGroup {
-                    needs,
-                    engines,
-                    met_prefix: std::cell::Cell::new(0),
-                }
-            })
-            .collect();
+        let groups = groups.into_iter().map(ParkGroup::new).collect();
         Some(ParkNeeds::new(least, groups))
     }
 
@@ -602,18 +602,6 @@ mod tests {
         }
     }
 
-    fn group(needs: Vec<ParkNeed>) -> ParkGroup {
-        let mut engines = EngineSet::default();
-        for n in &needs {
-            engines.insert(n.engine);
-        }
-        ParkGroup {
-            needs,
-            engines,
-            met_prefix: std::cell::Cell::new(0),
-        }
-    }
-
     /// Each engine's `least` entries are found by the index, in their
     /// order, and an engine with none (below, between, above the ones
     /// listed) gets none: a wrong slice would wake a core too late or
@@ -679,7 +667,7 @@ mod tests {
         // need of 1 is not.
         d.engine_mut(0);
         d.engine_mut(1);
-        let g = group(vec![
+        let g = ParkGroup::new(vec![
             need(0, 0, Some(0), Some(0)),
             need(1, 0, Some(0), None),
             need(1, 0, None, Some(1)),
@@ -690,11 +678,11 @@ mod tests {
         assert!(!g.met(&d));
         assert_eq!(g.met_prefix.get(), 2);
         assert!(g.has_engine(0) && g.has_engine(1) && !g.has_engine(2));
-        let all = group(vec![need(0, 0, Some(0), Some(0)), need(1, 3, None, None)]);
+        let all = ParkGroup::new(vec![need(0, 0, Some(0), Some(0)), need(1, 3, None, None)]);
         assert!(all.met(&d));
         assert_eq!(all.met_prefix.get(), 2);
         // An engine id past the set's bits is looked for in the needs.
-        let far = group(vec![need(300, 0, Some(0), None)]);
+        let far = ParkGroup::new(vec![need(300, 0, Some(0), None)]);
         assert!(far.has_engine(300) && !far.has_engine(301));
     }
 }
