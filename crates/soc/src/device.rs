@@ -688,7 +688,14 @@ impl Device {
             && addr >= r.base
             && addr - r.base < r.size_bytes
         {
-            let p = (addr - r.base) / r.stride_bytes;
+            // Strides are powers of two (a shift, not a divide per
+            // descriptor pair of a plan); any other stride divides.
+            let off = addr - r.base;
+            let p = if r.stride_bytes.is_power_of_two() {
+                off >> r.stride_bytes.trailing_zeros()
+            } else {
+                off / r.stride_bytes
+            };
             return Some((u32::try_from(p).unwrap_or(u32::MAX), r.stride_bytes));
         }
         let map = &self.fabric.map;

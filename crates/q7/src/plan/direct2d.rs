@@ -11,7 +11,7 @@ use super::{Operands, Plan, PlanError};
 use crate::layout::DgeConfig;
 
 /// One side of a 2-D pattern.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Side {
     base: u64,
     steps: [i64; 2],
@@ -19,25 +19,113 @@ struct Side {
     elem: u64,
 }
 
+/// A position in one side's pattern: element `x` of row `y` (x fastest),
+/// linear element `y × nums[0] + x`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cursor {
+    x: u64,
+    y: u64,
+}
+
 impl Side {
-    /// Byte address of linear element `i` (x fastest).
-    fn addr(&self, i: u64) -> Option<u64> {
-        let x = i % self.nums[0];
-        let y = i / self.nums[0];
-        let off = (x as i128 * i128::from(self.steps[0]) + y as i128 * i128::from(self.steps[1]))
+    /// Byte address of the element at `c`.
+    fn addr(&self, c: Cursor) -> Option<u64> {
+        let off = (c.x as i128 * i128::from(self.steps[0])
+            + c.y as i128 * i128::from(self.steps[1]))
             * i128::from(self.elem);
         u64::try_from(i128::from(self.base) + off).ok()
     }
 
-    /// Elements from linear element `i` that are contiguous in memory.
-    fn run(&self, i: u64, total: u64) -> u64 {
+    /// Elements from linear element `i` (at `c`) that are contiguous in
+    /// memory.
+    fn run(&self, c: Cursor, i: u64, total: u64) -> u64 {
         if self.steps[0] != 1 {
             return 1;
         }
         if self.steps[1] == self.nums[0] as i64 || self.nums[1] == 1 {
             return total - i; // the rows abut
         }
-        self.nums[0] - i % self.nums[0]
+        self.nums[0] - c.x
+    }
+
+    /// The cursor `n` elements after `c`. A run ends within its row or at
+    /// its end (the common case: no divide per run); only a run over
+    /// abutting rows divides.
+    fn advance(&self, c: Cursor, n: u64) -> Cursor {
+        let x = c.x + n;
+        if x < self.nums[0] {
+            Cursor { x, y: c.y }
+        } else if x == self.nums[0] {
+            Cursor { x: 0, y: c.y + 1 }
+        } else {
+            Cursor {
+                x: x % self.nums[0],
+                y: c.y + x / self.nums[0],
+            }
+        }
+    }
+}
+
+/// One run of the cut: from linear element `first`, `n` elements
+/// contiguous on both sides, at `src` and `dst` (`None`: outside the
+/// 64-bit address space); `row_start` when it starts a source row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    first: u64,
+    n: u64,
+    src: Option<u64>,
+    dst: Option<u64>,
+    row_start: bool,
+}
+
+/// The runs of a `total`-element copy from `src` to `dst`, each at most
+/// `max_elems`, in element order (docs/firmware.md "DIRECT2D expansion").
+/// Both positions are carried as (x, y) cursors.
+struct Runs {
+    src: Side,
+    dst: Side,
+    total: u64,
+    max_elems: u64,
+    i: u64,
+    at: [Cursor; 2],
+}
+
+impl Runs {
+    fn new(src: Side, dst: Side, total: u64, max_elems: u64) -> Self {
+        let origin = Cursor { x: 0, y: 0 };
+        Self {
+            src,
+            dst,
+            total,
+            max_elems,
+            i: 0,
+            at: [origin; 2],
+        }
+    }
+}
+
+impl Iterator for Runs {
+    type Item = Run;
+
+    fn next(&mut self) -> Option<Run> {
+        if self.i >= self.total {
+            return None;
+        }
+        let (i, [s, d]) = (self.i, self.at);
+        let n = self
+            .src
+            .run(s, i, self.total)
+            .min(self.dst.run(d, i, self.total))
+            .min(self.max_elems);
+        self.i += n;
+        self.at = [self.src.advance(s, n), self.dst.advance(d, n)];
+        Some(Run {
+            first: i,
+            n,
+            src: self.src.addr(s),
+            dst: self.dst.addr(d),
+            row_start: s.x == 0,
+        })
     }
 }
 
@@ -101,28 +189,22 @@ pub(super) fn expand_direct2d(
         let run = src.nums[0].min(dst.nums[0]).min(max_elems).max(1);
         spread.reserve_pairs(src_total.div_ceil(run));
     }
-    let mut i = 0u64;
-    while i < src_total {
-        let n = src
-            .run(i, src_total)
-            .min(dst.run(i, src_total))
-            .min(max_elems);
+    for run in Runs::new(src, dst, src_total, max_elems) {
         let overflow = |side: &str| {
             PlanError::Invalid(format!(
-                "{W}: the {side} address of element {i} is outside the 64-bit address space"
+                "{W}: the {side} address of element {} is outside the 64-bit address space",
+                run.first
             ))
         };
         let pair = xfer.pair(
-            src.addr(i).ok_or_else(|| overflow("source"))?,
-            dst.addr(i).ok_or_else(|| overflow("destination"))?,
-            n,
+            run.src.ok_or_else(|| overflow("source"))?,
+            run.dst.ok_or_else(|| overflow("destination"))?,
+            run.n,
         );
-        let first = i;
-        i += n;
         if let Some(e) = spread.push(ops, pair, gates)?
-            && first.is_multiple_of(src.nums[0])
+            && run.row_start
         {
-            spread.rows[e] += (n / src.nums[0]).max(1) as u32;
+            spread.rows[e] += (run.n / src.nums[0]).max(1) as u32;
         }
     }
     let (engines, out_of_bounds) = spread.finish(
@@ -160,6 +242,75 @@ mod tests {
     use crate::plan::{MicroOp, PlanError, expand};
     use dma_abi::inst::{BoundCheckReg, ComputeOp, Dtype, InstWord};
     use soc_map::{Addr8, TableOffset};
+
+    /// The cut as first written, one divide per coordinate: the reference
+    /// the cursor walk ([`super::Runs`]) is checked against.
+    fn runs_by_division(
+        src: super::Side,
+        dst: super::Side,
+        total: u64,
+        max: u64,
+    ) -> Vec<super::Run> {
+        let addr = |s: &super::Side, i: u64| {
+            let (x, y) = (i % s.nums[0], i / s.nums[0]);
+            let off = (x as i128 * i128::from(s.steps[0]) + y as i128 * i128::from(s.steps[1]))
+                * i128::from(s.elem);
+            u64::try_from(i128::from(s.base) + off).ok()
+        };
+        let run = |s: &super::Side, i: u64| {
+            if s.steps[0] != 1 {
+                1
+            } else if s.steps[1] == s.nums[0] as i64 || s.nums[1] == 1 {
+                total - i
+            } else {
+                s.nums[0] - i % s.nums[0]
+            }
+        };
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < total {
+            let n = run(&src, i).min(run(&dst, i)).min(max);
+            out.push(super::Run {
+                first: i,
+                n,
+                src: addr(&src, i),
+                dst: addr(&dst, i),
+                row_start: i.is_multiple_of(src.nums[0]),
+            });
+            i += n;
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// The cursor walk cuts every shape exactly as the divide-per-run
+        /// walk: same runs, addresses (overflow included) and row starts.
+        #[test]
+        fn the_cursor_walk_equals_the_divide_walk(
+            src_nums in (1u64..40, 1u64..12),
+            dst_x in 1u64..40,
+            src_steps in (-3i64..4, -200i64..200),
+            dst_steps in (-3i64..4, -200i64..200),
+            elems in (1u64..5, 1u64..5),
+            max in 1u64..70,
+            high in proptest::bool::ANY,
+        ) {
+            let total = src_nums.0 * src_nums.1;
+            // A destination shape of the same element count when it divides.
+            let dst_x = if total % dst_x == 0 { dst_x } else { src_nums.0 };
+            // Abutting rows now and then (steps[1] == nums[0]).
+            let src_s1 = if src_steps.1 % 3 == 0 { src_nums.0 as i64 } else { src_steps.1 };
+            let base = if high { u64::MAX - 4000 } else { 0x1_0000 };
+            let src = super::Side { base, steps: [src_steps.0, src_s1], nums: [src_nums.0, src_nums.1], elem: elems.0 };
+            let dst_s1 = if dst_steps.1 % 3 == 0 { dst_x as i64 } else { dst_steps.1 };
+            // Unit element steps most of the time (runs longer than one).
+            let unit = |s: i64| if s >= 0 { 1 } else { s };
+            let src = super::Side { steps: [unit(src_steps.0), src_s1], ..src };
+            let dst = super::Side { base: 0x2000, steps: [unit(dst_steps.0), dst_s1], nums: [dst_x, total / dst_x], elem: elems.1 };
+            let walked: Vec<super::Run> = super::Runs::new(src, dst, total, max).collect();
+            proptest::prop_assert_eq!(walked, runs_by_division(src, dst, total, max));
+        }
+    }
     #[test]
     fn tile_rows_go_to_the_engine_of_their_partition() {
         // [128, 4096] bf16 HBM -> SBUF: one 8 KiB pair per partition.

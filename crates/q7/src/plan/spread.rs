@@ -49,7 +49,12 @@ impl Spread {
     fn engine_for(&mut self, ops: &dyn Operands, s: u64, d: u64) -> usize {
         let n = self.engines.len().max(1);
         let e = match ops.partition_of(d).or_else(|| ops.partition_of(s)) {
-            Some(p) => usize::from(p / PARTITIONS_PER_ENGINE) % n,
+            // Partition group g goes to engine g, folded when fewer engines
+            // are allowed (no divide in the common case of all 16).
+            Some(p) => match usize::from(p / PARTITIONS_PER_ENGINE) {
+                g if g < n => g,
+                g => g % n,
+            },
             None => self.run_index % n,
         };
         self.run_index += 1;
