@@ -214,19 +214,42 @@ impl DescPair {
     /// The M2S descriptors of this pair's packet, in order.
     pub fn sources(&self) -> TxSources {
         let mut v = TxSources::default();
+        for k in 0..self.source_count() {
+            if let Some(s) = self.source(k) {
+                v.push(s);
+            }
+        }
+        v
+    }
+
+    /// How many M2S descriptors the pair's packet has (1 to 3).
+    pub fn source_count(&self) -> usize {
+        1 + usize::from(self.acc_src.is_some()) + usize::from(self.meta.is_some())
+    }
+
+    /// The packet's M2S descriptor `k` in ring order — the accumulate
+    /// source, the FMA meta descriptor, then the data — without building
+    /// the list ([`DescPair::sources`]).
+    pub fn source(&self, k: usize) -> Option<TxSource> {
+        let mut k = k;
         if let Some((a, l, w)) = self.acc_src {
-            v.push(TxSource::data(a, l, w));
+            if k == 0 {
+                return Some(TxSource::data(a, l, w));
+            }
+            k -= 1;
         }
         if let Some((m, w)) = self.meta {
-            v.push(TxSource {
-                addr: m,
-                len_bytes: 0,
-                word1: w,
-                meta: true,
-            });
+            if k == 0 {
+                return Some(TxSource {
+                    addr: m,
+                    len_bytes: 0,
+                    word1: w,
+                    meta: true,
+                });
+            }
+            k -= 1;
         }
-        v.push(TxSource::data(self.src, self.len_bytes, self.word1));
-        v
+        (k == 0).then_some(TxSource::data(self.src, self.len_bytes, self.word1))
     }
 }
 
@@ -240,13 +263,6 @@ pub struct TxSources {
 }
 
 impl TxSources {
-    /// A packet of one M2S descriptor.
-    pub fn one(s: TxSource) -> Self {
-        let mut v = Self::default();
-        v.push(s);
-        v
-    }
-
     fn push(&mut self, s: TxSource) {
         if let Some(slot) = self.items.get_mut(self.len) {
             *slot = s;
