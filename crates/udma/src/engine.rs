@@ -279,9 +279,12 @@ struct BucketCfg {
     paused: bool,
 }
 
-/// A packet in flight through the data path.
-#[derive(Clone, Debug)]
+/// A packet in flight through the data path: a slot of the engine's slab.
+/// A free slot keeps its (empty) descriptor vectors for the next packet.
+#[derive(Clone, Debug, Default)]
 struct InFlight {
+    /// The slot holds a packet.
+    live: bool,
     queue: u8,
     epoch: (u32, u32),
     tx: Vec<Fetched>,
@@ -332,10 +335,8 @@ pub struct Engine {
     /// Last write completion in the unit (write barrier / SOW ordering).
     last_write_end: Cycle,
     /// Packets in flight (slab) and free slots.
-    inflight: Vec<Option<InFlight>>,
+    inflight: Vec<InFlight>,
     free_slots: Vec<usize>,
-    /// Reusable descriptor vectors.
-    pool: Vec<Vec<Fetched>>,
     /// Hot hardware-owned queue registers, per direction (the same map for
     /// every queue of a direction): updated through slots, no map lookup.
     hot: [HotSlots; 2],
@@ -508,7 +509,6 @@ impl Engine {
             cfg: Cfg::default(),
             inflight: Vec::new(),
             free_slots: Vec::new(),
-            pool: Vec::new(),
             hot: Default::default(),
             cfg_slots: Default::default(),
             m2s_maybe_ready: 0,
@@ -714,10 +714,13 @@ impl Engine {
                 }
                 Ev::PacketDone(slot) => {
                     let slot = slot as usize;
-                    if let Some(p) = self.inflight.get_mut(slot).and_then(Option::take) {
+                    if self.inflight.get(slot).is_some_and(|p| p.live) {
                         self.free_slots.push(slot);
+                        // The packet leaves its slot (a free one) while it
+                        // completes; its vectors go back after.
+                        let p = std::mem::take(&mut self.inflight[slot]);
                         self.packet_done(&p, bus, timing);
-                        self.recycle(p);
+                        self.recycle(slot, p);
                     }
                 }
             }

@@ -125,12 +125,20 @@ impl Engine {
         let encode_64k = self.cfg.encode_64k;
         // A RST_DMB release applies to the packet it let go.
         self.q[qi].dmb_release = false;
-        let mut tx = self.pool.pop().unwrap_or_default();
-        let mut rx = self.pool.pop().unwrap_or_default();
+        // The packet is built in its slab slot, whose vectors stay there
+        // (no packet moved through the stack on every start).
+        let slot = match self.free_slots.pop() {
+            Some(i) => i,
+            None => {
+                self.inflight.push(InFlight::default());
+                self.inflight.len() - 1
+            }
+        };
         let [m2s, s2m] = &mut self.q[qi].dir;
+        let InFlight { tx, rx, .. } = &mut self.inflight[slot];
         for (v, fetched, n) in [
-            (&mut tx, &mut m2s.fetched, n_tx),
-            (&mut rx, &mut s2m.fetched, n_rx),
+            (&mut *tx, &mut m2s.fetched, n_tx),
+            (&mut *rx, &mut s2m.fetched, n_rx),
         ] {
             if n == 1 {
                 // The common packet: one descriptor a side.
@@ -141,6 +149,7 @@ impl Engine {
                 v.extend((0..n).map_while(|_| fetched.pop_front()));
             }
         }
+        let InFlight { tx, rx, .. } = &self.inflight[slot];
         let start = self.now;
         // One pass over the data descriptors (META ones move nothing):
         // data-path cycles, the HBM bookings (docs/timing.md: the data
@@ -175,7 +184,7 @@ impl Engine {
         }
         let mut data_end = start.after(data_cycles).max(booked_end);
         let mut left = bytes;
-        for f in &rx {
+        for f in rx.iter() {
             let len = u64::from(f.desc.len_bytes(encode_64k)).min(left);
             left -= len;
             data_end = data_end.max(bus.reserve_bandwidth(f.desc.buf_ptr, len, start));
@@ -205,6 +214,7 @@ impl Engine {
         self.regs.m2s_q[qi].hw_update_slot(m2s_hot.dcp, |_| tdcp);
         self.regs.s2m_q[qi].hw_update_slot(s2m_hot.dcp, |_| rdcp);
         self.regs.m2s_q[qi].hw_update_slot(m2s_hot.status, |s| (s & !(1 << 30)) | (1 << 29));
+        let (src, dst) = (tx[0].desc.buf_ptr, rx[0].desc.buf_ptr);
         let st = &mut self.stats[qi];
         st.busy_cycles += data_cycles;
         st.first_start.get_or_insert(start.0);
@@ -214,17 +224,15 @@ impl Engine {
             rx_descs: n_rx as u32,
             bytes,
             done_at: end.0,
-            src: Hex(tx[0].desc.buf_ptr),
-            dst: Hex(rx[0].desc.buf_ptr),
+            src: Hex(src),
+            dst: Hex(dst),
         });
         let epoch = (self.q[qi][0].epoch, self.q[qi][1].epoch);
-        let slot = self.park(InFlight {
-            queue: q,
-            epoch,
-            tx,
-            rx,
-            bytes,
-        });
+        let p = &mut self.inflight[slot];
+        p.live = true;
+        p.queue = q;
+        p.epoch = epoch;
+        p.bytes = bytes;
         // The slab holds at most one slot per in-flight packet (bounded by
         // the rings), far below u32::MAX.
         self.events.push(end, Ev::PacketDone(slot as u32));
@@ -233,26 +241,17 @@ impl Engine {
         self.try_fetch(Dir::S2m, q, timing);
     }
 
-    /// Stores an in-flight packet in the slab; returns its slot.
-    pub(super) fn park(&mut self, p: InFlight) -> usize {
-        match self.free_slots.pop() {
-            Some(i) => {
-                self.inflight[i] = Some(p);
-                i
-            }
-            None => {
-                self.inflight.push(Some(p));
-                self.inflight.len() - 1
-            }
-        }
-    }
-
-    /// Returns a finished packet's descriptor vectors to the pool.
-    pub(super) fn recycle(&mut self, p: InFlight) {
+    /// Returns a finished packet's (emptied) descriptor vectors to its free
+    /// slot, for the next packet there.
+    pub(super) fn recycle(&mut self, slot: usize, p: InFlight) {
         let InFlight { mut tx, mut rx, .. } = p;
         tx.clear();
         rx.clear();
-        self.pool.push(tx);
-        self.pool.push(rx);
+        if let Some(free) = self.inflight.get_mut(slot)
+            && !free.live
+        {
+            free.tx = tx;
+            free.rx = rx;
+        }
     }
 }
