@@ -216,6 +216,29 @@ impl SparseMemory {
         }
     }
 
+    /// Stores a 16-byte completion entry at `offset` — `word0` little
+    /// endian, then 12 zero bytes — when it lies in one allocated page;
+    /// false (nothing written) otherwise. The same bytes as a `write` of
+    /// them, stored from the word.
+    #[inline]
+    pub fn write_entry16(&mut self, offset: u64, word0: u32) -> bool {
+        if self.check_range(offset, 16).is_err() {
+            return false;
+        }
+        let (page, start) = split(offset);
+        let Some(dst) = self
+            .pages
+            .get_mut(&page)
+            .and_then(|p| p.get_mut(start..start.checked_add(16)?))
+        else {
+            return false;
+        };
+        let (lo, hi) = dst.split_at_mut(8);
+        lo.copy_from_slice(&u64::from(word0).to_le_bytes());
+        hi.fill(0);
+        true
+    }
+
     /// Loads a byte of every 64-byte host cache line that `len` bytes at
     /// `offset` overlap into the host's caches and drops it: a host-side
     /// hint with no effect on the memory (safe Rust has no prefetch
@@ -971,6 +994,39 @@ mod tests {
                 (5 * p, 10, 6)
             ]
         );
+    }
+
+    /// A completion entry stored from its word is the bytes a write of
+    /// them stores; outside an allocated page (or the memory) nothing is
+    /// written and the caller is told to write.
+    #[test]
+    fn entry16_stores_what_a_write_of_its_bytes_stores() {
+        let p = PAGE_BYTES as u64;
+        let mut fast = SparseMemory::new(4 * p);
+        let mut slow = SparseMemory::new(4 * p);
+        for m in [&mut fast, &mut slow] {
+            m.fill(0, 2 * p as usize, 0xEE).unwrap();
+        }
+        for (k, at) in [0, 16, 40, p - 16, p + 8, 2 * p - 16]
+            .into_iter()
+            .enumerate()
+        {
+            let word0 = 0xA5A5_0000 | k as u32;
+            assert!(fast.write_entry16(at, word0), "{at:#x}");
+            let mut entry = [0u8; 16];
+            entry[..4].copy_from_slice(&word0.to_le_bytes());
+            slow.write(at, &entry).unwrap();
+        }
+        let pages = |m: &SparseMemory| -> Vec<(u64, Vec<u8>)> {
+            m.pages().map(|(o, b)| (o, b.to_vec())).collect()
+        };
+        assert!(pages(&fast) == pages(&slow));
+        // Across a page boundary, into an unallocated page, past the end.
+        for at in [p - 8, 3 * p, 4 * p - 8, u64::MAX - 4] {
+            assert!(!fast.write_entry16(at, 1), "{at:#x}");
+        }
+        assert!(pages(&fast) == pages(&slow));
+        assert_eq!(fast.allocated_pages(), 2);
     }
 
     #[test]

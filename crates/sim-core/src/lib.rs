@@ -174,11 +174,25 @@ impl std::error::Error for AccessError {}
 
 /// The fabric as a DMA master sees it: byte reads and writes by SoC address.
 /// Writes into register apertures (semaphore increments) are register writes.
+/// The 16 bytes of a completion entry with word 0 `word0` ([`Bus::write_entry16`]).
+pub fn entry16(word0: u32) -> [u8; 16] {
+    let mut entry = [0u8; 16];
+    entry[..4].copy_from_slice(&word0.to_le_bytes());
+    entry
+}
+
 pub trait Bus {
     /// Reads `buf.len()` bytes at `addr`.
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), AccessError>;
     /// Writes `data` at `addr`.
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError>;
+    /// Writes a 16-byte completion entry at `addr`: `word0` little endian,
+    /// then 12 zero bytes (the entry format of docs/timing.md). The same
+    /// bytes as [`Bus::write`] of them; a bus may store them straight from
+    /// the word.
+    fn write_entry16(&mut self, addr: u64, word0: u32) -> Result<(), AccessError> {
+        self.write(addr, &entry16(word0))
+    }
     /// Copies `len` bytes from `src` to `dst` (the data mover's fast path;
     /// the default goes through a bounce buffer).
     fn copy(&mut self, src: u64, dst: u64, len: u64) -> Result<(), AccessError> {

@@ -561,6 +561,22 @@ impl DeviceMemory {
         self.write_full(map, addr, data)
     }
 
+    /// A 16-byte completion entry ([`sim_core::entry16`]) at `addr`, when
+    /// `addr` is in the plain memory last used and its page exists: the
+    /// bytes are stored from the word, not copied from a buffer just
+    /// filled (an x86 host stalls on that 16-byte load). False, having
+    /// written nothing, otherwise: the caller takes [`DeviceMemory::write`].
+    pub fn write_entry16(&mut self, addr: u64, word0: u32) -> bool {
+        if let Some(t) = self.recent.find(addr, 16)
+            && let Some(Some(Backing::Linear(m))) = self.stores.get_mut(t.storage)
+            && m.write_entry16(t.offset, word0)
+        {
+            self.clear_stale(t, addr, 16);
+            return true;
+        }
+        false
+    }
+
     /// [`DeviceMemory::write`] through the map search, the store's own
     /// rules (SBUF pads, PSUM alignment) and its creation.
     #[inline(never)]
@@ -987,6 +1003,47 @@ mod tests {
     /// `touch` is a host-side hint: whatever the address (in the last
     /// region, beyond it, unmapped, at the top of the address space), it
     /// changes no byte, allocates no page and reports nothing.
+    /// A completion entry stored from its word ([`DeviceMemory::write_entry16`])
+    /// leaves the memory as [`DeviceMemory::write`] of its bytes does —
+    /// stale marks of a timing-only copy cleared included — and declines,
+    /// writing nothing, where the page or the region is not at hand.
+    #[test]
+    fn entry16_is_a_write_of_its_bytes() {
+        let map = soc_map::trn2().unwrap();
+        let run = |fast: bool| {
+            let mut mem = DeviceMemory::default();
+            mem.set_skip_payload(true);
+            // A timing-only copy leaves 0x1000..0x1100 stale.
+            mem.write(&map, 0x1000, &[7; 256]).unwrap();
+            mem.copy(&map, 0x10_0000, 0x1000, 256).unwrap();
+            let mut declined = Vec::new();
+            for (k, at) in [0x1000u64, 0x1010, 0x1030, 0x5_0000]
+                .into_iter()
+                .enumerate()
+            {
+                let word0 = 0x4000_0000 | k as u32;
+                if !(fast && mem.write_entry16(at, word0)) {
+                    declined.push(at);
+                    mem.write(&map, at, &sim_core::entry16(word0)).unwrap();
+                }
+            }
+            let mut bytes = [0u8; 80];
+            mem.read(&map, 0xff8, &mut bytes).unwrap();
+            (
+                bytes.to_vec(),
+                mem.stale().first_in(0x1000, 0x100),
+                declined,
+            )
+        };
+        let (fast, slow) = (run(true), run(false));
+        assert_eq!(fast.0, slow.0);
+        assert_eq!(fast.1, slow.1);
+        // The entries cleared their bytes: 0x1020 is the first still stale.
+        assert_eq!(fast.1, Some(0x1020));
+        // The entry into a page not yet made goes the full path.
+        assert_eq!(fast.2, vec![0x5_0000]);
+    }
+
     #[test]
     fn touch_has_no_simulated_effect() {
         let map = soc_map::trn2().unwrap();

@@ -479,6 +479,14 @@ impl Bus for DmaBus<'_> {
         }
     }
 
+    fn write_entry16(&mut self, addr: u64, word0: u32) -> Result<(), AccessError> {
+        // Plain memory without an observer: stored straight from the word.
+        if self.fabric.race.is_none() && self.fabric.memory.write_entry16(addr, word0) {
+            return Ok(());
+        }
+        self.write(addr, &sim_core::entry16(word0))
+    }
+
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError> {
         // A register (a semaphore increment, a doorbell) is found by the
         // cached register decode first; memory goes the memory path.

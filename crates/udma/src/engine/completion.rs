@@ -173,10 +173,7 @@ impl Engine {
             for f in descs {
                 let qd = &self.q[qi][d];
                 let addr = base + 16 * u64::from(qd.comp_head);
-                let word0 = f.desc.word0;
-                let mut entry = [0u8; 16];
-                entry[..4].copy_from_slice(&word0.to_le_bytes());
-                if let Err(e) = bus.write(addr, &entry) {
+                if let Err(e) = bus.write_entry16(addr, f.desc.word0) {
                     let (g, bit) = match dir {
                         Dir::M2s => (Group::A, 1 << 5),
                         Dir::S2m => (Group::B, sec_b::COMP_AXI),
