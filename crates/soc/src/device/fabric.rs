@@ -480,8 +480,12 @@ impl Bus for DmaBus<'_> {
     }
 
     fn write_entry16(&mut self, addr: u64, word0: u32) -> Result<(), AccessError> {
-        // Plain memory without an observer: stored straight from the word.
-        if self.fabric.race.is_none() && self.fabric.memory.write_entry16(addr, word0) {
+        // Plain memory at hand: stored straight from the word, then seen by
+        // the race detector as `write` shows it a write.
+        if self.fabric.memory.write_entry16(addr, word0) {
+            if self.fabric.race.is_some() {
+                self.race_access(addr, 16, true);
+            }
             return Ok(());
         }
         self.write(addr, &sim_core::entry16(word0))
