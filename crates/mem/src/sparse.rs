@@ -143,15 +143,6 @@ impl Page {
         }
     }
 
-    /// The page's bytes if they exist, without generating a pattern page.
-    fn peek(&self) -> Option<&[u8]> {
-        match self {
-            Page::Own(bytes) => Some(bytes.as_slice()),
-            Page::Shared(bytes) => Some(bytes.as_slice()),
-            Page::Lazy(lazy) => lazy.bytes.get().map(|b| b.as_slice()),
-        }
-    }
-
     /// Reads `span` of the page into `out` (a pattern page generates only
     /// the bytes read and keeps none).
     #[inline]
@@ -237,46 +228,6 @@ impl SparseMemory {
         lo.copy_from_slice(&u64::from(word0).to_le_bytes());
         hi.fill(0);
         true
-    }
-
-    /// Loads a byte of every 64-byte host cache line that `len` bytes at
-    /// `offset` overlap into the host's caches and drops it: a host-side
-    /// hint with no effect on the memory (safe Rust has no prefetch
-    /// instruction; the loads run ahead while the simulator goes on). One
-    /// byte every 64 from `offset`, and the last byte, meet every such
-    /// line whatever the host alignment. Pages not allocated are skipped.
-    pub fn touch(&self, offset: u64, len: u64) {
-        let Some(last) = len.checked_sub(1).map(|l| offset.saturating_add(l)) else {
-            return;
-        };
-        // Each page looked up once for the lines it holds.
-        let mut current: Option<(u64, Option<&Page>)> = None;
-        let mut load = |at: u64| {
-            let index = at >> PAGE_SHIFT;
-            let page = match current {
-                Some((i, page)) if i == index => page,
-                _ => {
-                    let page = self.pages.get(&index);
-                    current = Some((index, page));
-                    page
-                }
-            };
-            if let Some(&b) = page
-                .and_then(Page::peek)
-                .and_then(|page| page.get((at & PAGE_MASK) as usize))
-            {
-                std::hint::black_box(b);
-            }
-        };
-        let mut at = offset;
-        while at < last {
-            load(at);
-            let Some(next) = at.checked_add(64) else {
-                break;
-            };
-            at = next;
-        }
-        load(last);
     }
 
     /// Size of the memory in bytes.
@@ -1027,21 +978,6 @@ mod tests {
         }
         assert!(pages(&fast) == pages(&slow));
         assert_eq!(fast.allocated_pages(), 2);
-    }
-
-    #[test]
-    fn touch_changes_nothing_and_allocates_nothing() {
-        let p = PAGE_BYTES as u64;
-        let mut mem = SparseMemory::new(4 * p);
-        mem.write(p - 3, &[1, 2, 3, 4, 5, 6]).unwrap();
-        let before: Vec<(u64, Vec<u8>)> = mem.pages().map(|(o, b)| (o, b.to_vec())).collect();
-        // Across a page boundary, into unallocated pages, past the end.
-        mem.touch(p - 64, 256);
-        mem.touch(2 * p, 3 * p);
-        mem.touch(u64::MAX - 10, 100);
-        let after: Vec<(u64, Vec<u8>)> = mem.pages().map(|(o, b)| (o, b.to_vec())).collect();
-        assert_eq!(mem.allocated_pages(), 2);
-        assert!(before == after);
     }
 
     #[test]

@@ -213,13 +213,6 @@ pub trait Bus {
         start
     }
 
-    /// A host-side hint with no simulated effect: the model will read
-    /// `len` bytes at `addr` soon (the next descriptor burst of a ring), so
-    /// the simulator may start loading them into the host's caches now.
-    fn touch(&mut self, addr: u64, len: u64) {
-        let _ = (addr, len);
-    }
-
     /// The partition stride of the partitioned memory (SBUF, PSUM) at
     /// `addr`, for the axi2sram cross-bar that lands transposed tiles
     /// across partitions; `None` elsewhere (the default).

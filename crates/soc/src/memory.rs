@@ -211,8 +211,6 @@ struct RegionCache {
     regions: Box<[std::cell::Cell<LastRegion>; RECENT_REGIONS]>,
     /// The entry of `regions` to replace next.
     next: std::cell::Cell<usize>,
-    /// The entry of `regions` the last access used.
-    last: std::cell::Cell<usize>,
     /// By granule hash: an entry of `regions`.
     by_granule: Box<[std::cell::Cell<u8>; GRANULE_SLOTS]>,
 }
@@ -222,7 +220,6 @@ impl Default for RegionCache {
         RegionCache {
             regions: Box::new(std::array::from_fn(|_| Default::default())),
             next: std::cell::Cell::new(0),
-            last: std::cell::Cell::new(0),
             by_granule: Box::new(std::array::from_fn(|_| std::cell::Cell::new(0))),
         }
     }
@@ -243,7 +240,6 @@ impl RegionCache {
         let slot = self.granule_slot(addr);
         let i = usize::from(slot.get()) % RECENT_REGIONS;
         if let Some(t) = self.regions[i].get().hit(addr, len) {
-            self.last.set(i);
             return Some(t);
         }
         self.search(slot, addr, len)
@@ -259,7 +255,6 @@ impl RegionCache {
             let i = (next + RECENT_REGIONS - k) % RECENT_REGIONS;
             if let Some(t) = self.regions[i].get().hit(addr, len) {
                 slot.set(i as u8);
-                self.last.set(i);
                 return Some(t);
             }
         }
@@ -271,13 +266,7 @@ impl RegionCache {
         let i = self.next.get() % RECENT_REGIONS;
         self.regions[i].set(region);
         self.next.set((i + 1) % RECENT_REGIONS);
-        self.last.set(i);
         self.granule_slot(addr).set(i as u8);
-    }
-
-    /// The region the last access used (empty before any).
-    fn last(&self) -> LastRegion {
-        self.regions[self.last.get() % RECENT_REGIONS].get()
     }
 }
 
@@ -457,25 +446,6 @@ impl DeviceMemory {
             addr,
             region: map.name(t.region).to_string(),
             fault,
-        }
-    }
-
-    /// Brings `len` bytes at `addr` of a plain memory into the host's
-    /// caches ([`SparseMemory::touch`]). Only within the region of the last
-    /// plain-memory access (the ring just read): no map search, no fault
-    /// built, nothing allocated; anything else is left alone.
-    pub fn touch(&self, addr: u64, len: u64) {
-        let l = self.recent.last();
-        if l.partitions.is_some() {
-            return;
-        }
-        let off = addr.wrapping_sub(l.base);
-        if addr >= l.base
-            && off < l.size_bytes
-            && len <= l.size_bytes - off
-            && let Some(Some(Backing::Linear(m))) = self.stores.get(l.storage)
-        {
-            m.touch(off, len);
         }
     }
 
@@ -1000,9 +970,6 @@ mod tests {
         assert_eq!(m.as_partitioned().geometry(), SBUF_GEOMETRY);
     }
 
-    /// `touch` is a host-side hint: whatever the address (in the last
-    /// region, beyond it, unmapped, at the top of the address space), it
-    /// changes no byte, allocates no page and reports nothing.
     /// A completion entry stored from its word ([`DeviceMemory::write_entry16`])
     /// leaves the memory as [`DeviceMemory::write`] of its bytes does —
     /// stale marks of a timing-only copy cleared included — and declines,
@@ -1042,29 +1009,5 @@ mod tests {
         assert_eq!(fast.1, Some(0x1020));
         // The entry into a page not yet made goes the full path.
         assert_eq!(fast.2, vec![0x5_0000]);
-    }
-
-    #[test]
-    fn touch_has_no_simulated_effect() {
-        let map = soc_map::trn2().unwrap();
-        let mut mem = DeviceMemory::default();
-        mem.touch(0x1000, 64); // before any access: no region cached
-        mem.write(&map, 0x1000, &[1, 2, 3]).unwrap();
-        let mut buf = [0u8; 3];
-        mem.read(&map, 0x1000, &mut buf).unwrap();
-        let pages = mem.allocated_bytes();
-        for (addr, len) in [
-            (0x1000, 256),
-            (0x3_0000, 1 << 20),
-            (0, u64::MAX),
-            (u64::MAX - 10, 100),
-            (0x7fff_ffff_0000, 4096),
-        ] {
-            mem.touch(addr, len);
-        }
-        assert_eq!(mem.allocated_bytes(), pages);
-        let mut after = [0u8; 5];
-        mem.read(&map, 0xfff, &mut after).unwrap();
-        assert_eq!(after, [0, 1, 2, 3, 0]);
     }
 }

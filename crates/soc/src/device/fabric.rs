@@ -588,10 +588,6 @@ impl Bus for DmaBus<'_> {
         self.fabric.hbm.reserve(addr, len, start)
     }
 
-    fn touch(&mut self, addr: u64, len: u64) {
-        self.fabric.memory.touch(addr, len);
-    }
-
     fn read_as(&mut self, nan: Option<sim_core::ElementNan>) {
         if let Some(d) = self.fabric.race.as_deref() {
             d.borrow_mut().read_as = nan;

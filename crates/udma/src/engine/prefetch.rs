@@ -176,11 +176,6 @@ impl Engine {
             fetched += 1;
         }
         let (head, head_id) = (self.q[qi][d].head, self.q[qi][d].head_id);
-        // The next burst of this ring, into the host's caches.
-        if fetched > 0 && head < len {
-            let rest = u64::from((len - head).min(FETCH_BURST));
-            bus.touch(base + 16 * u64::from(head), 16 * rest);
-        }
         self.sync_queue_regs(dir, q);
         if fetched > 0 {
             self.log_with(|| EventKind::Prefetch {
