@@ -46,6 +46,7 @@ impl Spread {
     }
 
     /// Engine index (into `engines`) for a run from `s` to `d`.
+    #[inline(always)]
     fn engine_for(&mut self, ops: &dyn Operands, s: u64, d: u64) -> usize {
         let n = self.engines.len().max(1);
         let e = match ops.partition_of(d).or_else(|| ops.partition_of(s)) {
@@ -111,6 +112,7 @@ impl Spread {
     /// direction. Counts what the firmware will write (a CCE packet has 2
     /// or 3 M2S descriptors), so a share that fits is never more than its
     /// ring holds (docs/firmware.md "Refusals"). Records the packet.
+    #[inline(always)]
     fn check_room(&mut self, e: usize, m2s: u64) -> Result<(), PlanError> {
         let cap = self.cap as u64;
         let have = self.descs[e];
@@ -223,6 +225,7 @@ impl Spread {
         self.place((p % n) as usize, pair).map(Some)
     }
 
+    #[inline(always)]
     pub(super) fn place(&mut self, e: usize, pair: DescPair) -> Result<usize, PlanError> {
         self.check_room(e, pair.m2s_descs())?;
         let ep = &mut self.engines[e];
@@ -233,6 +236,7 @@ impl Spread {
 
     /// Adds one pair after the address bound checks (source first); returns
     /// the engine index it went to, or `None` when a check dropped it.
+    #[inline(always)]
     pub(super) fn push(
         &mut self,
         ops: &dyn Operands,

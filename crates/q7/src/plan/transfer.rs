@@ -32,6 +32,7 @@ impl Transfer {
         }
     }
 
+    #[inline(always)]
     pub(super) fn pair(&self, src: u64, dst: u64, n: u64) -> DescPair {
         let dst_len = (n * self.dst_elem) as u32;
         DescPair {
