@@ -18,20 +18,36 @@ pub(super) struct Rings {
 impl Rings {
     pub(super) fn slot(&self, pos: u64) -> (u32, u8) {
         let len = u64::from(self.len);
-        let idx = (pos % len) as u32;
-        let id = ((u64::from(INITIAL_RING_ID) + pos / len) & 3) as u8;
-        (idx, id)
+        let (wraps, idx) = div_rem(pos, len);
+        let id = ((u64::from(INITIAL_RING_ID) + wraps) & 3) as u8;
+        (idx as u32, id)
     }
 
     /// Completed position from a completion-head register value.
     pub(super) fn done(&self, pos: u64, crhp: u32) -> u64 {
         let len = u64::from(self.len);
         let span = 4 * len;
-        let off = u64::from(crhp & 0xFF_FFFF) % len;
+        // A head index within the ring (every one the engine writes)
+        // needs no divide.
+        let head = u64::from(crhp & 0xFF_FFFF);
+        let off = if head < len { head } else { head % len };
         let id = u64::from(crhp >> 30);
         let c_mod = ((id + 3) & 3) * len + off;
-        let p_mod = pos % span;
-        pos - (p_mod + span - c_mod) % span
+        let (_, p_mod) = div_rem(pos, span);
+        // p_mod + span - c_mod is in 1 ..= 2 × span - 1.
+        let back = p_mod + span - c_mod;
+        pos - if back >= span { back - span } else { back }
+    }
+}
+
+/// `(n / d, n % d)`, by shift and mask for a power-of-two `d` (the usual
+/// ring length; a 64-bit divide costs the host tens of cycles, and every
+/// completion poll and descriptor store asks).
+fn div_rem(n: u64, d: u64) -> (u64, u64) {
+    if d.is_power_of_two() {
+        (n >> d.trailing_zeros(), n & (d - 1))
+    } else {
+        (n / d, n % d)
     }
 }
 
@@ -512,6 +528,7 @@ impl Q7Core {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     pub(super) fn rings(len: u32) -> Rings {
         Rings {
@@ -543,6 +560,26 @@ mod tests {
         assert_eq!(r.slot(4), (0, 2));
         assert_eq!(r.slot(12), (0, 0));
         assert_eq!(r.slot(16), (0, 1));
+    }
+
+    proptest::proptest! {
+        /// Slots and completed positions equal their divide-everything
+        /// forms, for power-of-two and other ring lengths, any head value.
+        #[test]
+        fn slot_and_done_equal_the_divide_forms(
+            len in proptest::prop_oneof![1u32..300, (0u32..10).prop_map(|k| 1u32 << k)],
+            pos in 0u64..u64::MAX / 8,
+            crhp in proptest::num::u32::ANY,
+        ) {
+            let r = rings(len);
+            let l = u64::from(len);
+            let slot = ((pos % l) as u32, ((u64::from(INITIAL_RING_ID) + pos / l) & 3) as u8);
+            proptest::prop_assert_eq!(r.slot(pos), slot);
+            let span = 4 * l;
+            let c_mod = ((u64::from(crhp >> 30) + 3) & 3) * l + u64::from(crhp & 0xFF_FFFF) % l;
+            let done = pos - (pos % span + span - c_mod) % span;
+            proptest::prop_assert_eq!(r.done(pos, crhp), done);
+        }
     }
 
     proptest::proptest! {
