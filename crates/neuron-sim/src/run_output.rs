@@ -179,11 +179,18 @@ impl RunOutput {
         let text = &mut self.events.mem;
         for e in &events {
             match self.format {
-                Format::Text => text.extend_from_slice(
-                    self.paint
-                        .lines(&self.trace, &soc::exec::event_line(e))
-                        .as_bytes(),
-                ),
+                Format::Text => {
+                    let line = soc::exec::event_text(e);
+                    if self.paint.is_on() {
+                        let line = format!("    {line}\n");
+                        text.extend_from_slice(self.paint.lines(&self.trace, &line).as_bytes());
+                    } else {
+                        // `soc::exec::event_line`, without its copy.
+                        text.extend_from_slice(b"    ");
+                        text.extend_from_slice(line.as_bytes());
+                        text.push(b'\n');
+                    }
+                }
                 Format::Json => {
                     text.extend_from_slice(if self.n_events == 0 { b"\n" } else { b",\n" });
                     text.extend_from_slice(b"        ");
