@@ -4,16 +4,19 @@
 //! in a `BTreeMap`), without building the value. `run --json` writes every
 //! device event this way (docs/user-guide.md §Output).
 //!
-//! Each object is written in field order; when it closes, its entries
-//! (`"key": value`, all at the same depth, so the same bytes wherever they
-//! go) are put in key order in place. Whatever the value path would treat
-//! differently — duplicate keys, keys with escapes, integers past 64 bits
-//! — makes [`SortedJson::write`] fall back to that path.
+//! A serializer of its own, in serde_json's pretty layout (two spaces a
+//! level) and with its escaping and number forms; floats go through
+//! serde_json itself. Each object is written in field order; when it
+//! closes, its entries (`"key": value`, all at the same depth, so the same
+//! bytes wherever they go) are put in key order in place. Whatever the
+//! value path would treat differently — duplicate keys, keys with escapes,
+//! keys that are not strings or integers, integers past 64 bits — makes
+//! [`SortedJson::write`] fall back to that path.
 
-use std::cell::RefCell;
-use std::io::{self, Write};
+use std::fmt::{self, Write as _};
 
 use serde::Serialize;
+use serde::ser::{self, Impossible};
 
 /// One entry of an open object: byte offsets of its key (with quotes) and
 /// the end of its value, and the key's first eight bytes as a big-endian
@@ -30,11 +33,12 @@ struct Entry {
 /// Reusable state of the writer (its stacks and scratch space).
 #[derive(Default)]
 pub(crate) struct SortedJson {
+    /// Entries of the open objects, innermost last.
     entries: Vec<Entry>,
-    /// Per open object, where its entries start in `entries`.
-    frames: Vec<usize>,
     order: Vec<usize>,
     scratch: Vec<u8>,
+    /// `collect_str` text.
+    text: String,
     /// Values written through the value path.
     fallbacks: usize,
 }
@@ -46,20 +50,13 @@ impl SortedJson {
     pub(crate) fn write<T: Serialize + ?Sized>(&mut self, out: &mut Vec<u8>, v: &T, level: usize) {
         let start = out.len();
         self.entries.clear();
-        self.frames.clear();
-        let buf = RefCell::new(std::mem::take(out));
-        let done = {
-            let fmt = Sorted {
-                state: self,
-                buf: &buf,
+        let done = v
+            .serialize(&mut Writer {
+                out: &mut *out,
+                st: self,
                 level,
-                has_value: false,
-                in_key: false,
-            };
-            let mut ser = serde_json::Serializer::with_formatter(Shared(&buf), fmt);
-            v.serialize(&mut ser).is_ok()
-        };
-        *out = buf.into_inner();
+            })
+            .is_ok();
         if !done {
             self.fallbacks += 1;
             out.truncate(start);
@@ -69,242 +66,639 @@ impl SortedJson {
     }
 }
 
-/// The output buffer, shared by the serializer (which writes) and the
-/// formatter (which reorders).
-struct Shared<'a>(&'a RefCell<Vec<u8>>);
+/// Something the value path writes differently: [`SortedJson::write`]
+/// takes that path.
+#[derive(Debug)]
+struct Unsupported;
 
-impl Write for Shared<'_> {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        let mut v = self.0.borrow_mut();
-        // Most writes are a few bytes (`"`, `: `, `,`): no `memcpy` call.
-        if b.len() <= 2 {
-            for &x in b {
-                v.push(x);
-            }
-        } else {
-            v.extend_from_slice(b);
-        }
-        Ok(())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not the value path's bytes")
     }
 }
 
-/// serde_json's pretty layout from a base depth, sorting each object's
-/// entries when it closes.
-struct Sorted<'a> {
-    state: &'a mut SortedJson,
-    buf: &'a RefCell<Vec<u8>>,
+impl std::error::Error for Unsupported {}
+
+impl ser::Error for Unsupported {
+    fn custom<T: fmt::Display>(_msg: T) -> Self {
+        Unsupported
+    }
+}
+
+/// What the serializer returns.
+type Res<T = ()> = Result<T, Unsupported>;
+
+/// The serializer: the buffer, the reusable state and the depth of what
+/// is being written.
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+    st: &'a mut SortedJson,
     level: usize,
-    has_value: bool,
-    /// Between `begin_object_key` and `end_object_key`.
-    in_key: bool,
 }
 
-/// What the value path cannot express the same way: the write stops and
-/// [`SortedJson::write`] takes that path.
-fn unsupported() -> io::Error {
-    io::Error::other("not the value path's bytes")
+/// `s` as a JSON string, escaped as serde_json escapes.
+fn put_str(out: &mut Vec<u8>, s: &str) -> Res {
+    // serde_json escapes control bytes, `"` and `\` only. (No early exit:
+    // the loop vectorizes.)
+    let plain = !s.bytes().fold(false, |bad, b| {
+        bad | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return Ok(());
+    }
+    serde_json::to_writer(out, s).map_err(|_| Unsupported)
 }
 
-impl Sorted<'_> {
-    fn len(&self) -> usize {
-        self.buf.borrow().len()
+/// Decimal digits, as itoa writes them.
+fn put_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
     }
+    out.extend_from_slice(&buf[i..]);
+}
 
-    /// A newline and the indentation of the current level, in one write
-    /// when it is short.
-    fn newline<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
-        const LINE: &[u8; 65] =
-            b"\n                                                                ";
-        let n = 2 * self.level;
-        if n < LINE.len() {
-            return w.write_all(&LINE[..=n]);
-        }
-        w.write_all(b"\n")?;
-        for _ in 0..self.level {
-            w.write_all(b"  ")?;
-        }
-        Ok(())
+fn put_i64(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
     }
+    put_u64(out, n.unsigned_abs());
+}
 
-    /// Puts the entries of the object that starts at `entries[first]` in
-    /// key order, in place.
-    fn sort_entries(&mut self, first: usize) -> io::Result<()> {
-        let st = &mut *self.state;
-        let es = &st.entries[first..];
-        if es.len() < 2 {
-            return Ok(());
-        }
-        let mut buf = self.buf.borrow_mut();
-        let cmp = |a: &Entry, b: &Entry| {
-            a.prefix.cmp(&b.prefix).then_with(|| {
-                buf[a.key_start + 1..a.key_end - 1].cmp(&buf[b.key_start + 1..b.key_end - 1])
-            })
-        };
-        // Insertion sort of the indices: objects have a few keys.
-        st.order.clear();
-        let mut sorted = true;
-        for i in 0..es.len() {
-            let mut j = st.order.len();
-            while j > 0 {
-                match cmp(&es[st.order[j - 1]], &es[i]) {
-                    std::cmp::Ordering::Less => break,
-                    std::cmp::Ordering::Equal => return Err(unsupported()),
-                    std::cmp::Ordering::Greater => j -= 1,
-                }
-            }
-            sorted &= j == i;
-            st.order.insert(j, i);
-        }
-        if sorted {
-            return Ok(());
-        }
-        let region = es[0].key_start..es[es.len() - 1].end;
-        let sep = es[0].end..es[1].key_start;
-        st.scratch.clear();
-        for (i, &k) in st.order.iter().enumerate() {
-            if i > 0 {
-                st.scratch.extend_from_slice(&buf[sep.clone()]);
-            }
-            st.scratch
-                .extend_from_slice(&buf[es[k].key_start..es[k].end]);
-        }
-        if st.scratch.len() != region.len() {
-            return Err(unsupported());
-        }
-        buf[region].copy_from_slice(&st.scratch);
-        Ok(())
+/// A newline and the indentation of `level`.
+fn newline(out: &mut Vec<u8>, level: usize) {
+    const LINE: &[u8; 65] = b"\n                                                                ";
+    let n = 2 * level;
+    if n < LINE.len() {
+        out.extend_from_slice(&LINE[..=n]);
+    } else {
+        out.push(b'\n');
+        out.resize(out.len() + n, b' ');
     }
 }
 
-impl serde_json::ser::Formatter for Sorted<'_> {
-    // The value path holds an `f32` as the `f64` it converts to.
-    fn write_f32<W: ?Sized + Write>(&mut self, w: &mut W, value: f32) -> io::Result<()> {
-        if self.in_key {
-            return Err(unsupported());
-        }
-        self.write_f64(w, f64::from(value))
-    }
-
-    // The value path holds only integers that fit 64 bits (keys of 128
-    // bits, or of floats, are left to it).
-    fn write_i128<W: ?Sized + Write>(&mut self, w: &mut W, value: i128) -> io::Result<()> {
-        if self.in_key {
-            return Err(unsupported());
-        }
-        match (i64::try_from(value), u64::try_from(value)) {
-            (_, Ok(u)) => self.write_u64(w, u),
-            (Ok(i), _) => self.write_i64(w, i),
-            _ => Err(unsupported()),
+impl Writer<'_> {
+    /// Opens an object or array one level down.
+    fn open(&mut self, bracket: u8) -> Compound<'_> {
+        self.out.push(bracket);
+        let frame = self.st.entries.len();
+        Compound {
+            level: self.level + 1,
+            w: Writer {
+                out: &mut *self.out,
+                st: &mut *self.st,
+                level: self.level + 1,
+            },
+            frame,
+            first: true,
+            close: if bracket == b'{' { b'}' } else { b']' },
+            wrapped: false,
         }
     }
 
-    fn write_u128<W: ?Sized + Write>(&mut self, w: &mut W, value: u128) -> io::Result<()> {
-        if self.in_key {
-            return Err(unsupported());
-        }
-        match u64::try_from(value) {
-            Ok(u) => self.write_u64(w, u),
-            Err(_) => Err(unsupported()),
-        }
-    }
-
-    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+    /// `{"variant": ` of an externally tagged variant, then its value's
+    /// container one level further down.
+    fn open_variant(&mut self, variant: &str, bracket: u8) -> Res<Compound<'_>> {
+        self.out.push(b'{');
+        newline(self.out, self.level + 1);
+        put_str(self.out, variant)?;
+        self.out.extend_from_slice(b": ");
         self.level += 1;
-        self.has_value = false;
-        w.write_all(b"[")
+        let mut c = self.open(bracket);
+        c.wrapped = true;
+        Ok(c)
     }
+}
 
-    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.level -= 1;
-        if self.has_value {
-            self.newline(w)?;
+/// An open object or array.
+struct Compound<'a> {
+    w: Writer<'a>,
+    /// Depth of the elements.
+    level: usize,
+    /// Where this object's entries start in the entries stack.
+    frame: usize,
+    first: bool,
+    close: u8,
+    /// Inside `{"variant": …}`: closes that too.
+    wrapped: bool,
+}
+
+impl Compound<'_> {
+    fn element<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        if !self.first {
+            self.w.out.push(b',');
         }
-        w.write_all(b"]")
+        self.first = false;
+        newline(self.w.out, self.level);
+        self.w.level = self.level;
+        v.serialize(&mut self.w)
     }
 
-    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if !first {
-            w.write_all(b",")?;
+    /// The start of an entry: separator, indentation, the key's place.
+    fn begin_entry(&mut self) {
+        if !self.first {
+            self.w.out.push(b',');
         }
-        self.newline(w)
-    }
-
-    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
-
-    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.state.frames.push(self.state.entries.len());
-        self.level += 1;
-        self.has_value = false;
-        w.write_all(b"{")
-    }
-
-    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        let first = self.state.frames.pop().ok_or_else(unsupported)?;
-        self.sort_entries(first)?;
-        self.state.entries.truncate(first);
-        self.level -= 1;
-        if self.has_value {
-            self.newline(w)?;
-        }
-        w.write_all(b"}")
-    }
-
-    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if !first {
-            w.write_all(b",")?;
-        }
-        self.newline(w)?;
-        let at = self.len();
-        self.state.entries.push(Entry {
+        self.first = false;
+        newline(self.w.out, self.level);
+        let at = self.w.out.len();
+        self.w.st.entries.push(Entry {
             key_start: at,
             key_end: at,
             end: at,
             prefix: 0,
         });
-        self.in_key = true;
-        Ok(())
     }
 
-    fn end_object_key<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
-        self.in_key = false;
-        let buf = self.buf.borrow();
-        let e = self.state.entries.last_mut().ok_or_else(unsupported)?;
-        e.key_end = buf.len();
-        let key = buf
+    /// The key just written ends here.
+    fn end_key(&mut self) -> Res {
+        let out = &*self.w.out;
+        let e = self.w.st.entries.last_mut().ok_or(Unsupported)?;
+        e.key_end = out.len();
+        let key = out
             .get(e.key_start + 1..e.key_end.saturating_sub(1))
-            .ok_or_else(unsupported)?;
+            .ok_or(Unsupported)?;
         // An escaped key sorts by its text, not its bytes here.
         if key.iter().any(|&b| b == b'\\') {
-            return Err(unsupported());
+            return Err(Unsupported);
         }
         e.prefix = key
             .iter()
             .take(8)
             .enumerate()
             .fold(0, |p, (i, &b)| p | u64::from(b) << (56 - 8 * i));
+        self.w.out.extend_from_slice(b": ");
         Ok(())
     }
 
-    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        w.write_all(b": ")
+    fn value<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        self.w.level = self.level;
+        v.serialize(&mut self.w)?;
+        let at = self.w.out.len();
+        self.w.st.entries.last_mut().ok_or(Unsupported)?.end = at;
+        Ok(())
     }
 
-    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        let at = self.len();
-        let e = self.state.entries.last_mut().ok_or_else(unsupported)?;
-        e.end = at;
+    fn field<T: Serialize + ?Sized>(&mut self, key: &str, v: &T) -> Res {
+        self.begin_entry();
+        put_str(self.w.out, key)?;
+        self.end_key()?;
+        self.value(v)
+    }
+
+    fn close(self) -> Res {
+        if self.close == b'}' {
+            sort_entries(self.w.out, self.w.st, self.frame)?;
+            self.w.st.entries.truncate(self.frame);
+        }
+        if !self.first {
+            newline(self.w.out, self.level - 1);
+        }
+        self.w.out.push(self.close);
+        if self.wrapped {
+            newline(self.w.out, self.level - 2);
+            self.w.out.push(b'}');
+        }
         Ok(())
+    }
+}
+
+/// Puts the entries of the object that starts at `entries[first]` in key
+/// order, in place.
+fn sort_entries(buf: &mut [u8], st: &mut SortedJson, first: usize) -> Res {
+    let es = &st.entries[first..];
+    if es.len() < 2 {
+        return Ok(());
+    }
+    let cmp = |a: &Entry, b: &Entry| {
+        a.prefix.cmp(&b.prefix).then_with(|| {
+            buf[a.key_start + 1..a.key_end - 1].cmp(&buf[b.key_start + 1..b.key_end - 1])
+        })
+    };
+    // Insertion sort of the indices, by swaps: objects have a few keys.
+    st.order.clear();
+    st.order.extend(0..es.len());
+    let order = &mut st.order[..];
+    let mut sorted = true;
+    for i in 1..order.len() {
+        let mut j = i;
+        while j > 0 {
+            match cmp(&es[order[j - 1]], &es[order[j]]) {
+                std::cmp::Ordering::Less => break,
+                std::cmp::Ordering::Equal => return Err(Unsupported),
+                std::cmp::Ordering::Greater => {
+                    order.swap(j - 1, j);
+                    sorted = false;
+                    j -= 1;
+                }
+            }
+        }
+    }
+    if sorted {
+        return Ok(());
+    }
+    let region = es[0].key_start..es[es.len() - 1].end;
+    let sep = es[0].end..es[1].key_start;
+    st.scratch.clear();
+    for (i, &k) in st.order.iter().enumerate() {
+        if i > 0 {
+            st.scratch.extend_from_slice(&buf[sep.clone()]);
+        }
+        st.scratch
+            .extend_from_slice(&buf[es[k].key_start..es[k].end]);
+    }
+    if st.scratch.len() != region.len() {
+        return Err(Unsupported);
+    }
+    buf[region].copy_from_slice(&st.scratch);
+    Ok(())
+}
+
+impl<'a, 'b> ser::Serializer for &'a mut Writer<'b> {
+    type Ok = ();
+    type Error = Unsupported;
+    type SerializeSeq = Compound<'a>;
+    type SerializeTuple = Compound<'a>;
+    type SerializeTupleStruct = Compound<'a>;
+    type SerializeTupleVariant = Compound<'a>;
+    type SerializeMap = Compound<'a>;
+    type SerializeStruct = Compound<'a>;
+    type SerializeStructVariant = Compound<'a>;
+
+    fn serialize_bool(self, v: bool) -> Res {
+        self.out
+            .extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Res {
+        put_i64(self.out, v.into());
+        Ok(())
+    }
+    fn serialize_i16(self, v: i16) -> Res {
+        put_i64(self.out, v.into());
+        Ok(())
+    }
+    fn serialize_i32(self, v: i32) -> Res {
+        put_i64(self.out, v.into());
+        Ok(())
+    }
+    fn serialize_i64(self, v: i64) -> Res {
+        put_i64(self.out, v);
+        Ok(())
+    }
+    // The value path holds only integers that fit 64 bits.
+    fn serialize_i128(self, v: i128) -> Res {
+        match (u64::try_from(v), i64::try_from(v)) {
+            (Ok(u), _) => put_u64(self.out, u),
+            (_, Ok(i)) => put_i64(self.out, i),
+            _ => return Err(Unsupported),
+        }
+        Ok(())
+    }
+    fn serialize_u8(self, v: u8) -> Res {
+        put_u64(self.out, v.into());
+        Ok(())
+    }
+    fn serialize_u16(self, v: u16) -> Res {
+        put_u64(self.out, v.into());
+        Ok(())
+    }
+    fn serialize_u32(self, v: u32) -> Res {
+        put_u64(self.out, v.into());
+        Ok(())
+    }
+    fn serialize_u64(self, v: u64) -> Res {
+        put_u64(self.out, v);
+        Ok(())
+    }
+    fn serialize_u128(self, v: u128) -> Res {
+        put_u64(self.out, u64::try_from(v).map_err(|_| Unsupported)?);
+        Ok(())
+    }
+    // The value path holds an `f32` as the `f64` it converts to.
+    fn serialize_f32(self, v: f32) -> Res {
+        self.serialize_f64(f64::from(v))
+    }
+    fn serialize_f64(self, v: f64) -> Res {
+        serde_json::to_writer(&mut *self.out, &v).map_err(|_| Unsupported)
+    }
+    fn serialize_char(self, v: char) -> Res {
+        put_str(self.out, v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_str(self, v: &str) -> Res {
+        put_str(self.out, v)
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Res {
+        let mut c = self.open(b'[');
+        for b in v {
+            c.element(b)?;
+        }
+        c.close()
+    }
+    fn serialize_none(self) -> Res {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Res {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Res {
+        self.serialize_none()
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Res {
+        self.serialize_none()
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _i: u32, variant: &'static str) -> Res {
+        put_str(self.out, variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, v: &T) -> Res {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        v: &T,
+    ) -> Res {
+        let level = self.level;
+        self.out.push(b'{');
+        newline(self.out, level + 1);
+        put_str(self.out, variant)?;
+        self.out.extend_from_slice(b": ");
+        self.level = level + 1;
+        v.serialize(&mut *self)?;
+        newline(self.out, level);
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Res<Compound<'a>> {
+        Ok(self.open(b'['))
+    }
+    fn serialize_tuple(self, _len: usize) -> Res<Compound<'a>> {
+        Ok(self.open(b'['))
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Res<Compound<'a>> {
+        Ok(self.open(b'['))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Res<Compound<'a>> {
+        self.open_variant(variant, b'[')
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Res<Compound<'a>> {
+        Ok(self.open(b'{'))
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Res<Compound<'a>> {
+        Ok(self.open(b'{'))
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _i: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Res<Compound<'a>> {
+        self.open_variant(variant, b'{')
+    }
+    fn collect_str<T: fmt::Display + ?Sized>(self, v: &T) -> Res {
+        let mut text = std::mem::take(&mut self.st.text);
+        text.clear();
+        let r = write!(text, "{v}").map_err(|_| Unsupported);
+        let r = r.and_then(|()| put_str(self.out, &text));
+        self.st.text = text;
+        r
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        self.element(v)
+    }
+    fn end(self) -> Res {
+        self.close()
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        self.element(v)
+    }
+    fn end(self) -> Res {
+        self.close()
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        self.element(v)
+    }
+    fn end(self) -> Res {
+        self.close()
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        self.element(v)
+    }
+    fn end(self) -> Res {
+        self.close()
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Res {
+        self.begin_entry();
+        key.serialize(KeyWriter(&mut *self.w.out))?;
+        self.end_key()
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        self.value(v)
+    }
+    fn end(self) -> Res {
+        self.close()
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Res {
+        self.field(key, v)
+    }
+    fn end(self) -> Res {
+        self.close()
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Res {
+        self.field(key, v)
+    }
+    fn end(self) -> Res {
+        self.close()
+    }
+}
+
+/// A map key: strings and integers (quoted), as the value path turns
+/// them into its keys; anything else is left to that path.
+struct KeyWriter<'a>(&'a mut Vec<u8>);
+
+impl KeyWriter<'_> {
+    fn quoted(self, f: impl FnOnce(&mut Vec<u8>)) -> Res {
+        self.0.push(b'"');
+        f(self.0);
+        self.0.push(b'"');
+        Ok(())
+    }
+}
+
+impl ser::Serializer for KeyWriter<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    type SerializeSeq = Impossible<(), Unsupported>;
+    type SerializeTuple = Impossible<(), Unsupported>;
+    type SerializeTupleStruct = Impossible<(), Unsupported>;
+    type SerializeTupleVariant = Impossible<(), Unsupported>;
+    type SerializeMap = Impossible<(), Unsupported>;
+    type SerializeStruct = Impossible<(), Unsupported>;
+    type SerializeStructVariant = Impossible<(), Unsupported>;
+
+    fn serialize_str(self, v: &str) -> Res {
+        put_str(self.0, v)
+    }
+    fn serialize_i8(self, v: i8) -> Res {
+        self.quoted(|o| put_i64(o, v.into()))
+    }
+    fn serialize_i16(self, v: i16) -> Res {
+        self.quoted(|o| put_i64(o, v.into()))
+    }
+    fn serialize_i32(self, v: i32) -> Res {
+        self.quoted(|o| put_i64(o, v.into()))
+    }
+    fn serialize_i64(self, v: i64) -> Res {
+        self.quoted(|o| put_i64(o, v))
+    }
+    fn serialize_u8(self, v: u8) -> Res {
+        self.quoted(|o| put_u64(o, v.into()))
+    }
+    fn serialize_u16(self, v: u16) -> Res {
+        self.quoted(|o| put_u64(o, v.into()))
+    }
+    fn serialize_u32(self, v: u32) -> Res {
+        self.quoted(|o| put_u64(o, v.into()))
+    }
+    fn serialize_u64(self, v: u64) -> Res {
+        self.quoted(|o| put_u64(o, v))
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, v: &T) -> Res {
+        v.serialize(self)
+    }
+    fn serialize_bool(self, _v: bool) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_f32(self, _v: f32) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_f64(self, _v: f64) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_char(self, _v: char) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_bytes(self, _v: &[u8]) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_none(self) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _v: &T) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_unit(self) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_unit_variant(self, _n: &'static str, _i: u32, _v: &'static str) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _n: &'static str,
+        _i: u32,
+        _variant: &'static str,
+        _v: &T,
+    ) -> Res {
+        Err(Unsupported)
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Res<Self::SerializeSeq> {
+        Err(Unsupported)
+    }
+    fn serialize_tuple(self, _len: usize) -> Res<Self::SerializeTuple> {
+        Err(Unsupported)
+    }
+    fn serialize_tuple_struct(
+        self,
+        _n: &'static str,
+        _len: usize,
+    ) -> Res<Self::SerializeTupleStruct> {
+        Err(Unsupported)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _n: &'static str,
+        _i: u32,
+        _v: &'static str,
+        _len: usize,
+    ) -> Res<Self::SerializeTupleVariant> {
+        Err(Unsupported)
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Res<Self::SerializeMap> {
+        Err(Unsupported)
+    }
+    fn serialize_struct(self, _n: &'static str, _len: usize) -> Res<Self::SerializeStruct> {
+        Err(Unsupported)
+    }
+    fn serialize_struct_variant(
+        self,
+        _n: &'static str,
+        _i: u32,
+        _v: &'static str,
+        _len: usize,
+    ) -> Res<Self::SerializeStructVariant> {
+        Err(Unsupported)
+    }
+    fn collect_str<T: fmt::Display + ?Sized>(self, v: &T) -> Res {
+        put_str(self.0, &v.to_string())
     }
 }
 
@@ -389,6 +783,29 @@ mod tests {
         Tuple(u8, &'static str),
         Struct { y: u8, b: u8 },
         Unit,
+        NoFields {},
+        NoElements(),
+    }
+
+    /// Deep enough for indentation past the short newline.
+    #[derive(Serialize)]
+    struct Deep {
+        z: char,
+        next: Option<Box<Deep>>,
+        a: [External; 2],
+        unit: UnitStruct,
+    }
+
+    #[derive(Serialize)]
+    struct UnitStruct;
+
+    /// `serialize_bytes`.
+    struct Bytes(&'static [u8]);
+
+    impl Serialize for Bytes {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(self.0)
+        }
     }
 
     #[test]
@@ -429,6 +846,19 @@ mod tests {
         same(&mut json, &External::Tuple(1, "x"));
         same(&mut json, &External::Struct { y: 1, b: 2 });
         same(&mut json, &External::Unit);
+        same(&mut json, &External::NoFields {});
+        same(&mut json, &External::NoElements());
+        let mut deep = None;
+        for i in 0..40u8 {
+            deep = Some(Box::new(Deep {
+                z: if i % 2 == 0 { '"' } else { 'é' },
+                next: deep,
+                a: [External::Newtype(inner()), External::Struct { y: i, b: 0 }],
+                unit: UnitStruct,
+            }));
+        }
+        same(&mut json, &deep);
+        same(&mut json, &[Bytes(b"\x00\x01\xff"), Bytes(b"")]);
         same(&mut json, &[f64::NAN, f64::INFINITY, -0.0, 1e300]);
         same(&mut json, &BTreeMap::<String, u8>::new());
         // Keys of one another's prefix, and past eight bytes.
@@ -484,6 +914,8 @@ mod tests {
             }
         }
         assert!(same(&mut json, &FloatKeys(floats)));
+        assert!(same(&mut json, &BTreeMap::from([('b', 1), ('a', 2)])));
+        assert!(same(&mut json, &BTreeMap::from([(true, 1), (false, 2)])));
     }
 
     /// No trace writes files here.
