@@ -35,7 +35,9 @@ struct Entry {
 pub(crate) struct SortedJson {
     /// Entries of the open objects, innermost last.
     entries: Vec<Entry>,
+    /// One object's entries in key order (indices).
     order: Vec<usize>,
+    /// One object's bytes in key order.
     scratch: Vec<u8>,
     /// `collect_str` text.
     text: String,
@@ -96,21 +98,39 @@ struct Writer<'a> {
     level: usize,
 }
 
+/// Whether serde_json writes `s` as it is: it escapes control bytes, `"`
+/// and `\` only. (No early exit: the loop vectorizes.)
+fn is_plain(s: &str) -> bool {
+    !s.bytes().fold(false, |bad, b| {
+        bad | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
+}
+
+/// `s`, which needs no escape, in quotes.
+fn put_plain(out: &mut Vec<u8>, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
+}
+
 /// `s` as a JSON string, escaped as serde_json escapes.
 fn put_str(out: &mut Vec<u8>, s: &str) -> Res {
-    // serde_json escapes control bytes, `"` and `\` only. (No early exit:
-    // the loop vectorizes.)
-    let plain = !s.bytes().fold(false, |bad, b| {
-        bad | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if plain {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+    if is_plain(s) {
+        put_plain(out, s);
         return Ok(());
     }
     serde_json::to_writer(out, s).map_err(|_| Unsupported)
+}
+
+/// An object's key: an escaped key sorts by its text, not by the bytes
+/// written, so it is left to the value path.
+fn put_key(out: &mut Vec<u8>, s: &str) -> Res {
+    if is_plain(s) {
+        put_plain(out, s);
+        return Ok(());
+    }
+    Err(Unsupported)
 }
 
 /// Decimal digits, as itoa writes them.
@@ -228,10 +248,6 @@ impl Compound<'_> {
         let key = out
             .get(e.key_start + 1..e.key_end.saturating_sub(1))
             .ok_or(Unsupported)?;
-        // An escaped key sorts by its text, not its bytes here.
-        if key.iter().any(|&b| b == b'\\') {
-            return Err(Unsupported);
-        }
         e.prefix = key
             .iter()
             .take(8)
@@ -251,7 +267,7 @@ impl Compound<'_> {
 
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, v: &T) -> Res {
         self.begin_entry();
-        put_str(self.w.out, key)?;
+        put_key(self.w.out, key)?;
         self.end_key()?;
         self.value(v)
     }
@@ -592,7 +608,7 @@ impl ser::Serializer for KeyWriter<'_> {
     type SerializeStructVariant = Impossible<(), Unsupported>;
 
     fn serialize_str(self, v: &str) -> Res {
-        put_str(self.0, v)
+        put_key(self.0, v)
     }
     fn serialize_i8(self, v: i8) -> Res {
         self.quoted(|o| put_i64(o, v.into()))
@@ -698,7 +714,7 @@ impl ser::Serializer for KeyWriter<'_> {
         Err(Unsupported)
     }
     fn collect_str<T: fmt::Display + ?Sized>(self, v: &T) -> Res {
-        put_str(self.0, &v.to_string())
+        put_key(self.0, &v.to_string())
     }
 }
 
