@@ -50,6 +50,11 @@ impl Paint {
         }
     }
 
+    /// Whether text is coloured.
+    pub(crate) fn is_on(self) -> bool {
+        self.on
+    }
+
     /// No colour.
     #[cfg(test)]
     const OFF: Paint = Paint { on: false };

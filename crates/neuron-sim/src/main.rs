@@ -40,6 +40,7 @@ mod perfetto_cmd;
 mod race_cmd;
 mod record_cmd;
 mod run_output;
+mod sorted_json;
 mod step;
 mod sweep_cmd;
 

@@ -42,10 +42,20 @@ impl Default for Spill {
 
 impl Spill {
     fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if let Some(f) = self.file.as_mut() {
-            return f.write_all(bytes);
-        }
         self.mem.extend_from_slice(bytes);
+        self.settle()
+    }
+
+    /// Bytes appended to `mem` since the last call go where they belong:
+    /// to the file once there is one, or with everything held to a new
+    /// one past the limit. (`mem` takes the bytes in either case, so a
+    /// writer appends there and calls this: no copy.)
+    fn settle(&mut self) -> io::Result<()> {
+        if let Some(f) = self.file.as_mut() {
+            f.write_all(&self.mem)?;
+            self.mem.clear();
+            return Ok(());
+        }
         if self.mem.len() > self.limit_bytes {
             let mut f = tempfile::tempfile()?;
             f.write_all(&self.mem)?;
@@ -114,6 +124,8 @@ pub(crate) struct RunOutput {
     timeline: Option<Vec<DeviceEvent>>,
     /// The signal that interrupted the run, if one did.
     interrupt: Arc<AtomicUsize>,
+    /// The JSON writer of events, reused.
+    json: crate::sorted_json::SortedJson,
 }
 
 impl RunOutput {
@@ -150,6 +162,7 @@ impl RunOutput {
             n_steps: 0,
             timeline: keep_timeline.then(Vec::new),
             interrupt,
+            json: crate::sorted_json::SortedJson::default(),
         }
     }
 
@@ -162,26 +175,33 @@ impl RunOutput {
             }
             return;
         }
-        let mut text: Vec<u8> = Vec::new();
+        // Straight into the spill buffer's memory (`settle` moves them on).
+        let text = &mut self.events.mem;
         for e in &events {
             match self.format {
-                Format::Text => text.extend_from_slice(
-                    self.paint
-                        .lines(&self.trace, &soc::exec::event_line(e))
-                        .as_bytes(),
-                ),
+                Format::Text => {
+                    let line = soc::exec::event_text(e);
+                    if self.paint.is_on() {
+                        let line = format!("    {line}\n");
+                        text.extend_from_slice(self.paint.lines(&self.trace, &line).as_bytes());
+                    } else {
+                        // `soc::exec::event_line`, without its copy.
+                        text.extend_from_slice(b"    ");
+                        text.extend_from_slice(line.as_bytes());
+                        text.push(b'\n');
+                    }
+                }
                 Format::Json => {
                     text.extend_from_slice(if self.n_events == 0 { b"\n" } else { b",\n" });
                     text.extend_from_slice(b"        ");
-                    // Through a Value, as the report's JSON goes: its
-                    // objects' keys come out in the map's order.
-                    let v = serde_json::to_value(e).unwrap_or_default();
-                    pretty_at(&mut text, &v, 4);
+                    // The bytes of the report's JSON, which goes through a
+                    // Value: keys in sorted order.
+                    self.json.write(text, e, 4);
                 }
             }
             self.n_events += 1;
         }
-        let r = self.events.push(&text);
+        let r = self.events.settle();
         check(r);
         if let Some(t) = self.timeline.as_mut() {
             t.extend(events);
@@ -271,9 +291,12 @@ impl RunOutput {
         self.steps.push(head.as_bytes())?;
         if !before {
             self.steps.push(b"[")?;
+            // Taken out and put back drained: its memory stays allocated
+            // for the next statement's events.
             let mut events = std::mem::take(&mut self.events);
-            events.drain_to(&mut SpillWriter(&mut self.steps))?;
-            self.events.limit_bytes = events.limit_bytes;
+            let r = events.drain_to(&mut SpillWriter(&mut self.steps));
+            self.events = events;
+            r?;
             self.steps.push(b"\n      ]")?;
         }
         self.steps.push(tail.as_bytes())?;
@@ -354,8 +377,8 @@ fn indent(text: &str, level: usize) -> String {
 
 /// Appends `v` to `out` pretty-printed as it reads `level` levels deep in a
 /// pretty-printed document: what `indent(&pretty(v), level)` gives, written
-/// in one pass (a `--json` run prints every device event this way).
-fn pretty_at<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T, level: usize) {
+/// in one pass (what `sorted_json` falls back to).
+pub(crate) fn pretty_at<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T, level: usize) {
     let start = out.len();
     let mut ser = serde_json::Serializer::with_formatter(&mut *out, Nested::new(level));
     if let Err(e) = v.serialize(&mut ser) {
