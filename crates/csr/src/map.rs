@@ -18,8 +18,6 @@ pub const MAX_BLOCK_SIZE: u64 = 0x10_0000;
 /// Largest array element count.
 pub const MAX_ARRAY_COUNT: u64 = 0x1_0000;
 
-const NO_SLOT: u32 = u32::MAX;
-
 // ---------------------------------------------------------------------------
 // Public, validated types.
 
@@ -36,7 +34,8 @@ pub struct CsrMap {
     registers: Vec<RegisterSpec>,
     /// One per register element, sorted by offset.
     slots: Vec<Slot>,
-    /// `offset / 4` → slot index, or `NO_SLOT`.
+    /// `offset / 4` → slot index + 1, or 0 where no register sits (a
+    /// zeroed table: only the words of registers are ever written).
     by_word: Vec<u32>,
     /// Reset value per slot.
     reset_values: Vec<u32>,
@@ -418,7 +417,7 @@ impl CsrMap {
         }
         let word = usize::try_from(offset / 4).map_err(|_| CsrAccessError::Hole { offset })?;
         match self.by_word.get(word) {
-            Some(&s) if s != NO_SLOT => Ok(s as usize),
+            Some(&s) if s != 0 => Ok(s as usize - 1),
             _ => Err(CsrAccessError::Hole { offset }),
         }
     }
@@ -1201,11 +1200,14 @@ impl<'t> Builder<'_, 't> {
         size: u64,
     ) -> Result<(Vec<Slot>, Vec<u32>), CsrMapError> {
         let words = (size / 4) as usize;
-        // First pass: (register, index) of each element in declaration
-        // order, and word → that element's position (so overlaps can be
-        // named); the second pass turns positions into slots.
-        let mut elements: Vec<(u32, u32)> = Vec::new();
-        let mut by_word = vec![NO_SLOT; words];
+        // First pass: (register, index, word) of each element in
+        // declaration order, and word → that element's position + 1 (so
+        // overlaps can be named); the second pass turns positions into
+        // slots. The table starts zeroed and only the elements' words are
+        // written: a 64 KiB block with a few hundred registers touches a
+        // few of its pages.
+        let mut elements: Vec<(u32, u32, u32)> = Vec::new();
+        let mut by_word = vec![0u32; words];
         let render = |reg: u32, index: u32| -> String {
             match registers.get(reg as usize) {
                 Some(r) if r.array.is_some() => format!("{}[{index}]", r.name),
@@ -1237,8 +1239,9 @@ impl<'t> Builder<'_, 't> {
                 }
                 let word = (offset / 4) as usize;
                 match by_word.get_mut(word) {
-                    Some(e) if *e != NO_SLOT => {
-                        let (or, oi) = elements.get(*e as usize).copied().unwrap_or_default();
+                    Some(e) if *e != 0 => {
+                        let (or, oi, _) =
+                            elements.get(*e as usize - 1).copied().unwrap_or_default();
                         return Err(self.err(
                             Some(&name()),
                             None,
@@ -1251,8 +1254,8 @@ impl<'t> Builder<'_, 't> {
                     }
                     Some(e) => {
                         // At most one element per word: the position fits.
+                        elements.push((ri, i, word as u32));
                         *e = elements.len() as u32;
-                        elements.push((ri, i));
                     }
                     None => {
                         return Err(self.err(
@@ -1265,16 +1268,17 @@ impl<'t> Builder<'_, 't> {
                 }
             }
         }
-        // Second pass: slots in offset order.
+        // Second pass: slots in offset order (the words are distinct).
+        elements.sort_unstable_by_key(|&(_, _, word)| word);
         let mut slots = Vec::with_capacity(elements.len());
-        for (word, e) in by_word.iter_mut().enumerate() {
-            if let Some(&(reg, index)) = elements.get(*e as usize) {
-                *e = slots.len() as u32;
+        for &(reg, index, word) in &elements {
+            if let Some(e) = by_word.get_mut(word as usize) {
                 slots.push(Slot {
                     reg,
                     index,
-                    offset: (word * 4) as u32,
+                    offset: word * 4,
                 });
+                *e = slots.len() as u32;
             }
         }
         Ok((slots, by_word))
