@@ -145,4 +145,52 @@ mod tests {
         assert!(regs > 1000);
         assert_eq!(engine_regs, regs);
     }
+
+    /// Register writes keep the wake-up tree as a tree rebuilt from every
+    /// engine's next event would be (a write that leaves an engine's next
+    /// event where it was does not rewrite its path): every leaf and the
+    /// winner, with and without a tie seed.
+    #[test]
+    fn register_writes_keep_the_wake_tree_exact() {
+        for seed in [None, Some(7)] {
+            let mut d = Device::trn2().unwrap();
+            d.set_schedule_seed(seed);
+            let map = d.map().clone();
+            let mut x = 0x2545_F491_4F6C_DD1Du64;
+            let mut writes = 0;
+            for engine in [0u16, 5, 17, 130] {
+                let root = map.by_name(&format!("eng{engine}")).unwrap();
+                let mut stack = vec![root];
+                while let Some(id) = stack.pop() {
+                    let r = map.region(id);
+                    stack.extend(&r.children);
+                    let Some(b) = d.fabric.engine_block(id) else {
+                        continue;
+                    };
+                    if b.broadcast {
+                        continue;
+                    }
+                    let block_map = unit_map(d.unit_maps, b.block);
+                    for reg in block_map.elements() {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Mostly zero: enables and rings vary.
+                        let v = if x % 3 == 0 { (x >> 20) as u32 } else { 0 };
+                        let _ = d.write32(r.base + reg.offset(), v);
+                        writes += 1;
+                        let mut fresh = sim_core::WakeTree::default();
+                        fresh.set_tie_seed(seed);
+                        for e in d.engines() {
+                            let next = e.next_event();
+                            assert_eq!(d.wake.get(e.id()), next, "engine {}", e.id());
+                            fresh.set(e.id(), next);
+                        }
+                        assert_eq!(d.wake.peek(), fresh.peek());
+                    }
+                }
+            }
+            assert!(writes > 400);
+        }
+    }
 }
