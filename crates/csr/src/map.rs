@@ -742,16 +742,18 @@ fn split_index(text: &str) -> Option<(&str, Option<u32>)> {
     }
 }
 
+// By bytes: a non-ASCII character's bytes are all >= 0x80 and fail every
+// test, as the character would.
 fn is_upper_snake(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_uppercase())
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(c) if c.is_ascii_uppercase())
+        && bytes.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
 }
 
 fn is_lower_snake(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(c) if c.is_ascii_lowercase())
+        && bytes.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
 }
 
 /// Parses `"N"` or `"H:L"` into (lsb, width).
@@ -1269,16 +1271,36 @@ impl<'t> Builder<'_, 't> {
             }
         }
         // Second pass: slots in offset order (the words are distinct).
-        elements.sort_unstable_by_key(|&(_, _, word)| word);
+        // Most maps declare their registers in offset order; interleaved
+        // arrays in a small block are ordered by a scan of its words, the
+        // rest by a sort.
         let mut slots = Vec::with_capacity(elements.len());
-        for &(reg, index, word) in &elements {
-            if let Some(e) = by_word.get_mut(word as usize) {
+        let place =
+            |slots: &mut Vec<Slot>, by_word: &mut [u32], (reg, index, word): (u32, u32, u32)| {
                 slots.push(Slot {
                     reg,
                     index,
                     offset: word * 4,
                 });
-                *e = slots.len() as u32;
+                if let Some(e) = by_word.get_mut(word as usize) {
+                    *e = slots.len() as u32;
+                }
+            };
+        if elements.is_sorted_by_key(|&(_, _, word)| word) {
+            for &e in &elements {
+                place(&mut slots, &mut by_word, e);
+            }
+        } else if words <= 16 * elements.len() {
+            let positions: Vec<u32> = by_word.iter().copied().filter(|&p| p != 0).collect();
+            for p in positions {
+                if let Some(&e) = elements.get(p as usize - 1) {
+                    place(&mut slots, &mut by_word, e);
+                }
+            }
+        } else {
+            elements.sort_unstable_by_key(|&(_, _, word)| word);
+            for &e in &elements {
+                place(&mut slots, &mut by_word, e);
             }
         }
         Ok((slots, by_word))
