@@ -185,7 +185,7 @@ mod tests {
             .chain((0..n).map(|i| (i / 2) + (i % 2) * (n / 2)));
         for (k, i) in orders.enumerate() {
             let a = addrs[i];
-            if k % 3 == 0 {
+            if k.is_multiple_of(3) {
                 fresh.targets = TargetCache::default();
             }
             let full = fresh.fabric.reg_target(a);
@@ -223,10 +223,14 @@ mod tests {
                         x ^= x >> 7;
                         x ^= x << 17;
                         // Mostly zero: enables and rings vary.
-                        let v = if x % 3 == 0 { (x >> 20) as u32 } else { 0 };
+                        let v = if x.is_multiple_of(3) {
+                            (x >> 20) as u32
+                        } else {
+                            0
+                        };
                         let _ = d.write32(r.base + reg.offset(), v);
                         writes += 1;
-                        let mut fresh = sim_core::WakeTree::default();
+                        let mut fresh = WakeTree::default();
                         fresh.set_tie_seed(seed);
                         for e in d.engines() {
                             let next = e.next_event();
