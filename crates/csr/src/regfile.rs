@@ -342,6 +342,16 @@ impl<'m> RegFile<'m> {
     /// map): no lookup. Returns the new value.
     pub fn hw_update_slot(&mut self, s: HwSlot, f: impl FnOnce(u32) -> u32) -> u32 {
         let slot = s.slot as usize;
+        // The packet path's case: the file has its own values already.
+        if let Cow::Owned(values) = &mut self.values {
+            return match values.get_mut(slot) {
+                Some(v) => {
+                    *v = f(*v) & !s.reserved;
+                    *v
+                }
+                None => 0,
+            };
+        }
         match self.values.get(slot) {
             Some(&v) => {
                 let new = f(v) & !s.reserved;
