@@ -18,8 +18,6 @@ pub const MAX_BLOCK_SIZE: u64 = 0x10_0000;
 /// Largest array element count.
 pub const MAX_ARRAY_COUNT: u64 = 0x1_0000;
 
-const NO_SLOT: u32 = u32::MAX;
-
 // ---------------------------------------------------------------------------
 // Public, validated types.
 
@@ -36,7 +34,8 @@ pub struct CsrMap {
     registers: Vec<RegisterSpec>,
     /// One per register element, sorted by offset.
     slots: Vec<Slot>,
-    /// `offset / 4` → slot index, or `NO_SLOT`.
+    /// `offset / 4` → slot index + 1, or 0 where no register sits (a
+    /// zeroed table: only the words of registers are ever written).
     by_word: Vec<u32>,
     /// Reset value per slot.
     reset_values: Vec<u32>,
@@ -418,7 +417,7 @@ impl CsrMap {
         }
         let word = usize::try_from(offset / 4).map_err(|_| CsrAccessError::Hole { offset })?;
         match self.by_word.get(word) {
-            Some(&s) if s != NO_SLOT => Ok(s as usize),
+            Some(&s) if s != 0 => Ok(s as usize - 1),
             _ => Err(CsrAccessError::Hole { offset }),
         }
     }
@@ -743,16 +742,18 @@ fn split_index(text: &str) -> Option<(&str, Option<u32>)> {
     }
 }
 
+// By bytes: a non-ASCII character's bytes are all >= 0x80 and fail every
+// test, as the character would.
 fn is_upper_snake(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_uppercase())
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(c) if c.is_ascii_uppercase())
+        && bytes.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
 }
 
 fn is_lower_snake(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(c) if c.is_ascii_lowercase())
+        && bytes.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
 }
 
 /// Parses `"N"` or `"H:L"` into (lsb, width).
@@ -1201,11 +1202,14 @@ impl<'t> Builder<'_, 't> {
         size: u64,
     ) -> Result<(Vec<Slot>, Vec<u32>), CsrMapError> {
         let words = (size / 4) as usize;
-        // First pass: (register, index) of each element in declaration
-        // order, and word → that element's position (so overlaps can be
-        // named); the second pass turns positions into slots.
-        let mut elements: Vec<(u32, u32)> = Vec::new();
-        let mut by_word = vec![NO_SLOT; words];
+        // First pass: (register, index, word) of each element in
+        // declaration order, and word → that element's position + 1 (so
+        // overlaps can be named); the second pass turns positions into
+        // slots. The table starts zeroed and only the elements' words are
+        // written: a 64 KiB block with a few hundred registers touches a
+        // few of its pages.
+        let mut elements: Vec<(u32, u32, u32)> = Vec::new();
+        let mut by_word = vec![0u32; words];
         let render = |reg: u32, index: u32| -> String {
             match registers.get(reg as usize) {
                 Some(r) if r.array.is_some() => format!("{}[{index}]", r.name),
@@ -1237,8 +1241,9 @@ impl<'t> Builder<'_, 't> {
                 }
                 let word = (offset / 4) as usize;
                 match by_word.get_mut(word) {
-                    Some(e) if *e != NO_SLOT => {
-                        let (or, oi) = elements.get(*e as usize).copied().unwrap_or_default();
+                    Some(e) if *e != 0 => {
+                        let (or, oi, _) =
+                            elements.get(*e as usize - 1).copied().unwrap_or_default();
                         return Err(self.err(
                             Some(&name()),
                             None,
@@ -1251,8 +1256,8 @@ impl<'t> Builder<'_, 't> {
                     }
                     Some(e) => {
                         // At most one element per word: the position fits.
+                        elements.push((ri, i, word as u32));
                         *e = elements.len() as u32;
-                        elements.push((ri, i));
                     }
                     None => {
                         return Err(self.err(
@@ -1265,16 +1270,45 @@ impl<'t> Builder<'_, 't> {
                 }
             }
         }
-        // Second pass: slots in offset order.
+        // Second pass: slots in offset order (the words are distinct).
+        // Most maps declare their registers in offset order; interleaved
+        // arrays in a small block are ordered by a scan of its words, the
+        // rest by a sort.
         let mut slots = Vec::with_capacity(elements.len());
-        for (word, e) in by_word.iter_mut().enumerate() {
-            if let Some(&(reg, index)) = elements.get(*e as usize) {
-                *e = slots.len() as u32;
+        let place =
+            |slots: &mut Vec<Slot>, by_word: &mut [u32], (reg, index, word): (u32, u32, u32)| {
                 slots.push(Slot {
                     reg,
                     index,
-                    offset: (word * 4) as u32,
+                    offset: word * 4,
                 });
+                if let Some(e) = by_word.get_mut(word as usize) {
+                    *e = slots.len() as u32;
+                }
+            };
+        if elements.is_sorted_by_key(|&(_, _, word)| word) {
+            for &e in &elements {
+                place(&mut slots, &mut by_word, e);
+            }
+        } else if words <= 16 * elements.len() {
+            let positions: Vec<u32> = by_word.iter().copied().filter(|&p| p != 0).collect();
+            for p in positions {
+                if let Some(&e) = elements.get(p as usize - 1) {
+                    place(&mut slots, &mut by_word, e);
+                }
+            }
+        } else {
+            // Plain integers sort fastest: word above, position below.
+            let mut keys: Vec<u64> = elements
+                .iter()
+                .enumerate()
+                .map(|(i, &(_, _, word))| (u64::from(word) << 32) | i as u64)
+                .collect();
+            keys.sort_unstable();
+            for k in keys {
+                if let Some(&e) = elements.get(k as u32 as usize) {
+                    place(&mut slots, &mut by_word, e);
+                }
             }
         }
         Ok((slots, by_word))

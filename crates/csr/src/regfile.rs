@@ -6,6 +6,7 @@
 //! updates ([`RegFile::hw_set`], [`RegFile::hw_update`]) bypass the access
 //! rules: status bits, ring pointers, semaphore values.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,10 @@ use crate::map::{CsrMap, RegRef, RegisterSpec};
 #[derive(Clone, Debug)]
 pub struct RegFile<'m> {
     map: &'m CsrMap,
-    values: Vec<u32>,
+    /// The map's reset values until the first store that changes one, then
+    /// the file's own copy (copy on write: a unit's 38 files, most never
+    /// written, cost no allocation and touch no memory until then).
+    values: Cow<'m, [u32]>,
 }
 
 /// What a software read returned.
@@ -182,7 +186,7 @@ impl<'m> RegFile<'m> {
     pub fn new(map: &'m CsrMap) -> RegFile<'m> {
         RegFile {
             map,
-            values: map.reset_values().to_vec(),
+            values: Cow::Borrowed(map.reset_values()),
         }
     }
 
@@ -193,7 +197,7 @@ impl<'m> RegFile<'m> {
 
     /// Returns every register to its reset value.
     pub fn reset(&mut self) {
-        self.values.copy_from_slice(self.map.reset_values());
+        self.values = Cow::Borrowed(self.map.reset_values());
     }
 
     /// A software read: returns the readable value (WO/INC/DEC bits read 0)
@@ -205,9 +209,7 @@ impl<'m> RegFile<'m> {
         let stored = self.stored(slot);
         let value = stored & !masks.read_zero();
         let cleared = stored & masks.rc;
-        if let Some(v) = self.values.get_mut(slot) {
-            *v = stored & !masks.rc;
-        }
+        self.store(slot, stored & !masks.rc);
         Ok(ReadOutcome {
             reg,
             value,
@@ -251,9 +253,7 @@ impl<'m> RegFile<'m> {
         let mut new = (old & !m.rw) | (value & m.rw);
         new &= !(value & m.w1c);
         new &= !(!value & m.w0c);
-        if let Some(v) = self.values.get_mut(slot) {
-            *v = new;
-        }
+        self.store(slot, new);
 
         let readback = old & !m.read_zero();
         let delta = if m.inc != 0 {
@@ -293,9 +293,7 @@ impl<'m> RegFile<'m> {
         let slot = reg.slot();
         let old = self.stored(slot);
         let new = f(old) & !reserved;
-        if let Some(v) = self.values.get_mut(slot) {
-            *v = new;
-        }
+        self.store(slot, new);
         Ok((old, new))
     }
 
@@ -343,10 +341,22 @@ impl<'m> RegFile<'m> {
     /// [`RegFile::hw_update`] through a slot from [`RegFile::slot_of`] (same
     /// map): no lookup. Returns the new value.
     pub fn hw_update_slot(&mut self, s: HwSlot, f: impl FnOnce(u32) -> u32) -> u32 {
-        match self.values.get_mut(s.slot as usize) {
-            Some(v) => {
-                *v = f(*v) & !s.reserved;
-                *v
+        let slot = s.slot as usize;
+        // The packet path's case: the file has its own values already.
+        if let Cow::Owned(values) = &mut self.values {
+            return match values.get_mut(slot) {
+                Some(v) => {
+                    *v = f(*v) & !s.reserved;
+                    *v
+                }
+                None => 0,
+            };
+        }
+        match self.values.get(slot) {
+            Some(&v) => {
+                let new = f(v) & !s.reserved;
+                self.store(slot, new);
+                new
             }
             None => 0,
         }
@@ -361,5 +371,31 @@ impl<'m> RegFile<'m> {
 
     fn stored(&self, slot: usize) -> u32 {
         self.values.get(slot).copied().unwrap_or(0)
+    }
+
+    /// Stores `value` in `slot`; the file takes its own copy of the values
+    /// at the first store that changes one.
+    #[inline]
+    fn store(&mut self, slot: usize, value: u32) {
+        match &mut self.values {
+            Cow::Owned(values) => {
+                if let Some(v) = values.get_mut(slot) {
+                    *v = value;
+                }
+            }
+            Cow::Borrowed(values) => {
+                if values.get(slot).is_some_and(|&v| v != value)
+                    && let Some(v) = self.values.to_mut().get_mut(slot)
+                {
+                    *v = value;
+                }
+            }
+        }
+    }
+
+    /// True while the file still reads the map's reset values (nothing
+    /// stored has changed a value since it was made or reset).
+    pub fn is_shared_reset(&self) -> bool {
+        matches!(self.values, Cow::Borrowed(_))
     }
 }

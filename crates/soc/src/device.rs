@@ -1143,7 +1143,12 @@ impl Device {
 
     fn reschedule(&mut self, id: u16) {
         let next = self.engine(id).and_then(Engine::next_event);
-        self.wake.set(id, next);
+        // Most register writes (a ring's set-up) leave the engine's next
+        // event where it was: the tree's path is rewritten only when it
+        // moves (the same cycle gives the same key, tie seed or not).
+        if self.wake.get(id) != next {
+            self.wake.set(id, next);
+        }
     }
 
     /// Simulator events processed so far: every engine-internal event and

@@ -85,7 +85,7 @@ impl DirState {
 type Fetched = crate::datapath::Piece;
 
 /// One direction of one queue.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct QDir {
     /// Descriptors posted by doorbells since reset / completed since reset.
     posted: u64,
@@ -110,6 +110,37 @@ struct QDir {
     /// Bumped when prefetch restarts (queue reset, abort, the Q_SW_CTRL
     /// pointer resets): a descriptor burst issued before is dropped.
     fetch_epoch: u32,
+}
+
+impl Clone for QDir {
+    /// Field by field, as derived, but an empty prefetch buffer (every
+    /// queue of a unit at reset: a chip run copies 4,096 of them) is made
+    /// afresh rather than cloned element by element.
+    fn clone(&self) -> Self {
+        Self {
+            posted: self.posted,
+            done: self.done,
+            fetched_total: self.fetched_total,
+            head: self.head,
+            head_id: self.head_id,
+            tail: self.tail,
+            tail_id: self.tail_id,
+            comp_head: self.comp_head,
+            comp_id: self.comp_id,
+            fetch_busy: self.fetch_busy,
+            fetched: if self.fetched.is_empty() {
+                VecDeque::new()
+            } else {
+                self.fetched.clone()
+            },
+            in_packet: self.in_packet,
+            pkt_descs: self.pkt_descs,
+            pkt_bytes: self.pkt_bytes,
+            non_active: self.non_active,
+            epoch: self.epoch,
+            fetch_epoch: self.fetch_epoch,
+        }
+    }
 }
 
 impl QDir {
@@ -369,8 +400,9 @@ pub struct Engine {
     /// The DWRR scheduler's candidate buffer, reused across kicks.
     dwrr_ready: Vec<(u8, usize, usize, u64)>,
     /// Values right after reset and the driver-default masks, per block
-    /// that differs from the map's reset values (M2S, S2M, GEN).
-    init: Vec<(UnitBlock, RegFile<'static>)>,
+    /// that differs from the map's reset values (M2S, S2M, GEN); never
+    /// changes, so units copied from one prototype share it.
+    init: std::sync::Arc<[(UnitBlock, RegFile<'static>)]>,
     /// See [`Engine::reg_epoch`].
     reg_epoch: u64,
     /// Register writes and bit-clearing reads ([`Engine::head_epoch`]).
@@ -502,7 +534,7 @@ impl Engine {
             now: Cycle(0),
             crc_cache: crate::datapath::CrcCache::default(),
             doorbell_latency: timing.doorbell_latency_cycles,
-            init: Vec::new(),
+            init: std::sync::Arc::new([]),
             reg_epoch: 0,
             sw_epoch: 0,
             stream_bucket: Bucket::default(),
@@ -540,11 +572,11 @@ impl Engine {
             let _ = e.regs.s2m.hw_set(o.s2m_err_log_mask, sec_b::PREF_RING_ID);
         }
         e.refresh_config();
-        e.init = vec![
+        e.init = std::sync::Arc::new([
             (UnitBlock::M2s, e.regs.m2s.clone()),
             (UnitBlock::S2m, e.regs.s2m.clone()),
             (UnitBlock::Gen, e.regs.udma_gen.clone()),
-        ];
+        ]);
         e
     }
 
@@ -737,5 +769,30 @@ impl Engine {
             let pos = self.kicks.partition_point(|&k| k > key);
             self.kicks.insert(pos, key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-written [`QDir`] clone copies every field, with an empty
+    /// prefetch buffer (made afresh) and with descriptors waiting in it.
+    #[test]
+    fn a_queue_direction_clones_whole() {
+        let mut d = QDir::new();
+        (d.posted, d.done, d.fetched_total) = (9, 2, 5);
+        (d.head, d.head_id, d.tail, d.tail_id) = (3, 2, 7, 3);
+        (d.comp_head, d.comp_id, d.fetch_busy) = (4, 0, true);
+        (d.in_packet, d.pkt_descs, d.pkt_bytes, d.non_active) = (true, 2, 4096, true);
+        (d.epoch, d.fetch_epoch) = (11, 12);
+        for n in 0..3u8 {
+            assert_eq!(format!("{:?}", d.clone()), format!("{d:?}"));
+            d.fetched.push_back(Fetched {
+                idx: u32::from(n),
+                desc: crate::desc::RawDesc::from_bytes([n + 1; 16]),
+            });
+        }
+        assert_eq!(format!("{:?}", d.clone()), format!("{d:?}"));
     }
 }

@@ -128,13 +128,15 @@ impl Engine {
     }
 
     /// Refreshes what a register write of block `b` at `offset` can change:
-    /// a queue block feeds only that queue's configuration; the M2S and S2M
+    /// a queue block feeds only that queue's configuration (only the part
+    /// the register feeds, [`Engine::refresh_queue_part`]); the M2S and S2M
     /// engine blocks feed the engine configuration (and, through
     /// RLIMIT_GEN_CFG, every queue's rate limiter); the SDMA-app block feeds
     /// the queues' CRC seeds. No other block is read by the refresh.
     fn refresh_after_write(&mut self, b: UnitBlock, offset: u64) {
         match b {
-            UnitBlock::M2sQ(q) | UnitBlock::S2mQ(q) => self.refresh_queue_config(q),
+            UnitBlock::M2sQ(q) => self.refresh_queue_part(Dir::M2s, q, offset),
+            UnitBlock::S2mQ(q) => self.refresh_queue_part(Dir::S2m, q, offset),
             UnitBlock::M2s if Some(offset) == self.maps.offsets.sched.rlimit_gen_cfg => {
                 self.refresh_config()
             }

@@ -7,9 +7,15 @@
 
 use csr::{HwSlot, RegFile};
 
-use super::{BucketCfg, Engine, QueueCfg};
-use crate::block::QUEUES;
+use super::{BucketCfg, Engine, QueueCfg, dir_idx};
+use crate::block::{Dir, QUEUES};
 use crate::regs::{QueueOffsets, RlimitOffsets, UnitMaps, UnitRegs};
+
+/// M2S queue RLIMIT_MASK where a map has none by that name
+/// (docs/references/driver.md §2.4).
+const RLIMIT_MASK_OFFSET: u64 = 0x74;
+/// S2M queue PKT_CFG where a map has none by that name (P9.1 §4.2).
+const PKT_CFG_OFFSET: u64 = 0x5C;
 
 /// Slots of one direction's queue configuration registers (the same map
 /// for every queue of a direction).
@@ -76,8 +82,11 @@ impl QueueCfgSlots {
         let rl: RlimitOffsets = o.sched.q_rlimit;
         Self {
             dir: [dir(m2s_q, o.m2s_q), dir(s2m_q, o.s2m_q)],
-            rlimit_mask: slot(m2s_q, Some(o.m2s_q.rlimit_mask.unwrap_or(0x74))),
-            pkt_cfg: slot(s2m_q, Some(o.s2m_q.pkt_cfg.unwrap_or(0x5C))),
+            rlimit_mask: slot(
+                m2s_q,
+                Some(o.m2s_q.rlimit_mask.unwrap_or(RLIMIT_MASK_OFFSET)),
+            ),
+            pkt_cfg: slot(s2m_q, Some(o.s2m_q.pkt_cfg.unwrap_or(PKT_CFG_OFFSET))),
             dwrr: o.sched.q_dwrr.map(|d| slot(m2s_q, d)),
             rlimit: RlimitSlots {
                 cfg_1s: slot(m2s_q, rl.cfg_1s),
@@ -96,38 +105,106 @@ impl Engine {
     /// scheduler, rate limiter and CRC seed).
     pub(super) fn queue_config(&self, q: u8) -> QueueCfg {
         let qi = usize::from(q) % QUEUES;
-        let s = &self.cfg_slots;
         let mut qc = QueueCfg::default();
-        for (d, file) in [(0, &self.regs.m2s_q), (1, &self.regs.s2m_q)] {
-            let Some(f) = file.get(qi) else { continue };
-            let ds = s.dir[d];
-            let get = |h: HwSlot| f.value_slot(h).unwrap_or(0);
-            let cfg = get(ds.cfg);
-            qc.en[d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
-            let lo = u64::from(get(ds.drbp_low) & 0xFFFF_FFC0);
-            let hi = u64::from(get(ds.drbp_high));
-            qc.ring_base[d] = (hi << 32) | lo;
-            qc.ring_len[d] = get(ds.drl) & 0xFF_FFFF;
-            qc.comp_en[d] = get(ds.comp_cfg) & 1 != 0;
-            let lo = u64::from(get(ds.crbp_low) & 0xFFFF_FFC0);
-            let hi = u64::from(get(ds.crbp_high));
-            qc.comp_base[d] = (hi << 32) | lo;
+        for d in 0..2 {
+            self.read_queue_dir(d, qi, &mut qc);
         }
-        let (Some(m2s_q), Some(s2m_q)) = (self.regs.m2s_q.get(qi), self.regs.s2m_q.get(qi)) else {
+        if qi >= self.regs.m2s_q.len().min(self.regs.s2m_q.len()) {
             return qc;
-        };
-        qc.dmb_pause = m2s_q.value_slot(s.rlimit_mask).unwrap_or(0x7) & 0x4 == 0;
-        let pkt = s2m_q.value_slot(s.pkt_cfg).unwrap_or(0);
-        qc.hdr_split = if pkt & (3 << 16) != 0 {
-            u64::from(pkt & 0xFFFF)
-        } else {
-            0
-        };
+        }
+        self.read_queue_sched(qi, &mut qc);
+        self.read_queue_split(qi, &mut qc);
         qc.crc_init = self
             .regs
             .sdma_app
-            .value_slot(s.crc_init[qi])
+            .value_slot(self.cfg_slots.crc_init[qi])
             .unwrap_or(0xFFFF_FFFF);
+        qc
+    }
+
+    /// Refreshes what a write of the register at `offset` of queue `q`'s
+    /// `dir` block can change in the queue's configuration, part by part
+    /// (the direction's ring and enables; the M2S scheduler, rate limiter
+    /// and DMB pause; the S2M header split): the same configuration as
+    /// [`Engine::queue_config`] reads, for a fraction of the reads (a
+    /// ring's set-up writes seven queue registers in a row). A register
+    /// no part reads (status, Q_SW_CTRL, pointers) changes nothing.
+    pub(super) fn refresh_queue_part(&mut self, dir: Dir, q: u8, offset: u64) {
+        let qi = usize::from(q) % QUEUES;
+        let o = &self.maps.offsets;
+        let mut qc = self.q[qi].cfg;
+        let d = dir_idx(dir);
+        let qo = if d == 0 { o.m2s_q } else { o.s2m_q };
+        let ring = [
+            qo.cfg,
+            qo.drbp_low,
+            qo.drbp_high,
+            qo.drl,
+            qo.comp_cfg,
+            qo.crbp_low,
+            qo.crbp_high,
+        ];
+        if ring.contains(&offset) {
+            self.read_queue_dir(d, qi, &mut qc);
+        }
+        match dir {
+            Dir::M2s => {
+                let sched = o.sched;
+                let rl = sched.q_rlimit;
+                let feeds = offset == o.m2s_q.rlimit_mask.unwrap_or(RLIMIT_MASK_OFFSET)
+                    || [
+                        sched.q_dwrr[0],
+                        sched.q_dwrr[1],
+                        sched.q_dwrr[2],
+                        rl.cfg_1s,
+                        rl.token_size_1,
+                        rl.cfg_cycle,
+                        rl.mask,
+                    ]
+                    .contains(&Some(offset));
+                if feeds && qi < self.regs.m2s_q.len() {
+                    self.read_queue_sched(qi, &mut qc);
+                }
+            }
+            Dir::S2m => {
+                if offset == o.s2m_q.pkt_cfg.unwrap_or(PKT_CFG_OFFSET) && qi < self.regs.s2m_q.len()
+                {
+                    self.read_queue_split(qi, &mut qc);
+                }
+            }
+        }
+        self.q[qi].cfg = qc;
+    }
+
+    /// Direction `d`'s enables, ring and completion ring of queue `qi`.
+    fn read_queue_dir(&self, d: usize, qi: usize, qc: &mut QueueCfg) {
+        let file = if d == 0 {
+            &self.regs.m2s_q
+        } else {
+            &self.regs.s2m_q
+        };
+        let Some(f) = file.get(qi) else { return };
+        let ds = self.cfg_slots.dir[d];
+        let get = |h: HwSlot| f.value_slot(h).unwrap_or(0);
+        let cfg = get(ds.cfg);
+        qc.en[d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
+        let lo = u64::from(get(ds.drbp_low) & 0xFFFF_FFC0);
+        let hi = u64::from(get(ds.drbp_high));
+        qc.ring_base[d] = (hi << 32) | lo;
+        qc.ring_len[d] = get(ds.drl) & 0xFF_FFFF;
+        qc.comp_en[d] = get(ds.comp_cfg) & 1 != 0;
+        let lo = u64::from(get(ds.crbp_low) & 0xFFFF_FFC0);
+        let hi = u64::from(get(ds.crbp_high));
+        qc.comp_base[d] = (hi << 32) | lo;
+    }
+
+    /// Queue `qi`'s M2S DMB pause, DWRR settings and rate limiter.
+    fn read_queue_sched(&self, qi: usize, qc: &mut QueueCfg) {
+        let Some(m2s_q) = self.regs.m2s_q.get(qi) else {
+            return;
+        };
+        let s = &self.cfg_slots;
+        qc.dmb_pause = m2s_q.value_slot(s.rlimit_mask).unwrap_or(0x7) & 0x4 == 0;
         let dwrr = |i: usize| m2s_q.value_slot(s.dwrr[i]).unwrap_or(0);
         let d1 = dwrr(0);
         qc.dwrr = (
@@ -138,7 +215,19 @@ impl Engine {
             d1 & (1 << 25) != 0,
         );
         qc.bucket = self.queue_bucket_cfg(m2s_q);
-        qc
+    }
+
+    /// Queue `qi`'s S2M header split.
+    fn read_queue_split(&self, qi: usize, qc: &mut QueueCfg) {
+        let Some(s2m_q) = self.regs.s2m_q.get(qi) else {
+            return;
+        };
+        let pkt = s2m_q.value_slot(self.cfg_slots.pkt_cfg).unwrap_or(0);
+        qc.hdr_split = if pkt & (3 << 16) != 0 {
+            u64::from(pkt & 0xFFFF)
+        } else {
+            0
+        };
     }
 
     /// [`Engine::bucket_cfg`] of a queue's rate limiter, through slots.
@@ -168,7 +257,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use proptest::prelude::*;
-    use sim_core::TimingConfig;
+    use sim_core::{Cycle, TimingConfig};
 
     use super::*;
     use crate::UnitMaps;
@@ -204,6 +293,38 @@ mod tests {
                     format!("{:?}", e.queue_config(q)),
                     format!("{:?}", e.queue_config_by_offset(q))
                 );
+            }
+        }
+
+        /// After every register write, each queue's configuration (kept
+        /// up to date part by part, [`Engine::refresh_queue_part`]) is the
+        /// one read whole from the registers.
+        #[test]
+        fn writes_keep_every_queue_config_whole(
+            writes in prop::collection::vec((any::<u8>(), any::<u16>(), any::<u32>(), any::<bool>()), 1..96),
+        ) {
+            let timing = TimingConfig::default_config().unwrap();
+            let maps = UnitMaps::builtin().unwrap();
+            let mut e = Engine::new(3, maps, &timing);
+            for (n, &(pick, reg, value, sparse)) in writes.iter().enumerate() {
+                let q = pick % QUEUES as u8;
+                let b = match pick / QUEUES as u8 % 8 {
+                    0..=2 => UnitBlock::M2sQ(q),
+                    3..=5 => UnitBlock::S2mQ(q),
+                    6 => UnitBlock::M2s,
+                    _ => UnitBlock::SdmaApp,
+                };
+                let offsets: Vec<u64> = e.regs.file(b).unwrap().map().elements().map(|r| r.offset()).collect();
+                let offset = offsets[usize::from(reg) % offsets.len()];
+                let value = if sparse { value & 0x0003_00FF } else { value };
+                let _ = e.mmio_write(b, offset, value, Cycle(n as u64));
+                for q in 0..QUEUES as u8 {
+                    prop_assert_eq!(
+                        format!("{:?}", e.q[usize::from(q)].cfg),
+                        format!("{:?}", e.queue_config(q)),
+                        "queue {} after {:?} {:#x} = {:#x}", q, b, offset, value
+                    );
+                }
             }
         }
     }
