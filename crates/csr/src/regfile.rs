@@ -209,7 +209,10 @@ impl<'m> RegFile<'m> {
         let stored = self.stored(slot);
         let value = stored & !masks.read_zero();
         let cleared = stored & masks.rc;
-        self.store(slot, stored & !masks.rc);
+        // Only a read that clears bits changes what is stored.
+        if cleared != 0 {
+            self.store(slot, stored & !masks.rc);
+        }
         Ok(ReadOutcome {
             reg,
             value,
