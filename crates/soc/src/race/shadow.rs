@@ -1,7 +1,7 @@
 //! Shadow memory of the race detector: for each byte range, the last
 //! write and the reads since, as disjoint segments (docs/races.md).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// One access as the detector remembers it.
@@ -32,17 +32,22 @@ pub(crate) struct Seg {
 }
 
 /// Bytes per shadow page: segments never cross a page boundary, so an
-/// access finds its segments in one short sorted vector (a page holds a
-/// few dozen packet-sized segments) instead of a search through every
-/// segment held.
+/// access finds its segments in one page's ordered map instead of a search
+/// through every segment held.
 const PAGE_BITS: u32 = 16;
+
+/// One page's segments by start address. An ordered map, not a sorted
+/// vector: a page can hold thousands of small segments (the completion
+/// entries of 16 engines' rings), and an entry written between others
+/// would move every segment after it.
+type Segs = BTreeMap<u64, Seg>;
 
 /// Disjoint segments by start address, in 64 KiB pages. A range wider
 /// than a page is held as one segment per page it spans; visits and peeks
 /// report such pieces one after the other, in address order.
 #[derive(Debug, Default)]
 pub(crate) struct Shadow {
-    pages: HashMap<u64, Vec<(u64, Seg)>, BuildHasherDefault<PageHasher>>,
+    pages: HashMap<u64, Segs, BuildHasherDefault<PageHasher>>,
 }
 
 /// Hashes a page number (a `u64` key) with one multiply.
@@ -79,31 +84,29 @@ fn page_parts(lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, u64)> {
 }
 
 /// Splits the segment of `segs` holding `at` so that one starts there.
-fn split(segs: &mut Vec<(u64, Seg)>, at: u64) {
-    let i = segs.partition_point(|(s, _)| *s < at);
-    if i > 0 && segs[i - 1].1.end > at {
-        let seg = &mut segs[i - 1].1;
+fn split(segs: &mut Segs, at: u64) {
+    if let Some((_, seg)) = segs.range_mut(..at).next_back()
+        && seg.end > at
+    {
         let tail = Seg {
             end: seg.end,
             write: seg.write,
             reads: seg.reads.clone(),
         };
         seg.end = at;
-        segs.insert(i, (at, tail));
+        segs.insert(at, tail);
     }
 }
 
 /// [`Shadow::visit`] inside one page.
-fn visit_page(segs: &mut Vec<(u64, Seg)>, lo: u64, hi: u64, f: &mut impl FnMut(u64, &mut Seg)) {
+fn visit_page(segs: &mut Segs, lo: u64, hi: u64, f: &mut impl FnMut(u64, &mut Seg)) {
     // Fast paths: bytes after everything the page holds (a streaming
     // workload's next buffer), or exactly one segment's bytes again.
-    match segs.last() {
+    match segs.last_key_value() {
         None => {}
         Some((_, last)) if last.end <= lo => {}
         Some(_) => {
-            let i = segs.partition_point(|(s, _)| *s < lo);
-            if let Some((s, seg)) = segs.get_mut(i)
-                && *s == lo
+            if let Some(seg) = segs.get_mut(&lo)
                 && seg.end == hi
             {
                 f(lo, seg);
@@ -111,32 +114,40 @@ fn visit_page(segs: &mut Vec<(u64, Seg)>, lo: u64, hi: u64, f: &mut impl FnMut(u
             }
             split(segs, lo);
             split(segs, hi);
-            // Fill the gaps (most accesses have none or one).
-            let mut i = segs.partition_point(|(s, _)| *s < lo);
-            let first = i;
+            // Fill the gaps (most accesses have none or one: the bytes of a
+            // new completion entry between others need no list).
             let mut cur = lo;
-            while cur < hi {
-                match segs.get(i) {
-                    Some(&(s, ref seg)) if s == cur => cur = seg.end,
-                    next => {
-                        let end = next.map_or(hi, |&(s, _)| s.min(hi));
-                        segs.insert(
-                            i,
-                            (
-                                cur,
-                                Seg {
-                                    end,
-                                    ..Seg::default()
-                                },
-                            ),
-                        );
-                        cur = end;
-                    }
+            let mut gaps: Vec<(u64, u64)> = Vec::new();
+            for (&s, seg) in segs.range(lo..hi) {
+                if s > cur {
+                    gaps.push((cur, s));
                 }
-                i += 1;
+                cur = seg.end;
             }
-            for (s, seg) in &mut segs[first..i] {
-                f(*s, seg);
+            if cur < hi {
+                if gaps.is_empty() && cur == lo {
+                    // Nothing in the range: one new segment.
+                    let mut seg = Seg {
+                        end: hi,
+                        ..Seg::default()
+                    };
+                    f(lo, &mut seg);
+                    segs.insert(lo, seg);
+                    return;
+                }
+                gaps.push((cur, hi));
+            }
+            for (a, b) in gaps {
+                segs.insert(
+                    a,
+                    Seg {
+                        end: b,
+                        ..Seg::default()
+                    },
+                );
+            }
+            for (&s, seg) in segs.range_mut(lo..hi) {
+                f(s, seg);
             }
             return;
         }
@@ -146,7 +157,7 @@ fn visit_page(segs: &mut Vec<(u64, Seg)>, lo: u64, hi: u64, f: &mut impl FnMut(u
         ..Seg::default()
     };
     f(lo, &mut seg);
-    segs.push((lo, seg));
+    segs.insert(lo, seg);
 }
 
 impl Shadow {
@@ -170,12 +181,15 @@ impl Shadow {
             let Some(segs) = self.pages.get(&page) else {
                 continue;
             };
-            let i = segs.partition_point(|(_, seg)| seg.end <= a);
-            for (s, seg) in &segs[i..] {
-                if *s >= b {
-                    break;
-                }
-                f(*s, seg);
+            // The segment that starts before `a` and reaches into it (at
+            // most one: they are disjoint), then those starting inside.
+            if let Some((&s, seg)) = segs.range(..a).next_back()
+                && seg.end > a
+            {
+                f(s, seg);
+            }
+            for (&s, seg) in segs.range(a..b) {
+                f(s, seg);
             }
         }
     }
@@ -190,19 +204,14 @@ impl Shadow {
         // One segment per page part, as a write of the whole range leaves.
         for (page, a, b) in page_parts(lo, hi) {
             if let Some(segs) = self.pages.get_mut(&page) {
-                let i = segs.partition_point(|(s, _)| *s < a);
-                let j = segs.partition_point(|(s, _)| *s < b);
-                segs.drain(i..j);
+                segs.retain(|&s, _| s < a || s >= b);
                 segs.insert(
-                    i,
-                    (
-                        a,
-                        Seg {
-                            end: b,
-                            write: Some(acc),
-                            reads: Vec::new(),
-                        },
-                    ),
+                    a,
+                    Seg {
+                        end: b,
+                        write: Some(acc),
+                        reads: Vec::new(),
+                    },
                 );
             }
         }
@@ -211,7 +220,7 @@ impl Shadow {
     /// Segments held.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.pages.values().map(Vec::len).sum()
+        self.pages.values().map(BTreeMap::len).sum()
     }
 }
 
@@ -226,6 +235,115 @@ mod tests {
             who: 0,
             slot: 0,
             cycle: 0,
+        }
+    }
+
+    /// The sorted-vector page this module held before the ordered map:
+    /// the reference the map is checked against.
+    mod vec_page {
+        use super::super::Seg;
+
+        fn split(segs: &mut Vec<(u64, Seg)>, at: u64) {
+            let i = segs.partition_point(|(s, _)| *s < at);
+            if i > 0 && segs[i - 1].1.end > at {
+                let seg = &mut segs[i - 1].1;
+                let tail = Seg {
+                    end: seg.end,
+                    write: seg.write,
+                    reads: seg.reads.clone(),
+                };
+                seg.end = at;
+                segs.insert(i, (at, tail));
+            }
+        }
+
+        pub(super) fn visit(
+            segs: &mut Vec<(u64, Seg)>,
+            lo: u64,
+            hi: u64,
+            f: &mut impl FnMut(u64, &mut Seg),
+        ) {
+            if segs.last().is_some_and(|(_, last)| last.end > lo) {
+                split(segs, lo);
+                split(segs, hi);
+                let mut i = segs.partition_point(|(s, _)| *s < lo);
+                let first = i;
+                let mut cur = lo;
+                while cur < hi {
+                    match segs.get(i) {
+                        Some(&(s, ref seg)) if s == cur => cur = seg.end,
+                        next => {
+                            let end = next.map_or(hi, |&(s, _)| s.min(hi));
+                            let seg = Seg {
+                                end,
+                                ..Seg::default()
+                            };
+                            segs.insert(i, (cur, seg));
+                            cur = end;
+                        }
+                    }
+                    i += 1;
+                }
+                for (s, seg) in &mut segs[first..i] {
+                    f(*s, seg);
+                }
+                return;
+            }
+            let mut seg = Seg {
+                end: hi,
+                ..Seg::default()
+            };
+            f(lo, &mut seg);
+            segs.push((lo, seg));
+        }
+    }
+
+    proptest::proptest! {
+        /// Visits of random ranges (writes and reads by random agents) in
+        /// one page see the segments, in the order, that the sorted vector
+        /// saw, and leave the same segments; peeks agree.
+        #[test]
+        fn the_ordered_map_page_visits_as_the_sorted_vector_did(
+            ops in proptest::collection::vec((0u64..512, 1u64..96, 0u32..4, proptest::bool::ANY), 1..80),
+        ) {
+            let mut map = Shadow::default();
+            let mut vec: Vec<(u64, Seg)> = Vec::new();
+            for (k, &(lo, len, agent, write)) in ops.iter().enumerate() {
+                let hi = lo + len;
+                let a = Acc { cycle: k as u64, ..acc(agent) };
+                let touch = |seg: &mut Seg| {
+                    if write {
+                        seg.write = Some(a);
+                        seg.reads.clear();
+                    } else {
+                        seg.reads.push(a);
+                    }
+                };
+                let (mut got, mut want) = (Vec::new(), Vec::new());
+                map.visit(lo, hi, |start, seg| {
+                    got.push((start, seg.end));
+                    touch(seg);
+                });
+                vec_page::visit(&mut vec, lo, hi, &mut |start, seg| {
+                    want.push((start, seg.end));
+                    touch(seg);
+                });
+                proptest::prop_assert_eq!(got, want);
+            }
+            let mut held = Vec::new();
+            map.peek(0, 1024, |start, seg| held.push((start, seg.end, seg.write, seg.reads.clone())));
+            let want: Vec<_> = vec.iter().map(|(s, seg)| (*s, seg.end, seg.write, seg.reads.clone())).collect();
+            proptest::prop_assert_eq!(held, want);
+            for &(lo, len, _, _) in &ops {
+                let mut a = Vec::new();
+                map.peek(lo + len / 2, lo + len + 7, |s, seg| a.push((s, seg.end)));
+                let b: Vec<_> = vec
+                    .iter()
+                    .filter(|(s, seg)| seg.end > lo + len / 2 && *s < lo + len + 7)
+                    .map(|(s, seg)| (*s, seg.end))
+                    .collect();
+                proptest::prop_assert_eq!(a, b);
+            }
         }
     }
 
