@@ -72,7 +72,7 @@ impl Names {
                 .map
                 .roots
                 .iter()
-                .map(|&r| self.map.region(r).name.clone())
+                .map(|&r| self.map.region(r).name.to_string())
                 .filter(|n| n.starts_with(&lower))
                 .collect();
         };
@@ -81,7 +81,7 @@ impl Names {
             let mut out: Vec<String> = region
                 .children
                 .iter()
-                .map(|&c| self.map.region(c).name.clone())
+                .map(|&c| self.map.region(c).name.to_string())
                 .filter(|n| n.starts_with(&lower))
                 .collect();
             if let Some(block) = region.block.as_deref().and_then(|b| self.catalog.block(b)) {

@@ -149,7 +149,7 @@ impl<'s> Builder<'s> {
             if base.checked_add(reach).is_none() {
                 return Err(err("region end overflows 64 bits".into()));
             }
-            let parent_name = parent.map_or("", |p| self.regions[p].name.as_str());
+            let parent_name = parent.map_or("", |p| &*self.regions[p].name);
             let digits = prep.index_texts.get(local).map_or("", |d| &**d);
             let name = region_name(parent_name, &node.name, digits);
             if let Some(p) = parent {
@@ -175,7 +175,7 @@ impl<'s> Builder<'s> {
                 self.pending_aliases.push((id, target));
             }
             self.regions.push(Region {
-                name,
+                name: name.into(),
                 index,
                 base,
                 size_bytes: node.size.0,

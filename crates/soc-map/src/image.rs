@@ -208,7 +208,7 @@ pub(crate) fn decode(spec: MapSpec, bytes: &[u8], text: &'static str) -> Option<
             kids.push(u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as RegionId);
         }
         regions.push(Region {
-            name: name.to_string(),
+            name: std::borrow::Cow::Borrowed(name),
             index: on(HAS_INDEX).then(|| u32_at(20)),
             base: u64_at(48),
             size_bytes: u64_at(56),
@@ -372,6 +372,13 @@ mod tests {
                 };
                 assert_eq!(fields(a), fields(b), "region {id}");
                 assert_eq!(read.by_name(&b.name), Some(id), "{}", b.name);
+                // Names are read in place from the image's text: a map load
+                // allocates no string per region.
+                assert!(
+                    matches!(a.name, std::borrow::Cow::Borrowed(_)),
+                    "{}",
+                    a.name
+                );
             }
             for absent in ["", "eng", "eng132", "tpb0.", "hbm0.x", "eng0.m2s.q16"] {
                 assert_eq!(read.by_name(absent), expanded.by_name(absent), "{absent}");

@@ -29,7 +29,7 @@ pub struct Partitions {
 #[derive(Clone, Debug)]
 pub struct Region {
     /// Dotted full name, e.g. `eng0.m2s.q0`, `tpb0.sbuf`, `hbm1`.
-    pub name: String,
+    pub name: std::borrow::Cow<'static, str>,
     /// Array index in names, if the region is an array instance.
     pub index: Option<u32>,
     /// Absolute base address.
@@ -275,13 +275,13 @@ impl MapData {
             let r = &self.regions[id];
             let Some(target) = self.by_name(&target_name) else {
                 return Err(MapError {
-                    path: r.name.clone(),
+                    path: r.name.to_string(),
                     message: format!("alias_of names `{target_name}`, which does not exist"),
                 });
             };
             if self.regions[target].size_bytes < r.size_bytes {
                 return Err(MapError {
-                    path: r.name.clone(),
+                    path: r.name.to_string(),
                     message: format!(
                         "alias of `{target_name}` is larger ({:#x}) than its target ({:#x})",
                         r.size_bytes, self.regions[target].size_bytes

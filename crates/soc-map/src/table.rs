@@ -145,7 +145,7 @@ pub fn expanded(map: &SocMap) -> Vec<ExpandedRow> {
         .map(|id| {
             let r = map.region(id);
             ExpandedRow {
-                name: r.name.clone(),
+                name: r.name.to_string(),
                 base: Hex(r.base),
                 size: Hex(r.size_bytes),
                 kind: r.kind,

@@ -109,7 +109,7 @@ pub fn describe(device: &Device, addr: u64) -> AddressInfo {
         return info;
     };
     let r = map.region(id);
-    info.region = Some(r.name.clone());
+    info.region = Some(r.name.to_string());
     info.kind = Some(r.kind);
     info.region_base = Some(Hex(r.base));
     info.offset = Some(Hex(d.offset));

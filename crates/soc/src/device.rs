@@ -1409,7 +1409,7 @@ impl Device {
                 }
                 let r = map.region(id);
                 Some(BlockSnapshot {
-                    region: r.name.clone(),
+                    region: r.name.to_string(),
                     block: rf.map().block().to_string(),
                     base: Hex(r.base),
                     registers,

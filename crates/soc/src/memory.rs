@@ -273,8 +273,12 @@ impl RegionCache {
 /// Every memory of the device, created lazily.
 #[derive(Debug, Default)]
 pub struct DeviceMemory {
-    /// Stores by region id (O(1) lookup on the data path).
-    stores: Vec<Option<Backing>>,
+    /// Stores by region id (O(1) lookup on the data path), boxed: the table
+    /// has an entry per region of the map (about 6,000), nearly all empty,
+    /// and an empty entry is a null pointer, so the table starts as zeroed
+    /// memory the process never touches (docs/user-guide.md §14, process
+    /// start-up).
+    stores: Vec<Option<Box<Backing>>>,
     /// Recently resolved regions.
     recent: RegionCache,
     /// Timing-only mode: DMA copies longer than [`TIMING_ONLY_MIN_SKIP_BYTES`]
@@ -302,7 +306,7 @@ impl DeviceMemory {
             stores: self
                 .stores
                 .iter_mut()
-                .map(|s| s.as_mut().map(Backing::snapshot))
+                .map(|s| s.as_mut().map(|b| Box::new(b.snapshot())))
                 .collect(),
             recent: self.recent.clone(),
             skip_payload: self.skip_payload,
@@ -333,7 +337,7 @@ impl DeviceMemory {
             // holes of that region.
             return Err(BusFault::Hole {
                 addr,
-                region: r.name.clone(),
+                region: r.name.to_string(),
                 hole,
             });
         }
@@ -342,13 +346,13 @@ impl DeviceMemory {
             RegionKind::Csr | RegionKind::Container => {
                 return Err(BusFault::NotMemory {
                     addr,
-                    region: r.name.clone(),
+                    region: r.name.to_string(),
                 });
             }
             RegionKind::Reserved => {
                 return Err(BusFault::Hole {
                     addr,
-                    region: r.name.clone(),
+                    region: r.name.to_string(),
                     hole: Hole::Reserved,
                 });
             }
@@ -359,7 +363,7 @@ impl DeviceMemory {
             return Err(BusFault::CrossesBoundary {
                 addr,
                 len,
-                region: r.name.clone(),
+                region: r.name.to_string(),
                 boundary: r.end(),
             });
         }
@@ -423,7 +427,7 @@ impl DeviceMemory {
         }
         self.stores[storage].get_or_insert_with(|| {
             let r = map.region(storage);
-            Backing::new(r.kind, r.size_bytes)
+            Box::new(Backing::new(r.kind, r.size_bytes))
         })
     }
 
@@ -435,10 +439,14 @@ impl DeviceMemory {
             // Once, for every region of the map (growing it region by
             // region reallocated and copied the table).
             let len = map.regions.len().max(storage + 1);
-            self.stores.resize_with(len, || None);
+            let mut stores = vec![None; len];
+            for (i, s) in std::mem::take(&mut self.stores).into_iter().enumerate() {
+                stores[i] = s;
+            }
+            self.stores = stores;
         }
         let r = map.region(storage);
-        self.stores[storage] = Some(Backing::new(r.kind, r.size_bytes));
+        self.stores[storage] = Some(Box::new(Backing::new(r.kind, r.size_bytes)));
     }
 
     fn fault(map: &SocMap, t: MemTarget, addr: u64, fault: MemFault) -> BusFault {
@@ -456,7 +464,8 @@ impl DeviceMemory {
         // no fault is built. A read that fails reads nothing, and the full
         // path below returns its fault.
         if let Some(t) = self.recent.find(addr, buf.len() as u64)
-            && let Some(Some(Backing::Linear(m))) = self.stores.get(t.storage)
+            && let Some(Some(store)) = self.stores.get(t.storage)
+            && let Backing::Linear(m) = &**store
             && m.read(t.offset, buf).is_ok()
         {
             return Ok(());
@@ -522,7 +531,8 @@ impl DeviceMemory {
         // path below returns its fault.
         let len = data.len() as u64;
         if let Some(t) = self.recent.find(addr, len)
-            && let Some(Some(Backing::Linear(m))) = self.stores.get_mut(t.storage)
+            && let Some(Some(store)) = self.stores.get_mut(t.storage)
+            && let Backing::Linear(m) = &mut **store
             && m.write(t.offset, data).is_ok()
         {
             self.clear_stale(t, addr, len);
@@ -538,7 +548,8 @@ impl DeviceMemory {
     /// written nothing, otherwise: the caller takes [`DeviceMemory::write`].
     pub fn write_entry16(&mut self, addr: u64, word0: u32) -> bool {
         if let Some(t) = self.recent.find(addr, 16)
-            && let Some(Some(Backing::Linear(m))) = self.stores.get_mut(t.storage)
+            && let Some(Some(store)) = self.stores.get_mut(t.storage)
+            && let Backing::Linear(m) = &mut **store
             && m.write_entry16(t.offset, word0)
         {
             self.clear_stale(t, addr, 16);
@@ -766,7 +777,7 @@ impl DeviceMemory {
         };
         for (i, store) in self.stores.iter().enumerate() {
             let Some(store) = store else { continue };
-            let sparse = match store {
+            let sparse = match &**store {
                 Backing::Linear(m) => m,
                 Backing::Sbuf(m) => m.as_partitioned().backing(),
                 Backing::Psum(m) => m.as_partitioned().backing(),
@@ -788,7 +799,7 @@ impl DeviceMemory {
         self.stores
             .iter()
             .flatten()
-            .map(Backing::allocated_bytes)
+            .map(|b| b.allocated_bytes())
             .sum()
     }
 }

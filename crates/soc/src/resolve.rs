@@ -181,7 +181,7 @@ fn resolve_path(
         if let Some((take, target, scope_region)) = symbol_hit {
             // The target is `<sub-region path>.<REGISTER>` relative to the scope.
             let (sub, reg) = target.rsplit_once('.').unwrap_or(("", target.as_str()));
-            let scope_name = map.region(scope_region).name.clone();
+            let scope_name = map.region(scope_region).name.to_string();
             let full = if sub.is_empty() {
                 scope_name.clone()
             } else {
@@ -324,7 +324,7 @@ fn unknown_root(device: &Device, first: &PathComponent) -> ResolveError {
     let roots: Vec<String> = map
         .roots
         .iter()
-        .map(|&r| map.region(r).name.clone())
+        .map(|&r| map.region(r).name.to_string())
         .collect();
     let stem = first.name.trim_end_matches(|c: char| c.is_ascii_digit());
     let mut same_stem: Vec<(u64, &String)> = roots

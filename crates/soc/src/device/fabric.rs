@@ -45,17 +45,32 @@ pub(super) fn engine_blocks(map: &SocMap) -> Vec<Option<EngineBlockRef>> {
 const REG_CACHE_ENTRIES: usize = 8192;
 
 /// Register targets already decoded, by address: the map and the CSR maps
-/// never change for a device, so a decoded register stays valid.
+/// never change for a device, so a decoded register stays valid. The table
+/// starts as zeroed memory (an all-zero entry is empty: its key, the
+/// complement of an address, is the unaligned `u64::MAX`), so a run touches
+/// only the entries it uses (docs/user-guide.md §14, process start-up).
 #[derive(Clone)]
-pub(super) struct RegCache(Box<[std::cell::Cell<(u64, RegionId, u64)>]>);
+pub(super) struct RegCache(Box<[std::cell::Cell<RegCacheEntry>]>);
+
+/// One [`RegCache`] entry.
+#[derive(Clone, Copy, zerocopy::FromZeros)]
+#[repr(C)]
+pub(super) struct RegCacheEntry {
+    /// `!addr`: zero (the empty entry) never matches an aligned address.
+    not_addr: u64,
+    region: RegionId,
+    offset: u64,
+}
 
 impl Default for RegCache {
     fn default() -> Self {
-        RegCache(
-            (0..REG_CACHE_ENTRIES)
-                .map(|_| std::cell::Cell::new((u64::MAX, 0, 0)))
-                .collect(),
-        )
+        use zerocopy::FromZeros;
+        match <[std::cell::Cell<RegCacheEntry>]>::new_box_zeroed_with_elems(REG_CACHE_ENTRIES) {
+            Ok(entries) => RegCache(entries),
+            Err(_) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<
+                [RegCacheEntry; REG_CACHE_ENTRIES],
+            >()),
+        }
     }
 }
 
@@ -66,7 +81,7 @@ impl std::fmt::Debug for RegCache {
 }
 
 impl RegCache {
-    fn slot(&self, addr: u64) -> Option<&std::cell::Cell<(u64, RegionId, u64)>> {
+    fn slot(&self, addr: u64) -> Option<&std::cell::Cell<RegCacheEntry>> {
         // Engine register blocks repeat every 1 MiB: hash every bit in.
         let h = (addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51;
         self.0.get(h as usize % REG_CACHE_ENTRIES)
@@ -126,13 +141,16 @@ impl Fabric {
     }
 
     pub(super) fn reg_target(&self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
-        // Only aligned addresses are cached (the empty key, u64::MAX, is not).
+        // Only aligned addresses are cached (the empty entry's, !0, is not).
         if addr & 3 == 0
             && let Some(c) = self.reg_cache.slot(addr)
         {
-            let (a, region, offset) = c.get();
-            if a == addr {
-                return Ok(Some(RegTarget { region, offset }));
+            let e = c.get();
+            if e.not_addr == !addr {
+                return Ok(Some(RegTarget {
+                    region: e.region,
+                    offset: e.offset,
+                }));
             }
         }
         if self.mem_ranges.contains(addr) {
@@ -140,7 +158,11 @@ impl Fabric {
         }
         let t = self.decode_reg_target(addr)?;
         if let (Some(t), Some(c)) = (t, self.reg_cache.slot(addr)) {
-            c.set((addr, t.region, t.offset));
+            c.set(RegCacheEntry {
+                not_addr: !addr,
+                region: t.region,
+                offset: t.offset,
+            });
         }
         Ok(t)
     }
@@ -175,12 +197,12 @@ impl Fabric {
             Ok(_) => Ok(Some(RegTarget { region, offset })),
             Err(CsrAccessError::Misaligned { .. }) => Err(BusFault::Unaligned {
                 addr,
-                region: r.name.clone(),
+                region: r.name.to_string(),
             }),
             Err(CsrAccessError::Hole { .. } | CsrAccessError::OutsideBlock { .. }) => {
                 Err(BusFault::NoRegister {
                     addr,
-                    region: r.name.clone(),
+                    region: r.name.to_string(),
                     offset,
                 })
             }
@@ -655,5 +677,38 @@ mod tests {
             }
             assert!(found.iter().flatten().count() > 4000);
         }
+    }
+
+    /// A fresh cache is zeroed memory: no entry of it may be taken for a
+    /// cached register, address 0 (the start of HBM) included.
+    #[test]
+    fn an_empty_register_cache_entry_matches_no_address() {
+        let dev = Device::trn2().expect("built-in device");
+        let fabric = &dev.fabric;
+        for addr in [0u64, 4, 0x100, !3] {
+            let c = fabric.reg_cache.slot(addr).expect("slot");
+            assert_eq!(c.get().not_addr, 0, "{addr:#x}: fresh entry is zero");
+            assert!(
+                matches!(fabric.reg_target(addr), Ok(None) | Err(_)),
+                "{addr:#x}"
+            );
+        }
+        // A register is cached under its address and found again.
+        let q = fabric.map.by_name("eng0.m2s.q0").expect("queue region");
+        let addr = fabric.map.region(q).base;
+        let first = fabric
+            .reg_target(addr)
+            .expect("decodes")
+            .expect("a register");
+        let e = fabric.reg_cache.slot(addr).expect("slot").get();
+        assert_eq!(
+            (e.not_addr, e.region, e.offset),
+            (!addr, first.region, first.offset)
+        );
+        let again = fabric
+            .reg_target(addr)
+            .expect("decodes")
+            .expect("a register");
+        assert_eq!((again.region, again.offset), (first.region, first.offset));
     }
 }
