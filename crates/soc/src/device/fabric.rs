@@ -42,7 +42,7 @@ pub(super) fn engine_blocks(map: &SocMap) -> Vec<Option<EngineBlockRef>> {
 }
 
 /// Entries of the register-target cache (direct-mapped by address).
-const REG_CACHE_ENTRIES: usize = 8192;
+const REG_CACHE_ENTRIES: usize = 1024;
 
 /// Register targets already decoded, by address: the map and the CSR maps
 /// never change for a device, so a decoded register stays valid. The table
@@ -83,7 +83,7 @@ impl std::fmt::Debug for RegCache {
 impl RegCache {
     fn slot(&self, addr: u64) -> Option<&std::cell::Cell<RegCacheEntry>> {
         // Engine register blocks repeat every 1 MiB: hash every bit in.
-        let h = (addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51;
+        let h = (addr >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
         self.0.get(h as usize % REG_CACHE_ENTRIES)
     }
 }
