@@ -133,6 +133,19 @@ pub struct UnitMaps {
     pub sdma_app: &'static CsrMap,
     pub notific: &'static CsrMap,
     pub offsets: UnitOffsets,
+    /// Storage slots of the registers the engine's hot paths and its
+    /// configuration refresh reach, resolved once per map: every unit
+    /// reads the same few cache lines.
+    pub(crate) slots: crate::engine::UnitSlots,
+}
+
+/// A register file at reset of each block whose storage slots
+/// [`crate::engine::UnitSlots`] resolves (only their maps matter).
+pub(crate) struct UnitFiles {
+    pub m2s_q: RegFile<'static>,
+    pub s2m_q: RegFile<'static>,
+    pub m2s: RegFile<'static>,
+    pub sdma_app: RegFile<'static>,
 }
 
 /// Why the unit maps cannot drive the model (a map lacks a register the
@@ -265,6 +278,13 @@ impl UnitMaps {
                 rlimit_gen_cfg: m2s.find("RLIMIT_GEN_CFG", None),
             },
         };
+        let files = UnitFiles {
+            m2s_q: RegFile::new(m2s_q),
+            s2m_q: RegFile::new(s2m_q),
+            m2s: RegFile::new(m2s),
+            sdma_app: RegFile::new(sdma_app),
+        };
+        let slots = crate::engine::UnitSlots::new(&offsets, &files);
         Ok(Self {
             m2s,
             m2s_q,
@@ -275,6 +295,7 @@ impl UnitMaps {
             sdma_app,
             notific,
             offsets,
+            slots,
         })
     }
 

@@ -20,7 +20,7 @@ impl Engine {
             return;
         }
         // The data path is done with this packet, whatever happens next.
-        let status = self.hot[0].status;
+        let status = self.maps.slots.hot[0].status;
         self.regs.m2s_q[qi].hw_update_slot(status, |s| s & !(1 << 29));
         let encode_64k = self.cfg.encode_64k;
         let crc_init = self.q[qi].cfg.crc_init;
@@ -159,7 +159,7 @@ impl Engine {
             // No completion ring (the common case): the packet counter and
             // Q_STATUS, through one register-file borrow.
             let status = self.status_bits(dir, q);
-            let hot = self.hot[d];
+            let hot = &self.maps.slots.hot[d];
             let f = self.qfile(dir, q);
             f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
             f.hw_update_slot(hot.status, |s| (s & (1 << 29 | 1 << 30)) | status);

@@ -210,7 +210,7 @@ impl Engine {
         self.last_write_end = self.last_write_end.max(end);
         // Current-descriptor pointers and the DMB status bit.
         let (tdcp, rdcp) = (tx[0].idx, rx[0].idx);
-        let [m2s_hot, s2m_hot] = self.hot;
+        let [m2s_hot, s2m_hot] = &self.maps.slots.hot;
         self.regs.m2s_q[qi].hw_update_slot(m2s_hot.dcp, |_| tdcp);
         self.regs.s2m_q[qi].hw_update_slot(s2m_hot.dcp, |_| rdcp);
         self.regs.m2s_q[qi].hw_update_slot(m2s_hot.status, |s| (s & !(1 << 30)) | (1 << 29));

@@ -179,7 +179,7 @@ impl Engine {
     /// Mirrors the queue's occupancy into Q_STATUS (q_used, prefetch, full).
     pub(super) fn sync_status(&mut self, dir: Dir, q: u8) {
         let status = self.status_bits(dir, q);
-        let slot = self.hot[dir_idx(dir)].status;
+        let slot = self.maps.slots.hot[dir_idx(dir)].status;
         self.qfile(dir, q)
             .hw_update_slot(slot, |s| (s & (1 << 29 | 1 << 30)) | status);
     }
@@ -212,7 +212,7 @@ impl Engine {
         if full {
             status |= 1 << 31;
         }
-        let hot = self.hot[dir_idx(dir)];
+        let hot = &self.maps.slots.hot[dir_idx(dir)];
         let f = self.qfile(dir, q);
         if count_packet {
             f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
