@@ -146,10 +146,13 @@ impl Engine {
                     v.push(f);
                 }
             } else {
-                v.extend((0..n).map_while(|_| fetched.pop_front()));
+                for f in (0..n).map_while(|_| fetched.pop_front()) {
+                    v.push(f);
+                }
             }
         }
         let InFlight { tx, rx, .. } = &self.inflight[slot];
+        let (tx, rx) = (tx.as_slice(), rx.as_slice());
         let start = self.now;
         // One pass over the data descriptors (META ones move nothing):
         // data-path cycles, the HBM bookings (docs/timing.md: the data
@@ -232,26 +235,11 @@ impl Engine {
         p.live = true;
         p.queue = q;
         p.epoch = epoch;
-        p.bytes = bytes;
         // The slab holds at most one slot per in-flight packet (bounded by
         // the rings), far below u32::MAX.
         self.events.push(end, Ev::PacketDone(slot as u32));
         // More prefetch room now.
         self.try_fetch(Dir::M2s, q, timing);
         self.try_fetch(Dir::S2m, q, timing);
-    }
-
-    /// Returns a finished packet's (emptied) descriptor vectors to its free
-    /// slot, for the next packet there.
-    pub(super) fn recycle(&mut self, slot: usize, p: InFlight) {
-        let InFlight { mut tx, mut rx, .. } = p;
-        tx.clear();
-        rx.clear();
-        if let Some(free) = self.inflight.get_mut(slot)
-            && !free.live
-        {
-            free.tx = tx;
-            free.rx = rx;
-        }
     }
 }
