@@ -22,7 +22,7 @@ impl Engine {
         }
         // The data path is done with this packet, whatever happens next.
         let status = self.maps.slots.hot[0].status;
-        self.regs.m2s_q[qi].hw_update_slot(status, |s| s & !(1 << 29));
+        self.regs.q[qi][0].hw_update_slot(status, |s| s & !(1 << 29));
         let encode_64k = self.cfg.encode_64k;
         let crc_init = self.q[qi].cfg.crc_init;
         let hdr_split = self.q[qi].cfg.hdr_split;

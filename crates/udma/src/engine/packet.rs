@@ -106,7 +106,7 @@ impl Engine {
             && !self.q[qi].dmb_release
         {
             let status_off = self.maps.offsets.m2s_q.status;
-            let _ = self.regs.m2s_q[qi].hw_update(status_off, |s| s | (1 << 30));
+            let _ = self.regs.q[qi][0].hw_update(status_off, |s| s | (1 << 30));
             let at = self.q[qi].last_end;
             self.schedule_kick(at);
             return None;
@@ -214,9 +214,9 @@ impl Engine {
         // Current-descriptor pointers and the DMB status bit.
         let (tdcp, rdcp) = (tx[0].idx, rx[0].idx);
         let [m2s_hot, s2m_hot] = &self.maps.slots.hot;
-        self.regs.m2s_q[qi].hw_update_slot(m2s_hot.dcp, |_| tdcp);
-        self.regs.s2m_q[qi].hw_update_slot(s2m_hot.dcp, |_| rdcp);
-        self.regs.m2s_q[qi].hw_update_slot(m2s_hot.status, |s| (s & !(1 << 30)) | (1 << 29));
+        self.regs.q[qi][0].hw_update_slot(m2s_hot.dcp, |_| tdcp);
+        self.regs.q[qi][1].hw_update_slot(s2m_hot.dcp, |_| rdcp);
+        self.regs.q[qi][0].hw_update_slot(m2s_hot.status, |s| (s & !(1 << 30)) | (1 << 29));
         let (src, dst) = (tx[0].desc.buf_ptr, rx[0].desc.buf_ptr);
         let st = &mut self.stats[qi];
         st.busy_cycles += data_cycles;

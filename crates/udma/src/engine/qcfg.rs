@@ -107,7 +107,7 @@ impl Engine {
         for d in 0..2 {
             self.read_queue_dir(d, qi, &mut qc);
         }
-        if qi >= self.regs.m2s_q.len().min(self.regs.s2m_q.len()) {
+        if qi >= self.regs.q.len() {
             return qc;
         }
         self.read_queue_sched(qi, &mut qc);
@@ -160,13 +160,12 @@ impl Engine {
                         rl.mask,
                     ]
                     .contains(&Some(offset));
-                if feeds && qi < self.regs.m2s_q.len() {
+                if feeds && qi < self.regs.q.len() {
                     self.read_queue_sched(qi, &mut qc);
                 }
             }
             Dir::S2m => {
-                if offset == o.s2m_q.pkt_cfg.unwrap_or(PKT_CFG_OFFSET) && qi < self.regs.s2m_q.len()
-                {
+                if offset == o.s2m_q.pkt_cfg.unwrap_or(PKT_CFG_OFFSET) && qi < self.regs.q.len() {
                     self.read_queue_split(qi, &mut qc);
                 }
             }
@@ -176,12 +175,9 @@ impl Engine {
 
     /// Direction `d`'s enables, ring and completion ring of queue `qi`.
     fn read_queue_dir(&self, d: usize, qi: usize, qc: &mut QueueCfg) {
-        let file = if d == 0 {
-            &self.regs.m2s_q
-        } else {
-            &self.regs.s2m_q
+        let Some(f) = self.regs.q.get(qi).and_then(|f| f.0.get(d)) else {
+            return;
         };
-        let Some(f) = file.get(qi) else { return };
         let ds = self.maps.slots.cfg.dir[d];
         let get = |h: HwSlot| f.value_slot(h).unwrap_or(0);
         let cfg = get(ds.cfg);
@@ -198,7 +194,7 @@ impl Engine {
 
     /// Queue `qi`'s M2S DMB pause, DWRR settings and rate limiter.
     fn read_queue_sched(&self, qi: usize, qc: &mut QueueCfg) {
-        let Some(m2s_q) = self.regs.m2s_q.get(qi) else {
+        let Some(m2s_q) = self.regs.q.get(qi).map(|f| &f[0]) else {
             return;
         };
         let s = &self.maps.slots.cfg;
@@ -217,7 +213,7 @@ impl Engine {
 
     /// Queue `qi`'s S2M header split.
     fn read_queue_split(&self, qi: usize, qc: &mut QueueCfg) {
-        let Some(s2m_q) = self.regs.s2m_q.get(qi) else {
+        let Some(s2m_q) = self.regs.q.get(qi).map(|f| &f[1]) else {
             return;
         };
         let pkt = s2m_q.value_slot(self.maps.slots.cfg.pkt_cfg).unwrap_or(0);

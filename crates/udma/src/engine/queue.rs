@@ -107,10 +107,10 @@ impl Engine {
     fn release_dmb(&mut self, q: u8) {
         let qi = usize::from(q) % QUEUES;
         let status = self.maps.offsets.m2s_q.status;
-        let held = self.regs.m2s_q[qi].value(status).unwrap_or(0) & Q_DMB != 0;
+        let held = self.regs.q[qi][0].value(status).unwrap_or(0) & Q_DMB != 0;
         if held {
             self.q[qi].dmb_release = true;
-            let _ = self.regs.m2s_q[qi].hw_update(status, |s| s & !Q_DMB);
+            let _ = self.regs.q[qi][0].hw_update(status, |s| s & !Q_DMB);
             self.schedule_kick(self.now);
         }
     }
