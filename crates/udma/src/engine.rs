@@ -31,6 +31,7 @@ mod completion;
 mod faults;
 mod mmio;
 mod packet;
+mod pieces;
 mod prefetch;
 mod qcfg;
 mod queue;
@@ -310,17 +311,29 @@ struct BucketCfg {
     paused: bool,
 }
 
-/// A packet in flight through the data path: a slot of the engine's slab.
-/// A free slot keeps its (empty) descriptor vectors for the next packet.
+/// A packet in flight through the data path: a slot of the engine's slab
+/// (two cache lines, its descriptors inline). A free slot keeps its
+/// (empty) descriptor vectors for the next packet.
 #[derive(Clone, Debug, Default)]
 struct InFlight {
+    tx: pieces::Pieces,
+    rx: pieces::Pieces,
+    epoch: (u32, u32),
     /// The slot holds a packet.
     live: bool,
     queue: u8,
-    epoch: (u32, u32),
-    tx: Vec<Fetched>,
-    rx: Vec<Fetched>,
-    bytes: u64,
+}
+
+const _: () = assert!(size_of::<InFlight>() <= 128);
+
+impl InFlight {
+    /// Frees the slot, keeping its (emptied) descriptor vectors for the
+    /// next packet there.
+    fn free(&mut self) {
+        self.live = false;
+        self.tx.clear();
+        self.rx.clear();
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -340,10 +353,13 @@ const _: () = assert!(FETCH_BURST <= u8::MAX as u32);
 
 /// One UDMA unit with its SDMA data path.
 ///
-/// `repr(C)`, in this order: the scalars and vector headers every event
-/// touches first, next to each other, then the 16 queues inline, then the
-/// rest (with 16 engines interleaved, each event finds few of its engine's
-/// cache lines still in L1; fewer lines, fewer misses).
+/// `repr(C)`, in this order: the fields a step, a packet start or a
+/// completion touches (scalars, vector headers, the cached configuration,
+/// the queue register files' headers) packed into the first few cache
+/// lines, then the 16 queues inline, then what only register writes,
+/// faults, tracing and summaries reach (with 16 engines interleaved, each
+/// event finds few of its engine's cache lines still in L1; fewer lines,
+/// fewer misses).
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct Engine {
@@ -363,16 +379,19 @@ pub struct Engine {
     /// value: what a firmware polling for completions can observe
     /// (docs/firmware.md §Stalls).
     crhp_moves: u64,
+    /// Register writes and bit-clearing reads ([`Engine::head_epoch`]).
+    sw_epoch: u64,
     /// Last write completion in the unit (write barrier / SOW ordering).
     last_write_end: Cycle,
     /// Packets in flight (slab) and free slots.
     inflight: Vec<InFlight>,
     free_slots: Vec<usize>,
-    /// Hot hardware-owned queue registers, per direction (the same map for
-    /// every queue of a direction): updated through slots, no map lookup.
-    hot: [HotSlots; 2],
-    /// Slots of the queue configuration registers (docs/references/driver.md §3.6).
-    cfg_slots: qcfg::QueueCfgSlots,
+    /// See [`Engine::reg_epoch`].
+    reg_epoch: u64,
+    /// The maps, with the register slots every unit shares.
+    maps: &'static UnitMaps,
+    /// Schedule perturbation ([`Engine::set_schedule_seed`]); `None`: none.
+    jitter: Option<Box<Perturb>>,
     cfg: Cfg,
     /// The engine's stream rate limiter.
     stream_bucket: Bucket,
@@ -384,6 +403,9 @@ pub struct Engine {
     m2s_maybe_ready: u16,
     trace: bool,
     id: u16,
+    doorbell_latency: u64,
+    /// The register files, the queue files' headers first.
+    regs: UnitRegs,
     /// The queues, inline: a queue's lines sit at a fixed offset from the
     /// engine (no pointer to load first, no bounds check on `q % 16`).
     q: [Queue; QUEUES],
@@ -392,23 +414,14 @@ pub struct Engine {
     /// Faults raised, one tally per (direction, queue, cause, action), in
     /// the order first raised.
     faults: Vec<FaultTally>,
-    regs: UnitRegs,
-    maps: &'static UnitMaps,
     log: Vec<EngineEvent>,
     crc_cache: crate::datapath::CrcCache,
-    doorbell_latency: u64,
     /// The DWRR scheduler's candidate buffer, reused across kicks.
     dwrr_ready: Vec<(u8, usize, usize, u64)>,
     /// Values right after reset and the driver-default masks, per block
     /// that differs from the map's reset values (M2S, S2M, GEN); never
     /// changes, so units copied from one prototype share it.
     init: std::sync::Arc<[(UnitBlock, RegFile<'static>)]>,
-    /// See [`Engine::reg_epoch`].
-    reg_epoch: u64,
-    /// Register writes and bit-clearing reads ([`Engine::head_epoch`]).
-    sw_epoch: u64,
-    /// Schedule perturbation ([`Engine::set_schedule_seed`]); `None`: none.
-    jitter: Option<Box<Perturb>>,
 }
 
 /// A perturbed schedule's draws (docs/races.md §Schedule perturbation):
@@ -452,6 +465,35 @@ impl Jitter {
     /// The next draw in `0..n` (`n` ≥ 1).
     pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.draw() % n.max(1) as u64) as usize
+    }
+}
+
+/// Storage slots of one unit's registers, the same for every unit of a
+/// map ([`UnitMaps`] holds them).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct UnitSlots {
+    /// Hot hardware-owned queue registers, per direction (the same map for
+    /// every queue of a direction): updated through slots, no map lookup.
+    hot: [HotSlots; 2],
+    /// Slots of the queue configuration registers (docs/references/driver.md §3.6).
+    cfg: qcfg::QueueCfgSlots,
+}
+
+impl UnitSlots {
+    /// Resolves the slots of a unit's maps.
+    pub(crate) fn new(o: &crate::regs::UnitOffsets, files: &crate::regs::UnitFiles) -> Self {
+        let slots = |f: &RegFile<'static>, qo: crate::regs::QueueOffsets| HotSlots {
+            status: f.slot_of(qo.status).unwrap_or_default(),
+            pkt_count: f.slot_of(qo.pkt_count).unwrap_or_default(),
+            head: f.slot_of(qo.drhp).unwrap_or_default(),
+            tail: f.slot_of(qo.drtp).unwrap_or_default(),
+            comp_head: f.slot_of(qo.crhp).unwrap_or_default(),
+            dcp: f.slot_of(qo.dcp).unwrap_or_default(),
+        };
+        Self {
+            hot: [slots(&files.m2s_q, o.m2s_q), slots(&files.s2m_q, o.s2m_q)],
+            cfg: qcfg::QueueCfgSlots::new(o, files),
+        }
     }
 }
 
@@ -541,25 +583,10 @@ impl Engine {
             cfg: Cfg::default(),
             inflight: Vec::new(),
             free_slots: Vec::new(),
-            hot: Default::default(),
-            cfg_slots: Default::default(),
             m2s_maybe_ready: 0,
             dwrr_ready: Vec::with_capacity(QUEUES),
             jitter: None,
         };
-        let slots = |f: &RegFile<'static>, qo: crate::regs::QueueOffsets| HotSlots {
-            status: f.slot_of(qo.status).unwrap_or_default(),
-            pkt_count: f.slot_of(qo.pkt_count).unwrap_or_default(),
-            head: f.slot_of(qo.drhp).unwrap_or_default(),
-            tail: f.slot_of(qo.drtp).unwrap_or_default(),
-            comp_head: f.slot_of(qo.crhp).unwrap_or_default(),
-            dcp: f.slot_of(qo.dcp).unwrap_or_default(),
-        };
-        e.hot = [
-            slots(&e.regs.m2s_q[0], maps.offsets.m2s_q),
-            slots(&e.regs.s2m_q[0], maps.offsets.s2m_q),
-        ];
-        e.cfg_slots = qcfg::QueueCfgSlots::new(maps, &e.regs);
         if id < 128 {
             let o = &maps.offsets;
             let a = o.sec[Group::A as usize];
@@ -746,13 +773,18 @@ impl Engine {
                 }
                 Ev::PacketDone(slot) => {
                     let slot = slot as usize;
-                    if self.inflight.get(slot).is_some_and(|p| p.live) {
+                    // The slab leaves the engine while the packet
+                    // completes (completion starts no packet), so the
+                    // packet is read in place; then its slot is free.
+                    let inflight = std::mem::take(&mut self.inflight);
+                    if let Some(p) = inflight.get(slot).filter(|p| p.live) {
                         self.free_slots.push(slot);
-                        // The packet leaves its slot (a free one) while it
-                        // completes; its vectors go back after.
-                        let p = std::mem::take(&mut self.inflight[slot]);
-                        self.packet_done(&p, bus, timing);
-                        self.recycle(slot, p);
+                        self.packet_done(p, bus, timing);
+                    }
+                    debug_assert!(self.inflight.is_empty(), "a completion used the slab");
+                    self.inflight = inflight;
+                    if let Some(p) = self.inflight.get_mut(slot) {
+                        p.free();
                     }
                 }
             }

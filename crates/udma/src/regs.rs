@@ -133,6 +133,19 @@ pub struct UnitMaps {
     pub sdma_app: &'static CsrMap,
     pub notific: &'static CsrMap,
     pub offsets: UnitOffsets,
+    /// Storage slots of the registers the engine's hot paths and its
+    /// configuration refresh reach, resolved once per map: every unit
+    /// reads the same few cache lines.
+    pub(crate) slots: crate::engine::UnitSlots,
+}
+
+/// A register file at reset of each block whose storage slots
+/// [`crate::engine::UnitSlots`] resolves (only their maps matter).
+pub(crate) struct UnitFiles {
+    pub m2s_q: RegFile<'static>,
+    pub s2m_q: RegFile<'static>,
+    pub m2s: RegFile<'static>,
+    pub sdma_app: RegFile<'static>,
 }
 
 /// Why the unit maps cannot drive the model (a map lacks a register the
@@ -265,6 +278,13 @@ impl UnitMaps {
                 rlimit_gen_cfg: m2s.find("RLIMIT_GEN_CFG", None),
             },
         };
+        let files = UnitFiles {
+            m2s_q: RegFile::new(m2s_q),
+            s2m_q: RegFile::new(s2m_q),
+            m2s: RegFile::new(m2s),
+            sdma_app: RegFile::new(sdma_app),
+        };
+        let slots = crate::engine::UnitSlots::new(&offsets, &files);
         Ok(Self {
             m2s,
             m2s_q,
@@ -275,6 +295,7 @@ impl UnitMaps {
             sdma_app,
             notific,
             offsets,
+            slots,
         })
     }
 
@@ -294,9 +315,9 @@ impl UnitMaps {
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct UnitRegs {
-    // The queue files first: the engine's hot paths reach them per packet.
-    pub m2s_q: Vec<RegFile<'static>>,
-    pub s2m_q: Vec<RegFile<'static>>,
+    /// The queue files first, inline, each queue's two side by side: the
+    /// engine's hot paths reach them per packet.
+    pub q: [QueueFiles; QUEUES],
     pub m2s: RegFile<'static>,
     pub s2m: RegFile<'static>,
     pub udma_gen: RegFile<'static>,
@@ -305,14 +326,33 @@ pub struct UnitRegs {
     pub notific: RegFile<'static>,
 }
 
+/// One queue's register files, (M2S, S2M), in one cache line.
+#[derive(Clone, Debug)]
+#[repr(C, align(64))]
+pub struct QueueFiles(pub [RegFile<'static>; 2]);
+
+impl std::ops::Index<usize> for QueueFiles {
+    type Output = RegFile<'static>;
+    fn index(&self, d: usize) -> &RegFile<'static> {
+        &self.0[d]
+    }
+}
+
+impl std::ops::IndexMut<usize> for QueueFiles {
+    fn index_mut(&mut self, d: usize) -> &mut RegFile<'static> {
+        &mut self.0[d]
+    }
+}
+
 impl UnitRegs {
     /// Reset state.
     pub fn new(maps: &'static UnitMaps) -> Self {
         Self {
+            q: std::array::from_fn(|_| {
+                QueueFiles([RegFile::new(maps.m2s_q), RegFile::new(maps.s2m_q)])
+            }),
             m2s: RegFile::new(maps.m2s),
-            m2s_q: (0..QUEUES).map(|_| RegFile::new(maps.m2s_q)).collect(),
             s2m: RegFile::new(maps.s2m),
-            s2m_q: (0..QUEUES).map(|_| RegFile::new(maps.s2m_q)).collect(),
             udma_gen: RegFile::new(maps.udma_gen),
             gen_ex: RegFile::new(maps.gen_ex),
             sdma_app: RegFile::new(maps.sdma_app),
@@ -324,9 +364,9 @@ impl UnitRegs {
     pub fn file(&self, b: UnitBlock) -> Option<&RegFile<'static>> {
         Some(match b {
             UnitBlock::M2s => &self.m2s,
-            UnitBlock::M2sQ(q) => self.m2s_q.get(usize::from(q))?,
+            UnitBlock::M2sQ(q) => &self.q.get(usize::from(q))?.0[0],
             UnitBlock::S2m => &self.s2m,
-            UnitBlock::S2mQ(q) => self.s2m_q.get(usize::from(q))?,
+            UnitBlock::S2mQ(q) => &self.q.get(usize::from(q))?.0[1],
             UnitBlock::Gen => &self.udma_gen,
             UnitBlock::GenEx => &self.gen_ex,
             UnitBlock::SdmaApp => &self.sdma_app,
@@ -338,9 +378,9 @@ impl UnitRegs {
     pub fn file_mut(&mut self, b: UnitBlock) -> Option<&mut RegFile<'static>> {
         Some(match b {
             UnitBlock::M2s => &mut self.m2s,
-            UnitBlock::M2sQ(q) => self.m2s_q.get_mut(usize::from(q))?,
+            UnitBlock::M2sQ(q) => &mut self.q.get_mut(usize::from(q))?.0[0],
             UnitBlock::S2m => &mut self.s2m,
-            UnitBlock::S2mQ(q) => self.s2m_q.get_mut(usize::from(q))?,
+            UnitBlock::S2mQ(q) => &mut self.q.get_mut(usize::from(q))?.0[1],
             UnitBlock::Gen => &mut self.udma_gen,
             UnitBlock::GenEx => &mut self.gen_ex,
             UnitBlock::SdmaApp => &mut self.sdma_app,

@@ -14,28 +14,29 @@ impl Engine {
     pub(super) fn packet_done(&mut self, p: &InFlight, bus: &mut dyn Bus, timing: &TimingConfig) {
         let qi = usize::from(p.queue);
         let q = p.queue;
+        let (tx, rx) = (p.tx.as_slice(), p.rx.as_slice());
         if (self.q[qi][0].epoch, self.q[qi][1].epoch) != p.epoch
             || self.state != [DirState::Normal; 2]
         {
             return;
         }
         // The data path is done with this packet, whatever happens next.
-        let status = self.hot[0].status;
-        self.regs.m2s_q[qi].hw_update_slot(status, |s| s & !(1 << 29));
+        let status = self.maps.slots.hot[0].status;
+        self.regs.q[qi][0].hw_update_slot(status, |s| s & !(1 << 29));
         let encode_64k = self.cfg.encode_64k;
         let crc_init = self.q[qi].cfg.crc_init;
         let hdr_split = self.q[qi].cfg.hdr_split;
         // Packet scopes only for an observer (the race detector): without
         // one they would be built and dropped.
         let observed = bus.observes_packets();
-        let scope = match p.tx.first() {
+        let scope = match tx.first() {
             Some(first) if observed => Some(sim_core::PacketScope {
                 queue: q,
                 slot: first.idx,
-                tx_descs: p.tx.len() as u32,
+                tx_descs: tx.len() as u32,
                 dmb: first.desc.dmb(),
                 barrier: crate::desc::Cme(first.desc.word1).write_barrier()
-                    || p.rx.iter().any(|f| f.desc.sow()),
+                    || rx.iter().any(|f| f.desc.sow()),
                 completion: false,
             }),
             _ => None,
@@ -45,8 +46,8 @@ impl Engine {
         }
         let result = crate::datapath::move_packet(
             bus,
-            &p.tx,
-            &p.rx,
+            tx,
+            rx,
             encode_64k,
             crc_init,
             hdr_split,
@@ -91,7 +92,7 @@ impl Engine {
                 return;
             }
             Err(crate::datapath::MoveError::Unsupported(detail)) => {
-                let idx = p.tx.first().map_or(0, |f| f.idx);
+                let idx = tx.first().map_or(0, |f| f.idx);
                 self.raise(
                     Group::D,
                     sec_d::M2S_UNSUPPORTED_OP,
@@ -103,7 +104,7 @@ impl Engine {
                 return;
             }
             Err(crate::datapath::MoveError::CrcMismatch(detail)) => {
-                let idx = p.tx.first().map_or(0, |f| f.idx);
+                let idx = tx.first().map_or(0, |f| f.idx);
                 self.raise(
                     Group::D,
                     sec_d::M2S_CRC_MISMATCH,
@@ -122,18 +123,17 @@ impl Engine {
                 ..s
             }));
         }
-        self.complete(Dir::M2s, q, &p.tx, bus);
-        self.complete(Dir::S2m, q, &p.rx, bus);
+        self.complete(Dir::M2s, q, tx, bus);
+        self.complete(Dir::S2m, q, rx, bus);
         if observed {
             bus.packet_scope(None);
         }
         let st = &mut self.stats[qi];
-        st.tx_descs += p.tx.len() as u64;
-        st.rx_descs += p.rx.len() as u64;
+        st.tx_descs += tx.len() as u64;
+        st.rx_descs += rx.len() as u64;
         st.bytes += written;
         st.last_done = Some(self.now.0);
         st.packets += 1;
-        let _ = p.bytes;
         self.log_with(|| EventKind::PacketDone {
             queue: q,
             bytes: written,
@@ -159,7 +159,7 @@ impl Engine {
             // No completion ring (the common case): the packet counter and
             // Q_STATUS, through one register-file borrow.
             let status = self.status_bits(dir, q);
-            let hot = self.hot[d];
+            let hot = &self.maps.slots.hot[d];
             let f = self.qfile(dir, q);
             f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
             f.hw_update_slot(hot.status, |s| (s & (1 << 29 | 1 << 30)) | status);

@@ -176,9 +176,9 @@ impl Engine {
             qc.comp_base[d] = (hi << 32) | lo;
         }
         let mask_off = self.maps.offsets.m2s_q.rlimit_mask.unwrap_or(0x74);
-        qc.dmb_pause = self.regs.m2s_q[qi].value(mask_off).unwrap_or(0x7) & 0x4 == 0;
+        qc.dmb_pause = self.regs.q[qi][0].value(mask_off).unwrap_or(0x7) & 0x4 == 0;
         let pkt_off = self.maps.offsets.s2m_q.pkt_cfg.unwrap_or(0x5C);
-        let pkt = self.regs.s2m_q[qi].value(pkt_off).unwrap_or(0);
+        let pkt = self.regs.q[qi][1].value(pkt_off).unwrap_or(0);
         qc.hdr_split = if pkt & (3 << 16) != 0 {
             u64::from(pkt & 0xFFFF)
         } else {
@@ -198,7 +198,7 @@ impl Engine {
             d1 & 0xFF_FFFF,
             d1 & (1 << 25) != 0,
         );
-        qc.bucket = self.bucket_cfg(&self.regs.m2s_q[qi], self.maps.offsets.sched.q_rlimit);
+        qc.bucket = self.bucket_cfg(&self.regs.q[qi][0], self.maps.offsets.sched.q_rlimit);
         qc
     }
 
@@ -309,8 +309,8 @@ impl Engine {
     pub(super) fn qfile(&mut self, dir: Dir, q: u8) -> &mut RegFile<'static> {
         let i = usize::from(q) % QUEUES;
         match dir {
-            Dir::M2s => &mut self.regs.m2s_q[i],
-            Dir::S2m => &mut self.regs.s2m_q[i],
+            Dir::M2s => &mut self.regs.q[i][0],
+            Dir::S2m => &mut self.regs.q[i][1],
         }
     }
 
@@ -325,8 +325,8 @@ impl Engine {
     pub(super) fn qval(&self, dir: Dir, q: u8, off: u64) -> u32 {
         let i = usize::from(q) % QUEUES;
         let f = match dir {
-            Dir::M2s => &self.regs.m2s_q[i],
-            Dir::S2m => &self.regs.s2m_q[i],
+            Dir::M2s => &self.regs.q[i][0],
+            Dir::S2m => &self.regs.q[i][1],
         };
         f.value(off).unwrap_or(0)
     }

@@ -106,7 +106,7 @@ impl Engine {
             && !self.q[qi].dmb_release
         {
             let status_off = self.maps.offsets.m2s_q.status;
-            let _ = self.regs.m2s_q[qi].hw_update(status_off, |s| s | (1 << 30));
+            let _ = self.regs.q[qi][0].hw_update(status_off, |s| s | (1 << 30));
             let at = self.q[qi].last_end;
             self.schedule_kick(at);
             return None;
@@ -146,10 +146,13 @@ impl Engine {
                     v.push(f);
                 }
             } else {
-                v.extend((0..n).map_while(|_| fetched.pop_front()));
+                for f in (0..n).map_while(|_| fetched.pop_front()) {
+                    v.push(f);
+                }
             }
         }
         let InFlight { tx, rx, .. } = &self.inflight[slot];
+        let (tx, rx) = (tx.as_slice(), rx.as_slice());
         let start = self.now;
         // One pass over the data descriptors (META ones move nothing):
         // data-path cycles, the HBM bookings (docs/timing.md: the data
@@ -210,10 +213,10 @@ impl Engine {
         self.last_write_end = self.last_write_end.max(end);
         // Current-descriptor pointers and the DMB status bit.
         let (tdcp, rdcp) = (tx[0].idx, rx[0].idx);
-        let [m2s_hot, s2m_hot] = self.hot;
-        self.regs.m2s_q[qi].hw_update_slot(m2s_hot.dcp, |_| tdcp);
-        self.regs.s2m_q[qi].hw_update_slot(s2m_hot.dcp, |_| rdcp);
-        self.regs.m2s_q[qi].hw_update_slot(m2s_hot.status, |s| (s & !(1 << 30)) | (1 << 29));
+        let [m2s_hot, s2m_hot] = &self.maps.slots.hot;
+        self.regs.q[qi][0].hw_update_slot(m2s_hot.dcp, |_| tdcp);
+        self.regs.q[qi][1].hw_update_slot(s2m_hot.dcp, |_| rdcp);
+        self.regs.q[qi][0].hw_update_slot(m2s_hot.status, |s| (s & !(1 << 30)) | (1 << 29));
         let (src, dst) = (tx[0].desc.buf_ptr, rx[0].desc.buf_ptr);
         let st = &mut self.stats[qi];
         st.busy_cycles += data_cycles;
@@ -232,26 +235,11 @@ impl Engine {
         p.live = true;
         p.queue = q;
         p.epoch = epoch;
-        p.bytes = bytes;
         // The slab holds at most one slot per in-flight packet (bounded by
         // the rings), far below u32::MAX.
         self.events.push(end, Ev::PacketDone(slot as u32));
         // More prefetch room now.
         self.try_fetch(Dir::M2s, q, timing);
         self.try_fetch(Dir::S2m, q, timing);
-    }
-
-    /// Returns a finished packet's (emptied) descriptor vectors to its free
-    /// slot, for the next packet there.
-    pub(super) fn recycle(&mut self, slot: usize, p: InFlight) {
-        let InFlight { mut tx, mut rx, .. } = p;
-        tx.clear();
-        rx.clear();
-        if let Some(free) = self.inflight.get_mut(slot)
-            && !free.live
-        {
-            free.tx = tx;
-            free.rx = rx;
-        }
     }
 }

@@ -9,7 +9,7 @@ use csr::{HwSlot, RegFile};
 
 use super::{BucketCfg, Engine, QueueCfg, dir_idx};
 use crate::block::{Dir, QUEUES};
-use crate::regs::{QueueOffsets, RlimitOffsets, UnitMaps, UnitRegs};
+use crate::regs::{QueueOffsets, RlimitOffsets, UnitFiles, UnitOffsets};
 
 /// M2S queue RLIMIT_MASK where a map has none by that name
 /// (docs/references/driver.md §2.4).
@@ -43,7 +43,7 @@ struct RlimitSlots {
 /// lacks has the default slot, which reads as `None` — as the offset
 /// lookup it replaces reads an error.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct QueueCfgSlots {
+pub(crate) struct QueueCfgSlots {
     dir: [DirCfgSlots; 2],
     /// M2S queue RLIMIT_MASK (DMB pause).
     rlimit_mask: HwSlot,
@@ -64,9 +64,9 @@ fn slot(f: &RegFile<'static>, off: Option<u64>) -> HwSlot {
 }
 
 impl QueueCfgSlots {
-    /// Resolves the slots of a unit's maps.
-    pub(super) fn new(maps: &UnitMaps, regs: &UnitRegs) -> Self {
-        let o = &maps.offsets;
+    /// Resolves the slots of a unit's maps (`files`: a unit's files at
+    /// reset, only their maps matter).
+    pub(crate) fn new(o: &UnitOffsets, files: &UnitFiles) -> Self {
         let dir = |f: &RegFile<'static>, qo: QueueOffsets| DirCfgSlots {
             cfg: slot(f, Some(qo.cfg)),
             drbp_low: slot(f, Some(qo.drbp_low)),
@@ -76,9 +76,7 @@ impl QueueCfgSlots {
             crbp_low: slot(f, Some(qo.crbp_low)),
             crbp_high: slot(f, Some(qo.crbp_high)),
         };
-        let (Some(m2s_q), Some(s2m_q)) = (regs.m2s_q.first(), regs.s2m_q.first()) else {
-            return Self::default();
-        };
+        let (m2s_q, s2m_q) = (&files.m2s_q, &files.s2m_q);
         let rl: RlimitOffsets = o.sched.q_rlimit;
         Self {
             dir: [dir(m2s_q, o.m2s_q), dir(s2m_q, o.s2m_q)],
@@ -94,8 +92,8 @@ impl QueueCfgSlots {
                 cfg_cycle: slot(m2s_q, rl.cfg_cycle),
                 mask: slot(m2s_q, rl.mask),
             },
-            rlimit_gen_cfg: slot(&regs.m2s, o.sched.rlimit_gen_cfg),
-            crc_init: o.m2s_crc_init.map(|c| slot(&regs.sdma_app, Some(c))),
+            rlimit_gen_cfg: slot(&files.m2s, o.sched.rlimit_gen_cfg),
+            crc_init: o.m2s_crc_init.map(|c| slot(&files.sdma_app, Some(c))),
         }
     }
 }
@@ -109,7 +107,7 @@ impl Engine {
         for d in 0..2 {
             self.read_queue_dir(d, qi, &mut qc);
         }
-        if qi >= self.regs.m2s_q.len().min(self.regs.s2m_q.len()) {
+        if qi >= self.regs.q.len() {
             return qc;
         }
         self.read_queue_sched(qi, &mut qc);
@@ -117,7 +115,7 @@ impl Engine {
         qc.crc_init = self
             .regs
             .sdma_app
-            .value_slot(self.cfg_slots.crc_init[qi])
+            .value_slot(self.maps.slots.cfg.crc_init[qi])
             .unwrap_or(0xFFFF_FFFF);
         qc
     }
@@ -162,13 +160,12 @@ impl Engine {
                         rl.mask,
                     ]
                     .contains(&Some(offset));
-                if feeds && qi < self.regs.m2s_q.len() {
+                if feeds && qi < self.regs.q.len() {
                     self.read_queue_sched(qi, &mut qc);
                 }
             }
             Dir::S2m => {
-                if offset == o.s2m_q.pkt_cfg.unwrap_or(PKT_CFG_OFFSET) && qi < self.regs.s2m_q.len()
-                {
+                if offset == o.s2m_q.pkt_cfg.unwrap_or(PKT_CFG_OFFSET) && qi < self.regs.q.len() {
                     self.read_queue_split(qi, &mut qc);
                 }
             }
@@ -178,13 +175,10 @@ impl Engine {
 
     /// Direction `d`'s enables, ring and completion ring of queue `qi`.
     fn read_queue_dir(&self, d: usize, qi: usize, qc: &mut QueueCfg) {
-        let file = if d == 0 {
-            &self.regs.m2s_q
-        } else {
-            &self.regs.s2m_q
+        let Some(f) = self.regs.q.get(qi).and_then(|f| f.0.get(d)) else {
+            return;
         };
-        let Some(f) = file.get(qi) else { return };
-        let ds = self.cfg_slots.dir[d];
+        let ds = self.maps.slots.cfg.dir[d];
         let get = |h: HwSlot| f.value_slot(h).unwrap_or(0);
         let cfg = get(ds.cfg);
         qc.en[d] = (cfg & (1 << 16) != 0, cfg & (1 << 17) != 0);
@@ -200,10 +194,10 @@ impl Engine {
 
     /// Queue `qi`'s M2S DMB pause, DWRR settings and rate limiter.
     fn read_queue_sched(&self, qi: usize, qc: &mut QueueCfg) {
-        let Some(m2s_q) = self.regs.m2s_q.get(qi) else {
+        let Some(m2s_q) = self.regs.q.get(qi).map(|f| &f[0]) else {
             return;
         };
-        let s = &self.cfg_slots;
+        let s = &self.maps.slots.cfg;
         qc.dmb_pause = m2s_q.value_slot(s.rlimit_mask).unwrap_or(0x7) & 0x4 == 0;
         let dwrr = |i: usize| m2s_q.value_slot(s.dwrr[i]).unwrap_or(0);
         let d1 = dwrr(0);
@@ -219,10 +213,10 @@ impl Engine {
 
     /// Queue `qi`'s S2M header split.
     fn read_queue_split(&self, qi: usize, qc: &mut QueueCfg) {
-        let Some(s2m_q) = self.regs.s2m_q.get(qi) else {
+        let Some(s2m_q) = self.regs.q.get(qi).map(|f| &f[1]) else {
             return;
         };
-        let pkt = s2m_q.value_slot(self.cfg_slots.pkt_cfg).unwrap_or(0);
+        let pkt = s2m_q.value_slot(self.maps.slots.cfg.pkt_cfg).unwrap_or(0);
         qc.hdr_split = if pkt & (3 << 16) != 0 {
             u64::from(pkt & 0xFFFF)
         } else {
@@ -232,7 +226,7 @@ impl Engine {
 
     /// [`Engine::bucket_cfg`] of a queue's rate limiter, through slots.
     fn queue_bucket_cfg(&self, file: &RegFile<'static>) -> Option<BucketCfg> {
-        let s = &self.cfg_slots;
+        let s = &self.maps.slots.cfg;
         let get = |h: HwSlot| file.value_slot(h).unwrap_or(0);
         let cfg = get(s.rlimit.cfg_1s);
         let mask = file.value_slot(s.rlimit.mask).unwrap_or(0x3);

@@ -107,10 +107,10 @@ impl Engine {
     fn release_dmb(&mut self, q: u8) {
         let qi = usize::from(q) % QUEUES;
         let status = self.maps.offsets.m2s_q.status;
-        let held = self.regs.m2s_q[qi].value(status).unwrap_or(0) & Q_DMB != 0;
+        let held = self.regs.q[qi][0].value(status).unwrap_or(0) & Q_DMB != 0;
         if held {
             self.q[qi].dmb_release = true;
-            let _ = self.regs.m2s_q[qi].hw_update(status, |s| s & !Q_DMB);
+            let _ = self.regs.q[qi][0].hw_update(status, |s| s & !Q_DMB);
             self.schedule_kick(self.now);
         }
     }
@@ -179,7 +179,7 @@ impl Engine {
     /// Mirrors the queue's occupancy into Q_STATUS (q_used, prefetch, full).
     pub(super) fn sync_status(&mut self, dir: Dir, q: u8) {
         let status = self.status_bits(dir, q);
-        let slot = self.hot[dir_idx(dir)].status;
+        let slot = self.maps.slots.hot[dir_idx(dir)].status;
         self.qfile(dir, q)
             .hw_update_slot(slot, |s| (s & (1 << 29 | 1 << 30)) | status);
     }
@@ -212,7 +212,7 @@ impl Engine {
         if full {
             status |= 1 << 31;
         }
-        let hot = self.hot[dir_idx(dir)];
+        let hot = &self.maps.slots.hot[dir_idx(dir)];
         let f = self.qfile(dir, q);
         if count_packet {
             f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));

@@ -149,7 +149,7 @@ impl Engine {
     /// M2S queue `q`'s register at `off` (0 where the map has none).
     #[cfg(test)]
     pub(super) fn q_reg(&self, q: u8, off: Option<u64>) -> u32 {
-        let f = &self.regs.m2s_q[usize::from(q) % QUEUES];
+        let f = &self.regs.q[usize::from(q) % QUEUES][0];
         off.and_then(|o| f.value(o).ok()).unwrap_or(0)
     }
 
