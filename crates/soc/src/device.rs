@@ -794,14 +794,31 @@ impl Device {
     }
 
     #[inline]
+    /// One past the highest engine id of the map (the SENG and H2T units).
+    fn engine_count(&self) -> usize {
+        self.fabric
+            .engine_blocks
+            .iter()
+            .flatten()
+            .map(|b| usize::from(b.engine) + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
     fn engine_mut(&mut self, id: u16) -> &mut Engine {
         let i = usize::from(id);
         if self.engines.len() <= i {
             // Room for every engine of the map at once: growing the table
             // engine by engine moved every engine built so far at each
             // reallocation (1 M instructions on the 8-core chip trace).
-            let all = self.fabric.engine_blocks.len().max(i + 1);
-            self.engines.reserve_exact(all - self.engines.len());
+            // Engines, not regions: sized by the region count (about
+            // 6,000) the table reserved some 55 MiB, a fresh huge
+            // allocation (and its page faults) per device.
+            // Counted once: only when the table has no room yet.
+            if self.engines.capacity() <= i {
+                let all = self.engine_count().max(i + 1);
+                self.engines.reserve_exact(all - self.engines.len());
+            }
             self.engines.resize_with(i + 1, || None);
         }
         let slot = &mut self.engines[i];

@@ -711,4 +711,18 @@ mod tests {
             .expect("a register");
         assert_eq!((again.region, again.offset), (first.region, first.offset));
     }
+
+    /// The engine table is sized once for the map's engines (128 SENG and
+    /// 4 H2T units), not for its regions: the first engine built reserves
+    /// room for all of them and no more.
+    #[test]
+    fn the_engine_table_holds_the_engines_not_the_regions() {
+        let mut dev = Device::trn2().expect("built-in device");
+        assert_eq!(dev.engine_count(), 132);
+        dev.engine_mut(3);
+        assert_eq!(dev.engines.len(), 4);
+        assert_eq!(dev.engines.capacity(), 132);
+        dev.engine_mut(131);
+        assert_eq!(dev.engines.capacity(), 132, "no reallocation");
+    }
 }
