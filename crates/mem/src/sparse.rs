@@ -569,12 +569,14 @@ impl fmt::Debug for SparseMemory {
     }
 }
 
-/// A zeroed page (`calloc`-backed, so the OS maps it lazily).
+/// A zeroed page (a zeroed allocation: whether fresh memory is mapped
+/// lazily or cleared is the allocator's choice; the CLI's mimalloc v2
+/// clears it, docs/user-guide.md §14).
 fn new_page() -> Page {
     Page::Own(zeroed())
 }
 
-/// A zeroed page's bytes (`calloc`-backed).
+/// A zeroed page's bytes (a zeroed allocation).
 fn zeroed() -> Box<[u8; PAGE_BYTES]> {
     // The conversion cannot fail: the slice is one page long.
     Box::<[u8; PAGE_BYTES]>::try_from(vec![0u8; PAGE_BYTES].into_boxed_slice())
