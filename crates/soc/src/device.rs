@@ -793,7 +793,6 @@ impl Device {
         self.engines.iter().flatten()
     }
 
-    #[inline]
     /// One past the highest engine id of the map (the SENG and H2T units).
     fn engine_count(&self) -> usize {
         self.fabric
@@ -805,6 +804,7 @@ impl Device {
             .unwrap_or(0)
     }
 
+    #[inline]
     fn engine_mut(&mut self, id: u16) -> &mut Engine {
         let i = usize::from(id);
         if self.engines.len() <= i {

@@ -275,9 +275,9 @@ impl RegionCache {
 pub struct DeviceMemory {
     /// Stores by region id (O(1) lookup on the data path), boxed: the table
     /// has an entry per region of the map (about 6,000), nearly all empty,
-    /// and an empty entry is a null pointer, so the table starts as zeroed
-    /// memory the process never touches (docs/user-guide.md §14, process
-    /// start-up).
+    /// and an empty entry is a null pointer (8 bytes, not an inline
+    /// `Backing`), so the table is one small zeroed allocation
+    /// (docs/user-guide.md §14, process start-up).
     stores: Vec<Option<Box<Backing>>>,
     /// Recently resolved regions.
     recent: RegionCache,
@@ -440,8 +440,8 @@ impl DeviceMemory {
             // region reallocated and copied the table).
             let len = map.regions.len().max(storage + 1);
             let mut stores = vec![None; len];
-            for (i, s) in std::mem::take(&mut self.stores).into_iter().enumerate() {
-                stores[i] = s;
+            for (slot, s) in stores.iter_mut().zip(std::mem::take(&mut self.stores)) {
+                *slot = s;
             }
             self.stores = stores;
         }

@@ -46,9 +46,9 @@ const REG_CACHE_ENTRIES: usize = 1024;
 
 /// Register targets already decoded, by address: the map and the CSR maps
 /// never change for a device, so a decoded register stays valid. The table
-/// starts as zeroed memory (an all-zero entry is empty: its key, the
-/// complement of an address, is the unaligned `u64::MAX`), so a run touches
-/// only the entries it uses (docs/user-guide.md §14, process start-up).
+/// is a zeroed allocation (an all-zero entry is empty: its key, the
+/// complement of an address, is the unaligned `u64::MAX`), not a table
+/// written entry by entry (docs/user-guide.md §14, process start-up).
 #[derive(Clone)]
 pub(super) struct RegCache(Box<[std::cell::Cell<RegCacheEntry>]>);
 
