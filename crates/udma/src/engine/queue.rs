@@ -184,39 +184,18 @@ impl Engine {
             .hw_update_slot(slot, |s| (s & (1 << 29 | 1 << 30)) | status);
     }
 
-    /// Mirrors the model's pointers into the queue's registers.
+    /// Mirrors the model's pointers into the queue's registers: descriptor
+    /// head and tail, completion head, Q_STATUS.
     #[inline(never)]
     pub(super) fn sync_queue_regs(&mut self, dir: Dir, q: u8) {
-        self.count_and_sync_queue_regs(dir, q, false);
-    }
-
-    /// [`Engine::sync_queue_regs`], after adding one to the queue's packet
-    /// counter when `count_packet` (a packet's completion): one pass over
-    /// the queue's registers.
-    #[inline(always)]
-    pub(super) fn count_and_sync_queue_regs(&mut self, dir: Dir, q: u8, count_packet: bool) {
         let qd = &self.q[usize::from(q) % QUEUES][dir_idx(dir)];
         let ptr = |off: u32, id: u8| (off & 0xFF_FFFF) | (u32::from(id & 3) << 30);
         let head = ptr(qd.head, qd.head_id);
         let tail = ptr(qd.tail, qd.tail_id);
         let comp = ptr(qd.comp_head, qd.comp_id);
-        let used = (qd.outstanding().min(0x1FF_FFFF)) as u32;
-        let mut status = used;
-        if qd.fetch_busy {
-            status |= 1 << 28;
-        }
-        let full = {
-            let len = self.q[usize::from(q) % QUEUES].cfg.ring_len[dir_idx(dir)];
-            len != 0 && u64::from(len) <= qd.outstanding()
-        };
-        if full {
-            status |= 1 << 31;
-        }
+        let status = self.status_bits(dir, q);
         let hot = &self.maps.slots.hot[dir_idx(dir)];
         let f = self.qfile(dir, q);
-        if count_packet {
-            f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
-        }
         f.hw_update_slot(hot.head, |_| head);
         f.hw_update_slot(hot.tail, |_| tail);
         let mut moved = false;
