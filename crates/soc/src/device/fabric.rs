@@ -551,13 +551,18 @@ impl Bus for DmaBus<'_> {
         // Memory to a register (a 4-byte semaphore increment as the last
         // packet of a transfer), found by the cached register decode.
         if len <= 8
-            && matches!(self.fabric.reg_target(dst), Ok(Some(_)))
+            && let Ok(Some(t)) = self.fabric.reg_target(dst)
             && matches!(self.fabric.reg_target(src), Ok(None))
         {
             let mut buf = [0u8; 8];
             let n = len as usize;
             self.read(src, &mut buf[..n])?;
-            return self.write(dst, &buf[..n]);
+            // A 4-byte write is the register's, decoded above; any other
+            // size goes the way `write` takes it.
+            return match buf[..n] {
+                [b0, b1, b2, b3] => self.write_reg(dst, t, u32::from_le_bytes([b0, b1, b2, b3])),
+                _ => self.write(dst, &buf[..n]),
+            };
         }
         match self.fabric.memory.copy(&self.fabric.map, src, dst, len) {
             Ok(()) => {
