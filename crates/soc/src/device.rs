@@ -36,7 +36,7 @@ mod waitgraph;
 use fabric::{DmaBus, RegCache, engine_blocks};
 pub use inflight::NextPick;
 pub use stall::{StallReport, StalledWait};
-use targets::TargetCache;
+use targets::{Decoded, TargetCache};
 pub use waitgraph::{HostWait, WaitGraph, WaitNode};
 
 /// A side effect a register access had, in the order it happened.
@@ -876,11 +876,15 @@ impl Device {
     /// A 32-bit read as a bus master: register read with its side effects
     /// (read-to-clear), or four little-endian bytes of memory.
     pub fn read32(&mut self, addr: u64) -> Result<u32, BusFault> {
-        let target = self.reg_target_of(addr)?;
+        let decoded = self.reg_decoded(addr)?;
+        let target = decoded.map(|d| d.target);
         if self.fabric.race.is_some() {
             self.race_read32(addr, target);
         }
-        if let Some(t) = target {
+        if let Some(Decoded {
+            target: t, engine, ..
+        }) = decoded
+        {
             // A read can clear bits (RC); the firmware's own polls read
             // nothing of the kind and must not count as a change.
             if !matches!(self.fabric.master, Master::Firmware(_)) {
@@ -889,7 +893,7 @@ impl Device {
             if self.fabric.rec.is_some() {
                 return self.read32_recorded(addr, t);
             }
-            if let Some(r) = self.fabric.engine_block(t.region) {
+            if let Some(r) = engine {
                 return self
                     .engine_mut(r.engine)
                     .mmio_read(r.block, t.offset)
@@ -947,6 +951,13 @@ impl Device {
     /// firmware's doorbells and ring set-up): the same side effects, events
     /// and log lines, without building register names nobody reads.
     pub fn write32_unreported(&mut self, addr: u64, value: u32) -> Result<(), BusFault> {
+        if self.fabric.rec.is_none()
+            && self.fabric.race.is_none()
+            && let Ok(Some(d)) = self.reg_decoded(addr)
+            && let Some(r) = d.engine.filter(|r| !r.broadcast)
+        {
+            return self.engine_write_quiet(addr, d, r, value);
+        }
         self.write32_done(addr, value, false).map(|_| ())
     }
 

@@ -160,7 +160,7 @@ impl ParkGroup {
 /// a group: a quick test before the groups), sorted by engine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct ParkNeeds {
-    least: Vec<ParkNeed>,
+    least: Vec<LeastNeed>,
     /// Engine `first_engine + k`'s entries of `least` are
     /// `least[least_starts[k]..least_starts[k + 1]]`.
     first_engine: u16,
@@ -182,6 +182,15 @@ impl ParkNeeds {
             k += least[k..].iter().take_while(|n| n.engine == e).count();
         }
         least_starts.push(k as u32);
+        let never = |c: Option<u64>| c.unwrap_or(u64::MAX);
+        let least = least
+            .iter()
+            .map(|n| LeastNeed {
+                queue: n.queue,
+                m2s: never(n.m2s),
+                s2m: never(n.s2m),
+            })
+            .collect();
         ParkNeeds {
             least,
             first_engine,
@@ -191,13 +200,24 @@ impl ParkNeeds {
     }
 
     /// The `least` entries of engine `id`.
-    fn least_of(&self, id: u16) -> &[ParkNeed] {
+    fn least_of(&self, id: u16) -> &[LeastNeed] {
         let k = usize::from(id.wrapping_sub(self.first_engine));
         match (self.least_starts.get(k), self.least_starts.get(k + 1)) {
             (Some(&a), Some(&b)) => self.least.get(a as usize..b as usize).unwrap_or(&[]),
             _ => &[],
         }
     }
+}
+
+/// One engine queue's entry in the least counts of [`ParkNeeds`]: the
+/// M2S and S2M completed-descriptor counts, `u64::MAX` for a direction no
+/// group needs (a count no queue reaches: one per descriptor), so that
+/// the test of a completion is two compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LeastNeed {
+    queue: u8,
+    m2s: u64,
+    s2m: u64,
 }
 
 fn min_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -422,7 +442,7 @@ impl Device {
             // needed for; a group it is not in did not change.
             let could = needs.least_of(id).iter().any(|n| {
                 let (m, s) = engine.completed_descs(n.queue);
-                n.m2s.is_some_and(|t| m >= t) || n.s2m.is_some_and(|t| s >= t)
+                (m >= n.m2s) | (s >= n.s2m)
             });
             let met = could && needs.groups.iter().any(|g| g.has_engine(id) && g.met(self));
             if !met {

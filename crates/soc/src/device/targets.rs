@@ -17,15 +17,30 @@ const TARGET_CACHE_ENTRIES: usize = 1024;
 /// set-up writes several registers of one block in a row, each address
 /// new to the cache, and the next one is usually in the same region.
 #[derive(Clone)]
-pub(super) struct TargetCache(Box<[(u64, RegTarget)]>, Option<RegionId>);
+pub(super) struct TargetCache(Box<[(u64, Decoded)]>, Option<RegionId>);
+
+/// A decoded register of the [`TargetCache`]: where it is and, in an
+/// engine block, which block of which engine (the region's
+/// `Fabric::engine_block`) and whether it is a tail-pointer doorbell
+/// (TDRTP_INC, RDRTP_INC: [`Device::engine_head_epoch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Decoded {
+    pub(super) target: RegTarget,
+    pub(super) engine: Option<EngineBlockRef>,
+    pub(super) tail_doorbell: bool,
+}
 
 impl Default for TargetCache {
     fn default() -> Self {
         let empty = (
             u64::MAX,
-            RegTarget {
-                region: 0,
-                offset: 0,
+            Decoded {
+                target: RegTarget {
+                    region: 0,
+                    offset: 0,
+                },
+                engine: None,
+                tail_doorbell: false,
             },
         );
         TargetCache(vec![empty; TARGET_CACHE_ENTRIES].into_boxed_slice(), None)
@@ -82,27 +97,98 @@ impl Device {
     /// Where a register access at `addr` lands, as
     /// [`Device::reg_target`] says, through the device's [`TargetCache`].
     pub(super) fn reg_target_of(&mut self, addr: u64) -> Result<Option<RegTarget>, BusFault> {
+        self.reg_decoded(addr).map(|d| d.map(|d| d.target))
+    }
+
+    /// [`Device::reg_target_of`] with the engine block the target is in,
+    /// if any: what the register path asks of every access, found once
+    /// per address.
+    #[inline]
+    pub(super) fn reg_decoded(&mut self, addr: u64) -> Result<Option<Decoded>, BusFault> {
         let slot = target_slot(addr);
         if addr & 3 == 0
-            && let Some(&(a, t)) = self.targets.0.get(slot)
+            && let Some(&(a, d)) = self.targets.0.get(slot)
             && a == addr
         {
-            return Ok(Some(t));
+            return Ok(Some(d));
         }
+        self.reg_decode(addr, slot)
+    }
+
+    /// A [`TargetCache`] miss: the decode, kept when `addr` is an aligned
+    /// register.
+    #[inline(never)]
+    fn reg_decode(&mut self, addr: u64, slot: usize) -> Result<Option<Decoded>, BusFault> {
         let t = match self.engine_reg_target(addr) {
             Some(t) => {
                 self.targets.1 = Some(t.region);
-                Ok(Some(t))
+                t
             }
-            None => self.fabric.reg_target(addr),
+            None => match self.fabric.reg_target(addr)? {
+                Some(t) => t,
+                None => return Ok(None),
+            },
+        };
+        let engine = self.fabric.engine_block(t.region);
+        let d = Decoded {
+            target: t,
+            engine,
+            tail_doorbell: engine.is_some_and(|r| self.is_tail_doorbell(r.block, t.offset)),
         };
         if addr & 3 == 0
-            && let Ok(Some(t)) = t
             && let Some(e) = self.targets.0.get_mut(slot)
         {
-            *e = (addr, t);
+            *e = (addr, d);
         }
-        t
+        Ok(Some(d))
+    }
+
+    /// [`Device::write32_unreported`] of a register of engine block `r`
+    /// (not a broadcast mirror) while nothing records and no race
+    /// detector watches: what the general path does then — the owners
+    /// told, the engine's write, its doorbell steps, an ignored write's
+    /// event, its next event — without the report nobody reads
+    /// (docs/firmware.md §Stalls for the epochs).
+    pub(super) fn engine_write_quiet(
+        &mut self,
+        addr: u64,
+        d: Decoded,
+        r: EngineBlockRef,
+        value: u32,
+    ) -> Result<(), BusFault> {
+        self.touch_cores(self.engine_owners(r.engine));
+        let (now, t) = (self.now, d.target);
+        let e = self.engine_mut(r.engine);
+        let sw_before = e.head_epoch().wrapping_sub(e.crhp_moves());
+        let out = e.mmio_write(r.block, t.offset, value, now);
+        let steps = e
+            .head_epoch()
+            .wrapping_sub(e.crhp_moves())
+            .wrapping_sub(sw_before);
+        let next = e.next_event();
+        if d.tail_doorbell {
+            let i = usize::from(r.engine);
+            if self.doorbell_epochs.len() <= i {
+                self.doorbell_epochs.resize(i + 1, 0);
+            }
+            self.doorbell_epochs[i] = self.doorbell_epochs[i].wrapping_add(steps);
+        }
+        let Some(out) = out else {
+            return Err(self.fabric.no_register(addr, t));
+        };
+        if self.fabric.trace && (out.read_only || out.ignored != 0) {
+            self.fabric.events.push(DeviceEvent::IgnoredWrite {
+                region: self.fabric.map.name(t.region).to_string(),
+                register: out.reg.name(),
+                written: Hex32(value),
+                ignored: Hex32(out.ignored),
+                read_only: out.read_only,
+            });
+        }
+        if self.wake.get(r.engine) != next {
+            self.wake.set(r.engine, next);
+        }
+        Ok(())
     }
 
     /// The register of an engine block at `addr`, decoded as the fabric
@@ -243,5 +329,72 @@ mod tests {
             }
             assert!(writes > 400);
         }
+    }
+
+    /// The firmware's quiet engine-register write
+    /// ([`Device::write32_unreported`] while nothing records) does what
+    /// the general path does: for every register of a few engines'
+    /// blocks (random values: enables, rings, doorbells, read-only and
+    /// ignored bits), holes, misaligned addresses and broadcast mirrors,
+    /// the same result, events, registers, head epochs, wake-ups and
+    /// change count — and the same run afterwards.
+    #[test]
+    fn quiet_engine_writes_do_what_the_general_path_does() {
+        let mut quiet = Device::trn2().unwrap();
+        let mut plain = Device::trn2().unwrap();
+        let map = quiet.map().clone();
+        let mut addrs = Vec::new();
+        for engine in [0u16, 3, 16, 17, 130] {
+            let root = map.by_name(&format!("eng{engine}")).unwrap();
+            let mut stack = vec![root];
+            while let Some(id) = stack.pop() {
+                let r = map.region(id);
+                stack.extend(&r.children);
+                if let Some(b) = quiet.fabric.engine_block(id) {
+                    for reg in unit_map(quiet.unit_maps, b.block).elements() {
+                        addrs.push(r.base + reg.offset());
+                    }
+                }
+                // A hole past the block's registers and a misaligned one.
+                addrs.extend([r.base + r.size_bytes - 4, r.base + 2]);
+            }
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut quiet_writes = 0;
+        for pass in 0..3 {
+            for &a in &addrs {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // At most 24 bits: a ring base past 2^56 overflows the
+                // engine's ring-end sum (udma/src/engine/queue.rs).
+                let v = match x % 4 {
+                    0 => 0,
+                    1 => 1,
+                    2 => (x >> 40) as u32,
+                    _ => 0x00FF_FFFF,
+                };
+                let direct = matches!(quiet.reg_decoded(a), Ok(Some(d)) if d.engine.is_some_and(|r| !r.broadcast));
+                quiet_writes += usize::from(direct);
+                let q = quiet.write32_unreported(a, v);
+                let p = plain.write32_done(a, v, false).map(|_| ());
+                assert_eq!(q, p, "{a:#x} = {v:#x} (pass {pass})");
+            }
+            assert_eq!(quiet.activity, plain.activity);
+            assert_eq!(quiet.doorbell_epochs, plain.doorbell_epochs);
+            assert_eq!(quiet.events(), plain.events());
+            assert_eq!(quiet.csr_snapshot(), plain.csr_snapshot());
+            for e in plain.engines() {
+                let id = e.id();
+                assert_eq!(quiet.engine_head_epoch(id), plain.engine_head_epoch(id));
+                assert_eq!(quiet.wake.get(id), plain.wake.get(id), "engine {id}");
+            }
+            assert_eq!(quiet.wake.peek(), plain.wake.peek());
+            let limit = Some(Cycle(quiet.now().0 + 5_000));
+            assert_eq!(quiet.run(limit), plain.run(limit));
+            assert_eq!(quiet.now(), plain.now());
+            assert_eq!(quiet.take_events(), plain.take_events());
+        }
+        assert!(quiet_writes > 1000, "{quiet_writes}");
     }
 }
