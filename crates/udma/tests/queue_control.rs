@@ -584,3 +584,58 @@ fn rst_q_resets_every_pointer() {
     rig.run();
     assert_eq!(tx_pkts(&rig, 0), 0);
 }
+
+/// Ring bases at the top of the 64-bit space (software may write any
+/// base): the ring-end check and the descriptor fetch wrap no sum — each
+/// doorbell warns about its ring, and the fetch that cannot reach it is a
+/// PREF_AXI_RESPONSE fault, state, not a panic (docs/descriptors.md
+/// "Queue control").
+#[test]
+fn ring_bases_at_the_top_of_the_address_space_fault_without_overflow() {
+    let mut rig = Rig::new(0);
+    rig.setup(0, EN, EN);
+    for (dir, lo, hi) in [
+        (Dir::M2s, "TDRBP_LOW", "TDRBP_HIGH"),
+        (Dir::S2m, "RDRBP_LOW", "RDRBP_HIGH"),
+    ] {
+        rig.wq(dir, 0, lo, 0xFFFF_FF00);
+        rig.wq(dir, 0, hi, 0xFFFF_FFFF);
+    }
+    rig.doorbells(0, RING_LEN - 16);
+    rig.run();
+    let warnings = rig
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::RingWarning { .. }))
+        .count();
+    assert_eq!(warnings, 2, "one per direction's doorbell");
+    let faults = rig.faults();
+    for group in ["SEC_A", "SEC_B"] {
+        let cause = format!("{group}_INT_CAUSE.PREF_AXI_RESPONSE");
+        assert!(faults.contains(&cause), "{cause}: {faults:?}");
+    }
+    assert_eq!(tx_pkts(&rig, 0), 0);
+}
+
+/// A completion ring whose first entry ends at the top of the 64-bit
+/// space: its write is a COMP_AXI_RESPONSE fault of the S2M direction,
+/// state, and the packet's data still moved.
+#[test]
+fn a_completion_ring_at_the_top_of_the_address_space_faults_without_overflow() {
+    let mut rig = Rig::new(0);
+    rig.setup(0, EN, EN);
+    rig.wq(Dir::S2m, 0, "RCRBP_LOW", 0xFFFF_FFF0);
+    rig.wq(Dir::S2m, 0, "RCRBP_HIGH", 0xFFFF_FFFF);
+    rig.wq(Dir::S2m, 0, "COMP_CFG", 1);
+    for i in 0..2 {
+        rig.put_copy(0, i, 64, SRC, DST, WHOLE);
+    }
+    rig.doorbells(0, 2);
+    rig.run();
+    let faults = rig.faults();
+    assert!(
+        faults.contains(&"SEC_B_INT_CAUSE.COMP_AXI_RESPONSE".to_string()),
+        "{faults:?}"
+    );
+    assert_eq!(rig.mem.get(DST, 4), rig.mem.get(SRC, 4));
+}

@@ -4,6 +4,7 @@
 use sim_core::{Bus, TimingConfig};
 
 use super::faults::sec_d;
+use super::queue::{ring_entry_addr, ring_overflow};
 use super::{DirState, Engine, Fetched, InFlight, dir_idx, sec_a, sec_b};
 use crate::block::Dir;
 use crate::event::EventKind;
@@ -172,8 +173,11 @@ impl Engine {
             let len = self.q[qi].cfg.ring_len[d].max(1);
             for f in descs {
                 let qd = &self.q[qi][d];
-                let addr = base + 16 * u64::from(qd.comp_head);
-                if let Err(e) = bus.write_entry16(addr, f.desc.word0) {
+                let written = match ring_entry_addr(base, qd.comp_head) {
+                    Some(addr) => bus.write_entry16(addr, f.desc.word0),
+                    None => Err(ring_overflow(base, qd.comp_head)),
+                };
+                if let Err(e) = written {
                     let (g, bit) = match dir {
                         Dir::M2s => (Group::A, 1 << 5),
                         Dir::S2m => (Group::B, sec_b::COMP_AXI),

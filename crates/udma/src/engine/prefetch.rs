@@ -4,6 +4,7 @@
 
 use sim_core::{Bus, TimingConfig};
 
+use super::queue::{ring_entry_addr, ring_overflow};
 use super::{DirState, Engine, Ev, FETCH_BURST, Fetched, PREFETCH_DEPTH, dir_idx, sec_a, sec_b};
 use crate::block::{Dir, QUEUES};
 use crate::desc::RawDesc;
@@ -98,7 +99,11 @@ impl Engine {
         let mut read_err = None;
         if n_fit > 0 {
             let bytes = 16 * n_fit as usize;
-            if let Err(e) = bus.read(base + 16 * u64::from(head0), &mut burst[..bytes]) {
+            let read = match ring_entry_addr(base, head0) {
+                Some(at) => bus.read(at, &mut burst[..bytes]),
+                None => Err(ring_overflow(base, head0)),
+            };
+            if let Err(e) = read {
                 read_err = Some(e);
             }
         }

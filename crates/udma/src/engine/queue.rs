@@ -238,7 +238,7 @@ impl Engine {
         }
         let base = self.ring_base(dir, q);
         if !(MIN_RING_DESCS..=MAX_RING_DESCS).contains(&len)
-            || !(base + 16 * u64::from(len)).is_multiple_of(256)
+            || ring_entry_addr(base, len).is_none_or(|end| !end.is_multiple_of(256))
             || !base.is_multiple_of(256)
         {
             self.log(EventKind::RingWarning {
@@ -274,5 +274,24 @@ impl Engine {
 
     pub(super) fn enabled(&self, dir: Dir, q: u8) -> (bool, bool) {
         self.q[usize::from(q) % QUEUES].cfg.en[dir_idx(dir)]
+    }
+}
+
+/// The address of entry `idx` of a ring (16 bytes each) at `base`, or of
+/// its end for `idx` = its length; `None` past the top of the 64-bit
+/// address space (software may write any base: the access faults, no sum
+/// wraps).
+pub(super) fn ring_entry_addr(base: u64, idx: u32) -> Option<u64> {
+    base.checked_add(16 * u64::from(idx))
+}
+
+/// The bus error of a ring access at entry `idx` past the top of the
+/// address space.
+pub(super) fn ring_overflow(base: u64, idx: u32) -> sim_core::AccessError {
+    sim_core::AccessError {
+        addr: base,
+        message: format!(
+            "ring entry {idx} of the ring at {base:#x} lies past the top of the 64-bit address space"
+        ),
     }
 }
