@@ -448,7 +448,8 @@ impl Q7Core {
                 layout: &self.layout,
                 bus: &mut *bus,
             };
-            expand(&word, &cfg, &mut snap)
+            let spare = std::mem::take(&mut self.spare_engines);
+            expand_reusing(&word, &cfg, &mut snap, spare)
         };
         let mut plan = match plan {
             Ok(p) => p,

@@ -133,6 +133,7 @@ pub(super) fn expand_direct2d(
     w: &Direct2d,
     cfg: &DgeConfig,
     ops: &dyn Operands,
+    spare: Vec<super::EnginePlan>,
 ) -> Result<Plan, PlanError> {
     const W: &str = "DIRECT2D";
     shape_reg_operand(
@@ -177,7 +178,7 @@ pub(super) fn expand_direct2d(
         nums: w.dst_num_elem.map(u64::from),
         elem: xfer.dst_elem,
     };
-    let mut spread = Spread::new(W, cfg, w.sem_increment);
+    let mut spread = Spread::new(W, cfg, w.sem_increment, spare);
     let gates = [
         Gate::of(w.src_bound_reg, w.src_start_addr),
         Gate::of(w.dst_bound_reg, w.dst_start_addr),
