@@ -205,7 +205,13 @@ pub(super) fn expand_direct2d(
         if let Some(e) = spread.push(ops, pair, gates)?
             && run.row_start
         {
-            spread.rows[e] += (run.n / src.nums[0]).max(1) as u32;
+            // Whole rows: at least one (no divide for a run of one row).
+            let rows = if run.n <= src.nums[0] {
+                1
+            } else {
+                run.n / src.nums[0]
+            };
+            spread.rows[e] += rows as u32;
         }
     }
     let (engines, out_of_bounds) = spread.finish(
