@@ -21,7 +21,7 @@ use crate::layout::{
     CoreLayout, DESC_BYTES, DgeConfig, ENGINES_PER_CORE, INITIAL_RING_ID, PAYLOAD_ENTRIES,
     RingAddrs,
 };
-use crate::plan::{Operands, Plan, expand};
+use crate::plan::{EnginePlan, Operands, Plan, expand_reusing};
 
 mod calls;
 mod completion;
@@ -259,6 +259,9 @@ pub struct Q7Core {
     /// Scratch space of [`Q7Core::fire`]: one engine's descriptors, built
     /// before they are stored.
     built: fire::Built,
+    /// The engine shares of the last plan fired, emptied: the next word is
+    /// expanded in them ([`crate::plan::expand_reusing`]).
+    spare_engines: Vec<EnginePlan>,
 }
 
 impl Q7Core {
@@ -283,6 +286,7 @@ impl Q7Core {
             halted: None,
             stats: Default::default(),
             built: fire::Built::default(),
+            spare_engines: Vec::new(),
             trace: true,
         }
     }
@@ -421,7 +425,10 @@ impl Q7Core {
             match std::mem::take(&mut self.stage) {
                 Stage::Generating {
                     plan, tag, update, ..
-                } => self.fire(now, bus, &plan, tag, update),
+                } => {
+                    self.fire(now, bus, &plan, tag, update);
+                    self.keep_spare(plan.engines);
+                }
                 Stage::Idle => {
                     if !self.try_issue(now, bus, t) {
                         break;
@@ -456,6 +463,23 @@ impl Q7Core {
         }
     }
 
+    /// Keeps the engine shares of a fired plan, emptied, for the next
+    /// expansion; a pair or gather list grown past [`SPARE_PAIRS_MAX`] is
+    /// let go (a core does not hold a large word's room for good).
+    fn keep_spare(&mut self, mut engines: Vec<EnginePlan>) {
+        for ep in &mut engines {
+            let slot = ep.slot;
+            ep.reset(slot);
+            if ep.pairs.capacity() > SPARE_PAIRS_MAX {
+                ep.pairs = Vec::new();
+            }
+            if ep.gathers.capacity() > SPARE_PAIRS_MAX {
+                ep.gathers = Vec::new();
+            }
+        }
+        self.spare_engines = engines;
+    }
+
     /// The cycle the word at the head of the queue starts, when its gate
     /// has passed and it waits out the semaphore wake.
     fn release_pending(&self) -> Option<Cycle> {
@@ -472,6 +496,10 @@ fn front_tag(q: &VecDeque<Queued>) -> InstTag {
         |q| q.tag.clone(),
     )
 }
+
+/// The most descriptor pairs (or gather packets) an engine share kept for
+/// reuse has room for ([`Q7Core::keep_spare`]).
+const SPARE_PAIRS_MAX: usize = 1024;
 
 /// SEC_A FIRST (bit 15) and LAST (bit 16) errors (docs/references/driver.md §2.6).
 const FIRST_LAST_ERRORS: u32 = (1 << 15) | (1 << 16);

@@ -289,9 +289,20 @@ impl DgeConfig {
 
     /// Engine slots (0..16) allowed by the mask, ascending.
     pub fn engine_slots(&self) -> Vec<u8> {
-        (0..16u8)
-            .filter(|i| self.engine_mask & (1 << i) != 0)
-            .collect()
+        self.slots().collect()
+    }
+
+    /// [`DgeConfig::engine_slots`] without a list: the mask's set bits,
+    /// lowest first.
+    pub fn slots(&self) -> impl Iterator<Item = u8> + use<> {
+        let mut mask = self.engine_mask;
+        std::iter::from_fn(move || {
+            (mask != 0).then(|| {
+                let slot = mask.trailing_zeros() as u8;
+                mask &= mask - 1;
+                slot
+            })
+        })
     }
 
     /// Bytes one ring occupies in the carve-out (rounded up to 256 B).
@@ -382,6 +393,20 @@ mod tests {
         assert_eq!(r1.m2s_ring, r0.s2m_comp + 4096);
         assert_eq!(c.payload(0x1000_0000, 0), 0x1000_0000 + 0x400 + 64 * 4096);
         assert!(c.validate(1 << 30).is_ok());
+    }
+
+    /// The mask's bits read lowest first are the slots the mask allows, for
+    /// every mask.
+    #[test]
+    fn slots_are_the_set_bits_ascending() {
+        for mask in 0..=u16::MAX {
+            let c = DgeConfig {
+                engine_mask: mask,
+                ..DgeConfig::from_regs(0, 0)
+            };
+            let want: Vec<u8> = (0..16u8).filter(|i| mask & (1 << i) != 0).collect();
+            assert_eq!(c.slots().collect::<Vec<u8>>(), want, "mask {mask:#x}");
+        }
     }
 
     #[test]

@@ -24,4 +24,6 @@ pub use crate::core::{
     FwBus, FwCall, FwEvent, FwEventKind, FwWait, InstTag, KindStats, PendingWork, Q7Core, WakeNeed,
 };
 pub use layout::{CoreLayout, DgeConfig, EngineLayout, PeerLayout, QueueRegs};
-pub use plan::{DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError, TxSource, expand};
+pub use plan::{
+    DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError, TxSource, expand, expand_reusing,
+};

@@ -6,7 +6,7 @@
 
 use dma_abi::inst::{ComputeOp, Dtype, InstKind, InstWord};
 use proptest::prelude::*;
-use q7::{DgeConfig, Operands, expand};
+use q7::{DgeConfig, EnginePlan, MicroOp, Operands, expand, expand_reusing};
 use soc_map::Addr8;
 
 struct NoOps;
@@ -169,5 +169,76 @@ proptest! {
                 prop_assert!(msg.contains(&format!("CARVEOUT_SIZE_DESCS = {ring}")), "{msg}");
             }
         }
+    }
+}
+
+/// A DIRECT2D of `n` FP32 elements, source step `step`, under compute op
+/// `op`.
+fn direct2d(n: u16, step: i32, op: ComputeOp, base: u64) -> InstWord {
+    let InstWord::Direct2d(mut w) = InstWord::default_of(InstKind::Direct2d) else {
+        unreachable!()
+    };
+    w.src_start_addr = Addr8::Immediate {
+        addr: base,
+        shape_reg: false,
+    };
+    w.dst_start_addr = Addr8::Immediate {
+        addr: base << 4,
+        shape_reg: false,
+    };
+    w.src_step_elem = [step, 0];
+    w.dst_step_elem = [1, 0];
+    w.src_num_elem = [n, 1];
+    w.dst_num_elem = [n, 1];
+    w.src_elem_size = 4;
+    w.dst_elem_size = 4;
+    w.in_dtype = Dtype::Fp32;
+    w.out_dtype = Dtype::Fp32;
+    w.compute_op = op;
+    InstWord::Direct2d(w)
+}
+
+fn dge(mask: u16) -> DgeConfig {
+    DgeConfig {
+        carveout_offset_descs: 0,
+        carveout_size_descs: 4096,
+        engine_mask: mask,
+        queue_mask: 1,
+    }
+}
+
+proptest! {
+    /// A word expanded in an earlier plan's engine shares (the firmware
+    /// reuses their room word after word) gives the plan a fresh
+    /// expansion gives, whatever the earlier plan held: other engines,
+    /// more or fewer of them, compute packets, gathers, micro-ops.
+    #[test]
+    fn expanding_in_a_spare_plan_equals_a_fresh_expansion(
+        earlier in (1u16..300, 1i32..3, 1u16.., 1u64..1 << 28),
+        later in (1u16..300, 1i32..3, 1u16.., 1u64..1 << 28),
+        ops in (0usize..5, 0usize..5),
+        junk in prop::collection::vec((0u8..16, 1u32..64), 0..20),
+    ) {
+        let op = |k: usize| {
+            [ComputeOp::None, ComputeOp::Add, ComputeOp::Multiply, ComputeOp::Max, ComputeOp::Min][k]
+        };
+        let first = expand(&direct2d(earlier.0, earlier.1, op(ops.0), earlier.3), &dge(earlier.2), &mut NoOps);
+        let mut spare = first.map(|p| p.engines).unwrap_or_default();
+        // Whatever else a share may hold.
+        for (k, &(slot, len)) in junk.iter().enumerate() {
+            let mut ep = EnginePlan::empty(slot);
+            ep.bytes = u64::from(len);
+            ep.sem_writes.push((u64::from(len), slot));
+            ep.micro_ops.push(MicroOp::RegWrite { engine: 0, operand: "x", reg: slot, value: 1 });
+            ep.gathers.push(q7::plan::GatherPacket { tx: vec![(1, len)], dst: 2, dst_len_bytes: len, word1: 0 });
+            match spare.get_mut(k) {
+                Some(s) => s.gathers.extend(ep.gathers),
+                None => spare.push(ep),
+            }
+        }
+        let word = direct2d(later.0, later.1, op(ops.1), later.3);
+        let fresh = expand(&word, &dge(later.2), &mut NoOps);
+        let reused = expand_reusing(&word, &dge(later.2), &mut NoOps, spare);
+        prop_assert_eq!(reused, fresh);
     }
 }

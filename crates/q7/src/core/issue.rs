@@ -47,21 +47,20 @@ impl Operands for Snapshot<'_> {
     }
 }
 
-pub(super) fn table_entries(word: &InstWord) -> Vec<u8> {
+/// The address-table entries the word's source and destination operands
+/// name, in that order.
+pub(super) fn table_entries(word: &InstWord) -> impl Iterator<Item = u8> + use<> {
     let addrs = match word {
-        InstWord::Direct2d(w) => vec![w.src_start_addr, w.dst_start_addr],
-        InstWord::Indirect1d(w) => vec![w.src_start_addr, w.dst_start_addr],
-        InstWord::Direct2dXpose(w) => vec![w.src_start_addr, w.dst_start_addr],
-        InstWord::GatherXpose(w) => vec![w.src_start_addr, w.dst_start_addr],
-        _ => Vec::new(),
+        InstWord::Direct2d(w) => Some([w.src_start_addr, w.dst_start_addr]),
+        InstWord::Indirect1d(w) => Some([w.src_start_addr, w.dst_start_addr]),
+        InstWord::Direct2dXpose(w) => Some([w.src_start_addr, w.dst_start_addr]),
+        InstWord::GatherXpose(w) => Some([w.src_start_addr, w.dst_start_addr]),
+        _ => None,
     };
-    addrs
-        .into_iter()
-        .filter_map(|a| match a {
-            soc_map::Addr8::Table { entry, .. } => Some(entry),
-            _ => None,
-        })
-        .collect()
+    addrs.into_iter().flatten().filter_map(|a| match a {
+        soc_map::Addr8::Table { entry, .. } => Some(entry),
+        _ => None,
+    })
 }
 
 /// The notification queues software configured on engine `e` (NQ_SIZE
@@ -171,10 +170,17 @@ pub(super) const MAILBOX_OFFSET: u64 = 0x28;
 /// MEMCOPY_DMA_CFG allows, or all 16 for RDMA_DESC_GEN, whose every engine
 /// writes the local semaphore (docs/firmware.md "RDMA_DESC_GEN /
 /// RDMA_DESC_START").
-pub(super) fn dge_context_slots(word: &InstWord, cfg: &DgeConfig) -> Vec<u8> {
+pub(super) fn dge_context_slots(
+    word: &InstWord,
+    cfg: &DgeConfig,
+) -> impl Iterator<Item = u8> + use<> {
+    let all = DgeConfig {
+        engine_mask: u16::MAX, // the 16 engines of ENGINES_PER_CORE
+        ..*cfg
+    };
     match word {
-        InstWord::RdmaDescGen(_) => (0..ENGINES_PER_CORE as u8).collect(),
-        _ => cfg.engine_slots(),
+        InstWord::RdmaDescGen(_) => all.slots(),
+        _ => cfg.slots(),
     }
 }
 
@@ -421,9 +427,15 @@ impl Q7Core {
         let Some(queue_id) = cfg.queue() else {
             return false;
         };
-        let front_tag = front_tag(&self.queue);
+        // The word's tag names a ring programming in the events: copied
+        // only when a ring is programmed.
+        let mut front = None;
         for slot in dge_context_slots(&word, &cfg) {
-            if let Err(m) = self.ensure_rings(now, bus, &cfg, slot, queue_id, &front_tag) {
+            if self.rings_armed(&cfg, slot, queue_id) {
+                continue;
+            }
+            let tag = front.get_or_insert_with(|| front_tag(&self.queue));
+            if let Err(m) = self.ensure_rings(now, bus, &cfg, slot, queue_id, tag) {
                 return self.reject_front(now, m);
             }
         }
@@ -448,7 +460,8 @@ impl Q7Core {
                 layout: &self.layout,
                 bus: &mut *bus,
             };
-            expand(&word, &cfg, &mut snap)
+            let spare = std::mem::take(&mut self.spare_engines);
+            expand_reusing(&word, &cfg, &mut snap, spare)
         };
         let mut plan = match plan {
             Ok(p) => p,
@@ -465,18 +478,21 @@ impl Q7Core {
         {
             return self.reject_front(now, m);
         }
-        // Rings: armed above; check room.
+        // Rings: armed above; check room. The counts add up to
+        // [`Plan::descriptors`].
+        let mut descriptors = 0u64;
         for ep in &plan.engines {
-            if !self.has_room(bus, ep.slot, ep.m2s_descs(), ep.s2m_descs()) {
+            let (m2s, s2m) = (ep.m2s_descs(), ep.s2m_descs());
+            if !self.has_room(bus, ep.slot, m2s, s2m) {
                 self.blocked_on_space = true;
-                self.space_wait = Some((ep.slot, ep.m2s_descs(), ep.s2m_descs()));
+                self.space_wait = Some((ep.slot, m2s, s2m));
                 return false;
             }
+            descriptors += m2s + s2m;
         }
         let Some(q) = self.queue.pop_front() else {
             return false;
         };
-        let descriptors = plan.descriptors() as u64;
         let cycles = t.q7_decode_cycles + t.q7_desc_write_cycles * descriptors;
         let kind = word.kind();
         self.event(
@@ -622,6 +638,18 @@ impl Q7Core {
         })
     }
 
+    /// Whether the rings of `slot` are programmed as `cfg` and `queue`
+    /// give them (then [`Q7Core::ensure_rings`] does nothing).
+    pub(super) fn rings_armed(&self, cfg: &DgeConfig, slot: u8, queue: u8) -> bool {
+        let len = u32::from(cfg.carveout_size_descs);
+        matches!(
+            self.rings.get(usize::from(slot)),
+            Some(Some(r)) if r.queue == queue
+                && r.len == len
+                && r.addrs == cfg.rings(self.layout.dge_memory, slot)
+        )
+    }
+
     /// Programs the rings of `slot` on first use (DGE context init).
     pub(super) fn ensure_rings(
         &mut self,
@@ -634,11 +662,7 @@ impl Q7Core {
     ) -> Result<(), String> {
         let len = u32::from(cfg.carveout_size_descs);
         let addrs = cfg.rings(self.layout.dge_memory, slot);
-        if let Some(Some(r)) = self.rings.get(usize::from(slot))
-            && r.queue == queue
-            && r.len == len
-            && r.addrs == addrs
-        {
+        if self.rings_armed(cfg, slot, queue) {
             return Ok(());
         }
         let Some(e) = self.layout.engines.get(usize::from(slot)).copied() else {

@@ -88,6 +88,51 @@ struct Runs {
     max_elems: u64,
     i: u64,
     at: [Cursor; 2],
+    /// Set when every run is one whole row ([`RowWalk::of`]).
+    rows: Option<RowWalk>,
+}
+
+/// The cut of the common tile shape, where run `y` is row `y` of both
+/// sides: rows of the same element count, contiguous on both sides, at
+/// most `max_elems`, and not abutting on at least one side (rows abutting
+/// on both would merge into longer runs). Carries the row addresses,
+/// stepped by plain 64-bit adds — no cursor, no 128-bit multiply.
+#[derive(Clone, Copy, Debug)]
+struct RowWalk {
+    /// Row start addresses of the next run: source, destination.
+    at: [u64; 2],
+    /// Bytes from one row start to the next (two's complement).
+    step: [u64; 2],
+}
+
+impl RowWalk {
+    /// The walk of `total` elements from `src` to `dst`, if the shape is
+    /// one run per row and every row start is inside the 64-bit address
+    /// space (then the wrapping adds give the exact addresses: they lie
+    /// between the first and the last row's).
+    fn of(src: &Side, dst: &Side, total: u64, max_elems: u64) -> Option<Self> {
+        let [n0, n1] = src.nums;
+        let abuts = |s: &Side| s.steps[1] == s.nums[0] as i64 || s.nums[1] == 1;
+        let shape = src.steps[0] == 1
+            && dst.steps[0] == 1
+            && src.nums == dst.nums
+            && n0 >= 1
+            && n0.checked_mul(n1) == Some(total)
+            && n0 <= max_elems
+            && !(abuts(src) && abuts(dst));
+        if !shape {
+            return None;
+        }
+        let row_step = |s: &Side| i128::from(s.steps[1]) * i128::from(s.elem);
+        let in_range = |s: &Side| {
+            let last = i128::from(s.base) + i128::from(n1 - 1) * row_step(s);
+            u64::try_from(last).is_ok()
+        };
+        (in_range(src) && in_range(dst)).then(|| RowWalk {
+            at: [src.base, dst.base],
+            step: [row_step(src) as u64, row_step(dst) as u64],
+        })
+    }
 }
 
 impl Runs {
@@ -100,6 +145,7 @@ impl Runs {
             max_elems,
             i: 0,
             at: [origin; 2],
+            rows: RowWalk::of(&src, &dst, total, max_elems),
         }
     }
 }
@@ -110,6 +156,22 @@ impl Iterator for Runs {
     fn next(&mut self) -> Option<Run> {
         if self.i >= self.total {
             return None;
+        }
+        if let Some(w) = &mut self.rows {
+            let n = self.src.nums[0];
+            let run = Run {
+                first: self.i,
+                n,
+                src: Some(w.at[0]),
+                dst: Some(w.at[1]),
+                row_start: true,
+            };
+            self.i += n;
+            w.at = [
+                w.at[0].wrapping_add(w.step[0]),
+                w.at[1].wrapping_add(w.step[1]),
+            ];
+            return Some(run);
         }
         let (i, [s, d]) = (self.i, self.at);
         let n = self
@@ -133,6 +195,7 @@ pub(super) fn expand_direct2d(
     w: &Direct2d,
     cfg: &DgeConfig,
     ops: &dyn Operands,
+    spare: Vec<super::EnginePlan>,
 ) -> Result<Plan, PlanError> {
     const W: &str = "DIRECT2D";
     shape_reg_operand(
@@ -177,7 +240,7 @@ pub(super) fn expand_direct2d(
         nums: w.dst_num_elem.map(u64::from),
         elem: xfer.dst_elem,
     };
-    let mut spread = Spread::new(W, cfg, w.sem_increment);
+    let mut spread = Spread::new(W, cfg, w.sem_increment, spare);
     let gates = [
         Gate::of(w.src_bound_reg, w.src_start_addr),
         Gate::of(w.dst_bound_reg, w.dst_start_addr),
@@ -204,7 +267,13 @@ pub(super) fn expand_direct2d(
         if let Some(e) = spread.push(ops, pair, gates)?
             && run.row_start
         {
-            spread.rows[e] += (run.n / src.nums[0]).max(1) as u32;
+            // Whole rows: at least one (no divide for a run of one row).
+            let rows = if run.n <= src.nums[0] {
+                1
+            } else {
+                run.n / src.nums[0]
+            };
+            spread.rows[e] += rows as u32;
         }
     }
     let (engines, out_of_bounds) = spread.finish(
@@ -311,6 +380,50 @@ mod tests {
             proptest::prop_assert_eq!(walked, runs_by_division(src, dst, total, max));
         }
     }
+    proptest::proptest! {
+        /// Shapes of whole rows on both sides (the row walk's, and those
+        /// just outside it: abutting rows, rows longer than a run, row
+        /// starts past the address space) cut exactly as the divide walk.
+        #[test]
+        fn the_row_walk_equals_the_divide_walk(
+            nums in (1u64..40, 1u64..12),
+            s1 in (-300i64..300, -300i64..300),
+            abut in (proptest::bool::ANY, proptest::bool::ANY),
+            elems in (1u64..5, 1u64..5),
+            max in 1u64..70,
+            bases in (0u64..3, 0u64..3),
+        ) {
+            let total = nums.0 * nums.1;
+            let base = |k: u64| [0x1_0000, u64::MAX - 4000, 1000][k as usize];
+            let side = |b: u64, s1: i64, abut: bool, elem: u64| super::Side {
+                base: base(b),
+                steps: [1, if abut { nums.0 as i64 } else { s1 }],
+                nums: [nums.0, nums.1],
+                elem,
+            };
+            let src = side(bases.0, s1.0, abut.0, elems.0);
+            let dst = side(bases.1, s1.1, abut.1, elems.1);
+            let walked: Vec<super::Run> = super::Runs::new(src, dst, total, max).collect();
+            proptest::prop_assert_eq!(walked, runs_by_division(src, dst, total, max));
+        }
+    }
+
+    /// The tile shape (rows abutting in the source, a partition apart in
+    /// the destination) takes the row walk.
+    #[test]
+    fn tile_rows_take_the_row_walk() {
+        let side = |base, s1, elem| super::Side {
+            base,
+            steps: [1, s1],
+            nums: [256, 128],
+            elem,
+        };
+        let (src, dst) = (side(0x1000_0000, 256, 2), side(SBUF, 131072, 2));
+        assert!(super::RowWalk::of(&src, &dst, 256 * 128, 32768).is_some());
+        // Abutting on both sides: longer runs, the cursor walk.
+        assert!(super::RowWalk::of(&src, &src, 256 * 128, 32768).is_none());
+    }
+
     #[test]
     fn tile_rows_go_to_the_engine_of_their_partition() {
         // [128, 4096] bf16 HBM -> SBUF: one 8 KiB pair per partition.

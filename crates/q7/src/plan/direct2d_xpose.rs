@@ -30,6 +30,7 @@ pub(super) fn expand_direct2d_xpose(
     w: &Direct2dXpose,
     cfg: &DgeConfig,
     ops: &dyn Operands,
+    spare: Vec<super::EnginePlan>,
 ) -> Result<Plan, PlanError> {
     const W: &str = "DIRECT2D_XPOSE";
     shape_reg_operand(
@@ -106,7 +107,7 @@ pub(super) fn expand_direct2d_xpose(
     let [s0, s1] = w.src_step_elem.map(i128::from);
     let [d0, d1] = w.dst_step_elem.map(i128::from);
     let tile_step = i128::from(w.tile_src_row_step);
-    let mut spread = Spread::new(W, cfg, 1);
+    let mut spread = Spread::new(W, cfg, 1, spare);
     let gates = [
         Gate::of(w.src_bound_reg, w.src_start_addr),
         Gate::of(w.dst_bound_reg, w.dst_start_addr),

@@ -29,6 +29,7 @@ pub(super) fn expand_gather_xpose(
     w: &GatherXpose,
     cfg: &DgeConfig,
     ops: &mut dyn Operands,
+    spare: Vec<super::EnginePlan>,
 ) -> Result<Plan, PlanError> {
     const W: &str = "GATHER_XPOSE";
     check_active_channels(W, w.idx_num_active_channels)?;
@@ -160,7 +161,7 @@ pub(super) fn expand_gather_xpose(
             _ => true,
         })
         .collect();
-    let mut spread = Spread::new(W, cfg, 1);
+    let mut spread = Spread::new(W, cfg, 1, spare);
     let gates = [Gate::INERT, Gate::of(w.dst_bound_reg, w.dst_start_addr)];
     // The cross-bar path (as DIRECT2D_XPOSE): gathered rows contiguous
     // (step 0 = 1) and destination columns one partition apart — each

@@ -58,6 +58,7 @@ pub(super) fn expand_indirect1d(
     w: &Indirect1d,
     cfg: &DgeConfig,
     ops: &mut dyn Operands,
+    spare: Vec<super::EnginePlan>,
 ) -> Result<Plan, PlanError> {
     const W: &str = "INDIRECT1D";
     check_active_channels(W, w.idx_num_active_channels)?;
@@ -162,7 +163,7 @@ pub(super) fn expand_indirect1d(
         u64::try_from(i128::from(base) + off).ok()
     };
     let row_elems = u64::from(w.src_elem_size) / xfer.src_elem;
-    let mut spread = Spread::new(W, cfg, w.sem_increment);
+    let mut spread = Spread::new(W, cfg, w.sem_increment, spare);
     let mut index_faults = Vec::new();
     let mut seen_dst: std::collections::BTreeMap<u32, u32> = Default::default();
     let mut duplicates = Vec::new();

@@ -324,6 +324,26 @@ impl EnginePlan {
         }
     }
 
+    /// Engine slot `slot` with nothing to do, as [`EnginePlan::empty`],
+    /// keeping the room of this share's lists.
+    pub fn reset(&mut self, slot: u8) {
+        // Every field named: a new one cannot be left out.
+        let EnginePlan {
+            slot: s,
+            pairs,
+            bytes,
+            micro_ops,
+            sem_writes,
+            gathers,
+        } = self;
+        *s = slot;
+        pairs.clear();
+        *bytes = 0;
+        micro_ops.clear();
+        sem_writes.clear();
+        gathers.clear();
+    }
+
     /// M2S descriptors this engine's share writes: every source of every
     /// packet (a CCE pair has 2 or 3, docs/firmware.md "Compute ops and
     /// dtypes"), every piece of a gather, and the semaphore writes.
@@ -447,12 +467,25 @@ pub struct IndexOutOfBounds {
 
 /// Expands `word` under `cfg`.
 pub fn expand(word: &InstWord, cfg: &DgeConfig, ops: &mut dyn Operands) -> Result<Plan, PlanError> {
+    expand_reusing(word, cfg, ops, Vec::new())
+}
+
+/// [`expand`], building the engine shares in `spare` — an earlier plan's
+/// [`Plan::engines`], whatever they hold — so that a firmware expanding
+/// word after word reuses their lists' room instead of allocating each
+/// anew. The plan is the one [`expand`] gives.
+pub fn expand_reusing(
+    word: &InstWord,
+    cfg: &DgeConfig,
+    ops: &mut dyn Operands,
+    spare: Vec<EnginePlan>,
+) -> Result<Plan, PlanError> {
     match word {
-        InstWord::Direct2d(w) => direct2d::expand_direct2d(w, cfg, ops),
-        InstWord::Indirect1d(w) => indirect1d::expand_indirect1d(w, cfg, ops),
+        InstWord::Direct2d(w) => direct2d::expand_direct2d(w, cfg, ops, spare),
+        InstWord::Indirect1d(w) => indirect1d::expand_indirect1d(w, cfg, ops, spare),
         InstWord::RdmaDescGen(w) => rdma::expand_rdma_gen(w, cfg, ops),
-        InstWord::Direct2dXpose(w) => direct2d_xpose::expand_direct2d_xpose(w, cfg, ops),
-        InstWord::GatherXpose(w) => gather_xpose::expand_gather_xpose(w, cfg, ops),
+        InstWord::Direct2dXpose(w) => direct2d_xpose::expand_direct2d_xpose(w, cfg, ops, spare),
+        InstWord::GatherXpose(w) => gather_xpose::expand_gather_xpose(w, cfg, ops, spare),
         other => Err(PlanError::Unsupported(format!(
             "{}: the firmware does not expand this word in this version",
             other.kind().name()

@@ -4,7 +4,7 @@
 
 use super::operands::{Gate, RegOperand, Resolved, bound_check};
 use super::{DescPair, EnginePlan, GatherPacket, MicroOp, Operands, OutOfBounds, PlanError};
-use crate::layout::{DgeConfig, PARTITIONS_PER_ENGINE};
+use crate::layout::{DgeConfig, ENGINES_PER_CORE, PARTITIONS_PER_ENGINE};
 
 /// The most pairs [`Spread::reserve_pairs`] makes room for per engine
 /// (a word refused at its ring cap need not allocate its whole share).
@@ -16,28 +16,41 @@ pub(super) struct Spread {
     word: &'static str,
     sem_increment: u8,
     engines: Vec<EnginePlan>,
-    /// Rows each engine got (for its DIMPUSH).
-    pub(super) rows: Vec<u32>,
+    /// Rows each engine got (for its DIMPUSH), by index into `engines`
+    /// (at most the 16 of a 16-bit engine mask).
+    pub(super) rows: [u32; ENGINES_PER_CORE],
     /// Descriptors placed per engine so far: [M2S, S2M], semaphore write
     /// not included.
-    descs: Vec<[u64; 2]>,
+    descs: [[u64; 2]; ENGINES_PER_CORE],
     cap: usize,
     run_index: usize,
     out_of_bounds: Vec<OutOfBounds>,
 }
 
 impl Spread {
-    pub(super) fn new(word: &'static str, cfg: &DgeConfig, sem_increment: u8) -> Self {
-        let engines: Vec<EnginePlan> = cfg
-            .engine_slots()
-            .into_iter()
-            .map(EnginePlan::empty)
-            .collect();
+    /// A spread over the engines `cfg` allows, built in `spare` (an earlier
+    /// plan's engines, their vectors' room reused; [`super::expand_reusing`]).
+    pub(super) fn new(
+        word: &'static str,
+        cfg: &DgeConfig,
+        sem_increment: u8,
+        spare: Vec<EnginePlan>,
+    ) -> Self {
+        let mut engines = spare;
+        let mut n = 0;
+        for slot in cfg.slots() {
+            match engines.get_mut(n) {
+                Some(ep) => ep.reset(slot),
+                None => engines.push(EnginePlan::empty(slot)),
+            }
+            n += 1;
+        }
+        engines.truncate(n);
         Self {
             word,
             sem_increment,
-            rows: vec![0; engines.len()],
-            descs: vec![[0; 2]; engines.len()],
+            rows: [0; ENGINES_PER_CORE],
+            descs: [[0; 2]; ENGINES_PER_CORE],
             engines,
             cap: usize::from(cfg.carveout_size_descs),
             run_index: 0,
@@ -273,7 +286,7 @@ impl Spread {
         let regs = &regs;
         let (base, elem_size, sem_num) = generate;
         let armed = gates.iter().filter(|(_, g)| g.reg.bc_enabled).count();
-        for (ep, rows) in self.engines.iter_mut().zip(std::mem::take(&mut self.rows)) {
+        for (ep, rows) in self.engines.iter_mut().zip(self.rows) {
             let engine = u16::from(ep.slot);
             // REGWRITEs, GENERATE and two DIMPUSHes, in one allocation.
             ep.micro_ops.reserve_exact(regs.len() + armed + 3);
