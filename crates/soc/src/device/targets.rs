@@ -366,12 +366,11 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                // At most 24 bits: a ring base past 2^56 overflows the
-                // engine's ring-end sum (udma/src/engine/queue.rs).
-                let v = match x % 4 {
+                let v = match x % 5 {
                     0 => 0,
                     1 => 1,
                     2 => (x >> 40) as u32,
+                    3 => (x >> 16) as u32,
                     _ => 0x00FF_FFFF,
                 };
                 let direct = matches!(quiet.reg_decoded(a), Ok(Some(d)) if d.engine.is_some_and(|r| !r.broadcast));
