@@ -452,6 +452,17 @@ pub(super) fn access_error(e: BusFault, addr: u64) -> AccessError {
     }
 }
 
+impl DmaBus<'_> {
+    /// [`Bus::write_entry16`] past the plain-memory path: through `write`
+    /// (a store to create, a register aperture, a fault). Out of line, so
+    /// that the completion write of every packet stays small.
+    #[cold]
+    #[inline(never)]
+    fn write_entry16_full(&mut self, addr: u64, word0: u32) -> Result<(), AccessError> {
+        self.write(addr, &sim_core::entry16(word0))
+    }
+}
+
 impl Bus for DmaBus<'_> {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), AccessError> {
         match self.fabric.memory.read(&self.fabric.map, addr, buf) {
@@ -510,7 +521,7 @@ impl Bus for DmaBus<'_> {
             }
             return Ok(());
         }
-        self.write(addr, &sim_core::entry16(word0))
+        self.write_entry16_full(addr, word0)
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), AccessError> {
