@@ -25,6 +25,9 @@ impl Operands for Snapshot<'_> {
     fn partition_of(&self, addr: u64) -> Option<u16> {
         self.bus.partition_of(addr)
     }
+    fn partition_span(&self, addr: u64) -> (Option<u16>, Option<crate::PartitionSpan>) {
+        self.bus.partition_span(addr)
+    }
     fn partition_stride(&self, addr: u64) -> Option<u64> {
         self.bus.partition_stride(addr)
     }
