@@ -249,6 +249,7 @@ proptest! {
 /// none.
 struct SpanOps {
     spans: bool,
+    micro_ops: bool,
 }
 
 impl SpanOps {
@@ -272,6 +273,9 @@ impl Operands for SpanOps {
             stride: if addr & (1 << 35) == 0 { 4096 } else { 0 },
         });
         (self.partition_of(addr), span)
+    }
+    fn micro_ops(&self) -> bool {
+        self.micro_ops
     }
     fn partition_addr(&self, _: soc_map::PartitionTarget) -> u64 {
         0
@@ -320,8 +324,17 @@ proptest! {
         w.src_elem_size = elem;
         w.dst_elem_size = elem;
         let word = InstWord::Direct2d(w);
-        let asked = expand(&word, &dge(mask), &mut SpanOps { spans: false });
-        let spanned = expand(&word, &dge(mask), &mut SpanOps { spans: true });
-        prop_assert_eq!(spanned, asked);
+        let asked = expand(&word, &dge(mask), &mut SpanOps { spans: false, micro_ops: true });
+        let spanned = expand(&word, &dge(mask), &mut SpanOps { spans: true, micro_ops: true });
+        prop_assert_eq!(&spanned, &asked);
+        // Without micro-ops: the same plan, its micro-op lists empty.
+        let unlisted = expand(&word, &dge(mask), &mut SpanOps { spans: true, micro_ops: false });
+        let listed = asked.map(|mut p| {
+            for ep in &mut p.engines {
+                ep.micro_ops.clear();
+            }
+            p
+        });
+        prop_assert_eq!(unlisted, listed);
     }
 }

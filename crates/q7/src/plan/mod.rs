@@ -57,6 +57,12 @@ pub trait Operands {
     fn partition_span(&self, addr: u64) -> (Option<u16>, Option<PartitionSpan>) {
         (self.partition_of(addr), None)
     }
+    /// Whether the plan lists each engine's micro-ops
+    /// ([`EnginePlan::micro_ops`]; default yes). A firmware that records no
+    /// events shows none, and a plan without them is otherwise the same.
+    fn micro_ops(&self) -> bool {
+        true
+    }
     /// The partition stride of the partitioned memory at `addr`, if any
     /// (default none: the cross-bar transpose path is then not taken).
     fn partition_stride(&self, addr: u64) -> Option<u64> {

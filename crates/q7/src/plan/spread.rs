@@ -347,13 +347,17 @@ impl Spread {
         let regs = &regs;
         let (base, elem_size, sem_num) = generate;
         let armed = gates.iter().filter(|(_, g)| g.reg.bc_enabled).count();
+        let listed = ops.micro_ops();
         for (ep, rows) in self.engines.iter_mut().zip(self.rows) {
             let engine = u16::from(ep.slot);
-            // REGWRITEs, GENERATE and two DIMPUSHes, in one allocation.
-            ep.micro_ops.reserve_exact(regs.len() + armed + 3);
             ep.sem_writes.reserve_exact(1);
             ep.sem_writes
                 .push((ops.sem_inc_addr(sem_num), self.sem_increment));
+            if !listed {
+                continue;
+            }
+            // REGWRITEs, GENERATE and two DIMPUSHes, in one allocation.
+            ep.micro_ops.reserve_exact(regs.len() + armed + 3);
             for (operand, reg, value) in regs {
                 ep.micro_ops.push(MicroOp::RegWrite {
                     engine,
