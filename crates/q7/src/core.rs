@@ -69,6 +69,15 @@ pub trait FwBus {
     }
     /// The SBUF/PSUM partition `addr` is in, if any.
     fn partition_of(&self, addr: u64) -> Option<u16>;
+    /// [`FwBus::partition_of`] of `addr`, with the span around it when the
+    /// bus knows one ([`crate::PartitionSpan`]: the region `addr` decodes
+    /// to, whose partitions follow from its base and stride, or plain
+    /// memory): the firmware then finds the partition of the other
+    /// addresses in the span without asking, one call per word instead of
+    /// one per descriptor pair (default: the partition alone).
+    fn partition_span(&self, addr: u64) -> (Option<u16>, Option<crate::PartitionSpan>) {
+        (self.partition_of(addr), None)
+    }
     /// The partition stride of the partitioned memory at `addr`, if any
     /// (the cross-bar transpose path needs it; default none).
     fn partition_stride(&self, addr: u64) -> Option<u64> {

@@ -25,5 +25,6 @@ pub use crate::core::{
 };
 pub use layout::{CoreLayout, DgeConfig, EngineLayout, PeerLayout, QueueRegs};
 pub use plan::{
-    DescPair, EnginePlan, MicroOp, Operands, Plan, PlanError, TxSource, expand, expand_reusing,
+    DescPair, EnginePlan, MicroOp, Operands, PairExtras, PartitionSpan, Plan, PlanError, TxSource,
+    expand, expand_reusing,
 };

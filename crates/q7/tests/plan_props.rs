@@ -242,3 +242,99 @@ proptest! {
         prop_assert_eq!(reused, fresh);
     }
 }
+
+/// [`NoOps`]' partitions, with one in 32 Ki "memory" regions (bit 35 set)
+/// outside every partition, and, where `spans`, the 512 KiB span around
+/// each address ([`Operands::partition_span`]): its 4 KiB partitions, or
+/// none.
+struct SpanOps {
+    spans: bool,
+    micro_ops: bool,
+}
+
+impl SpanOps {
+    const SPAN: u64 = 1 << 19;
+}
+
+impl Operands for SpanOps {
+    fn reg(&self, _: u8) -> u32 {
+        0
+    }
+    fn table_entry(&self, _: u8) -> u64 {
+        0
+    }
+    fn partition_of(&self, addr: u64) -> Option<u16> {
+        (addr & (1 << 35) == 0).then_some(((addr >> 12) & 127) as u16)
+    }
+    fn partition_span(&self, addr: u64) -> (Option<u16>, Option<q7::PartitionSpan>) {
+        let span = self.spans.then_some(q7::PartitionSpan {
+            base: addr & !(Self::SPAN - 1),
+            len: Self::SPAN,
+            stride: if addr & (1 << 35) == 0 { 4096 } else { 0 },
+        });
+        (self.partition_of(addr), span)
+    }
+    fn micro_ops(&self) -> bool {
+        self.micro_ops
+    }
+    fn partition_addr(&self, _: soc_map::PartitionTarget) -> u64 {
+        0
+    }
+    fn read_u32s(&mut self, _: u64, _: usize) -> Result<Vec<u32>, String> {
+        Err("no memory".into())
+    }
+    fn sem_inc_addr(&self, idx: u8) -> u64 {
+        0x1800 + 4 * u64::from(idx)
+    }
+    fn peer(&self, _: u32) -> Option<q7::PeerLayout> {
+        None
+    }
+}
+
+proptest! {
+    /// Engines found from the partition spans the operands give (one
+    /// question per span, not per pair) are the engines asking per pair
+    /// finds: the same plan, whether the runs stay in one span or cross
+    /// several, partitioned or not, on either side.
+    #[test]
+    fn partitions_from_spans_equal_partitions_asked_per_pair(
+        sn in (1u16..40, 1u16..20),
+        ss in (-3i32..4, prop_oneof![prop::sample::select(vec![4096, -4096, 65536]), -30000i32..30000]),
+        ds in (-3i32..4, prop_oneof![prop::sample::select(vec![4096, -4096, 65536]), -30000i32..30000]),
+        elem in prop::sample::select(vec![1u16, 2, 4, 8]),
+        blocks in (0u64..1 << 18, 0u64..1 << 18),
+        offs in (0u64..4, 0u64..4),
+        mask in 1u16..,
+    ) {
+        // Starts on a span's first byte, or just before its end: rows land
+        // on span edges.
+        let at = |block: u64, k: u64| {
+            block * SpanOps::SPAN + [0, SpanOps::SPAN - 4096, SpanOps::SPAN - 8, 12345][k as usize]
+        };
+        let bases = (at(blocks.0, offs.0), at(blocks.1, offs.1));
+        let InstWord::Direct2d(mut w) = InstWord::default_of(InstKind::Direct2d) else {
+            unreachable!()
+        };
+        w.src_start_addr = Addr8::Immediate { addr: bases.0, shape_reg: false };
+        w.dst_start_addr = Addr8::Immediate { addr: bases.1, shape_reg: false };
+        w.src_step_elem = [ss.0, ss.1];
+        w.dst_step_elem = [ds.0, ds.1];
+        w.src_num_elem = [sn.0, sn.1];
+        w.dst_num_elem = [sn.0, sn.1];
+        w.src_elem_size = elem;
+        w.dst_elem_size = elem;
+        let word = InstWord::Direct2d(w);
+        let asked = expand(&word, &dge(mask), &mut SpanOps { spans: false, micro_ops: true });
+        let spanned = expand(&word, &dge(mask), &mut SpanOps { spans: true, micro_ops: true });
+        prop_assert_eq!(&spanned, &asked);
+        // Without micro-ops: the same plan, its micro-op lists empty.
+        let unlisted = expand(&word, &dge(mask), &mut SpanOps { spans: true, micro_ops: false });
+        let listed = asked.map(|mut p| {
+            for ep in &mut p.engines {
+                ep.micro_ops.clear();
+            }
+            p
+        });
+        prop_assert_eq!(unlisted, listed);
+    }
+}

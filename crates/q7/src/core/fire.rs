@@ -45,25 +45,15 @@ impl Q7Core {
             let (s2m_first, _) = r.slot(r.s2m_pos);
             // Packets in ring order: data pairs, transpose gathers (several
             // TX descriptors, one RX), then the semaphore writes.
-            let pairs = ep
-                .pairs
-                .iter()
-                .map(|p| (PacketTx::Pair(p), (p.dst, p.dst_len_bytes)));
-            let gathers = ep
-                .gathers
-                .iter()
-                .map(|g| (PacketTx::Pieces(&g.tx, g.word1), (g.dst, g.dst_len_bytes)));
-            let sems = ep.sem_writes.iter().map(|&(at, v)| {
-                let src = crate::plan::TxSource::data(
+            let sem_src = |v: u8| {
+                crate::plan::TxSource::data(
                     payload_cfg.payload(dge, v),
                     4,
                     dma_abi::DEFAULT_COPY_WORD1,
-                );
-                (PacketTx::One(src), (at, 4))
-            });
-            let packets = pairs.chain(gathers).chain(sems);
+                )
+            };
             let mut built = std::mem::take(&mut self.built);
-            let build_fault = built.build(r, packets);
+            let build_fault = built.build_share(r, ep, sem_src);
             let (m2s_count, count, store_fault) = built.store(bus, r);
             self.built = built;
             let fault = store_fault.or(build_fault);
@@ -198,7 +188,7 @@ impl Q7Core {
 /// (read from the pair, at most three), one source, or a transpose
 /// gather's pieces.
 enum PacketTx<'p> {
-    Pair(&'p crate::plan::DescPair),
+    Pair(&'p crate::plan::DescPair, &'p crate::plan::PairExtras),
     One(crate::plan::TxSource),
     Pieces(&'p [(u64, u32)], u32),
 }
@@ -206,7 +196,7 @@ enum PacketTx<'p> {
 impl PacketTx<'_> {
     fn len(&self) -> usize {
         match self {
-            PacketTx::Pair(p) => p.source_count(),
+            PacketTx::Pair(p, x) => p.source_count(x),
             PacketTx::One(_) => 1,
             PacketTx::Pieces(p, _) => p.len(),
         }
@@ -214,7 +204,7 @@ impl PacketTx<'_> {
 
     fn get(&self, k: usize) -> crate::plan::TxSource {
         match self {
-            PacketTx::Pair(p) => p.source(k).unwrap_or_default(),
+            PacketTx::Pair(p, x) => p.source(x, k).unwrap_or_default(),
             PacketTx::One(s) => *s,
             PacketTx::Pieces(p, word1) => p.get(k).map_or_else(Default::default, |&(a, l)| {
                 crate::plan::TxSource::data(a, l, *word1)
@@ -232,8 +222,14 @@ type DescBytes = [u8; DESC_BYTES as usize];
 /// an x86 host wait for those stores (a failed store-to-load forward, ~2 %
 /// of a tile run).
 fn push_desc(out: &mut Vec<DescBytes>, d: &dma_abi::Descriptor) {
-    let words01 = u64::from(d.len_ctrl.get()) | (u64::from(d.word1.get()) << 32);
-    let ptr = d.buf_ptr.get();
+    push_words(out, d.len_ctrl(), d.word1.get(), d.buf_ptr.get());
+}
+
+/// Appends the descriptor of word 0 `w0`, word 1 `w1` and buffer pointer
+/// `ptr` (docs/references/driver.md §3.2), as [`push_desc`].
+#[inline(always)]
+fn push_words(out: &mut Vec<DescBytes>, w0: dma_abi::LenCtrl, w1: u32, ptr: u64) {
+    let words01 = u64::from(w0.raw()) | (u64::from(w1) << 32);
     out.push(((u128::from(ptr) << 64) | u128::from(words01)).to_le_bytes());
 }
 
@@ -251,20 +247,110 @@ pub(super) struct Built {
 }
 
 impl Built {
-    /// Builds the descriptors of `packets` from `r`'s producer positions
-    /// (`r` is not moved); the fault that stopped building, if any.
-    fn build<'p>(
+    /// Builds the descriptors of engine share `ep` from `r`'s producer
+    /// positions (`r` is not moved): its data pairs, transpose gathers
+    /// (several TX descriptors, one RX), then its semaphore writes, whose
+    /// source `sem_src` gives by value; the fault that stopped building,
+    /// if any.
+    fn build_share(
         &mut self,
         r: &Rings,
-        packets: impl Iterator<Item = (PacketTx<'p>, (u64, u32))>,
+        ep: &EnginePlan,
+        sem_src: impl Fn(u8) -> crate::plan::TxSource,
     ) -> Option<String> {
         self.m2s.clear();
         self.s2m.clear();
         self.packets.clear();
         // The ring ids of the producer positions, moved along descriptor
         // by descriptor (`Rings::slot` of each position, without dividing).
-        let mut m2s_at = RingCursor::new(r, r.m2s_pos);
-        let mut s2m_at = RingCursor::new(r, r.s2m_pos);
+        let mut at = [RingCursor::new(r, r.m2s_pos), RingCursor::new(r, r.s2m_pos)];
+        let x = &ep.extras;
+        let pairs_fault = if *x == crate::plan::PairExtras::NONE {
+            self.plain_pairs(&ep.pairs, &mut at)
+        } else {
+            let pairs = ep
+                .pairs
+                .iter()
+                .map(|p| (PacketTx::Pair(p, x), (p.dst, p.dst_len_bytes)));
+            self.packets(pairs, &mut at)
+        };
+        if pairs_fault.is_some() {
+            return pairs_fault;
+        }
+        let gathers = ep
+            .gathers
+            .iter()
+            .map(|g| (PacketTx::Pieces(&g.tx, g.word1), (g.dst, g.dst_len_bytes)));
+        let sems = ep
+            .sem_writes
+            .iter()
+            .map(|&(at, v)| (PacketTx::One(sem_src(v)), (at, 4)));
+        self.packets(gathers.chain(sems), &mut at)
+    }
+
+    /// Builds plain copy pairs (one TX descriptor per packet) as
+    /// [`Built::packets`] does, each descriptor's word 0 from its length's
+    /// encoding kept between pairs of one length (a tile's rows are).
+    #[inline(never)]
+    fn plain_pairs(
+        &mut self,
+        pairs: &[crate::plan::DescPair],
+        at: &mut [RingCursor; 2],
+    ) -> Option<String> {
+        // (bytes, word 0 of a FIRST | LAST TX descriptor with ring id 0):
+        // the ring id is set per descriptor.
+        let mut tx0: Option<(u32, dma_abi::LenCtrl)> = None;
+        let mut rx0: Option<(u32, dma_abi::LenCtrl)> = None;
+        self.m2s.reserve(pairs.len());
+        self.s2m.reserve(pairs.len());
+        self.packets.reserve(pairs.len());
+        for p in pairs {
+            let w0 = match tx0 {
+                Some((len, w0)) if len == p.len_bytes => w0,
+                _ => match tx(p.len_bytes, 0, Flags::single(0)) {
+                    Ok(d) => {
+                        tx0 = Some((p.len_bytes, d.len_ctrl()));
+                        d.len_ctrl()
+                    }
+                    Err(_) => {
+                        self.packets.push((0, false));
+                        return Some(format!("descriptor length {} out of range", p.len_bytes));
+                    }
+                },
+            };
+            push_words(&mut self.m2s, w0.with_ring_id(at[0].id), p.word1, p.src);
+            at[0].advance();
+            let w0 = match rx0 {
+                Some((len, w0)) if len == p.dst_len_bytes => w0,
+                _ => match rx(p.dst_len_bytes, 0) {
+                    Ok(d) => {
+                        rx0 = Some((p.dst_len_bytes, d.len_ctrl()));
+                        d.len_ctrl()
+                    }
+                    Err(_) => {
+                        self.packets.push((1, false));
+                        return Some(format!(
+                            "descriptor length {} out of range",
+                            p.dst_len_bytes
+                        ));
+                    }
+                },
+            };
+            push_words(&mut self.s2m, w0.with_ring_id(at[1].id), 0, p.dst);
+            at[1].advance();
+            self.packets.push((1, true));
+        }
+        None
+    }
+
+    /// Builds the descriptors of `packets` at the ring positions `at` (M2S,
+    /// S2M), moving them; the fault that stopped building, if any.
+    fn packets<'p>(
+        &mut self,
+        packets: impl Iterator<Item = (PacketTx<'p>, (u64, u32))>,
+        at: &mut [RingCursor; 2],
+    ) -> Option<String> {
+        let [m2s_at, s2m_at] = at;
         for (txs, (dst, dst_len)) in packets {
             let n = txs.len();
             let mut m2s_n = 0u32;
@@ -434,15 +520,69 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Plain copy pairs build the descriptors, packets and fault the
+        /// general packet builder gives them, lengths out of range and
+        /// ring wraps included.
+        #[test]
+        fn plain_pairs_build_as_general_packets(
+            pairs in proptest::collection::vec(
+                (
+                    proptest::num::u64::ANY,
+                    proptest::num::u64::ANY,
+                    proptest::prop_oneof![1u32..4, 65534u32..65538, 0u32..1, proptest::num::u32::ANY],
+                    proptest::prop_oneof![1u32..4, 65534u32..65538, 0u32..1],
+                    proptest::num::u32::ANY,
+                ),
+                0..12,
+            ),
+            len in 1u32..6,
+            pos in 0u64..40,
+        ) {
+            let pairs: Vec<crate::plan::DescPair> = pairs
+                .into_iter()
+                .map(|(src, dst, len_bytes, dst_len_bytes, word1)| crate::plan::DescPair {
+                    src,
+                    dst,
+                    len_bytes,
+                    dst_len_bytes,
+                    word1,
+                })
+                .collect();
+            let r = rings(len, pos);
+            let cursors = || [RingCursor::new(&r, r.m2s_pos), RingCursor::new(&r, r.s2m_pos)];
+            let mut fast = Built::default();
+            let mut at = cursors();
+            let fast_fault = fast.plain_pairs(&pairs, &mut at);
+            let mut general = Built::default();
+            let mut at_g = cursors();
+            let none = crate::plan::PairExtras::NONE;
+            let general_fault = general.packets(
+                pairs.iter().map(|p| (PacketTx::Pair(p, &none), (p.dst, p.dst_len_bytes))),
+                &mut at_g,
+            );
+            proptest::prop_assert_eq!(fast_fault, general_fault);
+            proptest::prop_assert_eq!(&fast.m2s, &general.m2s);
+            proptest::prop_assert_eq!(&fast.s2m, &general.s2m);
+            proptest::prop_assert_eq!(&fast.packets, &general.packets);
+            proptest::prop_assert_eq!(
+                at.map(|c| (c.idx, c.id)),
+                at_g.map(|c| (c.idx, c.id))
+            );
+        }
+    }
+
     /// A pair's packet read descriptor by descriptor is its source list,
     /// for every combination of accumulate source and meta descriptor.
     #[test]
     fn pair_sources_read_one_by_one_are_the_list() {
-        let mut p = crate::plan::DescPair::copy(0x1000, 0x2000, 64);
+        let p = crate::plan::DescPair::copy(0x1000, 0x2000, 64);
         for (acc, meta) in [(false, false), (true, false), (false, true), (true, true)] {
-            p.acc_src = acc.then_some((0x2000, 64, 7));
-            p.meta = meta.then_some((0xabcd, 9));
-            let tx = PacketTx::Pair(&p);
+            let x = crate::plan::PairExtras {
+                acc: acc.then_some(7),
+                meta: meta.then_some((0xabcd, 9)),
+            };
+            let tx = PacketTx::Pair(&p, &x);
             let listed: Vec<_> = (0..tx.len()).map(|k| tx.get(k)).collect();
             // Ring order: the accumulate source, the meta descriptor, the data.
             let mut want = Vec::new();
@@ -459,8 +599,8 @@ mod tests {
             }
             want.push(crate::plan::TxSource::data(0x1000, 64, p.word1));
             assert_eq!(listed, want, "acc {acc} meta {meta}");
-            assert_eq!(p.sources().to_vec(), want);
-            assert_eq!(p.source(tx.len()), None);
+            assert_eq!(p.sources(&x).to_vec(), want);
+            assert_eq!(p.source(&x, tx.len()), None);
         }
     }
 

@@ -10,6 +10,8 @@ pub(super) struct Snapshot<'a> {
     pub(super) table: Vec<(u8, u64)>,
     pub(super) layout: &'a CoreLayout,
     pub(super) bus: &'a mut dyn FwBus,
+    /// Whether events are recorded: only then are micro-ops shown.
+    pub(super) trace: bool,
 }
 
 impl Operands for Snapshot<'_> {
@@ -24,6 +26,12 @@ impl Operands for Snapshot<'_> {
     }
     fn partition_of(&self, addr: u64) -> Option<u16> {
         self.bus.partition_of(addr)
+    }
+    fn partition_span(&self, addr: u64) -> (Option<u16>, Option<crate::PartitionSpan>) {
+        self.bus.partition_span(addr)
+    }
+    fn micro_ops(&self) -> bool {
+        self.trace
     }
     fn partition_stride(&self, addr: u64) -> Option<u64> {
         self.bus.partition_stride(addr)
@@ -459,6 +467,7 @@ impl Q7Core {
                 table,
                 layout: &self.layout,
                 bus: &mut *bus,
+                trace: self.trace,
             };
             let spare = std::mem::take(&mut self.spare_engines);
             expand_reusing(&word, &cfg, &mut snap, spare)

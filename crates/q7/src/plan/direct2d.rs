@@ -197,6 +197,19 @@ pub(super) fn expand_direct2d(
     ops: &dyn Operands,
     spare: Vec<super::EnginePlan>,
 ) -> Result<Plan, PlanError> {
+    expand_direct2d_walking(w, cfg, ops, spare, true)
+}
+
+/// [`expand_direct2d`]; with `rows_fast`, a cut of one run per row
+/// ([`RowWalk`]) is pushed by [`Spread::push_rows`], else run by run as
+/// any other cut (the plain path it is tested against).
+fn expand_direct2d_walking(
+    w: &Direct2d,
+    cfg: &DgeConfig,
+    ops: &dyn Operands,
+    spare: Vec<super::EnginePlan>,
+    rows_fast: bool,
+) -> Result<Plan, PlanError> {
     const W: &str = "DIRECT2D";
     shape_reg_operand(
         W,
@@ -241,6 +254,7 @@ pub(super) fn expand_direct2d(
         elem: xfer.dst_elem,
     };
     let mut spread = Spread::new(W, cfg, w.sem_increment, spare);
+    spread.set_extras(xfer.extras());
     let gates = [
         Gate::of(w.src_bound_reg, w.src_start_addr),
         Gate::of(w.dst_bound_reg, w.dst_start_addr),
@@ -252,28 +266,41 @@ pub(super) fn expand_direct2d(
         let run = src.nums[0].min(dst.nums[0]).min(max_elems).max(1);
         spread.reserve_pairs(src_total.div_ceil(run));
     }
-    for run in Runs::new(src, dst, src_total, max_elems) {
-        let overflow = |side: &str| {
-            PlanError::Invalid(format!(
-                "{W}: the {side} address of element {} is outside the 64-bit address space",
-                run.first
-            ))
-        };
-        let pair = xfer.pair(
-            run.src.ok_or_else(|| overflow("source"))?,
-            run.dst.ok_or_else(|| overflow("destination"))?,
-            run.n,
-        );
-        if let Some(e) = spread.push(ops, pair, gates)?
-            && run.row_start
-        {
-            // Whole rows: at least one (no divide for a run of one row).
-            let rows = if run.n <= src.nums[0] {
-                1
-            } else {
-                run.n / src.nums[0]
-            };
-            spread.rows[e] += rows as u32;
+    let runs = Runs::new(src, dst, src_total, max_elems);
+    match runs.rows {
+        // One run per row (the tile shape): its own loop.
+        Some(walk) if rows_fast => spread.push_rows(
+            ops,
+            xfer.pair(walk.at[0], walk.at[1], src.nums[0]),
+            walk.step,
+            src.nums[1],
+            gates,
+        )?,
+        _ => {
+            for run in runs {
+                let overflow = |side: &str| {
+                    PlanError::Invalid(format!(
+                        "{W}: the {side} address of element {} is outside the 64-bit address space",
+                        run.first
+                    ))
+                };
+                let pair = xfer.pair(
+                    run.src.ok_or_else(|| overflow("source"))?,
+                    run.dst.ok_or_else(|| overflow("destination"))?,
+                    run.n,
+                );
+                if let Some(e) = spread.push(ops, pair, gates)?
+                    && run.row_start
+                {
+                    // Whole rows: at least one (no divide for a run of one row).
+                    let rows = if run.n <= src.nums[0] {
+                        1
+                    } else {
+                        run.n / src.nums[0]
+                    };
+                    spread.rows[e] += rows as u32;
+                }
+            }
         }
     }
     let (engines, out_of_bounds) = spread.finish(
@@ -405,6 +432,61 @@ mod tests {
             let dst = side(bases.1, s1.1, abut.1, elems.1);
             let walked: Vec<super::Run> = super::Runs::new(src, dst, total, max).collect();
             proptest::prop_assert_eq!(walked, runs_by_division(src, dst, total, max));
+        }
+    }
+
+    proptest::proptest! {
+        /// Rows pushed in their own loop ([`super::Spread::push_rows`])
+        /// give the plan the run-by-run loop gives: engines, pairs, rows
+        /// per DIMPUSH, bound-check drops and ring-cap refusals, with or
+        /// without a compute op, across the SBUF's partitions and outside.
+        #[test]
+        fn pushed_rows_equal_the_run_loop(
+            n in (1u16..64, 1u16..40),
+            steps in (-3000i32..3000, -3000i32..3000),
+            abut in (proptest::bool::ANY, proptest::bool::ANY),
+            bases in (0u64..3, 0u64..3),
+            elem in proptest::sample::select(vec![1u16, 2, 4]),
+            op in proptest::sample::select(vec![ComputeOp::None, ComputeOp::Add, ComputeOp::Multiply]),
+            mask in 1u16..,
+            ring in proptest::sample::select(vec![4u16, 40, 4096]),
+            limits in (proptest::option::of(0u32..0x10_0000), proptest::option::of(0u32..0x10_0000)),
+        ) {
+            let base = |k: u64| [0x1_0000, SBUF + 3 * STRIDE + 64, SBUF + 127 * STRIDE][k as usize];
+            let step1 = |s: i32, abut: bool| if abut { i32::from(n.0) } else { s };
+            let InstWord::Direct2d(mut w) = word(
+                base(bases.0),
+                [1, step1(steps.0, abut.0)],
+                [n.0, n.1],
+                base(bases.1),
+                [1, step1(steps.1, abut.1)],
+                [n.0, n.1],
+                elem,
+            ) else {
+                unreachable!()
+            };
+            if op != ComputeOp::None {
+                w.compute_op = op;
+                w.in_dtype = Dtype::Fp32;
+                w.out_dtype = Dtype::Fp32;
+                w.src_elem_size = 4;
+                w.dst_elem_size = 4;
+            }
+            // Limits in the low 1 MiB: some rows pass, some drop.
+            let mut regs = Vec::new();
+            if let Some(l) = limits.0 {
+                w.src_bound_reg = BoundCheckReg::enabled(5);
+                regs.push((5, l));
+            }
+            if let Some(l) = limits.1 {
+                w.dst_bound_reg = BoundCheckReg::enabled(7);
+                regs.push((7, l));
+            }
+            let o = Ops { regs, table: Vec::new(), mem: Vec::new(), xbar: false };
+            let c = DgeConfig { carveout_size_descs: ring, ..cfg(mask) };
+            let pushed = super::expand_direct2d_walking(&w, &c, &o, Vec::new(), true);
+            let walked = super::expand_direct2d_walking(&w, &c, &o, Vec::new(), false);
+            proptest::prop_assert_eq!(pushed, walked);
         }
     }
 

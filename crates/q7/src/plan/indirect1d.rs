@@ -164,6 +164,7 @@ pub(super) fn expand_indirect1d(
     };
     let row_elems = u64::from(w.src_elem_size) / xfer.src_elem;
     let mut spread = Spread::new(W, cfg, w.sem_increment, spare);
+    spread.set_extras(xfer.extras());
     let mut index_faults = Vec::new();
     let mut seen_dst: std::collections::BTreeMap<u32, u32> = Default::default();
     let mut duplicates = Vec::new();

@@ -50,6 +50,19 @@ pub trait Operands {
     fn table_entry(&self, e: u8) -> u64;
     /// The SBUF/PSUM partition `addr` is in, if any.
     fn partition_of(&self, addr: u64) -> Option<u16>;
+    /// [`Operands::partition_of`] of `addr`, with the span around it when
+    /// known: the partition of every address in the span follows from its
+    /// geometry, so a caller need not ask again for those (default: the
+    /// partition alone).
+    fn partition_span(&self, addr: u64) -> (Option<u16>, Option<PartitionSpan>) {
+        (self.partition_of(addr), None)
+    }
+    /// Whether the plan lists each engine's micro-ops
+    /// ([`EnginePlan::micro_ops`]; default yes). A firmware that records no
+    /// events shows none, and a plan without them is otherwise the same.
+    fn micro_ops(&self) -> bool {
+        true
+    }
     /// The partition stride of the partitioned memory at `addr`, if any
     /// (default none: the cross-bar transpose path is then not taken).
     fn partition_stride(&self, addr: u64) -> Option<u64> {
@@ -64,6 +77,40 @@ pub trait Operands {
     fn sem_inc_addr(&self, idx: u8) -> u64;
     /// Core `tpb` of the device (RDMA peers), if it exists.
     fn peer(&self, tpb: u32) -> Option<PeerLayout>;
+}
+
+/// A span of addresses whose partitions follow from its geometry: address
+/// `a` in `[base, base + len)` is in partition `(a - base) / stride` (as a
+/// 16-bit number, none past that), or in none when `stride` is 0 (plain
+/// memory). The engine a run goes to follows from its partition
+/// (docs/firmware.md "DIRECT2D expansion").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionSpan {
+    /// First address.
+    pub base: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Bytes per partition; 0 for memory without partitions.
+    pub stride: u64,
+}
+
+impl PartitionSpan {
+    /// The partition of `addr` when the span holds it (`Some(None)`: held,
+    /// in no partition); `None` outside the span.
+    #[inline]
+    pub fn partition(&self, addr: u64) -> Option<Option<u16>> {
+        let off = addr.checked_sub(self.base).filter(|&o| o < self.len)?;
+        if self.stride == 0 {
+            return Some(None);
+        }
+        // Strides are powers of two in practice: a shift, not a divide.
+        let p = if self.stride.is_power_of_two() {
+            off >> self.stride.trailing_zeros()
+        } else {
+            off / self.stride
+        };
+        Some(u16::try_from(p).ok())
+    }
 }
 
 /// One DGE emit micro-op (our internal form, named after the firmware's).
@@ -142,7 +189,8 @@ impl fmt::Display for MicroOp {
     }
 }
 
-/// One M2S + S2M descriptor pair: a single-descriptor packet each.
+/// One M2S + S2M descriptor pair: one packet, whose M2S side is the
+/// share's [`PairExtras`] (none for a plain copy) and then the data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DescPair {
     /// Source (M2S buf_ptr).
@@ -156,14 +204,36 @@ pub struct DescPair {
     pub dst_len_bytes: u32,
     /// The M2S descriptor's word1: the plain CME copy, or a CCE command.
     pub word1: u32,
-    /// `B op= A` through the CCE (docs/references/wiki.md §F.3): the packet's first
-    /// source is the destination's current contents (address, bytes,
-    /// word1 reading them in the output dtype); `src` is the second.
-    pub acc_src: Option<(u64, u32, u32)>,
-    /// A CCE FMA meta descriptor placed right before `src` (docs/references/wiki.md
-    /// §F.2): (meta1 | meta2 << 32, meta_ctrl). MULTIPLY uses it to make A's
-    /// combine `acc × input + 0`.
+}
+
+/// The M2S descriptors every packet of an engine share has before its
+/// data: the word's CCE transfer, the same for all its pairs
+/// (docs/firmware.md "Compute ops and dtypes").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PairExtras {
+    /// `B op= A` through the CCE (docs/references/wiki.md §F.3): the
+    /// packet's first source is the destination's current contents (the
+    /// pair's `dst` and `dst_len_bytes`), read with this word1 in the
+    /// output dtype; the pair's `src` is the second.
+    pub acc: Option<u32>,
+    /// A CCE FMA meta descriptor placed right before `src`
+    /// (docs/references/wiki.md §F.2): (meta1 | meta2 << 32, meta_ctrl).
+    /// MULTIPLY uses it to make A's combine `acc × input + 0`.
     pub meta: Option<(u64, u32)>,
+}
+
+impl PairExtras {
+    /// A plain copy's: none.
+    pub const NONE: PairExtras = PairExtras {
+        acc: None,
+        meta: None,
+    };
+
+    /// M2S descriptors of one packet (1 to 3): the accumulate source, the
+    /// meta descriptor and the data.
+    pub fn m2s_per_pair(&self) -> u64 {
+        1 + u64::from(self.acc.is_some()) + u64::from(self.meta.is_some())
+    }
 }
 
 /// One M2S descriptor of a packet.
@@ -200,45 +270,37 @@ impl DescPair {
             len_bytes: len,
             dst_len_bytes: len,
             word1: dma_abi::DEFAULT_COPY_WORD1,
-            acc_src: None,
-            meta: None,
         }
     }
 
-    /// M2S descriptors of this pair's packet: B (`acc_src`), the meta
-    /// descriptor and A, as [`DescPair::sources`] lists them.
-    pub fn m2s_descs(&self) -> u64 {
-        1 + u64::from(self.acc_src.is_some()) + u64::from(self.meta.is_some())
-    }
-
-    /// The M2S descriptors of this pair's packet, in order.
-    pub fn sources(&self) -> TxSources {
+    /// The M2S descriptors of this pair's packet under `x`, in order.
+    pub fn sources(&self, x: &PairExtras) -> TxSources {
         let mut v = TxSources::default();
-        for k in 0..self.source_count() {
-            if let Some(s) = self.source(k) {
+        for k in 0..self.source_count(x) {
+            if let Some(s) = self.source(x, k) {
                 v.push(s);
             }
         }
         v
     }
 
-    /// How many M2S descriptors the pair's packet has (1 to 3).
-    pub fn source_count(&self) -> usize {
-        1 + usize::from(self.acc_src.is_some()) + usize::from(self.meta.is_some())
+    /// How many M2S descriptors the pair's packet has under `x` (1 to 3).
+    pub fn source_count(&self, x: &PairExtras) -> usize {
+        x.m2s_per_pair() as usize
     }
 
-    /// The packet's M2S descriptor `k` in ring order — the accumulate
-    /// source, the FMA meta descriptor, then the data — without building
-    /// the list ([`DescPair::sources`]).
-    pub fn source(&self, k: usize) -> Option<TxSource> {
+    /// The packet's M2S descriptor `k` in ring order under `x` — the
+    /// accumulate source, the FMA meta descriptor, then the data — without
+    /// building the list ([`DescPair::sources`]).
+    pub fn source(&self, x: &PairExtras, k: usize) -> Option<TxSource> {
         let mut k = k;
-        if let Some((a, l, w)) = self.acc_src {
+        if let Some(w) = x.acc {
             if k == 0 {
-                return Some(TxSource::data(a, l, w));
+                return Some(TxSource::data(self.dst, self.dst_len_bytes, w));
             }
             k -= 1;
         }
-        if let Some((m, w)) = self.meta {
+        if let Some((m, w)) = x.meta {
             if k == 0 {
                 return Some(TxSource {
                     addr: m,
@@ -285,6 +347,9 @@ pub struct EnginePlan {
     pub slot: u8,
     /// Data descriptor pairs, in order.
     pub pairs: Vec<DescPair>,
+    /// What every packet of `pairs` adds before its data (the word's
+    /// transfer).
+    pub extras: PairExtras,
     /// Bytes moved.
     pub bytes: u64,
     /// The micro-ops that produced `pairs`.
@@ -317,6 +382,7 @@ impl EnginePlan {
         Self {
             slot,
             pairs: Vec::new(),
+            extras: PairExtras::NONE,
             bytes: 0,
             micro_ops: Vec::new(),
             sem_writes: Vec::new(),
@@ -331,6 +397,7 @@ impl EnginePlan {
         let EnginePlan {
             slot: s,
             pairs,
+            extras,
             bytes,
             micro_ops,
             sem_writes,
@@ -338,6 +405,7 @@ impl EnginePlan {
         } = self;
         *s = slot;
         pairs.clear();
+        *extras = PairExtras::NONE;
         *bytes = 0;
         micro_ops.clear();
         sem_writes.clear();
@@ -348,7 +416,7 @@ impl EnginePlan {
     /// packet (a CCE pair has 2 or 3, docs/firmware.md "Compute ops and
     /// dtypes"), every piece of a gather, and the semaphore writes.
     pub fn m2s_descs(&self) -> u64 {
-        self.pairs.iter().map(DescPair::m2s_descs).sum::<u64>()
+        self.pairs.len() as u64 * self.extras.m2s_per_pair()
             + self.gathers.iter().map(|g| g.tx.len() as u64).sum::<u64>()
             + self.sem_writes.len() as u64
     }

@@ -3,7 +3,10 @@
 //! with the bound checks and the ring cap (docs/firmware.md "Refusals").
 
 use super::operands::{Gate, RegOperand, Resolved, bound_check};
-use super::{DescPair, EnginePlan, GatherPacket, MicroOp, Operands, OutOfBounds, PlanError};
+use super::{
+    DescPair, EnginePlan, GatherPacket, MicroOp, Operands, OutOfBounds, PairExtras, PartitionSpan,
+    PlanError,
+};
 use crate::layout::{DgeConfig, ENGINES_PER_CORE, PARTITIONS_PER_ENGINE};
 
 /// The most pairs [`Spread::reserve_pairs`] makes room for per engine
@@ -25,6 +28,11 @@ pub(super) struct Spread {
     cap: usize,
     run_index: usize,
     out_of_bounds: Vec<OutOfBounds>,
+    /// M2S descriptors of every pair's packet ([`PairExtras::m2s_per_pair`]).
+    m2s_per_pair: u64,
+    /// The last span [`Operands::partition_span`] gave: addresses in it
+    /// are not asked about again.
+    span: Option<PartitionSpan>,
 }
 
 impl Spread {
@@ -55,14 +63,42 @@ impl Spread {
             cap: usize::from(cfg.carveout_size_descs),
             run_index: 0,
             out_of_bounds: Vec::new(),
+            m2s_per_pair: 1,
+            span: None,
         }
+    }
+
+    /// Every pair's packet has `x` before its data (the word's transfer).
+    pub(super) fn set_extras(&mut self, x: PairExtras) {
+        for ep in &mut self.engines {
+            ep.extras = x;
+        }
+        self.m2s_per_pair = x.m2s_per_pair();
+    }
+
+    /// [`Operands::partition_of`] of `addr`, from the last span the
+    /// operands gave when it holds `addr`.
+    #[inline(always)]
+    fn partition(&mut self, ops: &dyn Operands, addr: u64) -> Option<u16> {
+        if let Some(p) = self.span.and_then(|s| s.partition(addr)) {
+            return p;
+        }
+        let (p, span) = ops.partition_span(addr);
+        if span.is_some() {
+            self.span = span;
+        }
+        p
     }
 
     /// Engine index (into `engines`) for a run from `s` to `d`.
     #[inline(always)]
     fn engine_for(&mut self, ops: &dyn Operands, s: u64, d: u64) -> usize {
         let n = self.engines.len().max(1);
-        let e = match ops.partition_of(d).or_else(|| ops.partition_of(s)) {
+        let part = match self.partition(ops, d) {
+            Some(p) => Some(p),
+            None => self.partition(ops, s),
+        };
+        let e = match part {
             // Partition group g goes to engine g, folded when fewer engines
             // are allowed (no divide in the common case of all 16).
             Some(p) => match usize::from(p / PARTITIONS_PER_ENGINE) {
@@ -240,7 +276,7 @@ impl Spread {
 
     #[inline(always)]
     pub(super) fn place(&mut self, e: usize, pair: DescPair) -> Result<usize, PlanError> {
-        self.check_room(e, pair.m2s_descs())?;
+        self.check_room(e, self.m2s_per_pair)?;
         let ep = &mut self.engines[e];
         ep.pairs.push(pair);
         ep.bytes += u64::from(pair.dst_len_bytes);
@@ -266,6 +302,31 @@ impl Spread {
         self.place(e, pair).map(Some)
     }
 
+    /// Adds `rows` pairs shaped as `first`, each after the one before at
+    /// `step` bytes further on both sides (two's complement; the caller
+    /// knows every address is in the 64-bit space): [`Spread::push`] row
+    /// after row, each row counted to its engine's DIMPUSH. Its own loop,
+    /// out of the word's, keeps the walk's state in registers.
+    #[inline(never)]
+    pub(super) fn push_rows(
+        &mut self,
+        ops: &dyn Operands,
+        first: DescPair,
+        step: [u64; 2],
+        rows: u64,
+        gates: [Gate; 2],
+    ) -> Result<(), PlanError> {
+        let mut pair = first;
+        for _ in 0..rows {
+            if let Some(e) = self.push(ops, pair, gates)? {
+                self.rows[e] += 1;
+            }
+            pair.src = pair.src.wrapping_add(step[0]);
+            pair.dst = pair.dst.wrapping_add(step[1]);
+        }
+        Ok(())
+    }
+
     /// Adds each engine's micro-ops: REGWRITE for every register operand
     /// and armed gate, GENERATE, and one DIMPUSH per side built by `dims`
     /// from the rows the engine got.
@@ -286,13 +347,17 @@ impl Spread {
         let regs = &regs;
         let (base, elem_size, sem_num) = generate;
         let armed = gates.iter().filter(|(_, g)| g.reg.bc_enabled).count();
+        let listed = ops.micro_ops();
         for (ep, rows) in self.engines.iter_mut().zip(self.rows) {
             let engine = u16::from(ep.slot);
-            // REGWRITEs, GENERATE and two DIMPUSHes, in one allocation.
-            ep.micro_ops.reserve_exact(regs.len() + armed + 3);
             ep.sem_writes.reserve_exact(1);
             ep.sem_writes
                 .push((ops.sem_inc_addr(sem_num), self.sem_increment));
+            if !listed {
+                continue;
+            }
+            // REGWRITEs, GENERATE and two DIMPUSHes, in one allocation.
+            ep.micro_ops.reserve_exact(regs.len() + armed + 3);
             for (operand, reg, value) in regs {
                 ep.micro_ops.push(MicroOp::RegWrite {
                     engine,

@@ -3,7 +3,7 @@
 
 use dma_abi::inst::{ComputeOp, Dtype};
 
-use super::{DescPair, PlanError};
+use super::{DescPair, PairExtras, PlanError};
 use crate::layout::MAX_DESC_BYTES;
 
 /// How the elements of a word move: a plain copy, or the CCE path
@@ -32,16 +32,24 @@ impl Transfer {
         }
     }
 
+    /// The pair of `n` elements from `src` to `dst`; its packet's other
+    /// M2S descriptors are [`Transfer::extras`].
     #[inline(always)]
     pub(super) fn pair(&self, src: u64, dst: u64, n: u64) -> DescPair {
-        let dst_len = (n * self.dst_elem) as u32;
         DescPair {
             src,
             dst,
             len_bytes: (n * self.src_elem) as u32,
-            dst_len_bytes: dst_len,
+            dst_len_bytes: (n * self.dst_elem) as u32,
             word1: self.cce.unwrap_or(dma_abi::DEFAULT_COPY_WORD1),
-            acc_src: self.acc.map(|w| (dst, dst_len, w)),
+        }
+    }
+
+    /// What every packet adds before its data: the accumulate source
+    /// (`B op= A`) and the FMA meta descriptor.
+    pub(super) fn extras(&self) -> PairExtras {
+        PairExtras {
+            acc: self.acc,
             meta: self.meta,
         }
     }
@@ -159,7 +167,7 @@ pub(super) fn dtype_elem(d: Dtype, row: u16) -> u16 {
 mod tests {
     use crate::layout::DgeConfig;
     use crate::plan::test_support::*;
-    use crate::plan::{DescPair, expand};
+    use crate::plan::{DescPair, PairExtras, expand};
     use dma_abi::inst::{ComputeOp, Dtype, InstWord};
 
     #[test]
@@ -173,40 +181,41 @@ mod tests {
         w.dst_elem_size = 4;
         w.compute_op = ComputeOp::None;
         let plan = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
-        let pairs: Vec<&DescPair> = plan.engines.iter().flat_map(|e| &e.pairs).collect();
+        let pairs: Vec<(&DescPair, PairExtras)> = plan
+            .engines
+            .iter()
+            .flat_map(|e| e.pairs.iter().map(|p| (p, e.extras)))
+            .collect();
         assert!(!pairs.is_empty());
-        for p in &pairs {
-            assert_eq!(p.acc_src, None, "a conversion reads only A");
+        for (p, x) in &pairs {
+            assert_eq!(x.acc, None, "a conversion reads only A");
             assert_eq!(p.dst_len_bytes, 2 * p.len_bytes, "bf16 in, fp32 out");
             let c = dma_abi::CmeWord::from_raw(p.word1);
             assert_eq!(c.cce_type(), Some(dma_abi::CceType::Add));
-            assert_eq!(p.sources().len(), 1);
+            assert_eq!(p.sources(x).len(), 1);
         }
         // ADD is B op= A: B (in the output dtype) first, then A.
         w.compute_op = ComputeOp::Add;
         w.in_dtype = Dtype::Fp32;
         w.src_elem_size = 4;
         let plan = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
-        let p = &plan
-            .engines
-            .iter()
-            .flat_map(|e| &e.pairs)
-            .next()
-            .unwrap()
-            .clone();
-        let (b_addr, b_len, b_word1) = p.acc_src.unwrap();
-        assert_eq!((b_addr, b_len), (p.dst, p.dst_len_bytes));
-        let b = dma_abi::CmeWord::from_raw(b_word1);
+        let e = plan.engines.iter().find(|e| !e.pairs.is_empty()).unwrap();
+        let (p, x) = (e.pairs[0], e.extras);
+        let b = p.sources(&x)[0];
+        assert_eq!((b.addr, b.len_bytes), (p.dst, p.dst_len_bytes));
+        assert_eq!(Some(b.word1), x.acc);
+        let b = dma_abi::CmeWord::from_raw(b.word1);
         assert_eq!(b.cce_type(), Some(dma_abi::CceType::Add));
-        assert_eq!(p.sources()[0].addr, p.dst);
-        assert_eq!(p.sources()[1].addr, p.src);
-        assert_eq!(p.meta, None);
+        assert_eq!(p.sources(&x)[0].addr, p.dst);
+        assert_eq!(p.sources(&x)[1].addr, p.src);
+        assert_eq!(x.meta, None);
         // MULTIPLY: B, then the FMA meta descriptor (a = stored, b = input,
         // c = scale, scale −0.0: acc × A + (−0)), then A.
         w.compute_op = ComputeOp::Multiply;
         let plan = expand(&InstWord::Direct2d(w), &cfg(1), &mut ops()).unwrap();
-        let p = *plan.engines.iter().flat_map(|e| &e.pairs).next().unwrap();
-        let src = p.sources();
+        let e = plan.engines.iter().find(|e| !e.pairs.is_empty()).unwrap();
+        let src = e.pairs[0].sources(&e.extras);
+        let p = e.pairs[0];
         assert_eq!(src.len(), 3);
         assert_eq!((src[0].addr, src[0].meta), (p.dst, false));
         assert!(src[1].meta);
