@@ -1269,10 +1269,7 @@ impl Device {
             // Keep stepping the earliest engine (the wake tree's root),
             // switching engines here, while no firmware run, semaphore
             // change, posted write or limit needs the checks above.
-            loop {
-                let Some(Some(engine)) = self.engines.get_mut(i) else {
-                    break;
-                };
+            while let Some(Some(engine)) = self.engines.get_mut(i) {
                 // As above: a wake-up the engine no longer has goes back
                 // through the full checks (true on entry: they just ran).
                 if engine.next_event() != Some(at) {
