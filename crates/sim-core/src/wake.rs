@@ -55,12 +55,17 @@ pub struct WakeTree {
     /// Leaf slot of each unit id (`NO_SLOT`: never scheduled).
     slot_of: Vec<u32>,
     /// `nodes[1]` is the root; node k has children 2k and 2k + 1; leaf
-    /// slot s is `nodes[cap + s]`. Unused leaves hold `EMPTY`.
+    /// slot s is `nodes[cap + s]`. Unused leaves hold `EMPTY`. Its length
+    /// is `2 · cap`, a power of two (or 0), so that an index masked with
+    /// `len − 1` needs no bounds check.
     nodes: Vec<Key>,
-    /// Per slot: the exact wake-up (for `FAR` keys).
+    /// Per slot: the exact wake-up of a `FAR` key (other keys hold their
+    /// cycle; this entry is stale for them).
     exact: Vec<Option<Cycle>>,
     /// Leaves in the tree (a power of two, or 0).
     cap: usize,
+    /// log2 of `cap`: the levels above the leaves.
+    depth: u32,
     /// The tie seed, when ties are perturbed.
     tie_seed: Option<u64>,
 }
@@ -85,12 +90,7 @@ impl WakeTree {
             .iter()
             .enumerate()
             .filter(|&(_, &s)| s != NO_SLOT)
-            .filter_map(|(id, &s)| {
-                Some((
-                    u16::try_from(id).ok()?,
-                    self.exact.get(s as usize).copied()?,
-                ))
-            })
+            .filter_map(|(id, &s)| Some((u16::try_from(id).ok()?, self.slot_wake(s as usize))))
             .collect();
         for (id, at) in pending {
             self.set(id, at);
@@ -109,32 +109,45 @@ impl WakeTree {
             _ if k == EMPTY => return, // never scheduled, still nothing
             _ => self.add_leaf(id),
         };
-        if let Some(e) = self.exact.get_mut(slot) {
+        if k >> 16 == FAR
+            && let Some(e) = self.exact.get_mut(slot)
+        {
             *e = at;
         }
         // Up the path, carrying the subtree's winner in a register: each
         // level reads only the sibling (not the node just written), so the
-        // loads do not wait on the stores before them.
+        // loads do not wait on the stores before them. Every index is below
+        // `2 · cap`, the length: masked with `len − 1` it is unchanged and
+        // needs no bounds check.
         let nodes = &mut self.nodes[..];
+        let Some(m) = nodes.len().checked_sub(1) else {
+            return;
+        };
         let mut n = self.cap + slot;
         let mut win = k;
-        if let Some(leaf) = nodes.get_mut(n) {
-            *leaf = k;
-        }
-        while n > 1 {
-            let sibling = nodes.get(n ^ 1).copied().unwrap_or(EMPTY);
-            win = win.min(sibling);
+        nodes[n & m] = k;
+        for _ in 0..self.depth {
+            win = win.min(nodes[(n ^ 1) & m]);
             n /= 2;
-            if let Some(node) = nodes.get_mut(n) {
-                *node = win;
-            }
+            nodes[n & m] = win;
+        }
+    }
+
+    /// The wake-up of leaf `slot`: its key's cycle, or the exact one of a
+    /// `FAR` key.
+    fn slot_wake(&self, slot: usize) -> Option<Cycle> {
+        let k = *self.nodes.get(self.cap + slot)?;
+        match k >> 16 {
+            _ if k == EMPTY => None,
+            FAR => self.exact.get(slot).copied().flatten(),
+            at => Some(Cycle(at)),
         }
     }
 
     /// Unit `id`'s next wake-up.
     pub fn get(&self, id: u16) -> Option<Cycle> {
         match self.slot_of.get(usize::from(id)) {
-            Some(&s) if s != NO_SLOT => self.exact.get(s as usize).copied().flatten(),
+            Some(&s) if s != NO_SLOT => self.slot_wake(s as usize),
             _ => None,
         }
     }
@@ -163,7 +176,7 @@ impl WakeTree {
             .enumerate()
             .filter(|&(_, &s)| s != NO_SLOT)
             .filter_map(|(id, &s)| {
-                let at = self.exact.get(s as usize).copied().flatten()?;
+                let at = self.slot_wake(s as usize)?;
                 let id = u16::try_from(id).ok()?;
                 Some((at, id ^ self.mask(at.0), id))
             })
@@ -188,6 +201,7 @@ impl WakeTree {
             }
             self.nodes = nodes;
             self.cap = cap;
+            self.depth = cap.trailing_zeros();
         }
         self.exact.push(None);
         // At most one slot per u16 id.

@@ -1269,11 +1269,13 @@ impl Device {
             // Keep stepping the earliest engine (the wake tree's root),
             // switching engines here, while no firmware run, semaphore
             // change, posted write or limit needs the checks above.
-            loop {
-                self.now = self.now.max(at);
-                let Some(Some(engine)) = self.engines.get_mut(i) else {
+            while let Some(Some(engine)) = self.engines.get_mut(i) {
+                // As above: a wake-up the engine no longer has goes back
+                // through the full checks (true on entry: they just ran).
+                if engine.next_event() != Some(at) {
                     break;
-                };
+                }
+                self.now = self.now.max(at);
                 let crhp_moves = engine.crhp_moves();
                 let mut bus = DmaBus {
                     fabric: &mut self.fabric,
@@ -1315,16 +1317,8 @@ impl Device {
                         if fw_at.is_none_or(|f| n < f) && limit.is_none_or(|l| n <= l) =>
                     {
                         at = n;
-                        if first != id {
-                            id = first;
-                            i = usize::from(id);
-                            // As above: a wake-up the engine no longer has
-                            // goes back through the full checks.
-                            let due = self.engines.get(i).and_then(Option::as_ref);
-                            if due.and_then(Engine::next_event) != Some(at) {
-                                break;
-                            }
-                        }
+                        id = first;
+                        i = usize::from(id);
                     }
                     _ => break,
                 }

@@ -225,12 +225,18 @@ impl Device {
             && let Some(n) = next.filter(|n| *n > now)
         {
             self.fw_next[i] = None;
-            self.park_needs[i] = needs.and_then(|n| self.park_needs_at(&n));
+            // The needs it parked on last time are not read again: their
+            // buffers are reused.
+            let old = self.park_needs[i].take();
+            self.park_needs[i] = needs.and_then(|n| self.park_needs_at(&n, old));
             self.park(i, n, on_memory);
         } else if let Some(until) = busy_until
             && self.fabric.rec.is_none()
             && let Some(n) = next.filter(|n| *n > now && *n < until)
-            && let Some(groups) = needs.and_then(|n| self.park_needs_at(&n))
+            && let Some(groups) = needs.and_then(|n| {
+                let old = self.park_needs[i].take();
+                self.park_needs_at(&n, old)
+            })
         {
             // Generating or copying until `until`, it polls the words in
             // flight meanwhile: it runs at `until`, and before that only

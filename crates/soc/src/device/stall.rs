@@ -132,6 +132,20 @@ impl ParkGroup {
         }
     }
 
+    /// Empties the group for reuse (its buffer kept): as [`ParkGroup::new`]
+    /// of no needs.
+    fn clear(&mut self) {
+        self.needs.clear();
+        self.engines = EngineSet::default();
+        self.met_prefix.set(0);
+    }
+
+    /// Adds need `n`.
+    fn push(&mut self, n: ParkNeed) {
+        self.engines.insert(n.engine);
+        self.needs.push(n);
+    }
+
     /// Whether a need of the group is on engine `id`.
     fn has_engine(&self, id: u16) -> bool {
         self.engines
@@ -158,7 +172,7 @@ impl ParkGroup {
 /// poll change its state, and per engine queue the smallest count of
 /// either direction any group needs (no completion short of both can meet
 /// a group: a quick test before the groups), sorted by engine.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct ParkNeeds {
     least: Vec<LeastNeed>,
     /// Engine `first_engine + k`'s entries of `least` are
@@ -166,37 +180,51 @@ pub(super) struct ParkNeeds {
     first_engine: u16,
     least_starts: Vec<u32>,
     groups: Vec<ParkGroup>,
+    /// Empty: a buffer [`Device::park_needs_at`] gathers `least` in.
+    scratch: Vec<ParkNeed>,
 }
 
 impl ParkNeeds {
     /// `least`, sorted by engine, with its per-engine index.
+    #[cfg(test)]
     fn new(mut least: Vec<ParkNeed>, groups: Vec<ParkGroup>) -> Self {
+        let mut needs = ParkNeeds {
+            groups,
+            ..ParkNeeds::default()
+        };
+        needs.set_least(&mut least);
+        needs
+    }
+
+    /// Sets `least` to `from` sorted by engine (sorted in place), with its
+    /// per-engine index, in the buffers already held.
+    fn set_least(&mut self, from: &mut [ParkNeed]) {
         // By engine, keeping the order of each engine's queues.
-        least.sort_by_key(|n| n.engine);
-        let first_engine = least.first().map_or(0, |n| n.engine);
-        let last = least.last().map_or(0, |n| n.engine);
-        let mut least_starts = Vec::with_capacity(usize::from(last - first_engine) + 2);
+        from.sort_by_key(|n| n.engine);
+        let first_engine = from.first().map_or(0, |n| n.engine);
+        let last = from.last().map_or(0, |n| n.engine);
+        self.least_starts.clear();
+        self.least_starts
+            .reserve(usize::from(last - first_engine) + 2);
         let mut k = 0usize;
         for e in first_engine..=last {
-            least_starts.push(k as u32);
-            k += least[k..].iter().take_while(|n| n.engine == e).count();
+            self.least_starts.push(k as u32);
+            k += from
+                .get(k..)
+                .unwrap_or(&[])
+                .iter()
+                .take_while(|n| n.engine == e)
+                .count();
         }
-        least_starts.push(k as u32);
+        self.least_starts.push(k as u32);
         let never = |c: Option<u64>| c.unwrap_or(u64::MAX);
-        let least = least
-            .iter()
-            .map(|n| LeastNeed {
-                queue: n.queue,
-                m2s: never(n.m2s),
-                s2m: never(n.s2m),
-            })
-            .collect();
-        ParkNeeds {
-            least,
-            first_engine,
-            least_starts,
-            groups,
-        }
+        self.least.clear();
+        self.least.extend(from.iter().map(|n| LeastNeed {
+            queue: n.queue,
+            m2s: never(n.m2s),
+            s2m: never(n.s2m),
+        }));
+        self.first_engine = first_engine;
     }
 
     /// The `least` entries of engine `id`.
@@ -358,29 +386,50 @@ impl Device {
 
     /// A parked core's wake needs ([`q7::Q7Core::wake_needs`]) as absolute
     /// completed-descriptor counts of the engines now; `None` when an
-    /// engine it waits on does not exist.
-    pub(super) fn park_needs_at(&self, groups: &[Vec<q7::WakeNeed>]) -> Option<ParkNeeds> {
-        let groups: Vec<Vec<ParkNeed>> = groups
-            .iter()
-            .map(|needs| {
-                needs
-                    .iter()
-                    .map(|w| {
-                        let e = self.engines.get(usize::from(w.engine))?.as_ref()?;
-                        let (m, s) = e.completed_descs(w.queue);
-                        Some(ParkNeed {
-                            engine: w.engine,
-                            queue: w.queue,
-                            m2s: w.m2s.map(|k| m.saturating_add(k)),
-                            s2m: w.s2m.map(|k| s.saturating_add(k)),
-                        })
-                    })
-                    .collect()
-            })
-            .collect::<Option<_>>()?;
-        let mut least: Vec<ParkNeed> = Vec::new();
-        for g in &groups {
-            for (j, n) in g.iter().enumerate() {
+    /// engine it waits on does not exist. Built in the buffers of `reuse`
+    /// (needs no longer used), if any.
+    pub(super) fn park_needs_at(
+        &self,
+        groups: &[Vec<q7::WakeNeed>],
+        reuse: Option<ParkNeeds>,
+    ) -> Option<ParkNeeds> {
+        let mut out = reuse.unwrap_or_default();
+        let mut least = std::mem::take(&mut out.scratch);
+        least.clear();
+        self.fill_park_needs(groups, &mut out, &mut least)?;
+        least.clear();
+        out.scratch = least;
+        Some(out)
+    }
+
+    /// [`Device::park_needs_at`] into `out` (its buffers reused), with
+    /// `least` (empty) to gather the least counts in.
+    fn fill_park_needs(
+        &self,
+        groups: &[Vec<q7::WakeNeed>],
+        out: &mut ParkNeeds,
+        least: &mut Vec<ParkNeed>,
+    ) -> Option<()> {
+        out.groups.truncate(groups.len());
+        for (k, needs) in groups.iter().enumerate() {
+            if out.groups.len() == k {
+                out.groups.push(ParkGroup::new(Vec::new()));
+            }
+            let g = out.groups.get_mut(k)?;
+            g.clear();
+            for w in needs {
+                let e = self.engines.get(usize::from(w.engine))?.as_ref()?;
+                let (m, s) = e.completed_descs(w.queue);
+                g.push(ParkNeed {
+                    engine: w.engine,
+                    queue: w.queue,
+                    m2s: w.m2s.map(|k| m.saturating_add(k)),
+                    s2m: w.s2m.map(|k| s.saturating_add(k)),
+                });
+            }
+        }
+        for g in &out.groups {
+            for (j, n) in g.needs.iter().enumerate() {
                 // Groups list their queues in the same order: look at the
                 // same place first.
                 let at = match least.get(j) {
@@ -389,9 +438,8 @@ impl Device {
                         .iter()
                         .position(|l| l.engine == n.engine && l.queue == n.queue),
                 };
-                match at {
-                    Some(i) => {
-                        let l = &mut least[i];
+                match at.and_then(|i| least.get_mut(i)) {
+                    Some(l) => {
                         l.m2s = min_some(l.m2s, n.m2s);
                         l.s2m = min_some(l.s2m, n.s2m);
                     }
@@ -399,8 +447,8 @@ impl Device {
                 }
             }
         }
-        let groups = groups.into_iter().map(ParkGroup::new).collect();
-        Some(ParkNeeds::new(least, groups))
+        out.set_least(least);
+        Some(())
     }
 
     /// Whether engine queue `n` has made the completions it needs.
@@ -675,6 +723,57 @@ mod tests {
         assert!(d.engine(0).unwrap().head_epoch() > epoch);
         d.write32(s2m_q0 + o.s2m_q.cfg, 0).unwrap();
         assert_eq!(d.engine_head_epoch(0), Some(epoch + 1));
+    }
+
+    /// Needs built in the buffers of earlier ones (more or fewer groups,
+    /// longer or shorter, other engines) equal needs built afresh, and
+    /// none are built when an engine waited on does not exist.
+    #[test]
+    fn needs_built_in_reused_buffers_equal_fresh_ones() {
+        let mut d = Device::trn2().unwrap();
+        for id in 0..20 {
+            d.engine_mut(id);
+        }
+        let w = |engine: u16, queue: u8, m2s: Option<u64>, s2m: Option<u64>| q7::WakeNeed {
+            engine,
+            queue,
+            m2s,
+            s2m,
+        };
+        let shapes: Vec<Vec<Vec<q7::WakeNeed>>> = vec![
+            vec![(0..16).map(|e| w(e, 0, Some(1), None)).collect()],
+            vec![
+                vec![
+                    w(5, 1, Some(2), Some(3)),
+                    w(3, 0, None, Some(1)),
+                    w(5, 1, Some(1), None),
+                ],
+                vec![w(5, 1, Some(4), None), w(3, 0, Some(1), None)],
+                vec![w(19, 2, None, None)],
+            ],
+            vec![],
+            vec![vec![w(7, 0, Some(u64::MAX), Some(0))], vec![]],
+            vec![
+                (4..12)
+                    .rev()
+                    .map(|e| w(e, e as u8 % 3, None, Some(2)))
+                    .collect(),
+            ],
+        ];
+        let mut reuse = None;
+        for round in 0..3 {
+            for (k, groups) in shapes.iter().enumerate() {
+                let fresh = d.park_needs_at(groups, None);
+                let built = d.park_needs_at(groups, reuse.take());
+                assert_eq!(built, fresh, "shape {k}, round {round}");
+                assert!(built.is_some());
+                reuse = built;
+            }
+        }
+        // A missing engine: no needs.
+        let missing = vec![vec![w(1, 0, Some(1), None), w(4000, 0, Some(1), None)]];
+        assert_eq!(d.park_needs_at(&missing, reuse.take()), None);
+        assert_eq!(d.park_needs_at(&missing, None), None);
     }
 
     /// A group's met test remembers the needs it found met (counts only
