@@ -713,6 +713,20 @@ impl Device {
         Some((partition, stride_bytes))
     }
 
+    /// [`Device::partition_of`] of `addr` and, when `addr` lies in a leaf
+    /// partitioned region (the one `partition_of` remembers), that region
+    /// as `(base, size_bytes, stride_bytes)`: every address in it is in
+    /// partition `(addr - base) / stride_bytes`, as `partition_of` says.
+    pub fn partition_span(&self, addr: u64) -> (Option<(u32, u64)>, Option<(u64, u64, u64)>) {
+        let p = self.partition_of(addr);
+        let span = self
+            .last_partitioned
+            .get()
+            .filter(|r| p.is_some() && addr >= r.base && addr - r.base < r.size_bytes)
+            .map(|r| (r.base, r.size_bytes, r.stride_bytes));
+        (p, span)
+    }
+
     /// The CSR catalog.
     pub fn catalog(&self) -> &'static Catalog {
         self.fabric.catalog

@@ -341,6 +341,14 @@ impl FwBus for DeviceFwBus<'_> {
             .and_then(|(p, _)| u16::try_from(p).ok())
     }
 
+    fn partition_span(&self, addr: u64) -> (Option<u16>, Option<q7::PartitionSpan>) {
+        let (p, span) = self.device.partition_span(addr);
+        (
+            p.and_then(|(p, _)| u16::try_from(p).ok()),
+            span.map(|(base, len, stride)| q7::PartitionSpan { base, len, stride }),
+        )
+    }
+
     fn partition_stride(&self, addr: u64) -> Option<u64> {
         self.device.partition_of(addr).map(|(_, stride)| stride)
     }

@@ -239,4 +239,38 @@ proptest! {
             prop_assert_eq!(dev.partition_of(addr), want, "{:#x}", addr);
         }
     }
+
+    /// `Device::partition_span` (what the firmware asks once per word
+    /// instead of `partition_of` per descriptor pair): its partition is
+    /// `partition_of`'s, and every address of the span it returns — the
+    /// first and last byte, partition edges, pads — is in the partition
+    /// the span's base and stride give, as `partition_of` says.
+    #[test]
+    fn partition_spans_agree_with_partition_of(
+        picks in prop::collection::vec((0usize..6, any::<u64>(), any::<u64>()), 1..32),
+    ) {
+        let dev = device();
+        let map = dev.map();
+        let regions: Vec<(u64, u64)> = ["tpb0.sbuf", "tpb0.psum", "tpb5.sbuf", "tpb7.psum", "hbm0", "tpb1.sbuf"]
+            .iter()
+            .map(|n| {
+                let r = map.region(map.by_name(n).unwrap());
+                (r.base, r.size_bytes)
+            })
+            .collect();
+        for (which, off, probe) in picks {
+            let (base, size) = regions[which];
+            let addr = base + off % (size + 0x1000);
+            let (p, span) = dev.partition_span(addr);
+            prop_assert_eq!(p, dev.partition_of(addr), "{:#x}", addr);
+            let Some((sbase, slen, stride)) = span else { continue };
+            prop_assert!(p.is_some() && stride > 0 && addr >= sbase && addr - sbase < slen);
+            let edge = probe % stride;
+            for a in [sbase, sbase + slen - 1, sbase + probe % slen, sbase + (probe % slen) / stride * stride + edge.min(stride - 1)] {
+                let a = a.min(sbase + slen - 1);
+                let want = dev.partition_of(a).map(|(q, _)| q);
+                prop_assert_eq!(Some(((a - sbase) / stride) as u32), want, "{:#x} in the span of {:#x}", a, addr);
+            }
+        }
+    }
 }
