@@ -152,6 +152,7 @@ impl Engine {
     /// 16 bytes, word0 = the descriptor's word0 as fetched, ring/generation
     /// tag in bits 25:24 included (P9.1 §3 QUIRK: the completion poll
     /// matches the tag the firmware wrote), words 1–3 zero.
+    #[inline(always)]
     pub(super) fn complete(&mut self, dir: Dir, q: u8, descs: &[Fetched], bus: &mut dyn Bus) {
         let qi = usize::from(q);
         let d = dir_idx(dir);
