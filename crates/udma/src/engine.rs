@@ -768,9 +768,10 @@ impl Engine {
             self.events_done += 1;
             match ev {
                 Ev::Doorbell { dir, q, n } => self.doorbell(dir, q, n, bus, timing),
-                Ev::FetchDone { dir, q, epoch, n } => {
-                    self.fetch_done(dir, q, epoch, u32::from(n), bus, timing)
-                }
+                Ev::FetchDone { dir, q, epoch, n } => match dir {
+                    Dir::M2s => self.fetch_done_m2s(q, epoch, u32::from(n), bus, timing),
+                    Dir::S2m => self.fetch_done_s2m(q, epoch, u32::from(n), bus, timing),
+                },
                 Ev::PacketDone(slot) => {
                     let slot = slot as usize;
                     // The slab leaves the engine while the packet

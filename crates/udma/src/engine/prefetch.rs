@@ -56,8 +56,35 @@ impl Engine {
         self.sync_status(dir, q);
     }
 
+    /// A prefetch burst lands, per direction ([`Engine::fetch_done`] with
+    /// the direction a constant in each copy).
     #[inline(never)]
-    pub(super) fn fetch_done(
+    pub(super) fn fetch_done_m2s(
+        &mut self,
+        q: u8,
+        epoch: u32,
+        n: u32,
+        bus: &mut dyn Bus,
+        timing: &TimingConfig,
+    ) {
+        self.fetch_done(Dir::M2s, q, epoch, n, bus, timing);
+    }
+
+    /// [`Engine::fetch_done_m2s`] for S2M.
+    #[inline(never)]
+    pub(super) fn fetch_done_s2m(
+        &mut self,
+        q: u8,
+        epoch: u32,
+        n: u32,
+        bus: &mut dyn Bus,
+        timing: &TimingConfig,
+    ) {
+        self.fetch_done(Dir::S2m, q, epoch, n, bus, timing);
+    }
+
+    #[inline(always)]
+    fn fetch_done(
         &mut self,
         dir: Dir,
         q: u8,
