@@ -229,8 +229,15 @@ fn push_desc(out: &mut Vec<DescBytes>, d: &dma_abi::Descriptor) {
 /// `ptr` (docs/references/driver.md §3.2), as [`push_desc`].
 #[inline(always)]
 fn push_words(out: &mut Vec<DescBytes>, w0: dma_abi::LenCtrl, w1: u32, ptr: u64) {
+    out.push(desc_bytes(w0, w1, ptr));
+}
+
+/// The 16 bytes of the descriptor of word 0 `w0`, word 1 `w1` and buffer
+/// pointer `ptr`, as one value ([`push_words`]).
+#[inline(always)]
+fn desc_bytes(w0: dma_abi::LenCtrl, w1: u32, ptr: u64) -> DescBytes {
     let words01 = u64::from(w0.raw()) | (u64::from(w1) << 32);
-    out.push(((u128::from(ptr) << 64) | u128::from(words01)).to_le_bytes());
+    ((u128::from(ptr) << 64) | u128::from(words01)).to_le_bytes()
 }
 
 /// One engine's descriptors of a word, built in ring order before they are
@@ -289,56 +296,65 @@ impl Built {
     }
 
     /// Builds plain copy pairs (one TX descriptor per packet) as
-    /// [`Built::packets`] does, each descriptor's word 0 from its length's
-    /// encoding kept between pairs of one length (a tile's rows are).
+    /// [`Built::packets`] does: pairs of one length (a tile's rows are)
+    /// share their descriptors' word 0, and a stretch of them that wraps
+    /// neither ring shares its ring ids too, so it is appended with no
+    /// check per pair (docs/firmware.md "Descriptor stores").
     #[inline(never)]
     fn plain_pairs(
         &mut self,
         pairs: &[crate::plan::DescPair],
         at: &mut [RingCursor; 2],
     ) -> Option<String> {
-        // (bytes, word 0 of a FIRST | LAST TX descriptor with ring id 0):
-        // the ring id is set per descriptor.
-        let mut tx0: Option<(u32, dma_abi::LenCtrl)> = None;
-        let mut rx0: Option<(u32, dma_abi::LenCtrl)> = None;
         self.m2s.reserve(pairs.len());
         self.s2m.reserve(pairs.len());
         self.packets.reserve(pairs.len());
-        for p in pairs {
-            let w0 = match tx0 {
-                Some((len, w0)) if len == p.len_bytes => w0,
-                _ => match tx(p.len_bytes, 0, Flags::single(0)) {
-                    Ok(d) => {
-                        tx0 = Some((p.len_bytes, d.len_ctrl()));
-                        d.len_ctrl()
-                    }
-                    Err(_) => {
-                        self.packets.push((0, false));
-                        return Some(format!("descriptor length {} out of range", p.len_bytes));
-                    }
-                },
+        let mut rest = pairs;
+        while let Some(first) = rest.first() {
+            // Word 0 of a FIRST | LAST TX descriptor and of an RX one, with
+            // ring id 0: the ring id is set per stretch.
+            let Ok(tx0) = tx(first.len_bytes, 0, Flags::single(0)).map(|d| d.len_ctrl()) else {
+                self.packets.push((0, false));
+                return Some(format!(
+                    "descriptor length {} out of range",
+                    first.len_bytes
+                ));
             };
-            push_words(&mut self.m2s, w0.with_ring_id(at[0].id), p.word1, p.src);
-            at[0].advance();
-            let w0 = match rx0 {
-                Some((len, w0)) if len == p.dst_len_bytes => w0,
-                _ => match rx(p.dst_len_bytes, 0) {
-                    Ok(d) => {
-                        rx0 = Some((p.dst_len_bytes, d.len_ctrl()));
-                        d.len_ctrl()
-                    }
-                    Err(_) => {
-                        self.packets.push((1, false));
-                        return Some(format!(
-                            "descriptor length {} out of range",
-                            p.dst_len_bytes
-                        ));
-                    }
-                },
+            let Ok(rx0) = rx(first.dst_len_bytes, 0).map(|d| d.len_ctrl()) else {
+                push_words(
+                    &mut self.m2s,
+                    tx0.with_ring_id(at[0].id),
+                    first.word1,
+                    first.src,
+                );
+                at[0].advance();
+                self.packets.push((1, false));
+                return Some(format!(
+                    "descriptor length {} out of range",
+                    first.dst_len_bytes
+                ));
             };
-            push_words(&mut self.s2m, w0.with_ring_id(at[1].id), 0, p.dst);
-            at[1].advance();
-            self.packets.push((1, true));
+            let same = rest
+                .iter()
+                .take_while(|p| {
+                    p.len_bytes == first.len_bytes && p.dst_len_bytes == first.dst_len_bytes
+                })
+                .count();
+            let (mut run, tail) = rest.split_at(same);
+            while !run.is_empty() {
+                let k = run.len().min(at[0].room()).min(at[1].room()).max(1);
+                let (chunk, next) = run.split_at(k);
+                let (tw, rw) = (tx0.with_ring_id(at[0].id), rx0.with_ring_id(at[1].id));
+                self.m2s
+                    .extend(chunk.iter().map(|p| desc_bytes(tw, p.word1, p.src)));
+                self.s2m
+                    .extend(chunk.iter().map(|p| desc_bytes(rw, 0, p.dst)));
+                at[0].advance_by(k as u32);
+                at[1].advance_by(k as u32);
+                run = next;
+            }
+            self.packets.extend(std::iter::repeat_n((1, true), same));
+            rest = tail;
         }
         None
     }
@@ -476,7 +492,19 @@ impl RingCursor {
     /// The next position: past the ring's last slot, slot 0 of the next
     /// ring id.
     fn advance(&mut self) {
-        self.idx += 1;
+        self.advance_by(1);
+    }
+
+    /// Positions left before the ring wraps (at least 1 in a ring).
+    fn room(&self) -> usize {
+        self.len.saturating_sub(self.idx) as usize
+    }
+
+    /// `k` positions on, `k` at most [`RingCursor::room`] (or 1): wraps at
+    /// most once, onto slot 0.
+    #[inline(always)]
+    fn advance_by(&mut self, k: u32) {
+        self.idx += k;
         if self.idx >= self.len {
             self.idx = 0;
             self.id = (self.id + 1) & 3;
@@ -534,12 +562,17 @@ mod tests {
                     proptest::prop_oneof![1u32..4, 65534u32..65538, 0u32..1],
                     proptest::num::u32::ANY,
                 ),
-                0..12,
+                0..24,
             ),
             len in 1u32..6,
             pos in 0u64..40,
+            // Pairs from this one on take the lengths of the one before (a
+            // stretch of one length, as a tile's rows).
+            same_from in 0usize..14,
+            // The S2M ring this far ahead of the M2S one (they wrap apart).
+            skew in 0u64..6,
         ) {
-            let pairs: Vec<crate::plan::DescPair> = pairs
+            let mut pairs: Vec<crate::plan::DescPair> = pairs
                 .into_iter()
                 .map(|(src, dst, len_bytes, dst_len_bytes, word1)| crate::plan::DescPair {
                     src,
@@ -549,7 +582,12 @@ mod tests {
                     word1,
                 })
                 .collect();
-            let r = rings(len, pos);
+            for i in same_from.max(1)..pairs.len() {
+                pairs[i].len_bytes = pairs[i - 1].len_bytes;
+                pairs[i].dst_len_bytes = pairs[i - 1].dst_len_bytes;
+            }
+            let mut r = rings(len, pos);
+            r.s2m_pos += skew;
             let cursors = || [RingCursor::new(&r, r.m2s_pos), RingCursor::new(&r, r.s2m_pos)];
             let mut fast = Built::default();
             let mut at = cursors();

@@ -306,7 +306,9 @@ impl Spread {
     /// `step` bytes further on both sides (two's complement; the caller
     /// knows every address is in the 64-bit space): [`Spread::push`] row
     /// after row, each row counted to its engine's DIMPUSH. Its own loop,
-    /// out of the word's, keeps the walk's state in registers.
+    /// out of the word's, keeps the walk's state in registers; consecutive
+    /// rows on one engine (a partition group's, docs/firmware.md "DIRECT2D
+    /// expansion") are placed together ([`Spread::place_rows`]).
     #[inline(never)]
     pub(super) fn push_rows(
         &mut self,
@@ -316,14 +318,70 @@ impl Spread {
         rows: u64,
         gates: [Gate; 2],
     ) -> Result<(), PlanError> {
+        // Rows not yet placed: (engine, first of them, how many).
+        let mut batch: Option<(usize, DescPair, u64)> = None;
         let mut pair = first;
         for _ in 0..rows {
-            if let Some(e) = self.push(ops, pair, gates)? {
-                self.rows[e] += 1;
+            let e = self.engine_for(ops, pair.src, pair.dst);
+            if let Some(oob) = bound_check("src", gates[0], pair.src, pair.len_bytes, ops)
+                .or_else(|| bound_check("dst", gates[1], pair.dst, pair.dst_len_bytes, ops))
+            {
+                // A dropped row ends the batch: its rows are a step apart.
+                if let Some((be, bp, n)) = batch.take() {
+                    self.place_rows(be, bp, step, n)?;
+                }
+                self.out_of_bounds.push(oob);
+            } else {
+                match &mut batch {
+                    Some((be, _, n)) if *be == e => *n += 1,
+                    _ => {
+                        if let Some((be, bp, n)) = batch.replace((e, pair, 1)) {
+                            self.place_rows(be, bp, step, n)?;
+                        }
+                    }
+                }
             }
             pair.src = pair.src.wrapping_add(step[0]);
             pair.dst = pair.dst.wrapping_add(step[1]);
         }
+        if let Some((be, bp, n)) = batch {
+            self.place_rows(be, bp, step, n)?;
+        }
+        Ok(())
+    }
+
+    /// [`Spread::place`] of `n` pairs shaped as `first` a `step` apart on
+    /// engine `e`, in one go, each counted to its DIMPUSH: the ring cap is
+    /// checked once for all of them (the refusal names the first pair that
+    /// does not fit, as pair by pair).
+    fn place_rows(
+        &mut self,
+        e: usize,
+        first: DescPair,
+        step: [u64; 2],
+        n: u64,
+    ) -> Result<(), PlanError> {
+        let (cap, m2s) = (self.cap as u64, self.m2s_per_pair);
+        let have = self.descs[e];
+        // +1: the semaphore write every engine ends with.
+        let need = |k: u64| [have[0] + k * m2s + 1, have[1] + k + 1];
+        let fits = |k: u64| {
+            let [m, s] = need(k);
+            m <= cap && s <= cap
+        };
+        if !fits(n) {
+            let k = (1..=n).find(|&k| !fits(k)).unwrap_or(n);
+            return Err(self.room_error(e, need(k)));
+        }
+        self.descs[e] = [have[0] + n * m2s, have[1] + n];
+        let ep = &mut self.engines[e];
+        ep.pairs.extend((0..n).map(|k| DescPair {
+            src: first.src.wrapping_add(k.wrapping_mul(step[0])),
+            dst: first.dst.wrapping_add(k.wrapping_mul(step[1])),
+            ..first
+        }));
+        ep.bytes += n * u64::from(first.dst_len_bytes);
+        self.rows[e] += n as u32;
         Ok(())
     }
 
