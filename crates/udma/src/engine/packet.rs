@@ -2,6 +2,8 @@
 //! prefetched, RX room, DMB), and its timing through the data path
 //! (docs/timing.md).
 
+use std::collections::VecDeque;
+
 use sim_core::{Bus, TimingConfig};
 use soc_map::Hex;
 
@@ -136,21 +138,9 @@ impl Engine {
         };
         let [m2s, s2m] = &mut self.q[qi].dir;
         let InFlight { tx, rx, .. } = &mut self.inflight[slot];
-        for (v, fetched, n) in [
-            (&mut *tx, &mut m2s.fetched, n_tx),
-            (&mut *rx, &mut s2m.fetched, n_rx),
-        ] {
-            if n == 1 {
-                // The common packet: one descriptor a side.
-                if let Some(f) = fetched.pop_front() {
-                    v.push(f);
-                }
-            } else {
-                for f in (0..n).map_while(|_| fetched.pop_front()) {
-                    v.push(f);
-                }
-            }
-        }
+        // Each side by itself (no loop over a pair of sides: host speed).
+        take_side(tx, &mut m2s.fetched, n_tx);
+        take_side(rx, &mut s2m.fetched, n_rx);
         let InFlight { tx, rx, .. } = &self.inflight[slot];
         let (tx, rx) = (tx.as_slice(), rx.as_slice());
         let start = self.now;
@@ -241,5 +231,21 @@ impl Engine {
         // More prefetch room now.
         self.try_fetch(Dir::M2s, q, timing);
         self.try_fetch(Dir::S2m, q, timing);
+    }
+}
+
+/// Moves the first `n` prefetched descriptors of one side into the
+/// packet's slot, in order.
+#[inline(always)]
+fn take_side(v: &mut super::pieces::Pieces, fetched: &mut VecDeque<super::Fetched>, n: usize) {
+    if n == 1 {
+        // The common packet: one descriptor a side.
+        if let Some(f) = fetched.pop_front() {
+            v.push(f);
+        }
+    } else {
+        for f in (0..n).map_while(|_| fetched.pop_front()) {
+            v.push(f);
+        }
     }
 }
