@@ -371,6 +371,10 @@ fn build_engine<'e>(
     slot.insert(e)
 }
 
+/// A partitioned region's `(base, size_bytes, stride_bytes)`
+/// ([`Device::partition_span`]).
+pub type PartitionSpanBytes = (u64, u64, u64);
+
 /// A leaf SBUF/PSUM region's extent and partition stride.
 #[derive(Clone, Copy, Debug)]
 struct PartitionedRegion {
@@ -717,7 +721,7 @@ impl Device {
     /// partitioned region (the one `partition_of` remembers), that region
     /// as `(base, size_bytes, stride_bytes)`: every address in it is in
     /// partition `(addr - base) / stride_bytes`, as `partition_of` says.
-    pub fn partition_span(&self, addr: u64) -> (Option<(u32, u64)>, Option<(u64, u64, u64)>) {
+    pub fn partition_span(&self, addr: u64) -> (Option<(u32, u64)>, Option<PartitionSpanBytes>) {
         let p = self.partition_of(addr);
         let span = self
             .last_partitioned
