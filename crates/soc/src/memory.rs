@@ -153,6 +153,45 @@ struct LastRegion {
     partitions: Option<PartitionShape>,
 }
 
+/// Whether a timing-only copy's end passes the store checks of the full
+/// path ([`DeviceMemory::store_offset`], read or write alike) without
+/// creating or reading a store: for a plain memory or an SBUF (the shape
+/// of [`Backing::new`]'s store), decided from the storage region when the
+/// region is remembered, so that the copy makes no region table look-up
+/// (docs/references/design.md §4).
+#[derive(Clone, Copy, Debug, Default)]
+enum SkipCheck {
+    /// Not skippable (PSUM's write rules, anything not a memory): the full
+    /// path.
+    #[default]
+    Never,
+    /// A plain memory of this many bytes: the range check.
+    Plain(u64),
+    /// An SBUF: the shape of its store ([`SBUF_GEOMETRY`]).
+    Sbuf,
+}
+
+impl SkipCheck {
+    /// The check of a storage region (`kind`, `size_bytes`).
+    fn of(kind: RegionKind, size_bytes: u64) -> Self {
+        match kind {
+            RegionKind::Memory | RegionKind::Host => SkipCheck::Plain(size_bytes),
+            RegionKind::Sbuf => SkipCheck::Sbuf,
+            _ => SkipCheck::Never,
+        }
+    }
+
+    /// Whether `len` bytes at store offset `offset` pass.
+    #[inline]
+    fn passes(self, offset: u64, len: u64) -> bool {
+        match self {
+            SkipCheck::Plain(size) => offset.checked_add(len).is_some_and(|end| end <= size),
+            SkipCheck::Sbuf => SBUF_GEOMETRY.resolve(offset, len).is_ok(),
+            SkipCheck::Never => false,
+        }
+    }
+}
+
 /// The partition geometry [`LastRegion::hit`] checks.
 #[derive(Clone, Copy, Debug)]
 struct PartitionShape {
@@ -209,6 +248,9 @@ const GRANULE_SHIFT: u32 = 21;
 struct RegionCache {
     /// Resolved regions, replaced round robin.
     regions: Box<[std::cell::Cell<LastRegion>; RECENT_REGIONS]>,
+    /// By entry of `regions`: its storage's timing-only copy check (apart,
+    /// so that every other access copies no more of an entry).
+    skips: Box<[std::cell::Cell<SkipCheck>; RECENT_REGIONS]>,
     /// The entry of `regions` to replace next.
     next: std::cell::Cell<usize>,
     /// By granule hash: an entry of `regions`.
@@ -219,6 +261,7 @@ impl Default for RegionCache {
     fn default() -> Self {
         RegionCache {
             regions: Box::new(std::array::from_fn(|_| Default::default())),
+            skips: Box::new(std::array::from_fn(|_| Default::default())),
             next: std::cell::Cell::new(0),
             by_granule: Box::new(std::array::from_fn(|_| std::cell::Cell::new(0))),
         }
@@ -237,10 +280,23 @@ impl RegionCache {
     /// resolves it.
     #[inline]
     fn find(&self, addr: u64, len: u64) -> Option<MemTarget> {
+        self.find_entry(addr, len).map(|(t, _)| t)
+    }
+
+    /// [`RegionCache::find`] with the region's timing-only copy check.
+    #[inline]
+    fn find_checked(&self, addr: u64, len: u64) -> Option<(MemTarget, SkipCheck)> {
+        self.find_entry(addr, len)
+            .map(|(t, i)| (t, self.skips[i % RECENT_REGIONS].get()))
+    }
+
+    /// [`RegionCache::find`] and the entry of `regions` that resolved it.
+    #[inline]
+    fn find_entry(&self, addr: u64, len: u64) -> Option<(MemTarget, usize)> {
         let slot = self.granule_slot(addr);
         let i = usize::from(slot.get()) % RECENT_REGIONS;
         if let Some(t) = self.regions[i].get().hit(addr, len) {
-            return Some(t);
+            return Some((t, i));
         }
         self.search(slot, addr, len)
     }
@@ -249,22 +305,29 @@ impl RegionCache {
     /// region, the most recently added first.
     #[cold]
     #[inline(never)]
-    fn search(&self, slot: &std::cell::Cell<u8>, addr: u64, len: u64) -> Option<MemTarget> {
+    fn search(
+        &self,
+        slot: &std::cell::Cell<u8>,
+        addr: u64,
+        len: u64,
+    ) -> Option<(MemTarget, usize)> {
         let next = self.next.get();
         for k in 1..=RECENT_REGIONS {
             let i = (next + RECENT_REGIONS - k) % RECENT_REGIONS;
             if let Some(t) = self.regions[i].get().hit(addr, len) {
                 slot.set(i as u8);
-                return Some(t);
+                return Some((t, i));
             }
         }
         None
     }
 
-    /// Remembers `region`, found for an access at `addr`.
-    fn insert(&self, addr: u64, region: LastRegion) {
+    /// Remembers `region`, found for an access at `addr`, and its storage's
+    /// timing-only copy check.
+    fn insert(&self, addr: u64, region: LastRegion, skip: SkipCheck) {
         let i = self.next.get() % RECENT_REGIONS;
         self.regions[i].set(region);
+        self.skips[i].set(skip);
         self.next.set((i + 1) % RECENT_REGIONS);
         self.granule_slot(addr).set(i as u8);
     }
@@ -415,6 +478,10 @@ impl DeviceMemory {
                 region: t.region,
                 storage: t.storage,
                 partitions,
+            },
+            {
+                let st = map.region(t.storage);
+                SkipCheck::of(st.kind, st.size_bytes)
             },
         );
         Ok(t)
@@ -621,13 +688,14 @@ impl DeviceMemory {
     ) -> Result<(), (BusFault, u64)> {
         if self.skip_payload
             && len > TIMING_ONLY_MIN_SKIP_BYTES
-            && let Ok(s) = self.target(map, src, len)
-            && let Ok(d) = self.target(map, dst, len)
-            && Self::skip_checked(map, s, len)
-            && Self::skip_checked(map, d, len)
+            && let Some((s, s_check)) = self.recent.find_checked(src, len)
+            && let Some((d, d_check)) = self.recent.find_checked(dst, len)
+            && s_check.passes(s.offset, len)
+            && d_check.passes(d.offset, len)
         {
-            // Timing-only, and both ends pass every check the full path
-            // below makes: checked, not moved (docs/references/design.md §4).
+            // Timing-only, both ends remembered, and both pass every check
+            // the full path below makes ([`SkipCheck`]): checked, not moved
+            // (docs/references/design.md §4).
             self.mark_stale(d, dst, len);
             return Ok(());
         }
@@ -708,24 +776,6 @@ impl DeviceMemory {
         };
         self.stores[s.storage] = Some(src_store);
         result.map_err(|f| (Self::fault(map, d, dst, f), dst))
-    }
-
-    /// Whether `len` bytes at `t` pass the store checks of a copy's end
-    /// ([`DeviceMemory::store_offset`], read or write alike) for a plain
-    /// memory or an SBUF, told from the region and the SBUF store's shape
-    /// ([`Backing::new`]) without creating or reading a store. False for
-    /// anything else (PSUM's write rules), which takes the full path.
-    #[inline]
-    fn skip_checked(map: &SocMap, t: MemTarget, len: u64) -> bool {
-        let r = map.region(t.storage);
-        match r.kind {
-            RegionKind::Memory | RegionKind::Host => t
-                .offset
-                .checked_add(len)
-                .is_some_and(|end| end <= r.size_bytes),
-            RegionKind::Sbuf => SBUF_GEOMETRY.resolve(t.offset, len).is_ok(),
-            _ => false,
-        }
     }
 
     /// The offset inside the target's sparse store (checks partition pads
@@ -907,6 +957,21 @@ mod tests {
                 copies.push((hbm + t * 0x1000, sbuf + row * 0x4_0000 + t * 512, 512));
             }
             copies.push((hbm, sbuf + 0x4_0000 + 256, 1024));
+        }
+        // Copies that start in a partition row and run into its pad, to it
+        // and from it, by a few bytes or most of the copy.
+        let p = map
+            .region(map.by_name("tpb0.sbuf").unwrap())
+            .partitions
+            .unwrap();
+        for row in [0, 1, 127] {
+            let row_end = sbuf + row * p.stride_bytes + p.populated_bytes;
+            for back in [1, 64, 256, 300, 511, 512, 1024] {
+                for len in [512, 1024] {
+                    copies.push((hbm, row_end - back, len));
+                    copies.push((row_end - back, hbm, len));
+                }
+            }
         }
         for store_first in [false, true] {
             let mut fast = DeviceMemory::default();

@@ -249,13 +249,7 @@ impl Fabric {
     }
 
     pub(super) fn regfile(&mut self, region: RegionId) -> Option<&mut RegFile<'static>> {
-        // Look the block up by name only to create the file (the firmware
-        // reads the same few blocks on every word).
-        if !self.regs.contains_key(&region) {
-            let block = self.block_of(region)?;
-            self.regs.insert(region, RegFile::new(block));
-        }
-        self.regs.get_mut(&region)
+        regfile_in(&mut self.regs, &self.map, self.catalog, region)
     }
 
     pub(super) fn csr_read(&mut self, addr: u64, t: RegTarget) -> Result<u32, BusFault> {
@@ -277,14 +271,20 @@ impl Fabric {
         named: bool,
     ) -> Result<WriteDone, BusFault> {
         let trace = self.trace;
-        let written = self.regfile(t.region).map(|rf| {
-            let block_name: &'static str = rf.map().block();
-            rf.write(t.offset, value).map(|out| (block_name, out))
-        });
-        let Some(Ok((block_name, out))) = written else {
+        // One look-up of the register file: the write and, in an EVT_SEM
+        // block, the semaphore's new value.
+        let Some(rf) = regfile_in(&mut self.regs, &self.map, self.catalog, t.region) else {
             return Err(self.no_register(addr, t));
         };
-        let is_sem = block_name == "evt_sem";
+        let is_sem = rf.map().block() == "evt_sem";
+        let Ok(out) = rf.write(t.offset, value) else {
+            return Err(self.no_register(addr, t));
+        };
+        let sem = if is_sem {
+            semaphore_update(rf, &mut self.sem_read_offsets, &out, value)
+        } else {
+            None
+        };
         let shown = trace
             && (out.read_only
                 || out.ignored != 0
@@ -300,8 +300,9 @@ impl Fabric {
             });
         }
         if is_sem {
-            let spec_name: &'static str = out.reg.spec().name();
-            self.semaphore_op(t.region, spec_name, out.reg.index(), value, out.delta);
+            if let Some((index, old, new)) = sem {
+                self.semaphore_done(t.region, index, old, new);
+            }
         } else if trace {
             if let Some(Delta::Inc(n)) = out.delta {
                 self.events.push(DeviceEvent::Doorbell {
@@ -327,70 +328,90 @@ impl Fabric {
         })
     }
 
-    /// SEM_READ's offset for semaphore `index` in the EVT_SEM map `rf`
-    /// uses, looked up by name once per index.
-    fn sem_read_offset(&mut self, region: RegionId, index: u32) -> Option<u64> {
-        let i = usize::try_from(index).ok()?;
-        if let Some(Some(off)) = self.sem_read_offsets.get(i) {
-            return Some(u64::from(*off));
+    /// After semaphore `index` of EVT_SEM region `region` went from `old`
+    /// to `new` ([`semaphore_update`]): the race detector, the firmware's
+    /// wake-up, the waveforms and the trace event.
+    fn semaphore_done(&mut self, region: RegionId, index: u32, old: u32, new: u32) {
+        if self.race.is_some() {
+            self.race_sem_write(region, index);
         }
-        let off = self.regfile(region)?.map().find("SEM_READ", Some(index))?;
-        if let Ok(off32) = u32::try_from(off) {
-            if self.sem_read_offsets.len() <= i {
-                self.sem_read_offsets.resize(i + 1, None);
+        if let Some(&core) = self.sem_cores.get(&region) {
+            self.sem_touched |= 1 << core;
+            if let Some(rec) = self.rec.as_deref_mut()
+                && let Some(w) = rec.waves.as_mut()
+            {
+                w.semaphore(rec.cycle, core, index, old, new);
             }
-            self.sem_read_offsets[i] = Some(off32);
         }
-        Some(off)
+        if self.trace {
+            let name = self.map.name(region).to_string();
+            self.events.push(DeviceEvent::Semaphore {
+                region: name,
+                index,
+                old,
+                new,
+            });
+        }
     }
+}
 
-    /// EVT_SEM semantics (P9.1 §6, docs/references/driver.md §6.4): SET stores, INC
-    /// adds, DEC subtracts (32-bit wrapping), all visible in SEM_READ.
-    pub(super) fn semaphore_op(
-        &mut self,
-        region: RegionId,
-        register: &str,
-        index: Option<u32>,
-        written: u32,
-        delta: Option<Delta>,
-    ) {
-        let Some(index) = index else { return };
-        let Some(read_off) = self.sem_read_offset(region, index) else {
-            return;
-        };
-        let Some(rf) = self.regfile(region) else {
-            return;
-        };
-        let Ok(old) = rf.value(read_off) else { return };
-        let new = match (register, delta) {
-            ("SEM_SET", _) => written,
-            (_, Some(Delta::Inc(n))) => old.wrapping_add(n),
-            (_, Some(Delta::Dec(n))) => old.wrapping_sub(n),
-            _ => return,
-        };
-        if rf.hw_set(read_off, new).is_ok() {
-            if self.race.is_some() {
-                self.race_sem_write(region, index);
-            }
-            if let Some(&core) = self.sem_cores.get(&region) {
-                self.sem_touched |= 1 << core;
-                if let Some(rec) = self.rec.as_deref_mut()
-                    && let Some(w) = rec.waves.as_mut()
-                {
-                    w.semaphore(rec.cycle, core, index, old, new);
-                }
-            }
-            if self.trace {
-                let name = self.map.name(region).to_string();
-                self.events.push(DeviceEvent::Semaphore {
-                    region: name,
-                    index,
-                    old,
-                    new,
-                });
-            }
+/// The register file of `region`, created on first use (the block is
+/// looked up by name only then: the firmware reaches the same few blocks
+/// on every word); one map search.
+fn regfile_in<'a>(
+    regs: &'a mut BTreeMap<RegionId, RegFile<'static>>,
+    map: &SocMap,
+    catalog: &'static Catalog,
+    region: RegionId,
+) -> Option<&'a mut RegFile<'static>> {
+    match regs.entry(region) {
+        std::collections::btree_map::Entry::Occupied(e) => Some(e.into_mut()),
+        std::collections::btree_map::Entry::Vacant(v) => {
+            let block = map
+                .region(region)
+                .block
+                .as_deref()
+                .and_then(|b| catalog.block(b))?;
+            Some(v.insert(RegFile::new(block)))
         }
     }
+}
+
+/// EVT_SEM semantics (P9.1 §6, docs/references/driver.md §6.4) of the write
+/// `out` of `written` to the EVT_SEM file `rf`: SET stores, INC adds, DEC
+/// subtracts (32-bit wrapping), all visible in SEM_READ. The semaphore's
+/// index, old and new value when SEM_READ changed; `offsets` memoizes
+/// SEM_READ's offset by index (every EVT_SEM region shares one map).
+fn semaphore_update(
+    rf: &mut RegFile<'static>,
+    offsets: &mut Vec<Option<u32>>,
+    out: &csr::WriteOutcome<'static>,
+    written: u32,
+) -> Option<(u32, u32, u32)> {
+    let index = out.reg.index()?;
+    let i = usize::try_from(index).ok()?;
+    let read_off = match offsets.get(i) {
+        Some(Some(off)) => u64::from(*off),
+        _ => {
+            let off = rf.map().find("SEM_READ", Some(index))?;
+            if let Ok(off32) = u32::try_from(off) {
+                if offsets.len() <= i {
+                    offsets.resize(i + 1, None);
+                }
+                offsets[i] = Some(off32);
+            }
+            off
+        }
+    };
+    let old = rf.value(read_off).ok()?;
+    let new = match (out.reg.spec().name(), out.delta) {
+        ("SEM_SET", _) => written,
+        (_, Some(Delta::Inc(n))) => old.wrapping_add(n),
+        (_, Some(Delta::Dec(n))) => old.wrapping_sub(n),
+        _ => return None,
+    };
+    rf.hw_set(read_off, new).ok()?;
+    Some((index, old, new))
 }
 
 /// What a register write did ([`Fabric::csr_write_unnamed`]); the
