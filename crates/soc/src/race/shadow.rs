@@ -100,12 +100,19 @@ fn split(segs: &mut Segs, at: u64) {
 
 /// [`Shadow::visit`] inside one page.
 fn visit_page(segs: &mut Segs, lo: u64, hi: u64, f: &mut impl FnMut(u64, &mut Seg)) {
-    // Fast paths from one search, the segment starting last before `hi`:
-    // none reaching `lo` (bytes after everything the page holds — a
-    // streaming workload's next buffer — or in a gap, a new completion
-    // entry between others) needs one new segment; exactly one segment's
-    // bytes again (a ring entry rewritten lap after lap) needs none.
-    match segs.range_mut(..hi).next_back() {
+    // Fast paths: bytes after everything the page holds (a streaming
+    // workload's next buffer) need one new segment, found without a
+    // search. Else one search, the segment starting last before `hi`:
+    // none reaching `lo` (a gap: a new completion entry between others)
+    // needs one new segment; exactly one segment's bytes again (a ring
+    // entry rewritten lap after lap) need none.
+    let after_all = segs.last_key_value().is_none_or(|(_, last)| last.end <= lo);
+    let before_hi = if after_all {
+        None
+    } else {
+        segs.range_mut(..hi).next_back()
+    };
+    match before_hi {
         None => {}
         Some((_, last)) if last.end <= lo => {}
         Some((&s, seg)) => {
