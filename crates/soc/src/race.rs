@@ -649,29 +649,6 @@ impl Detector {
         self.cur.is_some()
     }
 
-    /// Does `prior` happen before the current access by `agent` (epoch
-    /// `epoch`)?
-    fn ordered(&self, prior: &Acc, prior_write: bool, cur: &Acc, cur_write: bool) -> bool {
-        if prior.agent == cur.agent {
-            // Within one queue the reads leave in ring order and the writes
-            // land in order, but a later packet's read of what an earlier
-            // one writes needs a DMB, or a completion that came back
-            // through another agent — unless one word or one doorbell
-            // statement issued both (its own order; docs/races.md).
-            if let Some(c) = self.cur
-                && c.agent == cur.agent
-                && prior_write
-                && !cur_write
-                && prior.epoch < cur.epoch
-                && prior.who != cur.who
-            {
-                return c.last_dmb > prior.epoch || c.synced >= prior.epoch;
-            }
-            return true;
-        }
-        self.clock(cur.agent).get(prior.agent as usize) >= prior.epoch
-    }
-
     fn current(&mut self, core: Option<u8>, cycle: u64) -> Acc {
         match self.cur {
             Some(c) => Acc {
@@ -725,8 +702,8 @@ impl Detector {
         let host = self.cpu_ids[8];
         let mut unwritten: Option<(u64, u64)> = None;
         let mut setup = false;
-        let mut shadow = std::mem::take(&mut self.shadow);
-        shadow.visit(addr, hi, |start, seg| {
+        let (clocks, packet) = (&self.clocks, self.cur);
+        self.shadow.visit(addr, hi, |start, seg| {
             if check_uninit {
                 match seg.write {
                     None => {
@@ -739,13 +716,13 @@ impl Detector {
                 }
             }
             if let Some(w) = seg.write
-                && !self.ordered(&w, true, &cur, write)
+                && !ordered_in(clocks, packet, &w, true, &cur, write)
             {
                 races.push((w, true, start, seg.end));
             }
             if write {
                 for r in &seg.reads {
-                    if !self.ordered(r, false, &cur, true) {
+                    if !ordered_in(clocks, packet, r, false, &cur, true) {
                         races.push((*r, false, start, seg.end));
                     }
                 }
@@ -757,7 +734,6 @@ impl Detector {
                 seg.reads.push(cur);
             }
         });
-        self.shadow = shadow;
         if setup {
             self.setup_reads += 1;
         }
@@ -825,8 +801,7 @@ impl Detector {
     pub(crate) fn poll(&mut self, core: Option<u8>, addr: u64, len: u64) {
         let a = self.cpu_agent(core);
         let mut writers: Vec<u32> = Vec::new();
-        let shadow = std::mem::take(&mut self.shadow);
-        shadow.peek(addr, addr.saturating_add(len), |_, seg| {
+        self.shadow.peek(addr, addr.saturating_add(len), |_, seg| {
             if let Some(w) = seg.write
                 && w.agent != a
                 && !writers.contains(&w.agent)
@@ -834,7 +809,6 @@ impl Detector {
                 writers.push(w.agent);
             }
         });
-        self.shadow = shadow;
         for w in writers {
             if matches!(self.agents.get(w as usize), Some(Agent::Queue(..))) {
                 let (clocks, qsync) = (&mut self.clocks, &self.qsync);
@@ -1012,6 +986,37 @@ impl Detector {
     pub(crate) fn segments(&self) -> usize {
         self.shadow.len()
     }
+}
+
+/// Does `prior` happen before the current access `cur` (docs/races.md
+/// §Happens-before)? Over the clocks and the packet in scope alone, so a
+/// shadow visit checks while it holds the shadow mutably.
+fn ordered_in(
+    clocks: &[VClock],
+    cur_packet: Option<Cur>,
+    prior: &Acc,
+    prior_write: bool,
+    cur: &Acc,
+    cur_write: bool,
+) -> bool {
+    if prior.agent == cur.agent {
+        // Within one queue the reads leave in ring order and the writes
+        // land in order, but a later packet's read of what an earlier
+        // one writes needs a DMB, or a completion that came back
+        // through another agent — unless one word or one doorbell
+        // statement issued both (its own order; docs/races.md).
+        if let Some(c) = cur_packet
+            && c.agent == cur.agent
+            && prior_write
+            && !cur_write
+            && prior.epoch < cur.epoch
+            && prior.who != cur.who
+        {
+            return c.last_dmb > prior.epoch || c.synced >= prior.epoch;
+        }
+        return true;
+    }
+    clocks[cur.agent as usize].get(prior.agent as usize) >= prior.epoch
 }
 
 /// `tpb0.sbuf[p3]+0x100..+0x200`: the start named, the end as an offset in

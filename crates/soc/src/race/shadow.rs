@@ -101,21 +101,31 @@ fn split(segs: &mut Segs, at: u64) {
 /// [`Shadow::visit`] inside one page.
 fn visit_page(segs: &mut Segs, lo: u64, hi: u64, f: &mut impl FnMut(u64, &mut Seg)) {
     // Fast paths: bytes after everything the page holds (a streaming
-    // workload's next buffer), or exactly one segment's bytes again.
-    match segs.last_key_value() {
+    // workload's next buffer) need one new segment, found without a
+    // search. Else one search, the segment starting last before `hi`:
+    // none reaching `lo` (a gap: a new completion entry between others)
+    // needs one new segment; exactly one segment's bytes again (a ring
+    // entry rewritten lap after lap) need none.
+    let after_all = segs.last_key_value().is_none_or(|(_, last)| last.end <= lo);
+    let before_hi = if after_all {
+        None
+    } else {
+        segs.range_mut(..hi).next_back()
+    };
+    match before_hi {
         None => {}
         Some((_, last)) if last.end <= lo => {}
-        Some(_) => {
-            if let Some(seg) = segs.get_mut(&lo)
-                && seg.end == hi
-            {
+        Some((&s, seg)) => {
+            if s == lo && seg.end == hi {
                 f(lo, seg);
                 return;
             }
+            // Only that segment can reach past `hi`.
+            if seg.end > hi {
+                split(segs, hi);
+            }
             split(segs, lo);
-            split(segs, hi);
-            // Fill the gaps (most accesses have none or one: the bytes of a
-            // new completion entry between others need no list).
+            // Fill the gaps (most accesses have none or one).
             let mut cur = lo;
             let mut gaps: Vec<(u64, u64)> = Vec::new();
             for (&s, seg) in segs.range(lo..hi) {
@@ -125,16 +135,6 @@ fn visit_page(segs: &mut Segs, lo: u64, hi: u64, f: &mut impl FnMut(u64, &mut Se
                 cur = seg.end;
             }
             if cur < hi {
-                if gaps.is_empty() && cur == lo {
-                    // Nothing in the range: one new segment.
-                    let mut seg = Seg {
-                        end: hi,
-                        ..Seg::default()
-                    };
-                    f(lo, &mut seg);
-                    segs.insert(lo, seg);
-                    return;
-                }
                 gaps.push((cur, hi));
             }
             for (a, b) in gaps {
