@@ -202,21 +202,7 @@ impl Engine {
             }
         }
         // A completion moves the completion head, the packet counter and
-        // the occupancy; the descriptor head and tail registers were synced
-        // when they moved (prefetch, doorbell, reset), as in the branch
-        // without a ring above.
-        let status = self.status_bits(dir, q);
-        let qd = &self.q[qi][d];
-        let comp = (qd.comp_head & 0xFF_FFFF) | (u32::from(qd.comp_id & 3) << 30);
-        let hot = &self.maps.slots.hot[d];
-        let f = self.qfile(dir, q);
-        f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
-        let mut moved = false;
-        f.hw_update_slot(hot.comp_head, |old| {
-            moved = old != comp;
-            comp
-        });
-        f.hw_update_slot(hot.status, |s| (s & (1 << 29 | 1 << 30)) | status);
-        self.crhp_moves += u64::from(moved);
+        // the occupancy, as in the branch without a ring above.
+        self.sync_completion_regs(dir, q, true);
     }
 }

@@ -189,15 +189,28 @@ impl Engine {
     #[inline(never)]
     pub(super) fn sync_queue_regs(&mut self, dir: Dir, q: u8) {
         let qd = &self.q[usize::from(q) % QUEUES][dir_idx(dir)];
-        let ptr = |off: u32, id: u8| (off & 0xFF_FFFF) | (u32::from(id & 3) << 30);
-        let head = ptr(qd.head, qd.head_id);
-        let tail = ptr(qd.tail, qd.tail_id);
-        let comp = ptr(qd.comp_head, qd.comp_id);
-        let status = self.status_bits(dir, q);
+        let (head, tail) = (ring_ptr(qd.head, qd.head_id), ring_ptr(qd.tail, qd.tail_id));
         let hot = &self.maps.slots.hot[dir_idx(dir)];
         let f = self.qfile(dir, q);
         f.hw_update_slot(hot.head, |_| head);
         f.hw_update_slot(hot.tail, |_| tail);
+        self.sync_completion_regs(dir, q, false);
+    }
+
+    /// Mirrors the completion head and Q_STATUS into the queue's registers,
+    /// after adding one to its packet counter when `count_packet` (a
+    /// completion moves these and no other pointer; the descriptor head
+    /// and tail are synced where they move).
+    #[inline(always)]
+    pub(super) fn sync_completion_regs(&mut self, dir: Dir, q: u8, count_packet: bool) {
+        let qd = &self.q[usize::from(q) % QUEUES][dir_idx(dir)];
+        let comp = ring_ptr(qd.comp_head, qd.comp_id);
+        let status = self.status_bits(dir, q);
+        let hot = &self.maps.slots.hot[dir_idx(dir)];
+        let f = self.qfile(dir, q);
+        if count_packet {
+            f.hw_update_slot(hot.pkt_count, |v| v.wrapping_add(1));
+        }
         let mut moved = false;
         f.hw_update_slot(hot.comp_head, |old| {
             moved = old != comp;
@@ -275,6 +288,12 @@ impl Engine {
     pub(super) fn enabled(&self, dir: Dir, q: u8) -> (bool, bool) {
         self.q[usize::from(q) % QUEUES].cfg.en[dir_idx(dir)]
     }
+}
+
+/// A ring pointer register's value: the index in bits 23:0, the ring id
+/// in bits 31:30 (docs/descriptors.md "Queue control").
+fn ring_ptr(index: u32, ring_id: u8) -> u32 {
+    (index & 0xFF_FFFF) | (u32::from(ring_id & 3) << 30)
 }
 
 /// The address of entry `idx` of a ring (16 bytes each) at `base`, or of
