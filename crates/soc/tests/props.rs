@@ -211,6 +211,25 @@ fn memory_accesses_never_panic() {
         .unwrap();
 }
 
+/// `(base, size_bytes)` of the regions the partition properties probe:
+/// SBUF and PSUM of several cores and an HBM stack.
+fn probe_regions(map: &soc_map::SocMap) -> Vec<(u64, u64)> {
+    [
+        "tpb0.sbuf",
+        "tpb0.psum",
+        "tpb5.sbuf",
+        "tpb7.psum",
+        "hbm0",
+        "tpb1.sbuf",
+    ]
+    .iter()
+    .map(|n| {
+        let r = map.region(map.by_name(n).unwrap());
+        (r.base, r.size_bytes)
+    })
+    .collect()
+}
+
 proptest! {
     /// `Device::partition_of` (which caches the last SBUF/PSUM region it
     /// found) answers as the map's decode does, whatever the order of the
@@ -220,13 +239,7 @@ proptest! {
     fn partition_of_matches_the_decode(picks in prop::collection::vec((0usize..6, any::<u64>()), 1..64)) {
         let dev = device();
         let map = dev.map();
-        let regions: Vec<(u64, u64)> = ["tpb0.sbuf", "tpb0.psum", "tpb5.sbuf", "tpb7.psum", "hbm0", "tpb1.sbuf"]
-            .iter()
-            .map(|n| {
-                let r = map.region(map.by_name(n).unwrap());
-                (r.base, r.size_bytes)
-            })
-            .collect();
+        let regions = probe_regions(map);
         for (which, off) in picks {
             let (base, size) = regions[which];
             // In the region, or just past its end.
@@ -251,13 +264,7 @@ proptest! {
     ) {
         let dev = device();
         let map = dev.map();
-        let regions: Vec<(u64, u64)> = ["tpb0.sbuf", "tpb0.psum", "tpb5.sbuf", "tpb7.psum", "hbm0", "tpb1.sbuf"]
-            .iter()
-            .map(|n| {
-                let r = map.region(map.by_name(n).unwrap());
-                (r.base, r.size_bytes)
-            })
-            .collect();
+        let regions = probe_regions(map);
         for (which, off, probe) in picks {
             let (base, size) = regions[which];
             let addr = base + off % (size + 0x1000);
