@@ -109,11 +109,16 @@ impl Engine {
         let base = self.ring_base(dir, q);
         let first_index = self.q[qi][d].head;
         let mut fetched = 0;
-        // The prefetch buffer takes its full depth at its first burst: one
-        // allocation, not a doubling every few bursts (host speed).
+        // The prefetch buffer takes two bursts at its first one (not a
+        // doubling from 4 at each of its first bursts); a queue that
+        // prefetches deeper doubles it up to its depth once. Not the full
+        // depth up front: a queue that is rung a burst at a time (the DGE's
+        // rings, docs/firmware.md) never holds more, and 128 such buffers of
+        // `PREFETCH_DEPTH` entries were 0.8 MB of a short run's heap
+        // (docs/user-guide.md §14, "The allocator's page geometry").
         let buffer = &mut self.q[qi][d].fetched;
         if buffer.capacity() == 0 {
-            buffer.reserve_exact(PREFETCH_DEPTH);
+            buffer.reserve_exact(2 * FETCH_BURST as usize);
         }
         // One bus read per contiguous run of the burst (it may wrap once).
         let mut burst = [0u8; 16 * FETCH_BURST as usize];
