@@ -11,7 +11,7 @@
 //! process exits with 128 + the signal number. A second signal ends the
 //! process at once.
 
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -19,71 +19,8 @@ use soc::exec::{Control, ExecHooks, Executor, Linked, QUIT_MARK, StepRecord};
 use soc::{Device, DeviceEvent};
 use trace_format::Statement;
 
-/// Bytes kept in memory before a spill buffer moves to a temporary file.
-const SPILL_MEMORY_BYTES: usize = 8 << 20;
-
-/// Bytes that wait for their statement's line: in memory, then on disk.
-struct Spill {
-    mem: Vec<u8>,
-    file: Option<std::fs::File>,
-    /// Bytes kept in memory before moving to a file.
-    limit_bytes: usize,
-}
-
-impl Default for Spill {
-    fn default() -> Self {
-        Spill {
-            mem: Vec::new(),
-            file: None,
-            limit_bytes: SPILL_MEMORY_BYTES,
-        }
-    }
-}
-
-impl Spill {
-    fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.mem.extend_from_slice(bytes);
-        self.settle()
-    }
-
-    /// Bytes appended to `mem` since the last call go where they belong:
-    /// to the file once there is one, or with everything held to a new
-    /// one past the limit. (`mem` takes the bytes in either case, so a
-    /// writer appends there and calls this: no copy.)
-    fn settle(&mut self) -> io::Result<()> {
-        if let Some(f) = self.file.as_mut() {
-            f.write_all(&self.mem)?;
-            self.mem.clear();
-            return Ok(());
-        }
-        if self.mem.len() > self.limit_bytes {
-            let mut f = tempfile::tempfile()?;
-            f.write_all(&self.mem)?;
-            self.mem = Vec::new();
-            self.file = Some(f);
-        }
-        Ok(())
-    }
-
-    /// Writes everything held to `out` and empties the buffer.
-    fn drain_to(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        if let Some(mut f) = self.file.take() {
-            f.flush()?;
-            f.seek(io::SeekFrom::Start(0))?;
-            let mut buf = vec![0u8; 1 << 16];
-            loop {
-                let n = f.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                out.write_all(&buf[..n])?;
-            }
-        }
-        out.write_all(&self.mem)?;
-        self.mem.clear();
-        Ok(())
-    }
-}
+mod spill;
+use spill::Spill;
 
 /// How the run is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,9 +112,10 @@ impl RunOutput {
             }
             return;
         }
-        // Straight into the spill buffer's memory (`settle` moves them on).
-        let text = &mut self.events.mem;
+        // Straight into the spill buffer's open chunk (`settle` seals it
+        // when full and moves it on).
         for e in &events {
+            let text = &mut self.events.open;
             match self.format {
                 Format::Text => {
                     let line = soc::exec::event_text(e);
@@ -200,9 +138,8 @@ impl RunOutput {
                 }
             }
             self.n_events += 1;
+            check(self.events.settle());
         }
-        let r = self.events.settle();
-        check(r);
         if let Some(t) = self.timeline.as_mut() {
             t.extend(events);
         }
@@ -291,12 +228,8 @@ impl RunOutput {
         self.steps.push(head.as_bytes())?;
         if !before {
             self.steps.push(b"[")?;
-            // Taken out and put back drained: its memory stays allocated
-            // for the next statement's events.
-            let mut events = std::mem::take(&mut self.events);
-            let r = events.drain_to(&mut SpillWriter(&mut self.steps));
-            self.events = events;
-            r?;
+            // The events' chunks move into the steps (no copy).
+            self.steps.append(&mut self.events)?;
             self.steps.push(b"\n      ]")?;
         }
         self.steps.push(tail.as_bytes())?;
@@ -350,19 +283,6 @@ impl RunOutput {
         self.out
             .write_all(if map.is_empty() { b"}\n" } else { b"\n}\n" })?;
         self.out.flush()
-    }
-}
-
-/// Writes into a spill buffer.
-struct SpillWriter<'a>(&'a mut Spill);
-
-impl Write for SpillWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.push(buf)?;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -656,33 +576,6 @@ pub(crate) fn signal_name(sig: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_spill_keeps_order_across_memory_and_file() {
-        let mut s = Spill {
-            limit_bytes: 10,
-            ..Spill::default()
-        };
-        let mut want = Vec::new();
-        for i in 0..100u8 {
-            let chunk = [i; 3];
-            s.push(&chunk).unwrap();
-            want.extend_from_slice(&chunk);
-        }
-        assert!(s.file.is_some(), "past 10 bytes it moved to a file");
-        assert!(s.mem.is_empty());
-        let mut out = Vec::new();
-        s.drain_to(&mut out).unwrap();
-        assert_eq!(out, want);
-        // Drained: empty, and usable again (in memory).
-        let mut out = Vec::new();
-        s.drain_to(&mut out).unwrap();
-        assert!(out.is_empty());
-        s.push(b"ab").unwrap();
-        assert!(s.file.is_none());
-        s.drain_to(&mut out).unwrap();
-        assert_eq!(out, b"ab");
-    }
 
     #[test]
     fn indent_matches_nested_pretty_printing() {
