@@ -25,6 +25,13 @@
 //! process, at most 150× slower than real time. It also gives the size of
 //! `neuron-sim run -q` on the trace (issue 12 asks under 2 KB).
 //!
+//! `floor`: what any process pays on the host before the trace's own work,
+//! measured in the same run: `neuron-sim --version` (process start and
+//! argument parsing) and `neuron-sim run -q -` of a one-statement trace on
+//! standard input (also the built-in maps, the device's set-up, a parse,
+//! link and report). The summary gives each as a multiple of the chip
+//! trace's simulated time: the part of the 150× that is not the run's.
+//!
 //! Run: `cargo bench -p neuron-sim --bench run` or `cargo xtask bench`.
 //! `cargo test -p neuron-sim --benches` runs each case once (debug binary).
 
@@ -104,6 +111,15 @@ static REPORTS: Mutex<BTreeMap<String, Report>> = Mutex::new(BTreeMap::new());
 static RUN_HOST: Mutex<BTreeMap<String, Vec<f64>>> = Mutex::new(BTreeMap::new());
 /// Bytes `run -q` printed (with payload: every check holds).
 static QUIET_BYTES: Mutex<Option<usize>> = Mutex::new(None);
+/// Wall times of the floor processes, by case.
+static FLOORS: Mutex<BTreeMap<&'static str, Vec<Duration>>> = Mutex::new(BTreeMap::new());
+
+/// A run that only starts: one register write, from standard input.
+const FLOOR_TRACE: &[u8] = b"write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n";
+
+/// The floor processes: `neuron-sim --version`, and `run -q -` of
+/// [`FLOOR_TRACE`].
+const FLOOR_CASES: &[&str] = &["--version", "run -q one statement"];
 
 fn command(c: Case, quiet: bool) -> Command {
     let mut cmd = Command::new(BIN);
@@ -214,6 +230,53 @@ fn process(bencher: Bencher, c: Case) {
         });
 }
 
+/// One floor process, to its exit; its output is checked.
+fn spawn_floor(case: &str) -> Output {
+    use std::io::Write as _;
+    let mut cmd = Command::new(BIN);
+    let one_statement = case != "--version";
+    if one_statement {
+        cmd.args(["run", "-q", "-"]).stdin(Stdio::piped());
+    } else {
+        cmd.arg("--version").stdin(Stdio::null());
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(FLOOR_TRACE).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{case}: {BIN} exited {}; stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = if one_statement {
+        "1 statements, 0 expectations passed"
+    } else {
+        "neuron-sim"
+    };
+    assert!(text.contains(want), "{case}: {text}");
+    out
+}
+
+#[divan::bench(args = FLOOR_CASES, sample_count = 20, sample_size = 1)]
+fn floor(bencher: Bencher, case: &'static str) {
+    spawn_floor(case);
+    bencher.bench_local(|| {
+        let t = Instant::now();
+        let out = spawn_floor(case);
+        let d = t.elapsed();
+        FLOORS.lock().unwrap().entry(case).or_default().push(d);
+        black_box(out);
+    });
+}
+
 fn median(v: &[Duration]) -> Duration {
     let mut v = v.to_vec();
     v.sort_unstable();
@@ -237,6 +300,7 @@ fn summary() {
         "case", "process", "run host", "sim time", "TX desc/s", "slowdown"
     );
     let mut slowdown_t = Vec::new();
+    let mut sim_ns = None;
     for c in CASES {
         let (Some(r), Some(rep)) = (runs.get(&c.to_string()), reports.get(&c.to_string())) else {
             continue;
@@ -248,6 +312,7 @@ fn summary() {
             h[h.len() / 2]
         });
         let slowdown = t / (rep.sim_ns * 1e-9);
+        sim_ns = Some(rep.sim_ns);
         if c.timing_only {
             slowdown_t.push((*c, slowdown));
         }
@@ -260,6 +325,16 @@ fn summary() {
             rep.tx_descriptors as f64 / t,
             slowdown
         );
+    }
+    if let Some(sim_ns) = sim_ns {
+        for (case, times) in FLOORS.lock().unwrap().iter() {
+            let t = median(times).as_secs_f64();
+            println!(
+                "floor {case:<22} {:>6.2}ms = {:>4.0}x the chip trace's simulated time (same run)",
+                t * 1e3,
+                t / (sim_ns * 1e-9)
+            );
+        }
     }
     let budget = |name: &str, ok: bool, detail: String| {
         println!(
