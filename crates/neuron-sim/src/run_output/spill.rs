@@ -20,6 +20,9 @@ const SPILL_MEMORY_BYTES: usize = 8 << 20;
 /// Bytes of a chunk: the open chunk is sealed once it holds this many.
 const CHUNK_BYTES: usize = 64 << 10;
 
+/// Spare chunks a buffer keeps once it is on disk.
+const SPARE_ON_DISK: usize = 2;
+
 /// Bytes that wait: in memory, then on disk.
 pub(super) struct Spill {
     /// The open chunk: a writer appends here, then calls [`Spill::settle`].
@@ -87,8 +90,11 @@ impl Spill {
                 }
                 f.write_all(&self.open)?;
                 self.open.clear();
-                self.recycle_sealed();
                 self.file = Some(f);
+                self.recycle_sealed();
+                // On disk a buffer fills one chunk at a time: the memory
+                // it held goes back to the allocator.
+                self.spare.truncate(SPARE_ON_DISK);
             }
             None => {}
         }
@@ -180,9 +186,13 @@ impl Spill {
     }
 
     /// Empties `sealed`, keeping chunk-sized ones for reuse (as many as the
-    /// memory limit holds).
+    /// memory limit holds; [`SPARE_ON_DISK`] once on disk).
     fn recycle_sealed(&mut self) {
-        let keep = self.limit_bytes / self.chunk_bytes + 1;
+        let keep = if self.file.is_some() {
+            SPARE_ON_DISK
+        } else {
+            self.limit_bytes / self.chunk_bytes + 1
+        };
         for mut chunk in self.sealed.drain(..) {
             if chunk.capacity() >= self.chunk_bytes && self.spare.len() < keep {
                 chunk.clear();
@@ -286,6 +296,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A buffer that moved to a file gives back the chunks it held in
+    /// memory (it fills one at a time from then on): after steps of
+    /// events far past the limit, it keeps at most [`SPARE_ON_DISK`]
+    /// spare chunks, where it kept the limit's worth (found in review).
+    #[test]
+    fn on_disk_a_buffer_keeps_few_chunks() {
+        let (limit, chunk) = (4096, 64);
+        let mut steps = Spill::with_limits(limit, chunk);
+        let mut events = Spill::with_limits(limit, chunk);
+        let mut want = Vec::new();
+        for step in 0..200u32 {
+            let head = format!("step {step} [");
+            steps.push(head.as_bytes()).unwrap();
+            want.extend_from_slice(head.as_bytes());
+            for e in 0..20u32 {
+                let line = format!("event {e} of {step},");
+                events.open.extend_from_slice(line.as_bytes());
+                events.settle().unwrap();
+                want.extend_from_slice(line.as_bytes());
+            }
+            steps.append(&mut events).unwrap();
+            steps.push(b"]").unwrap();
+            want.push(b']');
+        }
+        assert!(steps.on_disk());
+        assert!(
+            steps.spare.len() <= SPARE_ON_DISK,
+            "on disk, {} spare chunks",
+            steps.spare.len()
+        );
+        let held: usize =
+            steps.spare.iter().map(Vec::capacity).sum::<usize>() + steps.open.capacity();
+        assert!(held <= 8 * chunk, "on disk, {held} bytes of chunks held");
+        let mut out = Vec::new();
+        steps.drain_to(&mut out).unwrap();
+        assert_eq!(out, want);
     }
 
     /// A buffer's chunks are reused from one statement to the next: a
