@@ -25,6 +25,11 @@
 //! process, at most 150× slower than real time. It also gives the size of
 //! `neuron-sim run -q` on the trace (issue 12 asks under 2 KB).
 //!
+//! The summary's `huge pages` column is the median count of transparent
+//! huge pages the system faulted during one timed run (`thp_fault_alloc`
+//! of `/proc/vmstat`, Linux; `-` elsewhere): each is 2 MiB the kernel
+//! zeroes, which on a VM is a large part of a short run's process time.
+//!
 //! `floor`: what any process pays on the host before the trace's own work,
 //! measured in the same run: `neuron-sim --version` (process start and
 //! argument parsing) and `neuron-sim run -q -` of a one-statement trace on
@@ -109,6 +114,9 @@ static RUNS: Mutex<BTreeMap<String, Vec<Duration>>> = Mutex::new(BTreeMap::new()
 static REPORTS: Mutex<BTreeMap<String, Report>> = Mutex::new(BTreeMap::new());
 /// The host seconds each timed run reported itself, by case.
 static RUN_HOST: Mutex<BTreeMap<String, Vec<f64>>> = Mutex::new(BTreeMap::new());
+/// Transparent huge pages the system faulted during each timed run, by
+/// case (`thp_fault_alloc` of `/proc/vmstat`; Linux only).
+static HUGE_PAGES: Mutex<BTreeMap<String, Vec<u64>>> = Mutex::new(BTreeMap::new());
 /// Bytes `run -q` printed (with payload: every check holds).
 static QUIET_BYTES: Mutex<Option<usize>> = Mutex::new(None);
 /// Wall times of the floor processes, by case.
@@ -213,9 +221,18 @@ fn process(bencher: Bencher, c: Case) {
     bencher
         .counter(ItemsCount::new(r.tx_descriptors))
         .bench_local(|| {
+            let thp_before = huge_page_faults();
             let t = Instant::now();
             let out = spawn(c, c.quiet);
             let d = t.elapsed();
+            if let (Some(a), Some(b)) = (thp_before, huge_page_faults()) {
+                HUGE_PAGES
+                    .lock()
+                    .unwrap()
+                    .entry(key.clone())
+                    .or_default()
+                    .push(b.saturating_sub(a));
+            }
             check_exit(c, &out);
             RUNS.lock().unwrap().entry(key.clone()).or_default().push(d);
             if let Some(h) = run_host_s(c.quiet, &out) {
@@ -277,6 +294,19 @@ fn floor(bencher: Bencher, case: &'static str) {
     });
 }
 
+/// The system's count of transparent huge pages faulted so far
+/// (`thp_fault_alloc` in `/proc/vmstat`), where there is one: what the
+/// kernel zeroes 2 MiB at a time for a process whose allocator advises
+/// them (docs/user-guide.md §14, "The allocator's page geometry").
+fn huge_page_faults() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/vmstat").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("thp_fault_alloc "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 fn median(v: &[Duration]) -> Duration {
     let mut v = v.to_vec();
     v.sort_unstable();
@@ -296,9 +326,10 @@ fn summary() {
          run host = median host time the timed runs report themselves)"
     );
     println!(
-        "{:<16} {:>10} {:>10} {:>12} {:>12} {:>10}",
-        "case", "process", "run host", "sim time", "TX desc/s", "slowdown"
+        "{:<16} {:>10} {:>10} {:>12} {:>12} {:>10} {:>11}",
+        "case", "process", "run host", "sim time", "TX desc/s", "slowdown", "huge pages"
     );
+    let huge_pages = HUGE_PAGES.lock().unwrap();
     let mut slowdown_t = Vec::new();
     let mut sim_ns = None;
     for c in CASES {
@@ -316,14 +347,22 @@ fn summary() {
         if c.timing_only {
             slowdown_t.push((*c, slowdown));
         }
+        // The median over the timed runs (the count is the system's: another
+        // process's faults in the same window would count too).
+        let thp = huge_pages.get(&c.to_string()).map_or("-".to_string(), |v| {
+            let mut v = v.clone();
+            v.sort_unstable();
+            v[v.len() / 2].to_string()
+        });
         println!(
-            "{:<16} {:>8.1}ms {:>8.1}ms {:>10.1}us {:>12.0} {:>9.0}x",
+            "{:<16} {:>8.1}ms {:>8.1}ms {:>10.1}us {:>12.0} {:>9.0}x {:>11}",
             c.to_string(),
             t * 1e3,
             host * 1e3,
             rep.sim_ns / 1e3,
             rep.tx_descriptors as f64 / t,
-            slowdown
+            slowdown,
+            thp
         );
     }
     if let Some(sim_ns) = sim_ns {
