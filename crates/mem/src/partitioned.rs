@@ -4,9 +4,9 @@
 //! 224 KiB of SRAM behind each; PSUM partitions sit 32 KiB apart with
 //! 16 KiB (8 banks × 2 KiB) behind each. The rest of every stride is a pad
 //! that faults, and a partition is never contiguous with the next one in the
-//! window. Storage is a compact [`SparseMemory`] (partition `p` at
-//! `p × populated_bytes`), so the SBUF of eight NeuronCores costs nothing
-//! until written.
+//! window. Storage is a [`SparseMemory`] (partition `p` at
+//! `p × store_pitch_bytes`: whole pages per SBUF partition, PSUM partitions
+//! packed), so the SBUF of eight NeuronCores costs nothing until written.
 
 use soc_map::addr::{
     PARTITIONS, PSUM_BANK_BYTES, PSUM_PARTITION_BYTES, PSUM_PARTITION_STRIDE_BYTES,
@@ -14,7 +14,7 @@ use soc_map::addr::{
 };
 use soc_map::{PsumAddr, SbufAddr};
 
-use crate::{Bytes, MemFault, SparseMemory};
+use crate::{Bytes, MemFault, PAGE_BYTES, SparseMemory};
 
 /// Alignment in bytes of address and length of every PSUM write: PSUM is
 /// written in 4-byte types only (docs/references/wiki.md §A.2, docs/references/design.md §2).
@@ -61,6 +61,28 @@ impl PartitionGeometry {
         self.partitions as u64 * self.populated_bytes as u64
     }
 
+    /// Distance between partition starts in the backing store: the
+    /// populated bytes, rounded up to whole pages of the store when a
+    /// partition holds a page or more (SBUF: 224 KiB → 256 KiB). Packed at
+    /// 224 KiB, every other partition started in the middle of a 64 KiB
+    /// page, so a partition's first 64 KiB took two pages; the store is
+    /// sparse, so the gap costs nothing. A partition smaller than a page
+    /// (PSUM: 16 KiB) stays packed, several to a page.
+    pub const fn store_pitch_bytes(&self) -> u64 {
+        let populated = self.populated_bytes as u64;
+        let page = PAGE_BYTES as u64;
+        if populated >= page {
+            populated.div_ceil(page) * page
+        } else {
+            populated
+        }
+    }
+
+    /// Bytes of the backing store, `partitions × store_pitch_bytes`.
+    pub const fn store_bytes(&self) -> u64 {
+        self.partitions as u64 * self.store_pitch_bytes()
+    }
+
     /// The geometry is usable: at least one partition, a non-empty populated
     /// part no larger than the stride, and banks that tile it.
     pub const fn is_valid(&self) -> bool {
@@ -95,7 +117,7 @@ impl PartitionedMemory {
         }
         Some(PartitionedMemory {
             geometry,
-            backing: SparseMemory::new(geometry.populated_total_bytes()),
+            backing: SparseMemory::new(geometry.store_bytes()),
         })
     }
 
@@ -103,7 +125,7 @@ impl PartitionedMemory {
     pub fn sbuf() -> Self {
         PartitionedMemory {
             geometry: PartitionGeometry::SBUF,
-            backing: SparseMemory::new(PartitionGeometry::SBUF.populated_total_bytes()),
+            backing: SparseMemory::new(PartitionGeometry::SBUF.store_bytes()),
         }
     }
 
@@ -111,7 +133,7 @@ impl PartitionedMemory {
     pub fn psum() -> Self {
         PartitionedMemory {
             geometry: PartitionGeometry::PSUM,
-            backing: SparseMemory::new(PartitionGeometry::PSUM.populated_total_bytes()),
+            backing: SparseMemory::new(PartitionGeometry::PSUM.store_bytes()),
         }
     }
 
@@ -145,12 +167,12 @@ impl PartitionedMemory {
         self.geometry.window_bytes()
     }
 
-    /// The compact backing store (partition `p` at `p × populated_bytes`).
+    /// The backing store (partition `p` at `p × store_pitch_bytes`).
     pub fn backing(&self) -> &SparseMemory {
         &self.backing
     }
 
-    /// The compact backing store, for page-to-page copies with
+    /// The backing store, for page-to-page copies with
     /// [`SparseMemory::copy_between`] after [`resolve`](Self::resolve).
     /// Writes through it bypass every rule of this type and its wrappers.
     pub fn backing_mut(&mut self) -> &mut SparseMemory {
@@ -193,8 +215,8 @@ impl PartitionedMemory {
 
 impl PartitionGeometry {
     /// Maps an access of `len` bytes at linear window offset
-    /// `window_offset` to its offset in a compact store of this shape
-    /// (partition `p` at `p × populated_bytes`).
+    /// `window_offset` to its offset in a store of this shape (partition
+    /// `p` at `p × store_pitch_bytes`).
     ///
     /// Faults: `OutOfRange` past the window (or on overflow); `Hole` if any
     /// byte lies in a partition's pad, which includes every access running
@@ -224,7 +246,7 @@ impl PartitionGeometry {
     fn resolve_in_partition(&self, partition: u64, offset: u64, len: u64) -> Result<u64, MemFault> {
         let populated = u64::from(self.populated_bytes);
         match offset.checked_add(len) {
-            Some(end) if end <= populated => Ok(partition * populated + offset),
+            Some(end) if end <= populated => Ok(partition * self.store_pitch_bytes() + offset),
             _ => Err(MemFault::Hole {
                 offset: self.linear(partition, offset),
                 len,
@@ -489,7 +511,10 @@ mod tests {
             (128, 256 * KIB, 224 * KIB, None)
         );
         assert_eq!(s.window_bytes(), 32 << 20);
-        assert_eq!(s.backing().size_bytes(), 28 << 20);
+        // 224 KiB of SRAM per partition; the store gives each partition
+        // whole pages (store_pitch_bytes).
+        assert_eq!(s.geometry().populated_total_bytes(), 28 << 20);
+        assert_eq!(s.backing().size_bytes(), 32 << 20);
         let p = PartitionedMemory::psum();
         assert_eq!(
             (
@@ -502,6 +527,34 @@ mod tests {
         );
         assert_eq!(p.window_bytes(), 4 << 20);
         assert_eq!(p.backing().allocated_pages(), 0);
+    }
+
+    /// An SBUF partition starts on a page of its store and a PSUM
+    /// partition is packed: the first 64 KiB of every SBUF partition is one
+    /// page (two for every other partition when packed at 224 KiB), all 128
+    /// PSUM partitions fill 32 pages.
+    #[test]
+    fn sbuf_partitions_start_on_a_store_page_and_psum_ones_are_packed() {
+        let mut s = PartitionedMemory::sbuf();
+        let stride = u64::from(s.stride_bytes());
+        for p in 0..128u64 {
+            assert_eq!(s.resolve(p * stride, 1), Ok(p * 256 * KIB as u64));
+            Bytes::<u64>::write(&mut s, p * stride, &vec![0xA5; 64 * KIB as usize]).unwrap();
+        }
+        assert_eq!(s.backing().allocated_pages(), 128);
+        let end = 127 * stride + u64::from(s.populated_bytes()) - 4;
+        Bytes::<u64>::write(&mut s, end, &[1, 2, 3, 4]).unwrap();
+        assert_eq!(
+            Bytes::<u64>::read_vec(&s, end, 4).unwrap(),
+            vec![1, 2, 3, 4]
+        );
+        let mut p = PartitionedMemory::psum();
+        let stride = u64::from(p.stride_bytes());
+        for q in 0..128u64 {
+            assert_eq!(p.resolve(q * stride, 4), Ok(q * 16 * KIB as u64));
+            Bytes::<u64>::write(&mut p, q * stride, &[7; 16]).unwrap();
+        }
+        assert_eq!(p.backing().allocated_pages(), 32);
     }
 
     #[test]
