@@ -56,7 +56,8 @@ impl PartitionGeometry {
         self.partitions as u64 * self.stride_bytes as u64
     }
 
-    /// Bytes of storage behind the window, `partitions × populated_bytes`.
+    /// Bytes of SRAM behind the window, `partitions × populated_bytes` (the
+    /// store spans [`PartitionGeometry::store_bytes`]).
     pub const fn populated_total_bytes(&self) -> u64 {
         self.partitions as u64 * self.populated_bytes as u64
     }
