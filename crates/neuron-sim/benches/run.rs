@@ -307,7 +307,7 @@ fn huge_page_faults() -> Option<u64> {
         .ok()
 }
 
-fn median(v: &[Duration]) -> Duration {
+fn median<T: Ord + Copy>(v: &[T]) -> T {
     let mut v = v.to_vec();
     v.sort_unstable();
     v[v.len() / 2]
@@ -349,11 +349,9 @@ fn summary() {
         }
         // The median over the timed runs (the count is the system's: another
         // process's faults in the same window would count too).
-        let thp = huge_pages.get(&c.to_string()).map_or("-".to_string(), |v| {
-            let mut v = v.clone();
-            v.sort_unstable();
-            v[v.len() / 2].to_string()
-        });
+        let thp = huge_pages
+            .get(&c.to_string())
+            .map_or("-".to_string(), |v| median(v).to_string());
         println!(
             "{:<16} {:>8.1}ms {:>8.1}ms {:>10.1}us {:>12.0} {:>9.0}x {:>11}",
             c.to_string(),

@@ -110,21 +110,10 @@ impl Spill {
             return other.drain_to(&mut SpillWriter(self));
         }
         self.seal_partial();
+        other.seal_partial();
         self.sealed_bytes += other.sealed_bytes;
         self.sealed.append(&mut other.sealed);
         other.sealed_bytes = 0;
-        if !other.open.is_empty() {
-            let chunk = if other.open.len() < other.chunk_bytes / 2 {
-                let copy = other.open.clone();
-                other.open.clear();
-                copy
-            } else {
-                let next = other.next_chunk();
-                std::mem::replace(&mut other.open, next)
-            };
-            self.sealed_bytes += chunk.len();
-            self.sealed.push(chunk);
-        }
         self.settle()
     }
 
