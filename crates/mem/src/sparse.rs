@@ -413,7 +413,7 @@ impl SparseMemory {
                 }
                 (Some(bytes), Entry::Vacant(entry)) => {
                     if !is_zero(bytes) {
-                        entry.insert(new_page())[dst_in..dst_in + n].copy_from_slice(bytes);
+                        entry.insert(page_from(bytes, dst_in));
                     }
                 }
                 (None, Entry::Occupied(entry)) if n == PAGE_BYTES => {
@@ -454,14 +454,8 @@ impl SparseMemory {
             match self.pages.entry(run.page) {
                 Entry::Occupied(mut entry) => entry.get_mut()[run.span()].copy_from_slice(bytes),
                 Entry::Vacant(entry) => {
-                    if run.len == PAGE_BYTES {
-                        // A whole page: built from the bytes, not zeroed
-                        // first (a large `fill` or `load` writes whole pages).
-                        if !is_zero(bytes) {
-                            entry.insert(page_of(bytes.into()));
-                        }
-                    } else if !is_zero(bytes) {
-                        entry.insert(new_page())[run.span()].copy_from_slice(bytes);
+                    if !is_zero(bytes) {
+                        entry.insert(page_from(bytes, run.start));
                     }
                 }
             }
@@ -487,8 +481,7 @@ impl SparseMemory {
             [Some(src), None] => {
                 let bytes = &src[src_in..src_in + n];
                 if !is_zero(bytes) {
-                    let mut page = new_page();
-                    page[dst_in..dst_in + n].copy_from_slice(bytes);
+                    let page = page_from(bytes, dst_in);
                     self.pages.insert(dst_page, page);
                 }
             }
@@ -581,6 +574,19 @@ fn zeroed() -> Box<[u8; PAGE_BYTES]> {
     // The conversion cannot fail: the slice is one page long.
     Box::<[u8; PAGE_BYTES]>::try_from(vec![0u8; PAGE_BYTES].into_boxed_slice())
         .unwrap_or_else(|_| Box::new([0u8; PAGE_BYTES]))
+}
+
+/// A fresh page holding `bytes` at `start` and zeros elsewhere. A whole
+/// page is built from the bytes, not zeroed first (a large `fill`, a
+/// `load`, a page-aligned DMA copy of 64 KiB: one pass over the page
+/// instead of two).
+fn page_from(bytes: &[u8], start: usize) -> Page {
+    if start == 0 && bytes.len() == PAGE_BYTES {
+        return page_of(bytes.into());
+    }
+    let mut page = new_page();
+    page[start..start + bytes.len()].copy_from_slice(bytes);
+    page
 }
 
 /// A page from `PAGE_BYTES` bytes (the length is the type's, so a slice
@@ -908,6 +914,45 @@ mod tests {
             dst.read_vec(3 * PAGE_BYTES as u64 + 18, 5).unwrap(),
             b"hello"
         );
+    }
+
+    /// A copy into absent destination pages, whole and partial, page
+    /// aligned and not, across memories and inside one: the bytes copied
+    /// land, every other byte of a fresh page reads zero.
+    #[test]
+    fn copies_into_absent_pages_keep_the_rest_zero() {
+        let p = PAGE_BYTES as u64;
+        let pattern: Vec<u8> = (0..3 * PAGE_BYTES).map(|i| (i % 253) as u8 + 1).collect();
+        for (dst_off, len) in [(0, 2 * p), (4 * p, p), (8 * p + 100, p), (13 * p + 7, 300)] {
+            let mut src = SparseMemory::new(16 * p);
+            src.write(0, &pattern).unwrap();
+            let mut dst = SparseMemory::new(16 * p);
+            SparseMemory::copy_between(&src, 0, &mut dst, dst_off, len).unwrap();
+            src.copy(0, dst_off, len).unwrap();
+            let n = len as usize;
+            for (what, mem) in [("copy_between", &dst), ("copy", &src)] {
+                let first = dst_off & !(p - 1);
+                let last = (dst_off + len).next_multiple_of(p);
+                let got = mem.read_vec(first, (last - first) as usize).unwrap();
+                let at = (dst_off - first) as usize;
+                assert_eq!(
+                    &got[at..at + n],
+                    &pattern[..n],
+                    "{what} {dst_off:#x}+{len:#x}"
+                );
+                if what == "copy_between" {
+                    assert!(
+                        got[..at].iter().all(|&b| b == 0),
+                        "{what} {dst_off:#x} head"
+                    );
+                    assert!(
+                        got[at + n..].iter().all(|&b| b == 0),
+                        "{what} {dst_off:#x} tail"
+                    );
+                    assert_eq!(mem.allocated_pages() as u64, (last - first) / p);
+                }
+            }
+        }
     }
 
     #[test]
