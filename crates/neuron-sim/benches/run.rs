@@ -31,9 +31,11 @@
 //! zeroes, which on a VM is a large part of a short run's process time.
 //!
 //! `floor`: what any process pays on the host before the trace's own work,
-//! measured in the same run: `neuron-sim --version` (process start and
-//! argument parsing) and `neuron-sim run -q -` of a one-statement trace on
-//! standard input (also the built-in maps, the device's set-up, a parse,
+//! measured in the same run: the system's `true` (spawning any small
+//! dynamically linked program and waiting for it: the host's own floor,
+//! which no change here moves), `neuron-sim --version` (our process start
+//! and argument parsing) and `neuron-sim run -q -` of a one-statement trace
+//! on standard input (also the built-in maps, the device's set-up, a parse,
 //! link and report). The summary gives each as a multiple of the chip
 //! trace's simulated time: the part of the 150× that is not the run's.
 //!
@@ -125,9 +127,12 @@ static FLOORS: Mutex<BTreeMap<&'static str, Vec<Duration>>> = Mutex::new(BTreeMa
 /// A run that only starts: one register write, from standard input.
 const FLOOR_TRACE: &[u8] = b"write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n";
 
-/// The floor processes: `neuron-sim --version`, and `run -q -` of
-/// [`FLOOR_TRACE`].
-const FLOOR_CASES: &[&str] = &["--version", "run -q one statement"];
+/// The floor processes: the system's `true`, `neuron-sim --version`, and
+/// `run -q -` of [`FLOOR_TRACE`].
+const FLOOR_CASES: &[&str] = &[SYSTEM_TRUE, "--version", "run -q one statement"];
+
+/// The floor case that runs the system's `true` instead of neuron-sim.
+const SYSTEM_TRUE: &str = "system `true`";
 
 fn command(c: Case, quiet: bool) -> Command {
     let mut cmd = Command::new(BIN);
@@ -247,9 +252,19 @@ fn process(bencher: Bencher, c: Case) {
         });
 }
 
-/// One floor process, to its exit; its output is checked.
-fn spawn_floor(case: &str) -> Output {
+/// One floor process, to its exit; its output is checked. `None`: the
+/// system has no `true` to run (that floor is then not given).
+fn spawn_floor(case: &str) -> Option<Output> {
     use std::io::Write as _;
+    if case == SYSTEM_TRUE {
+        let out = Command::new("true")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        return out.status.success().then_some(out);
+    }
     let mut cmd = Command::new(BIN);
     let one_statement = case != "--version";
     if one_statement {
@@ -279,17 +294,19 @@ fn spawn_floor(case: &str) -> Output {
         "neuron-sim"
     };
     assert!(text.contains(want), "{case}: {text}");
-    out
+    Some(out)
 }
 
 #[divan::bench(args = FLOOR_CASES, sample_count = 20, sample_size = 1)]
 fn floor(bencher: Bencher, case: &'static str) {
-    spawn_floor(case);
+    let runs = spawn_floor(case).is_some();
     bencher.bench_local(|| {
         let t = Instant::now();
         let out = spawn_floor(case);
         let d = t.elapsed();
-        FLOORS.lock().unwrap().entry(case).or_default().push(d);
+        if runs {
+            FLOORS.lock().unwrap().entry(case).or_default().push(d);
+        }
         black_box(out);
     });
 }
@@ -364,7 +381,8 @@ fn summary() {
         );
     }
     if let Some(sim_ns) = sim_ns {
-        for (case, times) in FLOORS.lock().unwrap().iter() {
+        let floors = FLOORS.lock().unwrap();
+        for (case, times) in FLOOR_CASES.iter().filter_map(|c| Some((c, floors.get(c)?))) {
             let t = median(times).as_secs_f64();
             println!(
                 "floor {case:<22} {:>6.2}ms = {:>4.0}x the chip trace's simulated time (same run)",
