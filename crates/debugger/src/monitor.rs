@@ -28,6 +28,22 @@ const MICRO_OPS_KEPT: usize = 64;
 pub(crate) struct Pending {
     pub(crate) kind: Option<StopKind>,
     pub(crate) hits: Vec<Hit>,
+    /// [`Mark::doorbells`] of the stop: the firmware doorbells of the
+    /// device step passed when it is one of them (0 otherwise).
+    pub(crate) doorbells: u64,
+}
+
+/// A firmware doorbell stop waiting its turn behind the one returned (one
+/// core step rings several queues; `next` shows them one at a time).
+#[derive(Debug)]
+pub(crate) struct Queued {
+    /// [`Mark::doorbells`] at this stop.
+    pub(crate) doorbells: u64,
+    pub(crate) doorbell: FwDoorbell,
+    /// The breakpoints it hit when it was found; `None`: a stop rebuilt by
+    /// a replay, whose filter and breakpoints are looked at when its turn
+    /// comes.
+    pub(crate) hits: Option<Vec<Hit>>,
 }
 
 impl Pending {
@@ -56,7 +72,13 @@ pub(crate) struct Monitor {
     pub(crate) races_seen: usize,
     pub(crate) pending: Pending,
     /// Further firmware doorbell stops found with the one returned.
-    pub(crate) queued: VecDeque<(StopKind, Vec<Hit>)>,
+    pub(crate) queued: VecDeque<Queued>,
+    /// Every firmware doorbell the last scan found, in order: where a
+    /// replay to a point among them ([`Mark::doorbells`] > 0) rebuilds the
+    /// stops after it.
+    pub(crate) rung: Vec<FwDoorbell>,
+    /// [`Mark::doorbells`] where the session stands.
+    pub(crate) doorbells: u64,
     /// Events since the step began ([`Granularity::Event`]).
     pub(crate) step_events: Vec<DeviceEvent>,
     /// Words (core, number) that completed, and when.
@@ -110,8 +132,53 @@ impl Monitor {
                 cycle: device.now().0,
                 events: device.events_processed(),
                 progress,
-            } >= b
+                doorbells: 0,
+            } >= b.device_point()
         })
+    }
+
+    /// The breakpoints firmware doorbell `db` hits (each hit counted).
+    pub(crate) fn doorbell_hits(&mut self, device: &Device, db: &FwDoorbell) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        for b in self.bps.iter_mut() {
+            let BreakKind::Doorbell(place) = &b.kind else {
+                continue;
+            };
+            let here = match place {
+                Place::Core(t) => *t == db.tpb,
+                p => p.has_engine_event(db.engine, None, Some(db.queue)),
+            };
+            if here
+                && let Some(h) = b.hit(
+                    device,
+                    format!(
+                        "tpb{}#{} rang eng{} queue {} at cycle {}",
+                        db.tpb, db.seq, db.engine, db.queue, db.at
+                    ),
+                )
+            {
+                hits.push(h);
+            }
+        }
+        hits
+    }
+
+    /// A replay reached the point after the first `passed` firmware
+    /// doorbells its last device step rang: the stops for the others wait
+    /// as they did when the session first stood here.
+    pub(crate) fn resume_doorbells(&mut self, passed: u64) {
+        self.queued = self
+            .rung
+            .iter()
+            .zip(1u64..)
+            .filter(|&(_, n)| n > passed)
+            .map(|(db, n)| Queued {
+                doorbells: n,
+                doorbell: db.clone(),
+                hits: None,
+            })
+            .collect();
+        self.doorbells = passed;
     }
 
     /// Takes the events the sink received (with `flush`, also those the
@@ -150,6 +217,7 @@ impl Monitor {
 
     /// Looks at new events for breakpoints and the step's goal.
     fn scan(&mut self, device: &Device, events: &[DeviceEvent]) {
+        self.rung.clear();
         if self.goal == Granularity::Event && !events.is_empty() {
             self.step_events.extend(events.iter().cloned());
             if self.pending.kind.is_none() {
@@ -253,37 +321,24 @@ impl Monitor {
             s2m_first,
             micro_ops: std::mem::take(ops),
         };
-        let mut hits = Vec::new();
-        for b in self.bps.iter_mut() {
-            let BreakKind::Doorbell(place) = &b.kind else {
-                continue;
-            };
-            let here = match place {
-                Place::Core(t) => *t == fw.tpb,
-                p => p.has_engine_event(engine, None, Some(queue)),
-            };
-            if here
-                && let Some(h) = b.hit(
-                    device,
-                    format!(
-                        "tpb{}#{} rang eng{engine} queue {queue} at cycle {}",
-                        fw.tpb, fw.inst.seq, fw.at
-                    ),
-                )
-            {
-                hits.push(h);
-            }
-        }
+        // Every doorbell of the step counts for the marks of its stops.
+        self.rung.push(db.clone());
+        let doorbells = self.rung.len() as u64;
+        let hits = self.doorbell_hits(device, &db);
         let goal = self.goal == Granularity::Doorbell && self.filter.wants(engine, queue);
         if !goal && hits.is_empty() {
             return;
         }
-        let kind = StopKind::FwDoorbell(db);
         if self.pending.kind.is_none() {
-            self.pending.kind = Some(kind);
+            self.pending.kind = Some(StopKind::FwDoorbell(db));
             self.pending.hits.extend(hits);
+            self.pending.doorbells = doorbells;
         } else {
-            self.queued.push_back((kind, hits));
+            self.queued.push_back(Queued {
+                doorbells,
+                doorbell: db,
+                hits: Some(hits),
+            });
         }
     }
 

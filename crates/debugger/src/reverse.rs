@@ -437,6 +437,7 @@ impl Session {
             cycle: 0,
             events: 0,
             progress: 0,
+            doorbells: 0,
         };
         if now <= start {
             return Err("at the start of the trace: there is nothing before".into());
@@ -560,7 +561,10 @@ impl Session {
             needs_events: false,
             watches: false,
             pending: Pending::default(),
+            // A checkpoint is taken with no doorbell stop waiting.
             queued: VecDeque::new(),
+            rung: Vec::new(),
+            doorbells: c.mark.doorbells,
             step_events: Vec::new(),
             words_done: c.words_done.clone(),
             bound: None,
@@ -608,6 +612,12 @@ impl Session {
     /// first journal entry after it) or a fresh session at the start.
     fn replay_start(&mut self, target: Target) -> Result<(Session, usize, Option<u64>), String> {
         let i = self.history.checkpoints.latest(|c| match target {
+            // A point among a step's firmware doorbells: that very point,
+            // or from before that step, whose doorbells the replay must
+            // see rung.
+            Target::Mark(t) if t.doorbells > 0 => {
+                c.mark == t || c.mark.device_point() < t.device_point()
+            }
             Target::Mark(t) => c.mark <= t,
             Target::Cycle(cy) => c.mark.cycle < cy || c.mark.events == 0,
         });
@@ -702,7 +712,12 @@ impl Session {
     ) -> Result<Option<(Mark, Stop)>, String> {
         let mut upto = now;
         let mut inclusive = false;
-        let mut i = self.history.checkpoints.latest(|c| c.mark < now);
+        // A scan from a checkpoint sees the firmware doorbells of the steps
+        // after it: one among the doorbells of `now`'s step starts before
+        // that step.
+        let mut i = self.history.checkpoints.latest(|c| {
+            c.mark < now && (now.doorbells == 0 || c.mark.device_point() < now.device_point())
+        });
         loop {
             let began = Instant::now();
             let (mut s, from, cycle) = self.session_at(i)?;
@@ -738,8 +753,13 @@ impl Session {
                 (None, Some(0)) if start.events == 0 => return Ok(None),
                 (None, Some(k)) => {
                     // Nothing in this stretch: the one before, up to and
-                    // including this checkpoint's point.
-                    upto = start;
+                    // including this checkpoint's point and the firmware
+                    // doorbells its step rang (a scan from the checkpoint
+                    // does not see them).
+                    upto = Mark {
+                        doorbells: u64::MAX,
+                        ..start
+                    };
                     inclusive = true;
                     i = k.checked_sub(1);
                 }

@@ -225,10 +225,12 @@ pub struct SessionConfig {
 pub type Listener = Box<dyn FnMut(&StepRecord)>;
 
 /// A point of a session's history, ordered as time runs: the cycle, the
-/// simulator events processed ([`Device::events_processed`]) and the trace's
-/// progress (twice the statement index, plus one while it is under way).
-/// The device is deterministic, so a fresh session brought to the same
-/// mark with the same pokes holds the same state ([`crate::reverse`]).
+/// simulator events processed ([`Device::events_processed`]), the trace's
+/// progress (twice the statement index, plus one while it is under way)
+/// and, among the firmware doorbells one device step rang, how many the
+/// session has passed. The device is deterministic, so a fresh session
+/// brought to the same mark with the same pokes holds the same state
+/// ([`crate::reverse`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Mark {
     /// The simulated cycle.
@@ -237,6 +239,23 @@ pub struct Mark {
     pub events: u64,
     /// Statement index × 2, + 1 for a `run`/`wait` under way.
     pub progress: u64,
+    /// At the stop for the k-th (from 1) of the firmware doorbells the
+    /// last device step rang, k: their stops share the device's point
+    /// (one core step rings several queues) and `next` shows them one at
+    /// a time. 0 anywhere else.
+    pub doorbells: u64,
+}
+
+impl Mark {
+    /// The device's point: this mark before any firmware doorbell of its
+    /// step (what the device alone can be brought to).
+    #[must_use]
+    pub const fn device_point(self) -> Mark {
+        Mark {
+            doorbells: 0,
+            ..self
+        }
+    }
 }
 
 /// One entry of the session's history, replayed by reverse execution.
@@ -334,6 +353,8 @@ impl Session {
                 races_seen: 0,
                 pending: Pending::default(),
                 queued: VecDeque::new(),
+                rung: Vec::new(),
+                doorbells: 0,
                 step_events: Vec::new(),
                 words_done: BTreeMap::new(),
                 bound: None,
@@ -613,6 +634,7 @@ impl Session {
             cycle: device.now().0,
             events: device.events_processed(),
             progress,
+            doorbells: self.monitor.doorbells,
         }
     }
 
@@ -725,17 +747,39 @@ impl Session {
         if self.ended {
             return Ok(Some(self.end_stop()));
         }
-        // Firmware doorbells found together come one stop at a time.
-        while let Some((kind, hits)) = self.monitor.queued.pop_front() {
+        // Firmware doorbells found together come one stop at a time (a
+        // replay's bound may lie among them).
+        loop {
+            if let Some(b) = bound
+                && self.mark() >= b
+            {
+                return Ok(None);
+            }
+            let Some(q) = self.monitor.queued.pop_front() else {
+                break;
+            };
+            self.monitor.doorbells = q.doorbells;
+            let (hits, found_wanted) = match q.hits {
+                Some(hits) => (hits, true),
+                None => {
+                    let device = self.host.device_mut();
+                    let hits = self.monitor.doorbell_hits(device, &q.doorbell);
+                    let db = &q.doorbell;
+                    (hits, self.monitor.filter.wants(db.engine, db.queue))
+                }
+            };
             let wanted = match &granularity {
-                Granularity::Doorbell => true,
+                Granularity::Doorbell => found_wanted || !hits.is_empty(),
                 Granularity::Continue => !hits.is_empty(),
                 _ => false,
             };
             if wanted {
-                return Ok(Some(self.stop(kind, hits)));
+                return Ok(Some(self.stop(StopKind::FwDoorbell(q.doorbell), hits)));
             }
         }
+        // The device moves on: past every doorbell of the step it stood at.
+        self.monitor.doorbells = 0;
+        self.monitor.rung.clear();
         self.monitor.goal = granularity.clone();
         self.monitor.bound = bound;
         self.monitor.checkpoint_at = self.history.checkpoints.next_due();
@@ -745,10 +789,13 @@ impl Session {
             .checkpoints
             .interval_events
             .clamp(1, crate::monitor::CHECKPOINT_POLL_STEPS);
+        // A replay to a point among a step's firmware doorbells looks at
+        // the events to find them ([`Monitor::resume_doorbells`]).
         self.monitor.needs_events = matches!(
             granularity,
             Granularity::Doorbell | Granularity::Event | Granularity::Finish(_)
-        ) || self.monitor.bps.need_events();
+        ) || self.monitor.bps.need_events()
+            || bound.is_some_and(|b| b.doorbells > 0);
         self.monitor.watches = self.monitor.bps.have_watches();
         self.monitor.step_events.clear();
         self.monitor.pending = Pending::default();
@@ -842,6 +889,7 @@ impl Session {
                     self.last_cycle = device.now().0;
                     let pending = std::mem::take(&mut self.monitor.pending);
                     if !pending.hits.is_empty() {
+                        self.monitor.doorbells = pending.doorbells;
                         return Ok(Some(self.stop(StopKind::Breakpoint, pending.hits)));
                     }
                     return Ok(Some(self.end_stop()));
@@ -854,14 +902,18 @@ impl Session {
                 // A statement that finished stands where the next one
                 // starts: the bound is met there only once that one is
                 // held (a doorbell stop), so `next` moves on from it.
-                let m = self.mark();
+                let (m, at) = (self.mark().device_point(), b.device_point());
                 let finished = matches!(advance, Advance::Finished { .. });
-                if held || (finished && m > b) || (!finished && m >= b) {
+                if held || (finished && m > at) || (!finished && m >= at) {
+                    if b.doorbells > 0 && m == at {
+                        self.monitor.resume_doorbells(b.doorbells);
+                    }
                     return Ok(None);
                 }
             }
             if !self.monitor.pending.is_empty() {
                 let pending = std::mem::take(&mut self.monitor.pending);
+                self.monitor.doorbells = pending.doorbells;
                 let kind = match pending.kind {
                     Some(StopKind::Events(_)) => {
                         StopKind::Events(std::mem::take(&mut self.monitor.step_events))

@@ -95,8 +95,11 @@ fn replayed_from_checkpoint(s: &Session, at: debugger::Mark, goto: Option<u64>) 
     let (from, replayed) = s.last_replay_start().unwrap();
     let marks = s.checkpoint_marks();
     // `goto C` restores one before cycle C: every event of cycle C runs.
+    // A point among the firmware doorbells one step rang: that point, or
+    // one before the step (whose doorbells the replay must see).
     let last = *marks
         .iter()
+        .filter(|m| at.doorbells == 0 || **m == at || m.device_point() < at.device_point())
         .rfind(|m| goto.is_none_or(|c| m.cycle < c || m.events == 0))
         .expect("the start is a checkpoint");
     assert!(last <= at, "{last:?} after {at:?}");
@@ -147,26 +150,34 @@ fn back_and_forth(interval: Option<u64>) {
             if stop.kind == StopKind::End {
                 break;
             }
-            seen.push(state(&mut s));
+            seen.push((state(&mut s), stop.kind));
         }
         let end = state(&mut s);
         assert!(!seen.is_empty(), "{name}: no stop");
         // Backwards, one doorbell at a time: each is the one seen going
-        // forward (firmware doorbells found together share one point).
-        let mut distinct: Vec<&State> = Vec::new();
-        // (The last statement's stop stands where the end does.)
-        for st in seen.iter().filter(|st| st.mark < end.mark) {
-            if distinct.last().is_none_or(|l| l.mark != st.mark) {
-                distinct.push(st);
-            }
+        // forward, the firmware doorbells one core step rang together too
+        // (each its own point, in the order `next` showed them). (The last
+        // statement's stop stands where the end does.)
+        let back: Vec<_> = seen.iter().filter(|(st, _)| st.mark < end.mark).collect();
+        for pair in back.windows(2) {
+            assert!(
+                pair[0].0.mark < pair[1].0.mark,
+                "{name}: stops share a point"
+            );
         }
-        for want in distinct.iter().rev() {
-            if host {
-                s.reverse_step().unwrap();
+        for (want, want_kind) in back.iter().rev() {
+            let stop = if host {
+                s.reverse_step().unwrap()
             } else {
-                s.reverse_next().unwrap();
+                s.reverse_next().unwrap()
+            };
+            assert_eq!(&state(&mut s), want, "{name}: reverse-next");
+            if !host {
+                assert_eq!(
+                    &stop.kind, want_kind,
+                    "{name}: reverse-next stops at the same doorbell"
+                );
             }
-            assert_eq!(&&state(&mut s), want, "{name}: reverse-next");
             if interval.is_some() {
                 from_checkpoints += replayed_from_checkpoint(&s, want.mark, None);
             }
@@ -200,6 +211,64 @@ fn back_and_forth(interval: Option<u64>) {
     }
 }
 
+/// The 16 doorbells one firmware step rings together are 16 stops going
+/// back as going forward: `reverse-next` from the fourth lands on the
+/// third (not on the start of the trace), and `next` from there shows the
+/// fourth again, the same state.
+#[test]
+fn reverse_next_steps_through_doorbells_rung_together() {
+    for interval in [None, Some(3)] {
+        let mut s = match interval {
+            Some(k) => session_every("fw-tile-load-bf16.trace", k),
+            None => session("fw-tile-load-bf16.trace"),
+        };
+        let mut forward = Vec::new();
+        for _ in 0..4 {
+            let stop = s.step(Granularity::Doorbell).unwrap();
+            let StopKind::FwDoorbell(db) = &stop.kind else {
+                panic!("not a firmware doorbell: {:?}", stop.kind);
+            };
+            forward.push((db.engine, state(&mut s)));
+        }
+        assert_eq!(
+            forward.iter().map(|(e, _)| *e).collect::<Vec<_>>(),
+            [0, 1, 2, 3],
+            "one core step rings engines 0..3 first"
+        );
+        assert!(
+            forward
+                .windows(2)
+                .all(|w| w[0].1.mark.cycle == w[1].1.mark.cycle),
+            "rung at one cycle"
+        );
+        let stop = s.reverse_next().unwrap();
+        assert!(
+            matches!(&stop.kind, StopKind::FwDoorbell(db) if db.engine == 2),
+            "{interval:?}: back to engine 2's doorbell, not {:?} at cycle {}",
+            stop.kind,
+            s.mark().cycle
+        );
+        assert_eq!(state(&mut s), forward[2].1, "{interval:?}");
+        let stop = s.step(Granularity::Doorbell).unwrap();
+        assert!(matches!(&stop.kind, StopKind::FwDoorbell(db) if db.engine == 3));
+        assert_eq!(
+            state(&mut s),
+            forward[3].1,
+            "{interval:?}: next after going back"
+        );
+        // And back to the first one, one at a time.
+        for want in (0..3).rev() {
+            let stop = s.reverse_next().unwrap();
+            assert!(
+                matches!(&stop.kind, StopKind::FwDoorbell(db) if db.engine == want),
+                "{interval:?}: {:?}",
+                stop.kind
+            );
+            assert_eq!(state(&mut s), forward[want as usize].1);
+        }
+    }
+}
+
 #[test]
 fn reverse_step_goes_back_one_statement() {
     reverse_step_with(session("copy-hbm-hbm.trace"));
@@ -225,6 +294,36 @@ fn reverse_continue_finds_the_last_breakpoint_hit() {
     reverse_continue_with(session_every("fault-doorbell-overrun.trace", 3), "fault");
     // Many hits, between and at checkpoints taken every few events.
     reverse_continue_with(session_every("fw-tile-load-bf16.trace", 3), "packet");
+    // A core's doorbells, rung 16 at a time: each hit its own stop, back
+    // as forward.
+    reverse_continue_with(session("fw-tile-load-bf16.trace"), "doorbell tpb0");
+    reverse_continue_with(session_every("fw-tile-load-bf16.trace", 3), "doorbell tpb0");
+}
+
+/// Back among the doorbells one core step rang, the ones after it are
+/// stops again, as the breakpoints are now: `continue` to a breakpoint set
+/// after going back stops at its doorbell, the same state as forward.
+#[test]
+fn after_going_back_among_doorbells_the_rest_follow_the_breakpoints_now() {
+    let mut s = session_every("fw-tile-load-bf16.trace", 3);
+    let mut forward = Vec::new();
+    for _ in 0..8 {
+        s.step(Granularity::Doorbell).unwrap();
+        forward.push(state(&mut s));
+    }
+    for _ in 0..6 {
+        s.reverse_next().unwrap();
+    }
+    assert_eq!(state(&mut s), forward[1]);
+    s.add_break("doorbell eng6").unwrap();
+    let stop = s.step(Granularity::Continue).unwrap();
+    assert!(
+        matches!(&stop.kind, StopKind::FwDoorbell(db) if db.engine == 6),
+        "{:?}",
+        stop.kind
+    );
+    assert_eq!(stop.hits.len(), 1);
+    assert_eq!(state(&mut s), forward[6]);
 }
 
 fn reverse_continue_with(mut s: Session, spec: &str) {
