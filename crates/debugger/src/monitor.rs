@@ -33,17 +33,15 @@ pub(crate) struct Pending {
     pub(crate) doorbells: u64,
 }
 
-/// A firmware doorbell stop waiting its turn behind the one returned (one
-/// core step rings several queues; `next` shows them one at a time).
+/// A firmware doorbell behind the stop returned (one core step rings
+/// several queues; `next` shows them one at a time): whether it is a stop
+/// — the doorbell filter, the breakpoints and their hit counts — is looked
+/// at when its turn comes, as the breakpoints are then.
 #[derive(Debug)]
 pub(crate) struct Queued {
-    /// [`Mark::doorbells`] at this stop.
+    /// [`Mark::doorbells`] at this doorbell.
     pub(crate) doorbells: u64,
     pub(crate) doorbell: FwDoorbell,
-    /// The breakpoints it hit when it was found; `None`: a stop rebuilt by
-    /// a replay, whose filter and breakpoints are looked at when its turn
-    /// comes.
-    pub(crate) hits: Option<Vec<Hit>>,
 }
 
 impl Pending {
@@ -175,7 +173,6 @@ impl Monitor {
             .map(|(db, n)| Queued {
                 doorbells: n,
                 doorbell: db.clone(),
-                hits: None,
             })
             .collect();
         self.doorbells = passed;
@@ -324,21 +321,20 @@ impl Monitor {
         // Every doorbell of the step counts for the marks of its stops.
         self.rung.push(db.clone());
         let doorbells = self.rung.len() as u64;
-        let hits = self.doorbell_hits(device, &db);
-        let goal = self.goal == Granularity::Doorbell && self.filter.wants(engine, queue);
-        if !goal && hits.is_empty() {
-            return;
-        }
-        if self.pending.kind.is_none() {
-            self.pending.kind = Some(StopKind::FwDoorbell(db));
-            self.pending.hits.extend(hits);
-            self.pending.doorbells = doorbells;
-        } else {
+        if self.pending.kind.is_some() {
+            // Behind a stop: its turn comes after it.
             self.queued.push_back(Queued {
                 doorbells,
                 doorbell: db,
-                hits: Some(hits),
             });
+            return;
+        }
+        let hits = self.doorbell_hits(device, &db);
+        let goal = self.goal == Granularity::Doorbell && self.filter.wants(engine, queue);
+        if goal || !hits.is_empty() {
+            self.pending.kind = Some(StopKind::FwDoorbell(db));
+            self.pending.hits.extend(hits);
+            self.pending.doorbells = doorbells;
         }
     }
 

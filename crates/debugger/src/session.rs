@@ -759,20 +759,18 @@ impl Session {
                 break;
             };
             self.monitor.doorbells = q.doorbells;
-            let (hits, found_wanted) = match q.hits {
-                Some(hits) => (hits, true),
-                None => {
-                    let device = self.host.device_mut();
-                    let hits = self.monitor.doorbell_hits(device, &q.doorbell);
-                    let db = &q.doorbell;
-                    (hits, self.monitor.filter.wants(db.engine, db.queue))
-                }
+            // Every stepping command stops early at a breakpoint; running
+            // to the end ignores them.
+            let hits = if granularity == Granularity::ToEnd {
+                Vec::new()
+            } else {
+                let device = self.host.device_mut();
+                self.monitor.doorbell_hits(device, &q.doorbell)
             };
-            let wanted = match &granularity {
-                Granularity::Doorbell => found_wanted || !hits.is_empty(),
-                Granularity::Continue => !hits.is_empty(),
-                _ => false,
-            };
+            let db = &q.doorbell;
+            let wanted = !hits.is_empty()
+                || granularity == Granularity::Doorbell
+                    && self.monitor.filter.wants(db.engine, db.queue);
             if wanted {
                 return Ok(Some(self.stop(StopKind::FwDoorbell(q.doorbell), hits)));
             }

@@ -411,6 +411,54 @@ fn conditions_ignore_counts_and_disabling() {
     assert_eq!(s.breakpoints().get(id).unwrap().hits, 0);
 }
 
+/// The doorbells one core step rings behind a stop are weighed when their
+/// turn comes, as the breakpoints are then: one set at the first stop
+/// fires at its doorbell; a hit counts when the session reaches it (not
+/// the whole step's at once), and `ignore` passes over the next ones.
+#[test]
+fn doorbells_rung_together_meet_the_breakpoints_of_their_turn() {
+    // A breakpoint set at the stop for engine 0's doorbell.
+    let (mut s, _) = session("fw-tile-load-bf16.trace");
+    let first = step(&mut s, Granularity::Doorbell);
+    assert!(matches!(&first.kind, StopKind::FwDoorbell(db) if db.engine == 0));
+    let id = s.add_break("doorbell eng5").unwrap().0;
+    let stop = step(&mut s, Granularity::Continue);
+    assert!(
+        matches!(&stop.kind, StopKind::FwDoorbell(db) if db.engine == 5),
+        "{:?}",
+        stop.kind
+    );
+    assert_eq!(stop.hits.iter().map(|h| h.id).collect::<Vec<_>>(), [id]);
+    assert_eq!(stop.cycle, first.cycle, "rung in the same step");
+
+    // Hits count as they come; `ignore` passes over the next ones.
+    let (mut s, _) = session("fw-tile-load-bf16.trace");
+    let id = s.add_break("doorbell tpb0").unwrap().0;
+    let stop = step(&mut s, Granularity::Continue);
+    assert!(matches!(&stop.kind, StopKind::FwDoorbell(db) if db.engine == 0));
+    assert_eq!(s.breakpoints().get(id).unwrap().hits, 1, "engine 0's only");
+    s.breakpoints_mut().get_mut(id).unwrap().ignore = 2;
+    let stop = step(&mut s, Granularity::Continue);
+    assert!(
+        matches!(&stop.kind, StopKind::FwDoorbell(db) if db.engine == 3),
+        "engines 1 and 2 passed over: {:?}",
+        stop.kind
+    );
+    let b = s.breakpoints().get(id).unwrap();
+    assert_eq!((b.hits, b.ignore), (4, 0));
+
+    // A statement step stops early at a doorbell breakpoint of the step.
+    let (mut s, _) = session("fw-tile-load-bf16.trace");
+    step(&mut s, Granularity::Doorbell);
+    s.add_break("doorbell eng9").unwrap();
+    let stop = step(&mut s, Granularity::Statement);
+    assert!(
+        matches!(&stop.kind, StopKind::FwDoorbell(db) if db.engine == 9),
+        "{:?}",
+        stop.kind
+    );
+}
+
 #[test]
 fn breakpoint_specs_are_checked_against_the_trace() {
     let (mut s, _) = session("copy-hbm-hbm.trace");
