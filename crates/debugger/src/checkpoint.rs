@@ -65,6 +65,7 @@ pub(crate) struct Checkpoint {
     pub(crate) timeline_len: Option<usize>,
     pub(crate) micro_ops: BTreeMap<u8, Vec<String>>,
     pub(crate) words_done: BTreeMap<(u8, u64), u64>,
+    pub(crate) words_seen: std::collections::BTreeSet<(u8, u64)>,
     /// The statement last started.
     pub(crate) index: usize,
     pub(crate) ended: bool,

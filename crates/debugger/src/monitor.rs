@@ -2,7 +2,7 @@
 //! statement and after every engine step, the device events as they come,
 //! and the statement records (docs/user-guide.md §12 "Breakpoints").
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use q7::FwEventKind;
@@ -81,6 +81,9 @@ pub(crate) struct Monitor {
     pub(crate) step_events: Vec<DeviceEvent>,
     /// Words (core, number) that completed, and when.
     pub(crate) words_done: BTreeMap<(u8, u64), u64>,
+    /// Words (core, number) the firmware has taken up: some event of the
+    /// core names them (what a `tpbN#K` breakpoint stops at).
+    pub(crate) words_seen: BTreeSet<(u8, u64)>,
     /// Reverse execution's replay: pause once the session reaches this
     /// point ([`Mark`]).
     pub(crate) bound: Option<Mark>,
@@ -192,6 +195,9 @@ impl Monitor {
             self.scan(device, &events);
         }
         for e in events {
+            if let DeviceEvent::Firmware(fw) = &e {
+                self.words_seen.insert((fw.tpb, fw.inst.seq));
+            }
             if let DeviceEvent::Firmware(fw) = &e
                 && matches!(
                     fw.kind,

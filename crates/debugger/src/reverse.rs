@@ -322,6 +322,7 @@ impl Session {
             timeline_len: self.monitor.timeline.as_ref().map(Vec::len),
             micro_ops: self.monitor.micro_ops.clone(),
             words_done: self.monitor.words_done.clone(),
+            words_seen: self.monitor.words_seen.clone(),
             index: self.monitor.index,
             ended: self.ended,
             last_cycle: self.last_cycle,
@@ -567,6 +568,7 @@ impl Session {
             doorbells: c.mark.doorbells,
             step_events: Vec::new(),
             words_done: c.words_done.clone(),
+            words_seen: c.words_seen.clone(),
             bound: None,
             index: c.index,
             checkpoint_at: None,
@@ -722,14 +724,19 @@ impl Session {
             let began = Instant::now();
             let (mut s, from, cycle) = self.session_at(i)?;
             let start = s.mark();
+            // What happened before the checkpoint is not the stretch's.
+            let device = s.host.device_mut();
+            s.monitor.drain(device, true, false);
             let mut b = bps.clone();
-            // One-shot cycle breakpoints behind the checkpoint fired there.
+            // One-shot breakpoints behind the checkpoint fired there: a
+            // cycle it passed, a word the firmware had taken up.
             for bp in b.iter_mut() {
-                if let BreakKind::Cycle(c) = bp.kind
-                    && c <= start.cycle
-                    && i.is_some()
-                {
-                    bp.done = true;
+                match bp.kind {
+                    BreakKind::Cycle(c) if c <= start.cycle && i.is_some() => bp.done = true,
+                    BreakKind::Word { tpb, seq } if s.monitor.words_seen.contains(&(tpb, seq)) => {
+                        bp.done = true;
+                    }
+                    _ => {}
                 }
             }
             s.monitor.bps = b;
@@ -819,12 +826,20 @@ impl Session {
         // The replay holds the files already.
         new.monitor.listener = std::mem::replace(&mut self.monitor.listener, Box::new(|_| {}));
         new.monitor.bps = std::mem::take(&mut self.monitor.bps);
+        // The replay's last events, as a stop going forward takes them
+        // (the `events` view, the words taken up).
+        let device = new.host.device_mut();
+        new.monitor.drain(device, true, false);
         let now = new.host.device_mut().now().0;
+        // One-shot breakpoints ahead of the point fire again: a cycle to
+        // come, a word not taken up yet (and one taken up has fired).
         for b in new.monitor.bps.iter_mut() {
-            if let BreakKind::Cycle(c) = b.kind
-                && c > now
-            {
-                b.done = false;
+            match b.kind {
+                BreakKind::Cycle(c) if c > now => b.done = false,
+                BreakKind::Word { tpb, seq } => {
+                    b.done = new.monitor.words_seen.contains(&(tpb, seq));
+                }
+                _ => {}
             }
         }
         new.history.factory = self.history.factory.take();

@@ -357,6 +357,7 @@ impl Session {
                 doorbells: 0,
                 step_events: Vec::new(),
                 words_done: BTreeMap::new(),
+                words_seen: std::collections::BTreeSet::new(),
                 bound: None,
                 index: 0,
                 checkpoint_at: None,
@@ -492,7 +493,24 @@ impl Session {
             }
             _ => {}
         }
+        let device = self.host.device_mut();
+        self.monitor.drain(device, true, false);
+        let taken = match kind {
+            BreakKind::Word { tpb, seq } => self.monitor.words_seen.contains(&(tpb, seq)),
+            _ => false,
+        };
         let id = self.monitor.bps.add(kind, self.host.device_mut());
+        if taken {
+            // It stops where the core takes the word up, which is past:
+            // it fires again only from before that point (going back).
+            if let Ok(b) = self.monitor.bps.get_mut(id) {
+                b.done = true;
+                note = Some(format!(
+                    "{} was taken up already: the breakpoint fires only if the session goes back before that",
+                    b.kind.describe()
+                ));
+            }
+        }
         Ok((id, note))
     }
 

@@ -269,6 +269,75 @@ fn reverse_next_steps_through_doorbells_rung_together() {
     }
 }
 
+/// A word breakpoint (`tpbN#K`: where the core takes the word up) is
+/// one-shot: going back before that point arms it again, going back to
+/// after it (or setting it after) leaves it fired — as going forward.
+#[test]
+fn word_breakpoints_follow_the_point_gone_back_to() {
+    for interval in [None, Some(5)] {
+        let mut s = match interval {
+            Some(k) => session_every("fw-semaphore-chain.trace", k),
+            None => session("fw-semaphore-chain.trace"),
+        };
+        s.add_break("tpb0#2").unwrap();
+        let first = s.step(Granularity::Continue).unwrap();
+        assert_eq!(first.hits.len(), 1, "{interval:?}");
+        let at = state(&mut s);
+        // Back before the word was taken up: it fires again, at the same point.
+        s.goto(100).unwrap();
+        let again = s.step(Granularity::Continue).unwrap();
+        assert_eq!(
+            again.hits.len(),
+            1,
+            "{interval:?}: fires again after goto 100"
+        );
+        assert_eq!(state(&mut s), at, "{interval:?}");
+        // A word is taken up once.
+        assert_eq!(s.step(Granularity::Continue).unwrap().kind, StopKind::End);
+
+        // Set at the end, found going back, then nothing after it.
+        let mut s = match interval {
+            Some(k) => session_every("fw-semaphore-chain.trace", k),
+            None => session("fw-semaphore-chain.trace"),
+        };
+        assert_eq!(s.step(Granularity::ToEnd).unwrap().kind, StopKind::End);
+        let (_, note) = s.add_break("tpb0#1").unwrap();
+        assert!(
+            note.is_some_and(|n| n.contains("taken up already")),
+            "{interval:?}"
+        );
+        s.add_break("tpb0#2").unwrap();
+        let back = s.reverse_continue().unwrap();
+        assert_eq!(back.hits.len(), 1, "{interval:?}: the last take-up");
+        assert_eq!(state(&mut s), at, "{interval:?}: word 2 taken up");
+        assert_eq!(
+            s.step(Granularity::Continue).unwrap().kind,
+            StopKind::End,
+            "{interval:?}: both words were taken up by then"
+        );
+    }
+}
+
+/// Back at a stop, the `events` view ends with the events it ended with
+/// going forward (at a fault stop: the fault).
+#[test]
+fn the_last_events_are_those_of_the_stop_gone_back_to() {
+    let last = |s: &Session| {
+        let v: Vec<String> = s.recent_events().map(|e| format!("{e:?}")).collect();
+        v[v.len().saturating_sub(2)..].to_vec()
+    };
+    let mut s = session("fault-doorbell-overrun.trace");
+    s.add_break("fault").unwrap();
+    let mut forward = None;
+    while s.step(Granularity::Continue).unwrap().kind != StopKind::End {
+        forward = Some(last(&s));
+    }
+    let forward = forward.expect("a fault stop");
+    assert!(forward.iter().any(|e| e.contains("Fault")), "{forward:?}");
+    s.reverse_continue().unwrap();
+    assert_eq!(last(&s), forward);
+}
+
 #[test]
 fn reverse_step_goes_back_one_statement() {
     reverse_step_with(session("copy-hbm-hbm.trace"));
