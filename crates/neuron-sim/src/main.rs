@@ -8,8 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// `print!` that ends the process quietly when stdout is closed (e.g.
-/// `neuron-sim map | head`) instead of panicking.
+/// `print!` that drops its text once stdout is closed (e.g.
+/// `neuron-sim map | head`) instead of panicking: the command goes on to
+/// its end and its exit status.
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::emit(&format!($($arg)*))
@@ -44,16 +45,25 @@ mod sorted_json;
 mod step;
 mod sweep_cmd;
 
-/// Writes to stdout; a closed pipe ends the process with status 0.
+/// Writes to stdout. Once its reader has gone (a closed pipe: `| head`),
+/// what follows is dropped and the command goes on to its end and its
+/// exit status (a `calibrate`, `sweep` or `race` that finds a failure
+/// still exits 1; docs/user-guide.md §Standard input and output).
 fn emit(text: &str) {
     use std::io::Write;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    if CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
+            CLOSED.store(true, Ordering::Relaxed);
+            return;
         }
         eprintln!("neuron-sim: cannot write output: {e}");
         std::process::exit(2);

@@ -39,14 +39,32 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::fs::write(path, bytes)
 }
 
-/// Standard output that drops what it is given once its reader has gone
-/// (a broken pipe).
-#[derive(Debug, Default)]
-struct Stdout {
+/// A stream (standard output or error) that drops what it is given once
+/// its reader has gone (a broken pipe): the command goes on to its end and
+/// its exit status.
+#[derive(Debug)]
+pub(crate) struct DropWhenClosed<W> {
+    inner: W,
     closed: bool,
 }
 
-impl Stdout {
+/// Standard output, dropping what it is given once its reader has gone.
+pub(crate) type Stdout = DropWhenClosed<io::Stdout>;
+
+impl Default for Stdout {
+    fn default() -> Self {
+        DropWhenClosed::new(io::stdout())
+    }
+}
+
+impl<W: Write> DropWhenClosed<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        DropWhenClosed {
+            inner,
+            closed: false,
+        }
+    }
+
     fn result<T: Default>(&mut self, r: io::Result<T>) -> io::Result<T> {
         match r {
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
@@ -58,12 +76,12 @@ impl Stdout {
     }
 }
 
-impl Write for Stdout {
+impl<W: Write> Write for DropWhenClosed<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if self.closed {
             return Ok(buf.len());
         }
-        let r = io::stdout().lock().write_all(buf).map(|()| buf.len());
+        let r = self.inner.write_all(buf).map(|()| buf.len());
         self.result(r)
             .map(|n| if self.closed { buf.len() } else { n })
     }
@@ -72,7 +90,7 @@ impl Write for Stdout {
         if self.closed {
             return Ok(());
         }
-        let r = io::stdout().lock().flush();
+        let r = self.inner.flush();
         self.result(r)
     }
 }

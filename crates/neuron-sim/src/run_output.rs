@@ -76,14 +76,18 @@ impl RunOutput {
         interrupt: Arc<AtomicUsize>,
         to_stderr: bool,
     ) -> Self {
+        // A reader that stops early (`| head`) is not an error: what it
+        // did not read is dropped, the run finishes (docs/user-guide.md
+        // §Standard input and output).
+        use crate::outputs::DropWhenClosed;
         let (out, paint): (Box<dyn Write + Send>, _) = if to_stderr {
             (
-                Box::new(io::BufWriter::new(io::stderr())),
+                Box::new(io::BufWriter::new(DropWhenClosed::new(io::stderr()))),
                 crate::color::Paint::for_stderr(),
             )
         } else {
             (
-                Box::new(io::BufWriter::new(io::stdout())),
+                Box::new(io::BufWriter::new(DropWhenClosed::new(io::stdout()))),
                 crate::color::Paint::for_stdout(),
             )
         };
@@ -389,13 +393,10 @@ impl serde_json::ser::Formatter for Nested {
     }
 }
 
-/// An output error ends the process: a closed pipe with status 0 (as
-/// `emit` does), anything else with 2.
+/// An output error ends the process with status 2 (a closed pipe is not
+/// one: the output drops what its reader did not read).
 fn check(r: io::Result<()>) {
     if let Err(e) = r {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
         eprintln!("neuron-sim: cannot write output: {e}");
         std::process::exit(2);
     }

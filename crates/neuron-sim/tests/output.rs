@@ -307,3 +307,60 @@ fn no_progress_line_off_a_terminal() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A reader that stops early (`| head -1`) is not an error: what it did
+/// not read is dropped and the run finishes — its exit status (a failed
+/// check: 1), its output files (docs/user-guide.md §Standard input and
+/// output). Each output level and `--json`.
+#[test]
+fn a_closed_pipe_drops_the_output_and_the_run_finishes() {
+    let dir = tmp_dir("pipe");
+    // A failing check first, then output enough to fill the pipe, then a
+    // dump and another failing check.
+    let mut text =
+        String::from("fill hbm0+0x1000 len=16 byte=0xab\nexpect hbm0+0x1000 bytes=abababcd\n");
+    for _ in 0..3000 {
+        text.push_str("read32 hbm0+0x1000\n");
+    }
+    text.push_str("dump hbm0+0x1000 len=16 file=dumped.bin\nread32 hbm0+0x1000 == 5\n");
+    let trace = dir.join("pipe.trace");
+    std::fs::write(&trace, text).unwrap();
+    for args in [&[][..], &["-q"], &["-v"], &["--json"]] {
+        let snapshot = dir.join("snap.yaml");
+        let dumped = dir.join("dumped.bin");
+        let _ = std::fs::remove_file(&snapshot);
+        let _ = std::fs::remove_file(&dumped);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+            .arg("run")
+            .args(args)
+            .args([
+                trace.to_str().unwrap(),
+                "--csr-snapshot",
+                snapshot.to_str().unwrap(),
+            ])
+            .current_dir(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte (the run has begun), then close the pipe.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut one = [0u8; 1];
+        let _ = stdout.read(&mut one);
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: the failed checks' status; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(snapshot.exists(), "{args:?}: the CSR snapshot is written");
+        assert_eq!(
+            std::fs::read(&dumped).unwrap(),
+            [0xab; 16],
+            "{args:?}: the dump"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
