@@ -58,6 +58,18 @@ pub trait FwBus {
     fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), String>;
     /// A byte load from memory.
     fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String>;
+    /// Timing-only mode: whether `[addr, addr + len)` holds a byte a DMA
+    /// copy should have written and did not. The default: never.
+    fn stale(&self, addr: u64, len: u64) -> bool {
+        let _ = (addr, len);
+        false
+    }
+    /// Timing-only mode: `[addr, addr + len)` holds bytes copied from
+    /// stale ones (the core's own memcpy): stale too. The default does
+    /// nothing.
+    fn mark_stale(&mut self, addr: u64, len: u64) {
+        let _ = (addr, len);
+    }
     /// Whether `[addr, addr + len)` is plain memory that one
     /// [`FwBus::write_bytes`] stores whole, without a fault, and that no
     /// observer sees store by store: then the firmware may store a run of

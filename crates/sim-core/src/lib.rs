@@ -204,6 +204,21 @@ pub trait Bus {
         self.read(src, &mut buf)?;
         self.write(dst, &buf)
     }
+    /// Timing-only mode: whether `[addr, addr + len)` holds a byte a DMA
+    /// copy should have written and did not (moved no payload). The
+    /// default: never.
+    fn stale(&self, addr: u64, len: u64) -> bool {
+        let _ = (addr, len);
+        false
+    }
+
+    /// Timing-only mode: `[addr, addr + len)` holds bytes computed from
+    /// stale ones (a checksum, a compute op's result, a transposed tile):
+    /// stale too, a check of them is skipped. The default does nothing.
+    fn mark_stale(&mut self, addr: u64, len: u64) {
+        let _ = (addr, len);
+    }
+
     /// Books `len` bytes of the shared memory bandwidth at `addr` (an HBM
     /// stack, [`HbmBandwidth`]) for a transfer that starts at `start`;
     /// returns the cycle by which the memory has delivered them. The

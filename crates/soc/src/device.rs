@@ -554,7 +554,17 @@ impl Device {
     /// The first byte of `[addr, addr + len)` a timing-only DMA copy should
     /// have written and did not (a check that reads it is skipped).
     pub fn stale_byte_in(&self, addr: u64, len: u64) -> Option<u64> {
-        self.fabric.memory.stale().first_in(addr, len)
+        self.fabric
+            .memory
+            .stale_byte_in(&self.fabric.map, addr, len)
+    }
+
+    /// Timing-only mode: marks `[addr, addr + len)` stale, bytes copied or
+    /// computed from bytes a DMA copy should have written (a check of them
+    /// is skipped). Not memory: nothing to mark.
+    pub fn mark_stale(&mut self, addr: u64, len: u64) {
+        let map = &self.fabric.map;
+        self.fabric.memory.mark_stale_at(map, addr, len);
     }
 
     /// Records engine and firmware events (on by default; off for

@@ -317,6 +317,14 @@ impl FwBus for DeviceFwBus<'_> {
         self.device.stores_whole(addr, len)
     }
 
+    fn stale(&self, addr: u64, len: u64) -> bool {
+        self.device.stale_byte_in(addr, len).is_some()
+    }
+
+    fn mark_stale(&mut self, addr: u64, len: u64) {
+        self.device.mark_stale(addr, len);
+    }
+
     fn note_word(&mut self, tag: &q7::InstTag) {
         if let crate::Master::Firmware(t) = self.device.bus_master() {
             self.device.race_word(t, tag);

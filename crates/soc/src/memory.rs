@@ -136,6 +136,18 @@ pub struct MemTarget {
     pub storage: RegionId,
     /// Offset from the region base (linear window offset for SBUF/PSUM).
     pub offset: u64,
+    /// The storage region's base address: `storage_base + offset` names
+    /// the bytes whichever window (an alias) reached them.
+    pub storage_base: u64,
+}
+
+impl MemTarget {
+    /// The address of the bytes in their storage region's own window:
+    /// what timing-only mode keeps its stale ranges by, so that an alias
+    /// of the same memory sees them ([`DeviceMemory::stale_byte_in`]).
+    pub const fn storage_addr(self) -> u64 {
+        self.storage_base + self.offset
+    }
 }
 
 /// A memory region resolved recently, so runs of accesses to the same few
@@ -149,6 +161,7 @@ struct LastRegion {
     size_bytes: u64,
     region: RegionId,
     storage: RegionId,
+    storage_base: u64,
     /// A partitioned memory's geometry, its stride a power of two.
     partitions: Option<PartitionShape>,
 }
@@ -221,6 +234,7 @@ impl LastRegion {
             region: self.region,
             storage: self.storage,
             offset: off,
+            storage_base: self.storage_base,
         })
     }
 }
@@ -430,10 +444,12 @@ impl DeviceMemory {
                 boundary: r.end(),
             });
         }
+        let storage = r.alias_of.unwrap_or(region);
         Ok(MemTarget {
             region,
-            storage: r.alias_of.unwrap_or(region),
+            storage,
             offset,
+            storage_base: map.region(storage).base,
         })
     }
 
@@ -477,6 +493,7 @@ impl DeviceMemory {
                 size_bytes: r.size_bytes,
                 region: t.region,
                 storage: t.storage,
+                storage_base: t.storage_base,
                 partitions,
             },
             {
@@ -571,21 +588,43 @@ impl DeviceMemory {
         })
     }
 
-    /// Marks `[addr, addr + len)` of region `t.region` stale.
-    fn mark_stale(&mut self, t: MemTarget, addr: u64, len: u64) {
-        if self.stale_in.len() <= t.region {
-            self.stale_in.resize(t.region + 1, false);
+    /// Marks the `len` bytes of `t` stale, by their storage's address
+    /// (an alias window of the same bytes sees them stale too).
+    fn mark_stale(&mut self, t: MemTarget, len: u64) {
+        if self.stale_in.len() <= t.storage {
+            self.stale_in.resize(t.storage + 1, false);
         }
-        self.stale_in[t.region] = true;
-        self.stale.mark(addr, len);
+        self.stale_in[t.storage] = true;
+        self.stale.mark(t.storage_addr(), len);
     }
 
-    /// `[addr, addr + len)` of region `t.region` was written: no longer
-    /// stale. A range lies in one region, so a region never marked has
-    /// nothing to clear.
-    fn clear_stale(&mut self, t: MemTarget, addr: u64, len: u64) {
-        if self.stale_in.get(t.region).copied().unwrap_or(false) {
-            self.stale.clear(addr, len);
+    /// The `len` bytes of `t` were written: no longer stale. A range lies
+    /// in one storage region, so a region never marked has nothing to
+    /// clear.
+    fn clear_stale(&mut self, t: MemTarget, len: u64) {
+        if self.stale_in.get(t.storage).copied().unwrap_or(false) {
+            self.stale.clear(t.storage_addr(), len);
+        }
+    }
+
+    /// The first byte of `[addr, addr + len)` a timing-only DMA copy should
+    /// have written and did not, through whichever window (an alias) the
+    /// address is in; `None` where none is, or `addr` is not memory.
+    pub fn stale_byte_in(&self, map: &SocMap, addr: u64, len: u64) -> Option<u64> {
+        if self.stale.is_empty() {
+            return None;
+        }
+        let t = self.target(map, addr, len).ok()?;
+        let b = self.stale.first_in(t.storage_addr(), len)?;
+        Some(addr + (b - t.storage_addr()))
+    }
+
+    /// Marks `[addr, addr + len)` stale: bytes computed from stale ones
+    /// (a checksum, a compute op's result) in timing-only mode. Not
+    /// memory: nothing to mark.
+    pub fn mark_stale_at(&mut self, map: &SocMap, addr: u64, len: u64) {
+        if let Ok(t) = self.target(map, addr, len) {
+            self.mark_stale(t, len);
         }
     }
 
@@ -602,7 +641,7 @@ impl DeviceMemory {
             && let Backing::Linear(m) = &mut **store
             && m.write(t.offset, data).is_ok()
         {
-            self.clear_stale(t, addr, len);
+            self.clear_stale(t, len);
             return Ok(());
         }
         self.write_full(map, addr, data)
@@ -619,7 +658,7 @@ impl DeviceMemory {
             && let Backing::Linear(m) = &mut **store
             && m.write_entry16(t.offset, word0)
         {
-            self.clear_stale(t, addr, 16);
+            self.clear_stale(t, 16);
             return true;
         }
         false
@@ -633,7 +672,7 @@ impl DeviceMemory {
         self.store_mut(map, t.storage)
             .write(t.offset, data)
             .map_err(|f| Self::fault(map, t, addr, f))?;
-        self.clear_stale(t, addr, data.len() as u64);
+        self.clear_stale(t, data.len() as u64);
         Ok(())
     }
 
@@ -643,7 +682,7 @@ impl DeviceMemory {
         self.store_mut(map, t.storage)
             .fill(t.offset, len, byte)
             .map_err(|f| Self::fault(map, t, addr, f))?;
-        self.clear_stale(t, addr, len);
+        self.clear_stale(t, len);
         Ok(())
     }
 
@@ -671,7 +710,7 @@ impl DeviceMemory {
         store
             .fill_pattern(t.offset, len, &at_offset)
             .map_err(|f| Self::fault(map, t, addr, f))?;
-        self.clear_stale(t, addr, len);
+        self.clear_stale(t, len);
         Ok(true)
     }
 
@@ -696,7 +735,7 @@ impl DeviceMemory {
             // Timing-only, both ends remembered, and both pass every check
             // the full path below makes ([`SkipCheck`]): checked, not moved
             // (docs/references/design.md §4).
-            self.mark_stale(d, dst, len);
+            self.mark_stale(d, len);
             return Ok(());
         }
         self.copy_full(map, src, dst, len)
@@ -725,7 +764,7 @@ impl DeviceMemory {
                 )
             };
             if flat(s) && flat(d) {
-                self.mark_stale(d, dst, len);
+                self.mark_stale(d, len);
                 return Ok(());
             }
         }
@@ -737,15 +776,15 @@ impl DeviceMemory {
             .map_err(|f| (Self::fault(map, s, src, f), src))?;
         if self.skip_payload && len > TIMING_ONLY_MIN_SKIP_BYTES {
             // Timing-only: checked, not moved (docs/references/design.md §4).
-            self.mark_stale(d, dst, len);
+            self.mark_stale(d, len);
             return Ok(());
         }
         if !self.stale.is_empty() {
             // A small copy moves its bytes: stale ones stay stale.
-            if self.stale.first_in(src, len).is_some() {
-                self.mark_stale(d, dst, len);
+            if self.stale.first_in(s.storage_addr(), len).is_some() {
+                self.mark_stale(d, len);
             } else {
-                self.clear_stale(d, dst, len);
+                self.clear_stale(d, len);
             }
         }
         if s.storage == d.storage {

@@ -192,6 +192,10 @@ impl Q7Core {
                     let moved = bus
                         .read_bytes(src, &mut buf)
                         .and_then(|()| bus.write_bytes(dst, &buf));
+                    // Timing-only: a copy of bytes no DMA moved is stale.
+                    if moved.is_ok() && bus.stale(src, len) {
+                        bus.mark_stale(dst, len);
+                    }
                     if let Err(e) = moved {
                         self.reject(
                             now,

@@ -647,6 +647,19 @@ impl Bus for DmaBus<'_> {
         self.fabric.hbm.reserve(addr, len, start)
     }
 
+    fn stale(&self, addr: u64, len: u64) -> bool {
+        self.fabric
+            .memory
+            .stale_byte_in(&self.fabric.map, addr, len)
+            .is_some()
+    }
+
+    fn mark_stale(&mut self, addr: u64, len: u64) {
+        self.fabric
+            .memory
+            .mark_stale_at(&self.fabric.map, addr, len);
+    }
+
     fn read_as(&mut self, nan: Option<sim_core::ElementNan>) {
         if let Some(d) = self.fabric.race.as_deref() {
             d.borrow_mut().read_as = nan;

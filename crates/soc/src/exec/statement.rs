@@ -230,12 +230,20 @@ pub(super) fn advance_timed(
                 let now = device.now().0;
                 let last = wait_value(device, addr).unwrap_or(0);
                 // A memory word a timing-only copy should have written
-                // cannot change: say so, since it is why the wait failed.
-                let why = match device.stale_byte_in(addr, 4) {
-                    Some(b) if !met => format!(
+                // cannot change: held on its old bytes, the wait is
+                // skipped, never passed (docs/user-guide.md §Timing-only
+                // mode); failed, it says why.
+                let stale = device.stale_byte_in(addr, 4);
+                if met && let Some(b) = stale {
+                    return Outcome::Skipped(format!(
+                        "wait {at} {compare} {value:#x}: skipped (timing-only): held at cycle {now} on byte {b:#x}, the destination of a DMA copy that moved no payload"
+                    ));
+                }
+                let why = match stale {
+                    Some(b) => format!(
                         " (timing-only: {b:#x} is the destination of a DMA copy that moved no payload)"
                     ),
-                    _ => String::new(),
+                    None => String::new(),
                 };
                 Outcome::Expectation {
                     text: if met {
@@ -381,6 +389,13 @@ pub(super) fn start(
                 Compare::Ge => first & mask >= *value,
             };
             if holds {
+                // Held at once on bytes a timing-only copy should have
+                // written: skipped, never passed.
+                if let Some(b) = device.stale_byte_in(addr, 4) {
+                    return Progress::Done(Ok(Outcome::Skipped(format!(
+                        "wait {at} {compare} {value:#x}: skipped (timing-only): held at cycle {start} on byte {b:#x}, the destination of a DMA copy that moved no payload"
+                    ))));
+                }
                 return Progress::Done(Ok(Outcome::Expectation {
                     text: format!("wait {at} {compare} {value:#x}: held at cycle {start}"),
                     held: true,
