@@ -195,8 +195,11 @@ pub struct Server {
     fault_break: Option<u32>,
     /// The `break race` of the `race` exception filter.
     race_break: Option<u32>,
-    /// The end-of-trace stop was shown: the next run ends the session.
+    /// The end-of-trace stop was shown: the next `continue` ends the
+    /// session.
     end_stopped: bool,
+    /// `exited` and `terminated` were sent: nothing runs any more.
+    terminated: bool,
     finished: bool,
     exit_code: u8,
 }
@@ -228,6 +231,7 @@ impl Server {
             fault_break: None,
             race_break: None,
             end_stopped: false,
+            terminated: false,
             finished: false,
             exit_code: 0,
         }
@@ -297,6 +301,16 @@ impl Server {
             "variables" => self.variables(&args),
             "evaluate" => self.evaluate(&args),
             "readMemory" => self.read_memory(&args),
+            "continue" | "next" | "stepIn" | "stepBack" | "reverseContinue" | "pause"
+                if self.console.is_none() =>
+            {
+                Err(format!("`{command}`: no trace is launched"))
+            }
+            "continue" | "next" | "stepIn" | "stepBack" | "reverseContinue" | "pause"
+                if self.terminated =>
+            {
+                Err(format!("`{command}`: the session has ended"))
+            }
             "continue" => Ok(json!({"allThreadsContinued": true})),
             "next" | "stepIn" | "stepBack" | "reverseContinue" | "pause" => Ok(json!({})),
             "disconnect" | "terminate" => {
@@ -452,7 +466,9 @@ impl Server {
             return;
         };
         let ended_before = console.session().ended();
-        if ended_before && self.end_stopped && !line.starts_with("reverse") {
+        // At the end-of-trace stop, `continue` ends the session; a step
+        // says the trace has ended (below), going back goes back.
+        if ended_before && self.end_stopped && line == "continue" {
             self.finished_events(out);
             return;
         }
@@ -521,6 +537,7 @@ impl Server {
     }
 
     fn finished_events(&mut self, out: &mut Vec<Value>) {
+        self.terminated = true;
         let code = self.exit_code();
         let m = self.event("exited", json!({"exitCode": code}));
         out.push(m);

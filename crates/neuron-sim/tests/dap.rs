@@ -340,3 +340,34 @@ fn the_race_filter_stops_at_each_new_race() {
     c.ok("disconnect", json!({}));
     assert_eq!(c.child.wait().unwrap().code(), Some(0));
 }
+
+/// Stepping requests need a launched session, and end with it: before
+/// `launch` and after `terminated` they fail; at the end-of-trace stop a
+/// step says the trace has ended and only `continue` ends the session.
+#[test]
+fn stepping_before_the_launch_and_after_the_end_fails() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    let r = c.request("stepBack", json!({"threadId": 1}));
+    assert_eq!(r["success"], false, "{r}");
+    c.ok("launch", json!({"program": "traces/copy-hbm-hbm.trace"}));
+    c.event("initialized");
+    c.ok("configurationDone", json!({}));
+    assert_eq!(c.event("stopped")["reason"], "end of trace");
+    // A step at the end: the trace has ended, the session stays.
+    c.ok("stepIn", json!({"threadId": 1}));
+    let stop = c.event("stopped");
+    assert!(
+        stop["description"].as_str().unwrap_or("").contains("ended"),
+        "{stop}"
+    );
+    c.ok("continue", json!({"threadId": 1}));
+    assert_eq!(c.event("exited")["exitCode"], 0);
+    c.event("terminated");
+    for command in ["stepBack", "continue", "next", "reverseContinue"] {
+        let r = c.request(command, json!({"threadId": 1}));
+        assert_eq!(r["success"], false, "{command} after the end: {r}");
+    }
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(0));
+}
