@@ -449,12 +449,18 @@ impl Session {
             Back::Breakpoint => (Granularity::Continue, self.monitor.bps.rearmed()),
         };
         let found = self.scan(granularity, &bps, now)?;
-        let (target, stop) = match found {
-            Some((m, s)) => (m, Some(s)),
-            None => (start, None),
+        let (target, stop, held) = match found {
+            Some((m, s, held)) => (m, Some(s), held),
+            None => (start, None, false),
         };
         let new = self.replay(Target::Mark(target))?;
         self.adopt(new);
+        // A stop before a statement (a line breakpoint, a trace doorbell)
+        // holds it, as the session that first stopped there did: the next
+        // step starts it rather than stopping there again.
+        if held {
+            self.exec.hold_next();
+        }
         Ok(match stop {
             Some(s) => Stop {
                 hits: s.hits,
@@ -711,7 +717,7 @@ impl Session {
         granularity: Granularity,
         bps: &Breakpoints,
         now: Mark,
-    ) -> Result<Option<(Mark, Stop)>, String> {
+    ) -> Result<Option<(Mark, Stop, bool)>, String> {
         let mut upto = now;
         let mut inclusive = false;
         // A scan from a checkpoint sees the firmware doorbells of the steps
@@ -781,7 +787,7 @@ impl Session {
         granularity: Granularity,
         upto: Mark,
         inclusive: bool,
-    ) -> Result<Option<(Mark, Stop)>, String> {
+    ) -> Result<Option<(Mark, Stop, bool)>, String> {
         let journal = self.history.journal_from(from);
         let mut found = None;
         let wanted = |stop: &Stop| match granularity {
@@ -797,7 +803,10 @@ impl Session {
                         return Ok(found);
                     }
                     match stop {
-                        Some(stop) if wanted(&stop) => found = Some((at, stop)),
+                        Some(stop) if wanted(&stop) => {
+                            let held = s.exec.held().is_some();
+                            found = Some((at, stop, held));
+                        }
                         Some(stop) if stop.kind == crate::StopKind::End => return Ok(found),
                         _ => {}
                     }

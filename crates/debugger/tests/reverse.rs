@@ -338,6 +338,27 @@ fn the_last_events_are_those_of_the_stop_gone_back_to() {
     assert_eq!(last(&s), forward);
 }
 
+/// Back at a breakpoint before the first statement, the next step goes on
+/// from it, as it did the first time (it does not stop there again).
+#[test]
+fn back_at_a_breakpoint_before_the_first_statement_the_next_step_moves_on() {
+    let mut s = session("copy-hbm-hbm.trace");
+    s.add_break("line 3").unwrap();
+    s.add_break("line 5").unwrap();
+    let first = s.step(Granularity::Continue).unwrap();
+    assert_eq!(first.hits.len(), 1);
+    let at_first = state(&mut s);
+    let second = s.step(Granularity::Continue).unwrap();
+    assert_eq!(second.hits.len(), 1);
+    let at_second = state(&mut s);
+    let back = s.reverse_continue().unwrap();
+    assert_eq!(back.hits, first.hits);
+    assert_eq!(state(&mut s), at_first);
+    let again = s.step(Granularity::Continue).unwrap();
+    assert_eq!(again.hits, second.hits, "on to line 5, not line 3 again");
+    assert_eq!(state(&mut s), at_second);
+}
+
 #[test]
 fn reverse_step_goes_back_one_statement() {
     reverse_step_with(session("copy-hbm-hbm.trace"));

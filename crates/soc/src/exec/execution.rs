@@ -114,6 +114,21 @@ impl Execution {
         }
     }
 
+    /// The statement a `before` hook holds (paused before it, not to be
+    /// asked again), if any.
+    pub fn held(&self) -> Option<usize> {
+        self.held
+    }
+
+    /// Holds the next statement as a `before` hook that paused would: the
+    /// next [`Execution::advance`] starts it without asking (a debugger
+    /// gone back to a stop before it). Nothing while one is under way.
+    pub fn hold_next(&mut self) {
+        if self.current.is_none() {
+            self.held = Some(self.next);
+        }
+    }
+
     /// The software state (producer indices, claimed faults).
     pub fn executor(&self) -> &Executor {
         &self.exec
