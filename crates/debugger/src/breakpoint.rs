@@ -262,44 +262,9 @@ fn parse_word(device: &Device, text: &str) -> Result<BreakKind, String> {
     Ok(BreakKind::Word { tpb, seq })
 }
 
-/// The cause bits a fault can name: the fields of the engines' `*_INT_CAUSE`
-/// registers (`SEC_A_INT_CAUSE.PREF_RING_ID`) and the queue's AXI
-/// `NON_ACTIVE`.
-fn cause_names(device: &Device) -> Vec<String> {
-    let mut out = vec!["AXI_QUEUE_CFG.NON_ACTIVE".to_string()];
-    if let Some(gen_block) = device.catalog().block("udma_gen") {
-        for r in gen_block.registers() {
-            if r.name().ends_with("_INT_CAUSE") {
-                for f in r.fields() {
-                    out.push(format!("{}.{}", r.name(), f.name()));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// A cause as typed (bit name or whole name), checked against the maps.
+/// A cause as typed, checked against the maps ([`soc::exec::fault_cause`]).
 fn cause_name(device: &Device, text: &str) -> Result<String, String> {
-    let names = cause_names(device);
-    let known = names.iter().any(|n| {
-        n.eq_ignore_ascii_case(text)
-            || n.rsplit_once('.')
-                .is_some_and(|(_, bit)| bit.eq_ignore_ascii_case(text))
-    });
-    if known {
-        return Ok(text.to_ascii_uppercase());
-    }
-    let bits: Vec<&str> = names
-        .iter()
-        .map(|n| n.rsplit_once('.').map_or(n.as_str(), |(_, b)| b))
-        .collect();
-    Err(format!(
-        "unknown cause `{text}` (a field of an engine's *_INT_CAUSE register, e.g. PREF_RING_ID, M2S_DOORBELL_OVERRUN){}",
-        trace_format::closest_name(text, bits.iter().copied())
-            .map(|c| format!("; did you mean `{c}`?"))
-            .unwrap_or_default()
-    ))
+    soc::exec::fault_cause(device, text)
 }
 
 /// Whether a fault's cause (`SEC_A_INT_CAUSE.PREF_RING_ID`) is `want`: the
@@ -562,6 +527,12 @@ mod tests {
             ("fault", "fault"),
             ("fault eng3", "fault eng3"),
             ("fault PREF_RING_ID", "fault PREF_RING_ID"),
+            // One bit of a wider field of the map, named as the engine
+            // reports it.
+            (
+                "fault eng0 DATA_WR_AXI_RESPONSE",
+                "fault eng0 DATA_WR_AXI_RESPONSE",
+            ),
             (
                 "fault eng3.m2s.q0 sec_a_int_cause.pref_ring_id",
                 "fault eng3.m2s.q0 SEC_A_INT_CAUSE.PREF_RING_ID",

@@ -149,6 +149,39 @@ fn expect_fault_fails_when_the_fault_is_not_there() {
         "{}",
         text(&o.stderr)
     );
+    // So is a cause no fault names (a typo), with the closest one; one
+    // bit of a wider register field is a cause (DATA_WR_AXI_RESPONSE).
+    let t = tmp(
+        "pad-cause.trace",
+        &format!(
+            "{}expect_fault eng0.s2m.q0 cause=DATA_WR_AXI_RESPONS\n",
+            pad_copy()
+        ),
+    );
+    let o = run(&["run", t.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("pad-cause.trace:16:")
+            && err.contains("unknown cause `DATA_WR_AXI_RESPONS`")
+            && err.contains("did you mean `DATA_WR_AXI_RESPONSE`?")
+            && err.contains("nothing was run"),
+        "{err}"
+    );
+    // An engine the run never used raised nothing (it exists).
+    let t = tmp(
+        "pad-unused.trace",
+        &format!("{}expect_fault eng5.s2m.q0\n", pad_copy()),
+    );
+    let o = run(&["run", t.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains(
+            "FAILED expect_fault eng5.s2m.q0: expected a fault, but the queue raised none by cycle"
+        ),
+        "{out}"
+    );
 }
 
 #[test]

@@ -29,6 +29,7 @@ use crate::stats::{FaultTally, QueueStats};
 
 mod completion;
 mod faults;
+pub use faults::FAULT_CAUSES;
 mod mmio;
 mod packet;
 mod pieces;

@@ -152,8 +152,16 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
         StatementKind::Doorbell { queue, .. } => {
             Ok(Linked::Doorbell(resolve_queue(device, queue)?))
         }
-        StatementKind::ExpectFault { queue, .. } => {
-            Ok(Linked::ExpectFault(resolve_queue(device, queue)?))
+        StatementKind::ExpectFault { queue, cause, .. } => {
+            let q = resolve_queue(device, queue)?;
+            // A cause no fault can name is a typo, not a failed check.
+            if let Some(c) = cause {
+                fault_cause(device, c).map_err(|message| ResolveError {
+                    span: queue.span,
+                    message: format!("expect_fault cause={c}: {message}"),
+                })?;
+            }
+            Ok(Linked::ExpectFault(q))
         }
         StatementKind::Run { .. } => Ok(Linked::Run),
         StatementKind::Inst {
@@ -261,5 +269,51 @@ pub fn ring_of(device: &Device, q: &QueueTarget) -> Option<(u64, u32, u32, u8)> 
         len,
         tail & 0xFF_FFFF,
         (tail >> 30) as u8,
+    ))
+}
+
+/// The causes a fault can name: those the engine reports
+/// ([`udma::FAULT_CAUSES`], some one bit of a wider field) and the fields
+/// of the engines' `*_INT_CAUSE` registers (`SEC_A_INT_CAUSE.PREF_RING_ID`).
+fn cause_names(device: &Device) -> Vec<String> {
+    let mut out: Vec<String> = udma::FAULT_CAUSES
+        .iter()
+        .map(|c| (*c).to_string())
+        .collect();
+    if let Some(gen_block) = device.catalog().block("udma_gen") {
+        for r in gen_block.registers() {
+            if r.name().ends_with("_INT_CAUSE") {
+                for f in r.fields() {
+                    out.push(format!("{}.{}", r.name(), f.name()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A fault cause as typed (`PREF_RING_ID`, `SEC_A_INT_CAUSE.PREF_RING_ID`;
+/// any case), checked against the causes a fault can name: upper-cased,
+/// or an error that names the closest one (`expect_fault … cause=`, the
+/// debugger's `break fault`).
+pub fn fault_cause(device: &Device, text: &str) -> Result<String, String> {
+    let names = cause_names(device);
+    let known = names.iter().any(|n| {
+        n.eq_ignore_ascii_case(text)
+            || n.rsplit_once('.')
+                .is_some_and(|(_, bit)| bit.eq_ignore_ascii_case(text))
+    });
+    if known {
+        return Ok(text.to_ascii_uppercase());
+    }
+    let bits: Vec<&str> = names
+        .iter()
+        .map(|n| n.rsplit_once('.').map_or(n.as_str(), |(_, b)| b))
+        .collect();
+    Err(format!(
+        "unknown cause `{text}` (a field of an engine's *_INT_CAUSE register, e.g. PREF_RING_ID, M2S_DOORBELL_OVERRUN){}",
+        trace_format::closest_name(text, bits.iter().copied())
+            .map(|c| format!("; did you mean `{c}`?"))
+            .unwrap_or_default()
     ))
 }

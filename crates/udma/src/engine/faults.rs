@@ -38,6 +38,32 @@ pub(super) mod sec_d {
     pub const M2S_CRC_MISMATCH: u32 = 1 << 3;
 }
 
+/// Every cause a fault names, as the engine reports it (the bits above, by
+/// their cause register, and a queue's AXI NON_ACTIVE): what
+/// `expect_fault … cause=` and the debugger's `break fault CAUSE` may name
+/// (docs/trace-format.md §4.9). Several are one bit of a wider field of
+/// the register map (`DATA_WR_AXI_RESPONSE` of `DATA_WR_AXI`).
+pub const FAULT_CAUSES: &[&str] = &[
+    "SEC_A_INT_CAUSE.DATA_AXI_RESPONSE",
+    "SEC_A_INT_CAUSE.PREF_AXI_RESPONSE",
+    "SEC_A_INT_CAUSE.PKT_LEN",
+    "SEC_A_INT_CAUSE.MAX_DESC",
+    "SEC_A_INT_CAUSE.FIRST",
+    "SEC_A_INT_CAUSE.LAST",
+    "SEC_A_INT_CAUSE.PREF_RING_ID",
+    "SEC_A_INT_CAUSE.COMP_AXI_RESPONSE",
+    "SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE",
+    "SEC_B_INT_CAUSE.PREF_AXI_RESPONSE",
+    "SEC_B_INT_CAUSE.PREF_RING_ID",
+    "SEC_B_INT_CAUSE.COMP_AXI_RESPONSE",
+    "SEC_B_INT_CAUSE.PKT_LEN_MISMATCH",
+    "SEC_D_INT_CAUSE.M2S_DOORBELL_OVERRUN",
+    "SEC_D_INT_CAUSE.S2M_DOORBELL_OVERRUN",
+    "SEC_D_INT_CAUSE.M2S_UNSUPPORTED_OP",
+    "SEC_D_INT_CAUSE.M2S_CRC_MISMATCH",
+    "AXI_QUEUE_CFG.NON_ACTIVE",
+];
+
 impl Engine {
     /// Raises a cause bit in secondary IOFIC group `g`; aborts the direction
     /// unless the abort mask has the bit (docs/references/driver.md §2.6).
@@ -70,6 +96,10 @@ impl Engine {
             "logged"
         };
         let cause = format!("{gname}_INT_CAUSE.{cause}");
+        debug_assert!(
+            FAULT_CAUSES.contains(&cause.as_str()),
+            "{cause} is not in FAULT_CAUSES"
+        );
         self.tally_fault(dir, queue, &cause, action, &detail);
         self.log(EventKind::Fault {
             dir,
