@@ -271,6 +271,21 @@ fn partial_timing_files_and_the_timing_command() {
         )) && err.contains("did you mean `clock_ghz`?"),
         "{err}"
     );
+    // A parameter given twice is bad input (JSON keeps the last silently).
+    let twice = tmp("twice.json", r#"{"clock_ghz": 1.4, "clock_ghz": 2}"#);
+    let o = run(&[
+        "run",
+        t.to_str().unwrap(),
+        "--timing",
+        twice.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{}: timing config:", twice.display()))
+            && err.contains("the key `clock_ghz` appears twice"),
+        "{err}"
+    );
 }
 
 /// An installed binary is self-contained: it prints its built-in SoC map

@@ -2,10 +2,12 @@
 //! interface the hardware models use (docs/references/design.md §3 layer L2, §4 time).
 
 mod bandwidth;
+mod json_keys;
 mod timing;
 mod wake;
 
 pub use bandwidth::HbmBandwidth;
+pub use json_keys::no_duplicate_keys;
 pub use timing::{TimingConfig, TimingError, TimingParam};
 pub use wake::WakeTree;
 

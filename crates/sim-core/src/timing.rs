@@ -130,6 +130,7 @@ impl TimingConfig {
     /// gets `source` = `file`. Unknown names are errors with a suggestion.
     pub fn from_json_over_defaults(text: &str, file: &str) -> Result<Self, TimingError> {
         use serde_json::Value;
+        crate::no_duplicate_keys(text).map_err(TimingError)?;
         let user: Value =
             serde_json::from_str(text).map_err(|e| TimingError(format!("invalid JSON: {e}")))?;
         let Value::Object(top) = user else {
