@@ -361,6 +361,7 @@ impl HostSession {
         Ok(a)
     }
 
+    /// A tensor by name: live, or an error naming why not.
     fn tensor(&self, name: &str) -> Result<Tensor, String> {
         match self.tensors.get(name) {
             Some(t) if !t.freed => Ok(*t),
@@ -518,7 +519,7 @@ impl HostSession {
                 len,
             } => {
                 let t = self.tensor(name)?;
-                let len = len.unwrap_or(t.size.saturating_sub(*offset));
+                let len = copy_len("copyin", name, &t, *offset, *len)?;
                 // The source computes its bytes as they are read: nothing
                 // of the copy's size is held on the host side.
                 let source = Stream::new(data, len, files)?;
@@ -540,7 +541,7 @@ impl HostSession {
                 check,
             } => {
                 let t = self.tensor(name)?;
-                let len = len.unwrap_or(t.size.saturating_sub(*offset));
+                let len = copy_len("copyout", name, &t, *offset, *len)?;
                 // The destination hashes and checks the bytes as they
                 // arrive: nothing of the copy's size is held.
                 let expect = match check {
@@ -1001,6 +1002,11 @@ impl HostRuntime for HostSession {
                         },
                         text,
                     ),
+                    // No runtime call failed: the trace named what does
+                    // not exist (a tensor, an allocator) or asked for what
+                    // cannot be — bad input, which `status=` does not
+                    // expect away (docs/trace-format.md §5.1, §6).
+                    Err(m) if self.last_status.is_none() => return Err(m),
                     Err(m) => (self.last_status.unwrap_or(NrtStatus::Failure), m),
                 };
                 let held = status_name(got) == want;
@@ -1108,4 +1114,24 @@ pub fn run_trace_observed(
     let mut session = HostSession::with_options(dev, opts).map_err(|e| vec![e])?;
     let report = soc::exec::run_linked_host(&mut session, trace, &linked, file, files, hooks);
     Ok((report, session))
+}
+
+/// The bytes a `copyin`/`copyout` moves: `len`, or from `offset` to the
+/// tensor's end. None is bad input (a length is 1 ..= 4 GiB,
+/// docs/trace-format.md §1): an offset at or past the end with no `len`.
+fn copy_len(
+    op: &str,
+    name: &str,
+    t: &Tensor,
+    offset: u64,
+    len: Option<u64>,
+) -> Result<u64, String> {
+    match len {
+        Some(n) => Ok(n),
+        None if offset < t.size => Ok(t.size - offset),
+        None => Err(format!(
+            "{op} {name}: offset {offset:#x} is at or past the tensor's end ({:#x} bytes): nothing to copy",
+            t.size
+        )),
+    }
 }

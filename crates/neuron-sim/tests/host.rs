@@ -120,6 +120,77 @@ fn host_operations_need_allocated_tensors() {
     assert!(out.contains("no tensor `nope`"), "{out}");
 }
 
+/// What does not exist is bad input, whatever `status=` expects
+/// (docs/trace-format.md §5.1, §6): a `status=failure` does not turn a
+/// typo into a passing check. Found by a review.
+#[test]
+fn status_does_not_expect_away_bad_input() {
+    let t = tmp(
+        "status-typo.trace",
+        "alloc a size=0x1000
+copyin nope byte=1 status=failure
+copyout ghost status=failure
+         acquire ghost status=failure
+alloc x size=0x1000 allocator=nomodel status=failure
+         alloc a size=0x1000 status=failure
+",
+    );
+    let o = bin()
+        .args(["run", t.to_str().unwrap(), "--no-host-timing", "-q"])
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("0 expectations passed, 0 failed, 5 errors"),
+        "{out}"
+    );
+    assert!(out.contains(":2: ERROR no tensor `nope`"), "{out}");
+    assert!(
+        out.contains(":6: ERROR tensor `a` is already allocated"),
+        "{out}"
+    );
+}
+
+/// A copy with no `len` whose offset is at or past the tensor's end has
+/// nothing to copy: bad input (a length is 1 ..= 4 GiB), not a copy of 0
+/// bytes, which left the driver's ring a batch behind and a later
+/// `copyout` of another tensor returning this one's bytes. Found by a
+/// review.
+#[test]
+fn a_copy_from_the_tensors_end_is_bad_input_and_later_copies_stay_right() {
+    let t = tmp(
+        "copy-end.trace",
+        "alloc a size=0x1000
+alloc b size=0x1000
+copyin a byte=0x11
+copyin b byte=0x22
+         copyout a byte=0x11
+copyin a byte=0x44 offset=0x1000 status=failure
+         copyout b byte=0x22
+copyout a offset=0x2000
+",
+    );
+    let o = bin()
+        .args(["run", t.to_str().unwrap(), "--no-host-timing", "-q"])
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains(
+            ":6: ERROR copyin a: offset 0x1000 is at or past the tensor's end (0x1000 bytes)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains(":8: ERROR copyout a: offset 0x2000"), "{out}");
+    assert!(
+        out.contains("2 expectations passed, 0 failed, 2 errors"),
+        "{out}"
+    );
+    assert!(out.contains(" 0 timeouts"), "{out}");
+}
+
 /// Issue 11 item 18: a recording line that is not a record is named once,
 /// `FILE:LINE:COLUMN: what` — not "line 2: … at line 1 column 36".
 #[test]
