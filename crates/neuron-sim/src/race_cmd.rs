@@ -40,6 +40,16 @@ pub(crate) fn cmd_race(maps: &Maps, a: &RaceArgs) -> Result<u8, Failure> {
         ));
     }
     let text = input::read_text_or_stdin(&a.trace, "trace")?;
+    // A trace that does not parse runs under no seed: said once, as `run`
+    // says it (docs/user-guide.md §3).
+    if let Err(errors) = trace_format::parse(&text, &a.trace.display().to_string()) {
+        let mut msg = String::new();
+        for e in &errors {
+            msg.push_str(&format!("{e}\n"));
+        }
+        msg.push_str(&format!("{} error(s); nothing was run", errors.len()));
+        return Err(bad_input(msg));
+    }
     let factory = DeviceFactory::new(&maps.device_with_timing(a.timing.as_deref())?);
     let seeds: Vec<u64> = (1..=a.seeds).collect();
     let options = sweep::seeds::SeedOptions {

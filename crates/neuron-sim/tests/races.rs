@@ -505,3 +505,39 @@ fn perfetto_flags_both_sides_of_a_race_with_a_flow() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `race` on a trace that meets bad input while running exits 2 as `run`
+/// does and lists the errors once, not "the same outcomes under every
+/// schedule" with exit 0; one that does not parse runs no seed and says
+/// so on stderr. Found by a review.
+#[test]
+fn race_reports_bad_input_as_run_does() {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-race-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let errs = dir.join("errs.trace");
+    std::fs::write(&errs, "alloc a size=0x1000\ncopyin nope byte=1\nfree a\n").unwrap();
+    let o = neuron_sim(&["race", errs.to_str().unwrap(), "--seeds", "3"]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(!out.contains("the same outcomes"), "{out}");
+    assert!(out.contains("3 of them met errors (exit 2)"), "{out}");
+    assert_eq!(
+        out.matches("no tensor `nope`").count(),
+        1,
+        "listed once: {out}"
+    );
+    assert!(out.contains("seeds 1, 2, 3: "), "{out}");
+
+    let bad = dir.join("bad.trace");
+    std::fs::write(&bad, "alloc a size=0\n").unwrap();
+    let o = neuron_sim(&["race", bad.to_str().unwrap(), "--seeds", "3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("1 error(s); nothing was run"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -177,7 +177,12 @@ impl SeedReport {
 
     /// The report as text.
     pub fn to_text(&self) -> String {
-        let verdict = if !self.differences.is_empty() {
+        let verdict = if !self.errors.is_empty() {
+            format!(
+                "{} of them met errors (exit 2): what they would show is not known",
+                self.errors.len()
+            )
+        } else if !self.differences.is_empty() {
             format!(
                 "{} check(s) differ between schedules: a race (run --detect-races)",
                 self.differences.len()
@@ -210,8 +215,29 @@ impl SeedReport {
                 lines.join(", ")
             ));
         }
+        // The same errors under every seed (bad input does not depend
+        // on the schedule) are listed once.
+        let mut shown: Vec<(Vec<u64>, &str)> = Vec::new();
         for (seed, e) in &self.errors {
-            out.push_str(&format!("  seed {seed}: {e}\n"));
+            match shown.iter_mut().find(|(_, m)| *m == e.as_str()) {
+                Some((seeds, _)) => seeds.push(*seed),
+                None => shown.push((vec![*seed], e.as_str())),
+            }
+        }
+        for (seeds, e) in shown {
+            let which = match seeds.as_slice() {
+                [one] => format!("seed {one}"),
+                many => format!(
+                    "seeds {}",
+                    many.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            for line in e.lines() {
+                out.push_str(&format!("  {which}: {line}\n"));
+            }
         }
         out
     }
@@ -266,6 +292,12 @@ fn run_seed(
     let mut files = OverlayFiles::new(base.to_path_buf());
     let (report, mut session) =
         host_exec::run_source(dev, text, name, &mut files).map_err(|errors| errors.join("\n"))?;
+    // Bad input met while running (exit 2 for `run`): the seed did not
+    // run the trace as written, its outcomes compare with nothing.
+    if !report.errors.is_empty() {
+        let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+        return Err(errors.join("\n"));
+    }
     let checks: Vec<(u32, String)> = report
         .steps
         .iter()
