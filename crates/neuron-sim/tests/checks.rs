@@ -337,3 +337,24 @@ fn built_in_maps_print_and_load_back() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).ends_with("did you mean `udma_m2s_q`?\n"));
 }
+
+/// `buf2=` (S2M word 1, `buf2_ptr_lo`) must lie in the first buffer's
+/// 4 GiB window, whose high half the engine uses: one outside it is bad
+/// input naming it, not its low half written silently. Found by a review.
+#[test]
+fn buf2_outside_the_first_buffers_window_is_bad_input() {
+    let t = tmp(
+        "buf2.trace",
+        "write32 eng12.s2m.q3.rdrbp_low 0x01002000\nwrite32 eng12.s2m.q3.rdrl 256\n\
+         desc eng12.s2m.q3 len=64 dst=hbm1+0x40 buf2=hbm1+0x1000 int\n\
+         desc eng12.s2m.q3 len=64 dst=hbm1+0x40 buf2=0x123456789 int\n",
+    );
+    let o = run(&["run", t.to_str().unwrap(), "-q"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains(":4: ERROR desc: buf2=0x123456789 is not in the first buffer's 4 GiB window (0x4000000000..)"),
+        "{out}"
+    );
+    assert!(!out.contains(":3: ERROR"), "{out}");
+}
