@@ -15,8 +15,21 @@ pub(crate) fn cmd_completions(shell: clap_complete::Shell) -> Result<u8, Failure
     let mut cmd = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "neuron-sim", &mut script);
-    out!("{}", String::from_utf8_lossy(&script));
+    let mut text = String::from_utf8_lossy(&script).into_owned();
+    if shell == clap_complete::Shell::Bash {
+        text = bash_labels_fixed(&text);
+    }
+    out!("{text}");
     Ok(0)
+}
+
+/// clap_complete 4.6's bash script names a subcommand's branch from the
+/// binary's name with its `-` turned into the subcommand separator
+/// (`neuron__subcmd__sim__subcmd__csr)`), while the loop that picks the
+/// branch turns it into `__` (`neuron__sim__subcmd__csr`): no branch past
+/// the first word ever matched. The labels are put the loop's way.
+fn bash_labels_fixed(script: &str) -> String {
+    script.replace("neuron__subcmd__sim", "neuron__sim")
 }
 
 /// `man [--out-dir DIR]`: the top page on standard output, or every page

@@ -85,6 +85,27 @@ fn the_bash_completion_loads_and_completes_a_subcommand() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout).trim(), "run", "{}", text(&o.stderr));
+    // Past the first word: `neuron-sim csr l<TAB>` and `decode --d<TAB>`
+    // (a review found no branch past the first word matched).
+    for (words, cword, want) in [
+        ("neuron-sim csr l", 2, "list"),
+        ("neuron-sim decode --d", 2, "--desc"),
+    ] {
+        let w: Vec<&str> = words.split(' ').collect();
+        let probe = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; _neuron__sim neuron-sim {} {}; echo \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            w[cword],
+            w[cword - 1]
+        );
+        let o = std::process::Command::new("bash")
+            .args(["-c", &probe])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let got = text(&o.stdout);
+        assert!(got.split_whitespace().any(|c| c == want), "{words}: {got}");
+    }
 }
 
 #[test]
