@@ -102,6 +102,10 @@ fn top_sections() -> String {
             "Bad input: an unreadable file, a parse or name error, a bad map or timing file, a bad argument.",
         ),
         (
+            "3",
+            "step only: the debugger session was quit before the end of the trace.",
+        ),
+        (
             "130, 143",
             "The run was interrupted by SIGINT or SIGTERM; what ran is reported.",
         ),
