@@ -18,8 +18,8 @@ pub(crate) struct RaceArgs {
     /// How many schedules: seeds 1 ..= N.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(2..=4096))]
     seeds: u64,
-    /// Worker threads (default: one per CPU).
-    #[arg(long, value_name = "N")]
+    /// Worker threads, at least 1 (default: one per CPU).
+    #[arg(long, value_name = "N", value_parser = crate::sweep_cmd::jobs_at_least_1)]
     jobs: Option<usize>,
     /// Timing file (JSON), as for `run`.
     #[arg(long, value_name = "FILE")]

@@ -35,8 +35,9 @@ pub(crate) struct SweepArgs {
     /// Write the SVG plot of bandwidth versus the x parameter to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
-    /// Points run at once (default: the host's available parallelism).
-    #[arg(long, value_name = "N")]
+    /// Points run at once, at least 1 (default: the host's available
+    /// parallelism).
+    #[arg(long, value_name = "N", value_parser = jobs_at_least_1)]
     jobs: Option<usize>,
     /// Run only the points k with k mod N = I (0 ≤ I < N) into a partial
     /// CSV for `sweep merge`.
@@ -228,7 +229,20 @@ fn cmd_merge(
         let text = sweep::svg_of(&merged, x.as_deref(), published, &meta).map_err(failure)?;
         write_file(svg, &text)?;
     }
-    Ok(0)
+    // The worst point's exit status, as the sweep in one piece gives it.
+    let worst = sweep::Csv::parse(&merged)
+        .map(|c| c.rows.iter().map(|r| r.exit).max().unwrap_or(0))
+        .unwrap_or(0);
+    Ok(worst)
+}
+
+/// `--jobs N`: a count of threads, at least 1.
+pub(crate) fn jobs_at_least_1(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("0 threads would run nothing: at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), Failure> {

@@ -323,10 +323,14 @@ fn caption_mode_and_timing_survive_a_merge() {
         args.extend(common);
         args.extend(["--timing", s(&timing), "--shard", &shard, "--csv", s(&part)]);
         ok(&run(&args));
-        assert!(read(&part).lines().next().unwrap().contains(&format!(
-            " mode=timing-only partition-bytes=bytes timing={} trace=",
-            timing.display()
-        )));
+        let head = read(&part).lines().next().unwrap().to_string();
+        assert!(
+            head.contains(&format!(
+                " mode=timing-only partition-bytes=bytes timing={} id=",
+                timing.display()
+            )) && head.contains(" trace="),
+            "{head}"
+        );
         parts.push(part);
     }
     let msvg = d.join("merged.svg");
@@ -530,3 +534,70 @@ fn sweep_points_keep_their_dump_files_in_memory() {
 
 /// The stderr line of a sweep whose points dumped to `out/dump.bin`.
 const NOTE: &str = "sweep: dump files kept in each point's memory, not written: out/dump.bin (one point's files: `neuron-sim run` the trace with its values substituted; docs/user-guide.md §18)";
+
+/// `sweep merge` takes parts of one sweep only — not a shard of the same
+/// trace name with other parameter values, nor one of an edited trace —
+/// and exits as the sweep in one piece would (1 when a point failed);
+/// `--jobs 0` is refused. Found by a review.
+#[test]
+fn merge_refuses_parts_of_another_sweep_and_keeps_the_exit_status() {
+    let dir = tmp_dir("merge-id");
+    let trace = dir.join("sw.trace");
+    let text = "#@ param n=1..5\nalloc t size=0x1000\ncopyin t byte={n}\ncopyout t byte={n%3}\n";
+    std::fs::write(&trace, text).unwrap();
+    let part = |name: &str, shard: &str, extra: &[&str]| {
+        let out = dir.join(name);
+        let mut args = vec![
+            "sweep",
+            s(&trace),
+            "--no-host-time",
+            "--shard",
+            shard,
+            "--csv",
+            s(&out),
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(
+            o.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    let p0 = part("p0.csv", "0/2", &[]);
+    let p1 = part("p1.csv", "1/2", &[]);
+    let other = part("other1.csv", "1/2", &["--param", "n=6..10"]);
+    // Parts of one sweep merge; points whose check failed make it exit 1.
+    let o = run(&[
+        "sweep",
+        "merge",
+        s(&p0),
+        s(&p1),
+        "--csv",
+        s(&dir.join("m.csv")),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Other values, same trace name: refused.
+    let o = run(&["sweep", "merge", s(&p0), s(&other)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("from another sweep"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The trace edited between the shards: refused.
+    std::fs::write(&trace, text.replace("{n%3}", "{n}")).unwrap();
+    let edited = part("edited1.csv", "1/2", &[]);
+    let o = run(&["sweep", "merge", s(&p0), s(&edited)]);
+    assert_eq!(o.status.code(), Some(2));
+    // --jobs 0 runs nothing: bad input.
+    let o = run(&["sweep", s(&trace), "--jobs", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}

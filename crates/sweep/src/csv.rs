@@ -96,6 +96,35 @@ pub struct SweepMeta {
     /// The parameter that is bytes per partition (`#@ partition-bytes`):
     /// the plot draws the bytes-per-partition guidance only over it.
     pub partition_bytes: Option<String>,
+    /// What the sweep is, as 16 hex digits: a digest of the trace's text,
+    /// its parameters' names and every point's values ([`sweep_id`]), so
+    /// that `sweep merge` refuses parts of another sweep of the same name.
+    pub id: String,
+}
+
+/// [`SweepMeta::id`] of a sweep: FNV-1a over the trace text, the
+/// parameter names and each point's values, in order.
+pub fn sweep_id<V: std::fmt::Display>(text: &str, names: &[String], points: &[Vec<V>]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        // A separator no text holds, so that fields do not run together.
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    };
+    eat(text.as_bytes());
+    for n in names {
+        eat(n.as_bytes());
+    }
+    for p in points {
+        for v in p {
+            eat(v.to_string().as_bytes());
+        }
+    }
+    format!("{h:016x}")
 }
 
 const SHARD_PREFIX: &str = "# neuron-sim sweep shard ";
@@ -104,13 +133,14 @@ impl SweepMeta {
     /// The first line of shard `(i, n)`'s partial CSV.
     pub fn line(&self, (i, n): (usize, usize)) -> String {
         format!(
-            "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} mode={} partition-bytes={} timing={} trace={}",
+            "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} mode={} partition-bytes={} timing={} id={} trace={}",
             self.points,
             self.x.as_deref().unwrap_or("-"),
             self.published.name(),
             self.mode(),
             self.partition_bytes.as_deref().unwrap_or("-"),
             self.timing.as_deref().unwrap_or("-"),
+            if self.id.is_empty() { "-" } else { &self.id },
             self.trace
         )
     }
@@ -135,7 +165,8 @@ impl SweepMeta {
         let (published, rest) = rest.split_once(" mode=")?;
         let (mode, rest) = rest.split_once(" partition-bytes=")?;
         let (partition_bytes, rest) = rest.split_once(" timing=")?;
-        let (timing, trace) = rest.split_once(" trace=")?;
+        let (timing, rest) = rest.split_once(" id=")?;
+        let (id, trace) = rest.split_once(" trace=")?;
         let named = |v: &str| (v != "-").then(|| v.to_string());
         Some((
             SweepMeta {
@@ -150,6 +181,7 @@ impl SweepMeta {
                 },
                 timing: named(timing),
                 partition_bytes: named(partition_bytes),
+                id: named(id).unwrap_or_default(),
             },
             shard,
         ))
@@ -279,8 +311,8 @@ pub fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), String> 
             None => meta = Some(m),
             Some(prev) if *prev != m => {
                 return Err(format!(
-                    "{file}: from another sweep (`{first}` vs points={} trace={})",
-                    prev.points, prev.trace
+                    "{file}: from another sweep (`{first}` vs points={} id={} trace={}: the id is a digest of the trace's text and every point's values)",
+                    prev.points, prev.id, prev.trace
                 ));
             }
             Some(_) => {}

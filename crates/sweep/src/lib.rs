@@ -179,6 +179,7 @@ impl Sweep {
             timing_only: options.timing_only,
             timing: options.timing.clone(),
             partition_bytes: template.partition_bytes.clone(),
+            id: csv::sweep_id(text, &plan.names, &plan.points),
         };
         Ok(Sweep {
             plan,
@@ -299,6 +300,7 @@ mod tests {
             timing_only: true,
             timing: Some("my timing.json".into()),
             partition_bytes: Some("bytes".into()),
+            id: "0123456789abcdef".into(),
         };
         assert_eq!(SweepMeta::parse(&m.line((1, 3))), Some((m, (1, 3))));
     }
