@@ -541,3 +541,15 @@ fn race_reports_bad_input_as_run_does() {
     assert!(err.contains("1 error(s); nothing was run"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `race` compares what a host `copyout` read too: the known bug of
+/// `race-host-copyout` (a copy-out while a DIRECT2D still writes the
+/// tensor) reads other bytes under another schedule. Found by a review
+/// (it said "the same outcomes", exit 0).
+#[test]
+fn race_sees_a_copyout_that_reads_other_bytes() {
+    let o = neuron_sim(&["race", "traces/race-host-copyout.trace", "--seeds", "8"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("read other bytes at line(s) 14"), "{out}");
+}

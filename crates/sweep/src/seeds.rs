@@ -304,10 +304,20 @@ fn run_seed(
         .filter(|s| matches!(s.directive, "expect" | "read32"))
         .map(|s| (s.line, format!("{:?}: {}", s.status, s.text)))
         .collect();
+    // The bytes the trace read: `expect`, `read32` and `dump` keep a
+    // digest; a host `copyout`/`batch_copy` says its bytes in its text (a
+    // sha256, or its check's outcome), digested here.
     let reads: Vec<(u32, u64)> = report
         .steps
         .iter()
-        .filter_map(|s| s.read_digest.map(|d| (s.line, d)))
+        .filter_map(|s| match s.read_digest {
+            Some(d) => Some((s.line, d)),
+            None if matches!(s.directive, "copyout" | "batch_copy") => {
+                let outcome = format!("{:?}: {}", s.status, s.text);
+                Some((s.line, read_digest(FNV_OFFSET, outcome.as_bytes())))
+            }
+            None => None,
+        })
         .collect();
     let digest = reads.iter().fold(FNV_OFFSET, |h, (line, d)| {
         read_digest(read_digest(h, &line.to_le_bytes()), &d.to_le_bytes())
