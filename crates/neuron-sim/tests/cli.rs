@@ -456,3 +456,39 @@ fn csr_decode_says_an_index_is_out_of_range_not_that_the_register_is_missing() {
         stderr(&o)
     );
 }
+
+/// A CSR block given with `--csr-maps` that is larger than the regions
+/// that name it is refused at load: its registers past the region would
+/// resolve into the next one (`eng0.m2s.q0.big` landing in `eng0.m2s.q1`).
+/// Found by a review.
+#[test]
+fn a_csr_block_larger_than_its_region_is_refused() {
+    let o = run(&["csr", "dump", "udma_m2s_q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["size"] = "0x2000".into();
+    v["registers"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "name": "BIG", "offset": "0x1800", "access": "RW",
+            "description": "past the region", "source": "test"
+        }));
+    let dir = std::env::temp_dir().join(format!("neuron-sim-csr-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("udma_m2s_q.json"), v.to_string()).unwrap();
+    let trace = tmp("big-block.trace", "write32 eng0.m2s.q0.big 0x1234\n");
+    let o = run(&[
+        "--csr-maps",
+        dir.to_str().unwrap(),
+        "run",
+        trace.to_str().unwrap(),
+    ]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("names CSR block `udma_m2s_q` of 0x2000 bytes: its registers past 0x1000 would be another region's"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

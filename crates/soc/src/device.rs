@@ -435,10 +435,22 @@ impl Device {
                 last = key;
                 continue;
             }
-            if catalog.block(b).is_none() {
+            let Some(block) = catalog.block(b) else {
                 return Err(DeviceError(format!(
                     "soc map: region `{}` names CSR block `{b}`, which is not in csr-maps/",
                     r.name
+                )));
+            };
+            // The instances of one node share its size: the first is
+            // checked. A block larger than its region would put registers
+            // at another region's addresses.
+            if block.size() > r.size_bytes {
+                return Err(DeviceError(format!(
+                    "soc map: region `{}` ({:#x} bytes) names CSR block `{b}` of {:#x} bytes: its registers past {:#x} would be another region's",
+                    r.name,
+                    r.size_bytes,
+                    block.size(),
+                    r.size_bytes
                 )));
             }
             known.push(key);
