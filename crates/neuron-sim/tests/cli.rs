@@ -492,3 +492,29 @@ fn a_csr_block_larger_than_its_region_is_refused() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Two `--csr-maps` files that define one block are bad input naming both
+/// (one of them won, by the directory's order). Found by a review.
+#[test]
+fn a_block_defined_twice_in_csr_maps_is_refused() {
+    let o = run(&["csr", "dump", "udma_m2s_q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dir = std::env::temp_dir().join(format!("neuron-sim-csr-twice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.json"), &o.stdout).unwrap();
+    std::fs::write(dir.join("b.json"), &o.stdout).unwrap();
+    let o = run(&[
+        "--csr-maps",
+        dir.to_str().unwrap(),
+        "csr",
+        "list",
+        "udma_m2s_q",
+    ]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("CSR block `udma_m2s_q` is also defined by"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

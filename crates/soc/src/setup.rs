@@ -98,8 +98,19 @@ pub fn catalog_from(csr_maps: &[Source]) -> Result<&'static csr::Catalog, String
         return csr::catalog().map_err(|e| e.to_string());
     }
     let mut catalog = csr::Catalog::builtin().map_err(|e| e.to_string())?;
+    // A block given twice would leave one file's registers for the other's
+    // at random (the directory's order): bad input naming both.
+    let mut given: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
     for s in csr_maps {
-        catalog.insert(csr::CsrMap::from_json(&s.text, &s.name).map_err(|e| e.to_string())?);
+        let map = csr::CsrMap::from_json(&s.text, &s.name).map_err(|e| e.to_string())?;
+        if let Some(other) = given.insert(map.block().to_string(), &s.name) {
+            return Err(format!(
+                "{}: CSR block `{}` is also defined by {other}: one file per block",
+                s.name,
+                map.block()
+            ));
+        }
+        catalog.insert(map);
     }
     // A device borrows its catalog for its lifetime: one per process.
     Ok(Box::leak(Box::new(catalog)))
