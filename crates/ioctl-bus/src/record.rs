@@ -222,8 +222,28 @@ impl Recording {
             if line.trim().is_empty() {
                 continue;
             }
-            let r = serde_json::from_str(line).map_err(|e| JsonlError::new(i + 1, &e))?;
+            let r: Record = serde_json::from_str(line).map_err(|e| JsonlError::new(i + 1, &e))?;
+            // Records are numbered from 0 in order: a gap or a repeat is a
+            // recording cut or spliced, which a replay would not show.
+            if r.seq != records.len() as u64 {
+                return Err(JsonlError {
+                    line: i + 1,
+                    column: 1,
+                    message: format!(
+                        "record seq {} where {} comes next (records are numbered from 0 in order: the recording was cut or spliced)",
+                        r.seq,
+                        records.len()
+                    ),
+                });
+            }
             records.push(r);
+        }
+        if records.is_empty() {
+            return Err(JsonlError {
+                line: 1,
+                column: 1,
+                message: "no records: an empty recording replays nothing".into(),
+            });
         }
         Ok(Self { records })
     }

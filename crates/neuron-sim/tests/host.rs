@@ -211,6 +211,29 @@ fn replay_of_a_malformed_recording_names_one_place() {
         "{err}"
     );
     assert!(!err.contains(" at line "), "{err}");
+    // A record out of order (cut or spliced), and an empty recording, are
+    // bad input too, not "every result matched". Found by a review.
+    let line = "{\"seq\":SEQ,\"kind\":\"mmap_read\",\"offset\":\"0x10\",\"len\":4,\"result\":{\"ret\":0}}\n";
+    let spliced = tmp(
+        "spliced.jsonl",
+        &format!("{}{}", line.replace("SEQ", "0"), line.replace("SEQ", "7")),
+    );
+    let empty = tmp("empty.jsonl", "\n");
+    for (f, says) in [
+        (
+            spliced,
+            "spliced.jsonl:2:1: record seq 7 where 1 comes next",
+        ),
+        (empty, "empty.jsonl:1:1: no records"),
+    ] {
+        let o = bin()
+            .args(["ioctl", "replay", f.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
 }
 
 /// Issue 11 item 18: `status=invalid_handle` and `status=timeout` are
