@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{DirFiles, golden_traces};
+use common::{DirFiles, ENG0_Q0_SETUP, golden_traces};
 use soc::Device;
 
 struct Run {
@@ -112,17 +112,7 @@ fn copy_4k(dst: &str, then: &str) -> String {
     format!(
         "fill hbm0+0x100000 len=4096 pattern=incr8
 fill {dst} len=4096 byte=0x77
-write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.m2s.q0.comp_cfg 0
-write32 eng0.s2m.q0.comp_cfg 0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 1
-write32 eng0.s2m.change_state 1
-desc eng0.s2m.q0 len=4096 dst={dst}
+{ENG0_Q0_SETUP}desc eng0.s2m.q0 len=4096 dst={dst}
 desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 first last
 doorbell eng0.s2m.q0 1
 doorbell eng0.m2s.q0 1
