@@ -172,8 +172,9 @@ enum Cmd {
     Map {
         /// Address to decode (0x-prefixed hex or decimal). Without it, print the region table.
         addr: Option<Hex>,
-        /// List every concrete region instead of the compact table.
-        #[arg(long)]
+        /// List every concrete region instead of the compact table (not
+        /// with an address: that decodes one).
+        #[arg(long, conflicts_with = "addr")]
         expand: bool,
         /// Print JSON.
         #[arg(long)]

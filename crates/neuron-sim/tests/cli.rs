@@ -518,3 +518,17 @@ fn a_block_defined_twice_in_csr_maps_is_refused() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `map ADDR --expand`: the address decodes one place, the flag lists the
+/// whole map — asking both is a mistake, said (it was ignored). Found by
+/// a review.
+#[test]
+fn map_refuses_an_address_with_expand() {
+    let o = run(&["map", "0x10", "--expand"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot be used with '--expand'"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -200,7 +200,10 @@ impl<'s> Builder<'s> {
             }
             let local = u32::try_from(local).ok();
             if self.include_depth > 16 {
-                return Err(err("templates include each other too deeply".into()));
+                return Err(err(format!(
+                    "regions nest more than {} levels below the top (children and included templates alike)",
+                    crate::precheck::MAX_DEPTH
+                )));
             }
             self.include_depth += 1;
             for (ci, &child) in prep.children.iter().enumerate() {

@@ -105,7 +105,9 @@ impl Walk<'_> {
             )));
         }
         if depth > MAX_DEPTH {
-            return Err(err("templates include each other too deeply".into()));
+            return Err(err(format!(
+                "regions nest more than {MAX_DEPTH} levels below the top (children and included templates alike)"
+            )));
         }
         if node.name.len() > MAX_NAME_BYTES {
             return Err(err(format!(

@@ -447,3 +447,26 @@ fn flattened_decode_agrees_on_a_map_with_windows_and_gaps() {
     assert_eq!(name_of(&map, 0x1410), Some("a.y.z".into()));
     assert_eq!(name_of(&map, 0x1300), Some("a".into()));
 }
+
+/// Regions nested past the limit are refused with what is wrong (the
+/// message spoke of templates when the map had none). Found by a review.
+#[test]
+fn too_deep_a_nesting_says_so() {
+    let chain = |levels: usize| {
+        let mut node =
+            r#"{"name": "d0", "base": "0x0", "size": "0x10", "kind": "memory"}"#.to_string();
+        for k in 1..levels {
+            node = format!(
+                r#"{{"name": "d{k}", "base": "0x0", "size": "0x10", "children": [{node}]}}"#
+            );
+        }
+        format!(r#"{{"device": "t", "regions": [{node}]}}"#)
+    };
+    let e = bad(&chain(18));
+    assert!(
+        e.contains("regions nest more than 16 levels below the top"),
+        "{e}"
+    );
+    assert!(!e.contains("templates include"), "{e}");
+    assert!(SocMap::from_json(&chain(17), "t.json").is_ok());
+}
