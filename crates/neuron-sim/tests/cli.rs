@@ -457,15 +457,31 @@ fn csr_decode_says_an_index_is_out_of_range_not_that_the_register_is_missing() {
     );
 }
 
+/// `csr dump BLOCK`: the built-in map of one register block.
+fn dumped_block(block: &str) -> Vec<u8> {
+    let o = run(&["csr", "dump", block]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    o.stdout
+}
+
+/// A fresh directory of CSR map files for `--csr-maps`.
+fn csr_maps_dir(test: &str, files: &[(&str, &[u8])]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-csr-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+    dir
+}
+
 /// A CSR block given with `--csr-maps` that is larger than the regions
 /// that name it is refused at load: its registers past the region would
 /// resolve into the next one (`eng0.m2s.q0.big` landing in `eng0.m2s.q1`).
 /// Found by a review.
 #[test]
 fn a_csr_block_larger_than_its_region_is_refused() {
-    let o = run(&["csr", "dump", "udma_m2s_q"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&dumped_block("udma_m2s_q")).unwrap();
     v["size"] = "0x2000".into();
     v["registers"]
         .as_array_mut()
@@ -474,9 +490,7 @@ fn a_csr_block_larger_than_its_region_is_refused() {
             "name": "BIG", "offset": "0x1800", "access": "RW",
             "description": "past the region", "source": "test"
         }));
-    let dir = std::env::temp_dir().join(format!("neuron-sim-csr-big-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("udma_m2s_q.json"), v.to_string()).unwrap();
+    let dir = csr_maps_dir("big", &[("udma_m2s_q.json", v.to_string().as_bytes())]);
     let trace = tmp("big-block.trace", "write32 eng0.m2s.q0.big 0x1234\n");
     let o = run(&[
         "--csr-maps",
@@ -497,12 +511,8 @@ fn a_csr_block_larger_than_its_region_is_refused() {
 /// (one of them won, by the directory's order). Found by a review.
 #[test]
 fn a_block_defined_twice_in_csr_maps_is_refused() {
-    let o = run(&["csr", "dump", "udma_m2s_q"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let dir = std::env::temp_dir().join(format!("neuron-sim-csr-twice-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("a.json"), &o.stdout).unwrap();
-    std::fs::write(dir.join("b.json"), &o.stdout).unwrap();
+    let block = dumped_block("udma_m2s_q");
+    let dir = csr_maps_dir("twice", &[("a.json", &block), ("b.json", &block)]);
     let o = run(&[
         "--csr-maps",
         dir.to_str().unwrap(),

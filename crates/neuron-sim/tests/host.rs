@@ -120,6 +120,14 @@ fn host_operations_need_allocated_tensors() {
     assert!(out.contains("no tensor `nope`"), "{out}");
 }
 
+/// `run TRACE --no-host-timing -q`.
+fn run_quiet(t: &std::path::Path) -> Output {
+    bin()
+        .args(["run", t.to_str().unwrap(), "--no-host-timing", "-q"])
+        .output()
+        .unwrap()
+}
+
 /// What does not exist is bad input, whatever `status=` expects
 /// (docs/trace-format.md §5.1, §6): a `status=failure` does not turn a
 /// typo into a passing check. Found by a review.
@@ -135,10 +143,7 @@ alloc x size=0x1000 allocator=nomodel status=failure
          alloc a size=0x1000 status=failure
 ",
     );
-    let o = bin()
-        .args(["run", t.to_str().unwrap(), "--no-host-timing", "-q"])
-        .output()
-        .unwrap();
+    let o = run_quiet(&t);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(2), "{out}");
     assert!(
@@ -171,10 +176,7 @@ copyin a byte=0x44 offset=0x1000 status=failure
 copyout a offset=0x2000
 ",
     );
-    let o = bin()
-        .args(["run", t.to_str().unwrap(), "--no-host-timing", "-q"])
-        .output()
-        .unwrap();
+    let o = run_quiet(&t);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(2), "{out}");
     assert!(
