@@ -184,3 +184,88 @@ expect hbm0+0x300000 bytes=a9ea7560
         );
     }
 }
+
+/// The faults and the `unchecked` list of `source` run with or without
+/// payload: (fault count, unchecked count, passed, failed).
+fn crc_outcome(source: &str, timing_only: bool) -> (u64, u64, usize, usize) {
+    let mut dev = Device::trn2().unwrap();
+    dev.set_timing_only(timing_only);
+    let mut files = DirFiles(std::env::temp_dir());
+    let (report, _) = host_exec::run_source(dev, source, "t.trace", &mut files).unwrap();
+    let s = &report.summary;
+    (
+        s.fault_count,
+        s.unchecked.iter().map(|u| u.tally.count).sum(),
+        report.expectations_passed,
+        report.expectations_failed,
+    )
+}
+
+/// A review's finding: in timing-only mode a `validate_crc` over the
+/// destination of a copy that moved no payload compared a CRC of the old
+/// bytes, raised M2S_CRC_MISMATCH and aborted the queue, where the run with
+/// payload passes. "Faults are as with payload" (docs/user-guide.md §11):
+/// a validation that compares a value computed from unmoved bytes is not
+/// made; the packet completes, and the summary lists it as unchecked. Also
+/// when the stale side is the stored source CRC, or an IV resumed from it.
+#[test]
+fn validate_crc_over_unmoved_bytes_is_unchecked_not_a_fault() {
+    let check = "read32 eng0.m2s.q0.q_tx_pkt == 3\nread32 eng0.gen.sec_d_int_cause == 0\n";
+    let cases = [
+        // The copy's CRC (stale) validated against the source's (stored).
+        copy_4k(
+            "hbm0+0x200000",
+            &format!(
+                "desc eng0.s2m.q0 len=4 dst=hbm0+0x300000
+desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 op=crc32 no_copy store_source_crc crc_iv=3 first last
+desc eng0.s2m.q0 len=4 dst=hbm0+0x300010
+desc eng0.m2s.q0 len=4096 src=hbm0+0x200000 op=crc32 no_copy validate_crc crc_iv=3 first last
+doorbell eng0.s2m.q0 2
+doorbell eng0.m2s.q0 2
+run
+{check}"
+            ),
+        ),
+        // The stored source CRC is the stale side.
+        copy_4k(
+            "hbm0+0x200000",
+            &format!(
+                "desc eng0.s2m.q0 len=4 dst=hbm0+0x300000
+desc eng0.m2s.q0 len=4096 src=hbm0+0x200000 op=crc32 no_copy store_source_crc crc_iv=2 first last
+desc eng0.s2m.q0 len=4 dst=hbm0+0x300010
+desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 op=crc32 no_copy validate_crc crc_iv=2 first last
+doorbell eng0.s2m.q0 2
+doorbell eng0.m2s.q0 2
+run
+{check}"
+            ),
+        ),
+    ];
+    for (k, source) in cases.iter().enumerate() {
+        assert_eq!(
+            crc_outcome(source, false),
+            (0, 0, 2, 0),
+            "case {k}: with payload the CRCs match"
+        );
+        assert_eq!(
+            crc_outcome(source, true),
+            (0, 1, 2, 0),
+            "case {k}: timing-only passes the validation over unmoved bytes, and says so"
+        );
+    }
+    // A real mismatch of meaningful bytes still faults in timing-only mode.
+    let mismatch = copy_4k(
+        "hbm0+0x200000",
+        "fill hbm0+0x400000 len=4096 byte=0x01
+desc eng0.s2m.q0 len=4 dst=hbm0+0x300000
+desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 op=crc32 no_copy store_source_crc crc_iv=1 first last
+desc eng0.s2m.q0 len=4 dst=hbm0+0x300010
+desc eng0.m2s.q0 len=4096 src=hbm0+0x400000 op=crc32 no_copy validate_crc crc_iv=1 first last
+doorbell eng0.s2m.q0 2
+doorbell eng0.m2s.q0 2
+run
+",
+    );
+    assert_eq!(crc_outcome(&mismatch, true).0, 1, "timing-only");
+    assert_eq!(crc_outcome(&mismatch, false).0, 1, "with payload");
+}

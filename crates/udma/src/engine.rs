@@ -415,6 +415,8 @@ pub struct Engine {
     /// Faults raised, one tally per (direction, queue, cause, action), in
     /// the order first raised.
     faults: Vec<FaultTally>,
+    /// Timing-only checks not made, by queue and check.
+    unchecked: Vec<crate::stats::UncheckedTally>,
     log: Vec<EngineEvent>,
     crc_cache: crate::datapath::CrcCache,
     /// The DWRR scheduler's candidate buffer, reused across kicks.
@@ -570,6 +572,7 @@ impl Engine {
             events: EventQueue::default(),
             stats: std::array::from_fn(|_| QueueStats::default()),
             faults: Vec::new(),
+            unchecked: Vec::new(),
             trace: false,
             log: Vec::new(),
             events_done: 0,
@@ -707,6 +710,32 @@ impl Engine {
     /// the run's record).
     pub fn faults(&self) -> &[FaultTally] {
         &self.faults
+    }
+
+    /// The hardware checks this engine could not make in timing-only mode
+    /// (bytes not moved) and passed over, by queue and check, in the order
+    /// first met.
+    pub fn unchecked(&self) -> &[crate::stats::UncheckedTally] {
+        &self.unchecked
+    }
+
+    /// Records a check passed over on queue `q` (see [`Engine::unchecked`]).
+    pub(crate) fn record_unchecked(&mut self, q: u8, check: &'static str, detail: String) {
+        let now = self.now.0;
+        match self
+            .unchecked
+            .iter_mut()
+            .find(|u| u.queue == q && u.check == check)
+        {
+            Some(u) => u.count += 1,
+            None => self.unchecked.push(crate::stats::UncheckedTally {
+                queue: q,
+                check,
+                count: 1,
+                first_cycle: now,
+                detail,
+            }),
+        }
     }
 
     /// True when queue `q`'s `dir` half went NON_ACTIVE after an AXI error

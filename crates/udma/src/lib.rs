@@ -18,4 +18,4 @@ pub use block::{Dir, QUEUES, UnitBlock};
 pub use engine::{DirState, Engine, EngineFactory, FAULT_CAUSES, JITTER_MAX_CYCLES};
 pub use event::{EngineEvent, EventKind};
 pub use regs::{MapMismatch, UnitMaps};
-pub use stats::{FaultTally, QueueStats};
+pub use stats::{FaultTally, QueueStats, UncheckedTally};

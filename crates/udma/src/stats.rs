@@ -21,6 +21,23 @@ pub struct QueueStats {
     pub last_done: Option<u64>,
 }
 
+/// A hardware check an engine could not make in timing-only mode, because
+/// what it compares was computed from bytes no copy moved; the engine
+/// carried on as if it passed (docs/user-guide.md §11, "Timing-only mode").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct UncheckedTally {
+    /// Queue whose packet held the check.
+    pub queue: u8,
+    /// The check, e.g. `validate_crc`.
+    pub check: &'static str,
+    /// Times not made.
+    pub count: u64,
+    /// Cycle of the first.
+    pub first_cycle: u64,
+    /// The first one's details.
+    pub detail: String,
+}
+
 /// One kind of hardware fault an engine raised: the cause bit, where it
 /// was raised, what the engine did, and how often (docs/user-guide.md
 /// §Faults).

@@ -105,6 +105,16 @@ pub struct FaultSummary {
     pub expected: bool,
 }
 
+/// A hardware check an engine passed over in timing-only mode.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct UncheckedSummary {
+    /// Engine.
+    pub engine: u16,
+    /// Where, what and how often.
+    #[serde(flatten)]
+    pub tally: udma::UncheckedTally,
+}
+
 /// The run's totals (docs/references/design.md §6).
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
@@ -134,6 +144,11 @@ pub struct Summary {
     pub unexpected_faults: u64,
     /// Each kind of fault, by engine, in the order first raised.
     pub faults: Vec<FaultSummary>,
+    /// Timing-only mode: the hardware checks (`validate_crc`) that compared
+    /// values computed from bytes no copy moved, so were not made; the
+    /// engines carried on as if they passed (docs/user-guide.md §11).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unchecked: Vec<UncheckedSummary>,
     /// Per core with Q7 firmware, keyed `tpbN`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub firmware: BTreeMap<String, CoreSummary>,
@@ -171,10 +186,17 @@ impl Summary {
             fault_count: 0,
             unexpected_faults: 0,
             faults: Vec::new(),
+            unchecked: Vec::new(),
             firmware: BTreeMap::new(),
             stall: device.stall_report(),
         };
         for e in device.engines() {
+            for u in e.unchecked() {
+                s.unchecked.push(UncheckedSummary {
+                    engine: e.id(),
+                    tally: u.clone(),
+                });
+            }
             for f in e.faults() {
                 s.fault_count += f.count;
                 s.faults.push(FaultSummary {
@@ -420,6 +442,22 @@ impl RunReport {
                     t.first_cycle,
                     if f.expected { ", expected" } else { "" },
                     t.detail
+                ));
+            }
+        }
+        if !sm.unchecked.is_empty() {
+            let n: u64 = sm.unchecked.iter().map(|u| u.tally.count).sum();
+            out.push_str(&format!(
+                "unchecked: {n} hardware check{} not made (timing-only: bytes not moved); {} carried on as if {} passed\n",
+                if n == 1 { "" } else { "s" },
+                if sm.unchecked.len() == 1 { "the engine" } else { "the engines" },
+                if n == 1 { "it" } else { "they" }
+            ));
+            for u in &sm.unchecked {
+                let t = &u.tally;
+                out.push_str(&format!(
+                    "  unchecked eng{}.m2s.q{} {} x{}, first at cycle {}: {}\n",
+                    u.engine, t.queue, t.check, t.count, t.first_cycle, t.detail
                 ));
             }
         }

@@ -58,7 +58,13 @@ impl Engine {
             bus.packet_scope(None);
         }
         let (written, checksum) = match result {
-            Ok(r) => (r.written, r.checksum),
+            Ok(r) => {
+                if let Some(detail) = r.unchecked {
+                    let idx = tx.first().map_or(0, |f| f.idx);
+                    self.record_unchecked(q, "validate_crc", format!("m2s.q{q}[{idx}]: {detail}"));
+                }
+                (r.written, r.checksum)
+            }
             Err(crate::datapath::MoveError::Read(e)) => {
                 self.axi_error(
                     Dir::M2s,
