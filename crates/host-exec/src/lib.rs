@@ -874,6 +874,11 @@ fn take_report(dmem: &mut Dmem, buf: u64) -> Result<SinkReport, String> {
             "internal: the copy wrote byte {at} of its destination twice; it cannot be checked"
         ));
     }
+    if let Some(at) = report.unreadable_at {
+        return Err(format!(
+            "the expected bytes could not be read from byte {at} of the copy on: it was not checked"
+        ));
+    }
     Ok(report)
 }
 

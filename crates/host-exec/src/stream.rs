@@ -157,6 +157,9 @@ pub struct SinkReport {
     /// The first offset written a second time, if any: the stream is
     /// consumed once, so such a copy cannot be checked.
     pub rewritten_at: Option<u64>,
+    /// The first index whose expected bytes could not be read (a `file=`
+    /// source that failed), if any: the copy was not checked from there.
+    pub unreadable_at: Option<u64>,
 }
 
 /// A write-only user buffer of `len` bytes (a `copyout` or `batch_copy
@@ -172,6 +175,7 @@ pub struct CheckSink {
     expect: Option<Stream>,
     first_mismatch: Option<Mismatch>,
     rewritten_at: Option<u64>,
+    unreadable_at: Option<u64>,
     scratch: Vec<u8>,
 }
 
@@ -199,6 +203,7 @@ impl CheckSink {
             expect,
             first_mismatch: None,
             rewritten_at: None,
+            unreadable_at: None,
             scratch: Vec::new(),
         }
     }
@@ -209,6 +214,7 @@ impl CheckSink {
             h.update(bytes);
         }
         if self.first_mismatch.is_none()
+            && self.unreadable_at.is_none()
             && let Some(expect) = &self.expect
         {
             let mut at = 0;
@@ -217,6 +223,8 @@ impl CheckSink {
                 self.scratch.resize(n, 0);
                 let index = self.cursor + at as u64;
                 if expect.fill(index, &mut self.scratch).is_err() {
+                    // Not a match: the check cannot go on.
+                    self.unreadable_at = Some(index);
                     break;
                 }
                 let got = &bytes[at..at + n];
@@ -281,6 +289,7 @@ impl CheckSink {
             sha256: self.hasher.map(|h| h.finalize().into()),
             first_mismatch: self.first_mismatch,
             rewritten_at: self.rewritten_at,
+            unreadable_at: self.unreadable_at,
         }
     }
 }
@@ -386,6 +395,22 @@ mod tests {
             s.finish().sha256,
             Some(digest(&[0, 0, 0, 0, 0, 0, 1, 2, 0, 0]))
         );
+    }
+
+    /// A review's finding: an expected `file=` stream that fails to read
+    /// (a directory, a file cut short) ended the comparison, and the copy
+    /// passed as expected.
+    #[test]
+    fn sink_reports_expected_bytes_it_cannot_read() {
+        let short = Stream::File {
+            file: std::sync::Arc::new(soc::exec::InMemoryFile(vec![7; 4])),
+            offset: 0,
+        };
+        let mut s = CheckSink::new(8, Some(short), false);
+        s.write_at(0, &[7; 8]).unwrap();
+        let r = s.finish();
+        assert_eq!(r.first_mismatch, None);
+        assert_eq!(r.unreadable_at, Some(0));
     }
 
     #[test]

@@ -193,6 +193,37 @@ copyout a offset=0x2000
     assert!(out.contains(" 0 timeouts"), "{out}");
 }
 
+/// A `file=` that names a directory is an unreadable file (exit 2), as for
+/// `load`: `copyout … file=DIR` compared nothing and reported the bytes "as
+/// expected" (exit 0), and `copyin … file=DIR` failed as an NRT_FAILURE
+/// that did not name the file. Found by a review.
+#[test]
+fn a_host_copy_file_that_is_a_directory_is_unreadable() {
+    let t = tmp(
+        "file-dir.trace",
+        "alloc a size=0x1000
+copyin a byte=0x55
+copyout a file=somedir len=10
+copyout a file=somedir
+copyin a file=somedir len=16
+",
+    );
+    std::fs::create_dir_all(t.parent().unwrap().join("somedir")).unwrap();
+    let o = run_quiet(&t);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("0 expectations passed, 0 failed, 3 errors"),
+        "{out}"
+    );
+    for line in [3, 4, 5] {
+        assert!(
+            out.contains(&format!(":{line}: ERROR cannot read somedir: ")),
+            "line {line}: {out}"
+        );
+    }
+}
+
 /// Issue 11 item 18: a recording line that is not a record is named once,
 /// `FILE:LINE:COLUMN: what` — not "line 2: … at line 1 column 36".
 #[test]

@@ -101,7 +101,12 @@ impl DiskFile {
     /// The open or metadata error.
     pub fn open(path: &std::path::Path) -> io::Result<Self> {
         let file = std::fs::File::open(path)?;
-        let len_bytes = file.metadata()?.len();
+        let meta = file.metadata()?;
+        // A directory opens, and reports a size, but has no bytes to read.
+        if meta.is_dir() {
+            return Err(io::Error::from(io::ErrorKind::IsADirectory));
+        }
+        let len_bytes = meta.len();
         Ok(DiskFile {
             file: std::sync::Mutex::new(file),
             len_bytes,
