@@ -276,6 +276,13 @@ impl HostSession {
         Ok(s)
     }
 
+    /// Flushes the ioctl recording streamed by
+    /// [`SessionOptions::record`], if any, and returns the first error
+    /// writing it (the records after it were lost).
+    pub fn finish_recording(&mut self) -> Option<String> {
+        self.dmem.ndl_mut().transport_mut().finish_writes()
+    }
+
     fn driver_mut(&mut self) -> Option<&mut KernelDriver> {
         self.dmem
             .ndl_mut()

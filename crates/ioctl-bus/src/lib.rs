@@ -219,6 +219,14 @@ pub trait Transport {
     fn try_clone_box(&mut self) -> Option<Box<dyn Transport>> {
         None
     }
+
+    /// Flushes what the transport writes on the side (a recording streamed
+    /// to a file, [`Recorder::streaming`]) and returns the first error
+    /// writing it, if any: records after it were lost. The default writes
+    /// nothing.
+    fn finish_writes(&mut self) -> Option<String> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -241,6 +249,10 @@ impl<T: Transport + ?Sized> Transport for &mut T {
 
     fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
         (**self).local_driver()
+    }
+
+    fn finish_writes(&mut self) -> Option<String> {
+        (**self).finish_writes()
     }
 }
 
@@ -268,6 +280,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn try_clone_box(&mut self) -> Option<Box<dyn Transport>> {
         (**self).try_clone_box()
+    }
+
+    fn finish_writes(&mut self) -> Option<String> {
+        (**self).finish_writes()
     }
 }
 

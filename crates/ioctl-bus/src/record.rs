@@ -474,6 +474,11 @@ impl<T: Transport> Transport for Recorder<T> {
     fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
         self.inner.local_driver()
     }
+
+    fn finish_writes(&mut self) -> Option<String> {
+        let inner = self.inner.finish_writes();
+        self.finish_stream().or(inner)
+    }
 }
 
 fn outcome_unit(r: &Result<(), IoctlError>) -> Outcome {

@@ -150,4 +150,8 @@ impl<T: Transport> Transport for Counting<T> {
     fn local_driver(&mut self) -> Option<&mut dyn std::any::Any> {
         self.inner.local_driver()
     }
+
+    fn finish_writes(&mut self) -> Option<String> {
+        self.inner.finish_writes()
+    }
 }

@@ -1089,6 +1089,14 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         out.finish_text(&tail);
     }
     drop(out);
+    if let Some(p) = ioctl_record
+        && let Some(e) = session.finish_recording()
+    {
+        output_errors.push(bad_input(format!(
+            "cannot write ioctl recording {}: {e}",
+            outputs::name_of(p)
+        )));
+    }
     if let Some(path) = snapshot {
         let snap = session.device_mut().csr_snapshot();
         // `.json` in any case; `-` (standard output) is YAML.

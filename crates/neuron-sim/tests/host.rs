@@ -224,6 +224,40 @@ copyin a file=somedir len=16
     }
 }
 
+/// An ioctl recording that cannot be written is an output error (exit 2),
+/// as for every other output file: `--ioctl-record /dev/full` lost the
+/// recording silently and exited 0. Found by a review.
+#[test]
+fn an_ioctl_recording_that_cannot_be_written_fails_the_run() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let t = tmp("record-full.trace", TRACE);
+    let o = bin()
+        .args([
+            "run",
+            t.to_str().unwrap(),
+            "-q",
+            "--no-host-timing",
+            "--ioctl-record",
+            "/dev/full",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot write ioctl recording /dev/full: "),
+        "{err}"
+    );
+    // The run's report is still printed.
+    assert!(
+        stdout(&o).contains("2 expectations passed"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 /// Issue 11 item 18: a recording line that is not a record is named once,
 /// `FILE:LINE:COLUMN: what` — not "line 2: … at line 1 column 36".
 #[test]
