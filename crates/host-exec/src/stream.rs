@@ -403,7 +403,7 @@ mod tests {
     #[test]
     fn sink_reports_expected_bytes_it_cannot_read() {
         let short = Stream::File {
-            file: std::sync::Arc::new(soc::exec::InMemoryFile(vec![7; 4])),
+            file: Arc::new(soc::exec::InMemoryFile(vec![7; 4])),
             offset: 0,
         };
         let mut s = CheckSink::new(8, Some(short), false);
