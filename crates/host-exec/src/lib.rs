@@ -949,11 +949,19 @@ impl HostSession {
             .dmem
             .get(id)
             .map(|d| d.pa + d.align_offset_bytes + offset);
+        // Only a DMA copy skips its payload: a host tensor's copy, and the
+        // zero-copy path's, are the CPU's (docs/host-runtime.md §3.6), so
+        // only bytes a skipped copy left stale in the tensor are unknown.
+        let by_dma = self
+            .dmem
+            .get(id)
+            .is_some_and(|d| d.mem_type != dmem::MemLocation::HostDram)
+            && !self.dmem.config().test_zerocopy;
         let dev = HostRuntime::device(self);
         if !dev.timing_only() {
             return None;
         }
-        if len > soc::memory::TIMING_ONLY_MIN_SKIP_BYTES {
+        if by_dma && len > soc::memory::TIMING_ONLY_MIN_SKIP_BYTES {
             return Some("the device-to-host copy moved no payload".into());
         }
         let b = dev.stale_byte_in(addr?, len)?;

@@ -269,3 +269,31 @@ run
     assert_eq!(crc_outcome(&mismatch, true).0, 1, "timing-only");
     assert_eq!(crc_outcome(&mismatch, false).0, 1, "with payload");
 }
+
+/// A review's finding: timing-only mode skipped the data check of every
+/// `copyout`/`batch_copy out` longer than 64 bytes, also of a host tensor,
+/// whose bytes the CPU copies (docs/host-runtime.md §3.6): a mismatch there
+/// passed as a skip (exit 0). Only a DMA copy moves no payload.
+#[test]
+fn host_tensor_copies_are_checked_in_timing_only_mode() {
+    let source = "alloc h size=0x1000 host
+copyin h byte=3
+copyout h byte=3
+copyout h byte=4
+batch_copy out tensors=h len=0x1000 byte=3
+";
+    for timing_only in [false, true] {
+        assert_eq!(
+            checks(source, timing_only),
+            (2, 1, 0),
+            "timing_only {timing_only}"
+        );
+    }
+    // A device tensor's copy-out is a DMA copy: skipped.
+    let device = "alloc d size=0x1000
+copyin d byte=3
+copyout d byte=4
+";
+    assert_eq!(checks(device, true), (0, 0, 1));
+    assert_eq!(checks(device, false), (0, 1, 0));
+}
