@@ -131,6 +131,18 @@ fn errors_name_the_argument() {
     assert!(err("batch_copy in tensors=a,,b len=4 byte=0").contains("names separated by commas"));
     assert!(err("alloc w size=64 nc=8").contains("at most 7"));
     assert!(err("runtime zerocopy=yes").contains("unknown value"));
+    // A review's finding: align=3 or 0x3000 was accepted, and gave an
+    // unaligned address or a false out-of-memory (the arithmetic is a mask).
+    for bad in ["3", "5", "0x3000"] {
+        let e = err(&format!("alloc w size=64 align={bad}"));
+        assert!(e.contains("t:1:17: align must be a power of two"), "{e}");
+    }
+    for good in ["0", "1", "0x1000", "0x100000"] {
+        match op(&format!("alloc w size=64 align={good}")) {
+            HostOp::Alloc { align, .. } => assert!(align == 0 || align.is_power_of_two()),
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -87,7 +87,19 @@ pub(super) fn build_alloc(args: &mut Args<'_>) -> Option<StatementKind> {
         Some((Value::Choice(u), _)) => u.to_string(),
         _ => "tensor".to_string(),
     };
-    let align = args.key_num("align").map_or(0, |(a, _)| a);
+    let align = match args.key_num("align") {
+        // The driver's and the runtime's alignment arithmetic is a mask
+        // (docs/host-runtime.md §3.2): 0 (none) or a power of two.
+        Some((a, span)) if a != 0 && !a.is_power_of_two() => {
+            args.error(
+                span,
+                &format!("align must be a power of two (or 0 for none), found {a:#x}"),
+            );
+            return None;
+        }
+        Some((a, _)) => a,
+        None => 0,
+    };
     let hint = args.key_path("hint").map(|p| p.path);
     let allocator = match args.key("allocator") {
         Some((Value::Name(n), _)) => Some(n),
