@@ -949,14 +949,15 @@ impl HostSession {
             .dmem
             .get(id)
             .map(|d| d.pa + d.align_offset_bytes + offset);
-        // Only a DMA copy skips its payload: a host tensor's copy, and the
-        // zero-copy path's, are the CPU's (docs/host-runtime.md §3.6), so
-        // only bytes a skipped copy left stale in the tensor are unknown.
-        let by_dma = self
-            .dmem
-            .get(id)
-            .is_some_and(|d| d.mem_type != dmem::MemLocation::HostDram)
-            && !self.dmem.config().test_zerocopy;
+        // Only a DMA copy skips its payload: a host tensor's copy is the
+        // CPU's (docs/host-runtime.md §3.6), so only bytes a skipped copy
+        // left stale in the tensor are unknown. The zero-copy path moves
+        // every tensor's bytes by DMA through its pinned chunks.
+        let by_dma = self.dmem.config().test_zerocopy
+            || self
+                .dmem
+                .get(id)
+                .is_some_and(|d| d.mem_type != MemLocation::HostDram);
         let dev = HostRuntime::device(self);
         if !dev.timing_only() {
             return None;

@@ -297,3 +297,116 @@ copyout d byte=4
     assert_eq!(checks(device, true), (0, 0, 1));
     assert_eq!(checks(device, false), (0, 1, 0));
 }
+
+/// The reader of the first stale control read, and (passed, failed,
+/// skipped), of `source` run with or without payload.
+fn control_outcome(source: &str, timing_only: bool) -> (Option<String>, (usize, usize, usize)) {
+    let mut dev = Device::trn2().unwrap();
+    dev.set_timing_only(timing_only);
+    let mut files = DirFiles(std::env::temp_dir());
+    let (report, _) = host_exec::run_source(dev, source, "t.trace", &mut files).unwrap();
+    (
+        report
+            .summary
+            .stale_control
+            .as_ref()
+            .map(|c| c.reader.clone()),
+        (
+            report.expectations_passed,
+            report.expectations_failed,
+            report.expectations_skipped,
+        ),
+    )
+}
+
+/// A review's finding (a false pass): in timing-only mode the index vector
+/// of an INDIRECT1D word came into SBUF by a 512-byte DMA copy that moved
+/// no payload; the firmware gathered with the old (zero) indices, so the
+/// payload run's AXI fault and stall did not happen and the `wait` passed
+/// (exit 0; exit 1 with payload). Bytes no copy moved that steer the device
+/// (an index vector the firmware reads, descriptors an engine prefetches)
+/// make every later check unknowable: skipped, and the summary says from
+/// when (docs/user-guide.md §11).
+#[test]
+fn control_data_from_unmoved_bytes_skips_later_checks() {
+    const INDEX_VECTOR_BY_DMA: &str = r#"write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00400000
+write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff
+fill    hbm0+0x40000000 len=256000 pattern=incr32
+# 128 UINT32 indices: all 0 except the last, 0xfffffff0 (reads an unmapped address)
+fill    hbm0+0x30000000 len=512 byte=0
+write   hbm0+0x300001fc bytes=f0ffffff
+# copy the index vector (512 bytes) into SBUF partition 0 + 0x20000 with engine 20
+write32 eng20.m2s.q0.tdrbp_low 0x01000000
+write32 eng20.m2s.q0.tdrl 256
+write32 eng20.s2m.q0.rdrbp_low 0x01001000
+write32 eng20.s2m.q0.rdrl 256
+write32 eng20.m2s.q0.comp_cfg 0
+write32 eng20.s2m.q0.comp_cfg 0
+write32 eng20.m2s.q0.q_cfg 0x03030000
+write32 eng20.s2m.q0.q_cfg 0x03030000
+write32 eng20.m2s.change_state 1
+write32 eng20.s2m.change_state 1
+desc     eng20.s2m.q0 len=512 dst=tpb0.sbuf[p0]+0x20000
+desc     eng20.m2s.q0 len=512 src=hbm0+0x30000000 first last
+doorbell eng20.s2m.q0 1
+doorbell eng20.m2s.q0 1
+run
+# gather 128 rows of 256 bytes through the index vector
+inst tpb0 INDIRECT1D semaphore=2 sem_increment=1 idx_num_active_channels=128 flags.indirect_mode=SRC_INDIRECTION src_start_addr=imm:0x40000000 src_step_elem=1 src_num_elem=1000 src_elem_size=256 dst_start_addr=imm:0x2000000000 dst_step_elem=1024 dst_num_elem=128 dst_elem_size=256 src_idx_start_addr=imm:sbuf:q0:0x20000 in_dtype=BFLOAT16 out_dtype=BFLOAT16
+wait tpb0.sem.read[2] == 16 timeout=20000
+"#;
+    assert_eq!(
+        control_outcome(INDEX_VECTOR_BY_DMA, false),
+        (None, (0, 1, 0)),
+        "with payload: the bad index faults and the wait fails"
+    );
+    assert_eq!(
+        control_outcome(INDEX_VECTOR_BY_DMA, true),
+        (Some("tpb0 firmware".to_string()), (0, 0, 1))
+    );
+    // Descriptors copied into a ring by a 4 KiB DMA copy.
+    const RING_BY_DMA: &str = r#"# eng0 q0: a 4 KiB copy of eng1's descriptor ring image into eng1's ring
+write32 eng0.m2s.q0.tdrbp_low 0x01000000
+write32 eng0.m2s.q0.tdrl 256
+write32 eng0.s2m.q0.rdrbp_low 0x01001000
+write32 eng0.s2m.q0.rdrl 256
+write32 eng0.s2m.q0.comp_cfg 0
+write32 eng0.m2s.q0.q_cfg 0x03030000
+write32 eng0.s2m.q0.q_cfg 0x03030000
+write32 eng0.m2s.change_state 1
+write32 eng0.s2m.change_state 1
+write32 eng1.m2s.q0.tdrbp_low 0x03000000
+write32 eng1.m2s.q0.tdrl 256
+write32 eng1.s2m.q0.rdrbp_low 0x03001000
+write32 eng1.s2m.q0.rdrl 256
+write32 eng1.s2m.q0.comp_cfg 0
+write32 eng1.m2s.q0.q_cfg 0x03030000
+write32 eng1.s2m.q0.q_cfg 0x03030000
+write32 eng1.m2s.change_state 1
+write32 eng1.s2m.change_state 1
+fill hbm0+0x200000 len=256 byte=0x5a
+# the image: eng1's two descriptors, built at 0x2000000 (a ring nobody rings)
+write32 eng2.m2s.q0.tdrbp_low 0x02000000
+write32 eng2.m2s.q0.tdrl 256
+write32 eng2.s2m.q0.rdrbp_low 0x02001000
+write32 eng2.s2m.q0.rdrl 256
+desc eng2.s2m.q0 len=256 dst=hbm0+0x300000
+desc eng2.m2s.q0 len=256 src=hbm0+0x200000 first last
+desc eng0.s2m.q0 len=4096 dst=0x03001000
+desc eng0.m2s.q0 len=4096 src=0x02001000 first last
+desc eng0.s2m.q0 len=4096 dst=0x03000000
+desc eng0.m2s.q0 len=4096 src=0x02000000 first last
+doorbell eng0.s2m.q0 2
+doorbell eng0.m2s.q0 2
+run
+doorbell eng1.s2m.q0 1
+doorbell eng1.m2s.q0 1
+run
+expect hbm0+0x300000 bytes=5a5a5a5a
+"#;
+    assert_eq!(control_outcome(RING_BY_DMA, false), (None, (1, 0, 0)));
+    assert_eq!(
+        control_outcome(RING_BY_DMA, true),
+        (Some("eng1 descriptor prefetch".to_string()), (0, 0, 1))
+    );
+}

@@ -56,8 +56,15 @@ pub trait FwBus {
     fn write32(&mut self, addr: u64, value: u32) -> Result<(), String>;
     /// A byte store into memory.
     fn write_bytes(&mut self, addr: u64, data: &[u8]) -> Result<(), String>;
-    /// A byte load from memory.
+    /// A byte load from memory, whose value the firmware acts on (an index
+    /// vector, a mailbox, a completion tag).
     fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String>;
+    /// A byte load of payload the firmware only moves (its own `memcpy`):
+    /// as [`FwBus::read_bytes`], but the bytes steer nothing (timing-only
+    /// mode tells the two apart, docs/user-guide.md §11).
+    fn read_payload(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String> {
+        self.read_bytes(addr, buf)
+    }
     /// Timing-only mode: whether `[addr, addr + len)` holds a byte a DMA
     /// copy should have written and did not. The default: never.
     fn stale(&self, addr: u64, len: u64) -> bool {

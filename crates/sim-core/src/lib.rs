@@ -214,6 +214,14 @@ pub trait Bus {
         false
     }
 
+    /// Timing-only mode: the engine read `[addr, addr + len)` as control
+    /// data (descriptors it prefetched), not payload; a bus that keeps
+    /// stale bytes notes it when one is among them. The default does
+    /// nothing.
+    fn note_control_read(&mut self, addr: u64, len: u64) {
+        let _ = (addr, len);
+    }
+
     /// Timing-only mode: `[addr, addr + len)` holds bytes computed from
     /// stale ones (a checksum, a compute op's result, a transposed tile):
     /// stale too, a check of them is skipped. The default does nothing.

@@ -571,6 +571,24 @@ impl Device {
             .stale_byte_in(&self.fabric.map, addr, len)
     }
 
+    /// Timing-only mode: notes that `reader` read `[addr, addr + len)` as
+    /// control data (an index vector, a mailbox, a descriptor) now; if a
+    /// byte of it is stale, the run may differ from the payload run from
+    /// here ([`Device::stale_control`]).
+    pub fn note_control_read(&mut self, addr: u64, len: u64, reader: impl FnOnce() -> String) {
+        let now = self.now().0;
+        let map = &self.fabric.map;
+        self.fabric
+            .memory
+            .note_control_read(map, addr, len, now, reader);
+    }
+
+    /// Timing-only mode: the first read of stale bytes as control data, if
+    /// any (docs/user-guide.md §11).
+    pub fn stale_control(&self) -> Option<&crate::memory::StaleControl> {
+        self.fabric.memory.stale_control()
+    }
+
     /// Timing-only mode: marks `[addr, addr + len)` stale, bytes copied or
     /// computed from bytes a DMA copy should have written (a check of them
     /// is skipped). Not memory: nothing to mark.

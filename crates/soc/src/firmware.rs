@@ -310,6 +310,19 @@ impl FwBus for DeviceFwBus<'_> {
     }
 
     fn read_bytes(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String> {
+        self.device
+            .read_bytes(addr, buf)
+            .map_err(|e| e.to_string())?;
+        let master = self.device.bus_master();
+        self.device
+            .note_control_read(addr, buf.len() as u64, || match master {
+                crate::Master::Firmware(t) => format!("tpb{t} firmware"),
+                _ => "the firmware".to_string(),
+            });
+        Ok(())
+    }
+
+    fn read_payload(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String> {
         self.device.read_bytes(addr, buf).map_err(|e| e.to_string())
     }
 

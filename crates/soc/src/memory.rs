@@ -367,6 +367,26 @@ pub struct DeviceMemory {
     /// A write elsewhere (every ring, completion and semaphore write of a
     /// timing-only run) meets no stale byte and skips the range search.
     stale_in: Vec<bool>,
+    /// Timing-only mode: the first read of stale bytes as control data (a
+    /// descriptor, an index vector): from then on the run may differ from
+    /// the payload run.
+    stale_control: Option<StaleControl>,
+}
+
+/// Timing-only mode: a read of bytes no copy moved whose value steers the
+/// device (a descriptor an engine prefetched, an index vector or mailbox the
+/// firmware read), so what follows may differ from the run with payload
+/// (docs/user-guide.md §11, "Timing-only mode").
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct StaleControl {
+    /// Cycle of the first such read.
+    pub cycle: u64,
+    /// Its first stale byte.
+    pub addr: soc_map::Hex,
+    /// Who read it and as what, e.g. `tpb0 firmware`.
+    pub reader: String,
+    /// Such reads in all.
+    pub count: u64,
 }
 
 /// In timing-only mode, DMA copies of at most this many bytes still move
@@ -389,7 +409,39 @@ impl DeviceMemory {
             skip_payload: self.skip_payload,
             stale: self.stale.clone(),
             stale_in: self.stale_in.clone(),
+            stale_control: self.stale_control.clone(),
         }
+    }
+
+    /// Timing-only mode: notes a control read of `[addr, addr + len)` by
+    /// `reader` at `cycle` (see [`StaleControl`]) if it meets a stale byte.
+    pub fn note_control_read(
+        &mut self,
+        map: &SocMap,
+        addr: u64,
+        len: u64,
+        cycle: u64,
+        reader: impl FnOnce() -> String,
+    ) {
+        let Some(b) = self.stale_byte_in(map, addr, len) else {
+            return;
+        };
+        match &mut self.stale_control {
+            Some(c) => c.count += 1,
+            None => {
+                self.stale_control = Some(StaleControl {
+                    cycle,
+                    addr: soc_map::Hex(b),
+                    reader: reader(),
+                    count: 1,
+                });
+            }
+        }
+    }
+
+    /// The first control read of stale bytes, if any ([`StaleControl`]).
+    pub fn stale_control(&self) -> Option<&StaleControl> {
+        self.stale_control.as_ref()
     }
 
     /// The identity of every allocated page of every store

@@ -190,7 +190,7 @@ impl Q7Core {
                     };
                     let mut buf = vec![0u8; len as usize];
                     let moved = bus
-                        .read_bytes(src, &mut buf)
+                        .read_payload(src, &mut buf)
                         .and_then(|()| bus.write_bytes(dst, &buf));
                     // Timing-only: a copy of bytes no DMA moved is stale.
                     if moved.is_ok() && bus.stale(src, len) {

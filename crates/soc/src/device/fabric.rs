@@ -660,6 +660,15 @@ impl Bus for DmaBus<'_> {
             .mark_stale_at(&self.fabric.map, addr, len);
     }
 
+    fn note_control_read(&mut self, addr: u64, len: u64) {
+        let engine = self.engine;
+        self.fabric
+            .memory
+            .note_control_read(&self.fabric.map, addr, len, self.now.0, || {
+                format!("eng{engine} descriptor prefetch")
+            });
+    }
+
     fn read_as(&mut self, nan: Option<sim_core::ElementNan>) {
         if let Some(d) = self.fabric.race.as_deref() {
             d.borrow_mut().read_as = nan;

@@ -149,6 +149,11 @@ pub struct Summary {
     /// engines carried on as if they passed (docs/user-guide.md §11).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unchecked: Vec<UncheckedSummary>,
+    /// Timing-only mode: the first read of bytes no copy moved as control
+    /// data (an index vector, a descriptor); checks from then on are
+    /// skipped (docs/user-guide.md §11).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_control: Option<crate::memory::StaleControl>,
     /// Per core with Q7 firmware, keyed `tpbN`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub firmware: BTreeMap<String, CoreSummary>,
@@ -187,6 +192,7 @@ impl Summary {
             unexpected_faults: 0,
             faults: Vec::new(),
             unchecked: Vec::new(),
+            stale_control: device.stale_control().cloned(),
             firmware: BTreeMap::new(),
             stall: device.stall_report(),
         };
@@ -444,6 +450,19 @@ impl RunReport {
                     t.detail
                 ));
             }
+        }
+        if let Some(c) = &sm.stale_control {
+            out.push_str(&format!(
+                "timing-only: from cycle {} the run acted on bytes no copy moved ({} read {}{}): it may differ from the run with payload, and later checks are skipped\n",
+                c.cycle,
+                c.reader,
+                c.addr,
+                if c.count > 1 {
+                    format!("; {} such reads", c.count)
+                } else {
+                    String::new()
+                }
+            ));
         }
         if !sm.unchecked.is_empty() {
             let n: u64 = sm.unchecked.iter().map(|u| u.tally.count).sum();

@@ -132,7 +132,9 @@ impl Engine {
         if n_fit > 0 {
             let bytes = 16 * n_fit as usize;
             let read = match ring_entry_addr(base, head0) {
-                Some(at) => bus.read(at, &mut burst[..bytes]),
+                Some(at) => bus.read(at, &mut burst[..bytes]).inspect(|()| {
+                    bus.note_control_read(at, bytes as u64);
+                }),
                 None => Err(ring_overflow(base, head0)),
             };
             if let Err(e) = read {
@@ -142,8 +144,9 @@ impl Engine {
         if read_err.is_none() && n_fit < n.min(FETCH_BURST) && len != 0 {
             let rest = (n.min(FETCH_BURST) - n_fit) as usize;
             let from = 16 * n_fit as usize;
-            if let Err(e) = bus.read(base, &mut burst[from..from + 16 * rest]) {
-                read_err = Some(e);
+            match bus.read(base, &mut burst[from..from + 16 * rest]) {
+                Ok(()) => bus.note_control_read(base, 16 * rest as u64),
+                Err(e) => read_err = Some(e),
             }
         }
         for k in 0..n.min(FETCH_BURST) {
