@@ -14,7 +14,8 @@
 //! Scopes: the queues (registers and ring slots as children), the
 //! registers away from reset (fields as children), the semaphores and the
 //! memory of the rings (`readMemory` reads any address). `evaluate` runs
-//! any console command (`x hbm0+0x100 64`, `ring eng0.m2s.q0`, a poke).
+//! any console command that does not step (`x hbm0+0x100 64`, `ring
+//! eng0.m2s.q0`, a poke); stepping commands are refused before they run.
 //! At the end of the trace the session stops once more (`end of trace`)
 //! so that the final state can be read; the next `continue` ends it
 //! (`exited` with the run's exit status, then `terminated`).
@@ -750,11 +751,12 @@ impl Server {
                 .map_or("(unreadable)".into(), |x| format!("{x:#x}"));
             return Ok(json!({"result": text, "variablesReference": 0}));
         }
-        let before = console.stops_shown();
-        let reply = console.execute(&expr);
-        if console.stops_shown() != before {
-            return Err("evaluate runs views and pokes; step with the debugger's buttons".into());
-        }
+        // Stepping commands are refused before they run: the client's
+        // buttons step, and its view of the stop stays true.
+        let reply = console.execute_still(
+            &expr,
+            "evaluate runs views and pokes; step with the debugger's buttons",
+        )?;
         Ok(json!({"result": reply.text.trim_end(), "variablesReference": 0}))
     }
 

@@ -371,3 +371,83 @@ fn stepping_before_the_launch_and_after_the_end_fails() {
     c.ok("disconnect", json!({}));
     assert_eq!(c.child.wait().unwrap().code(), Some(0));
 }
+
+/// The position as `stackTrace` gives it: the frame's line and name (the
+/// statement and the cycle).
+fn frame(c: &mut Client) -> (u64, String) {
+    let st = c.ok("stackTrace", json!({"threadId": 1}));
+    let f = &st["stackFrames"][0];
+    (
+        f["line"].as_u64().unwrap(),
+        f["name"].as_str().unwrap().to_string(),
+    )
+}
+
+/// `evaluate` runs views and pokes; a stepping command, forward or back,
+/// is refused before anything runs (docs/user-guide.md §12 "VS Code and
+/// other DAP clients": "Stepping commands are refused there"): the
+/// session stays where it was, and the buttons still step from there.
+#[test]
+fn evaluate_refuses_stepping_commands_and_nothing_runs() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok("launch", json!({"program": "traces/copy-hbm-hbm.trace"}));
+    c.event("initialized");
+    c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 16}]}),
+    );
+    c.ok("configurationDone", json!({}));
+    assert_eq!(c.event("stopped")["reason"], "breakpoint");
+    let here = frame(&mut c);
+    assert_eq!(here, (16, "run (cycle 0)".to_string()));
+    for expression in [
+        "step",
+        "s",
+        "step 3",
+        "next",
+        "n",
+        "continue",
+        "c",
+        "stepi",
+        "si",
+        "cycles 10",
+        "until 100",
+        "goto 100",
+        "finish",
+        "finish eng0.m2s.q0",
+        "reverse-step",
+        "rs",
+        "reverse-next",
+        "rn",
+        "reverse-continue",
+        "rc",
+        "goto 0",
+    ] {
+        let r = c.request(
+            "evaluate",
+            json!({"expression": expression, "context": "repl", "frameId": 1}),
+        );
+        assert_eq!(r["success"], false, "{expression}: {r}");
+        assert!(
+            r["message"]
+                .as_str()
+                .unwrap()
+                .contains("step with the debugger's buttons"),
+            "{expression}: {r}"
+        );
+        assert_eq!(frame(&mut c), here, "{expression} moved the session");
+    }
+    // Views still answer, and the buttons step from where the session was.
+    let e = c.ok(
+        "evaluate",
+        json!({"expression": "where", "context": "repl"}),
+    );
+    assert!(e["result"].as_str().unwrap().contains("line 16"), "{e}");
+    c.ok("next", json!({"threadId": 1}));
+    assert_eq!(c.event("stopped")["reason"], "step");
+    assert_eq!(frame(&mut c).0, 17);
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(3));
+}
