@@ -451,3 +451,77 @@ fn evaluate_refuses_stepping_commands_and_nothing_runs() {
     c.ok("disconnect", json!({}));
     assert_eq!(c.child.wait().unwrap().code(), Some(3));
 }
+
+/// `setBreakpoints` replaces the breakpoints of the one source it names
+/// (DAP): breakpoints for a file that is not the launched trace are not
+/// verified, say why, and leave the trace's own breakpoints alone; the
+/// trace spelled another way (a path through `..`, its name alone) is the
+/// trace.
+#[test]
+fn breakpoints_of_another_source_leave_the_trace_alone() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok("launch", json!({"program": "traces/copy-hbm-hbm.trace"}));
+    c.event("initialized");
+    let own = c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 17}]}),
+    );
+    assert_eq!(own["breakpoints"][0]["verified"], true, "{own}");
+    for source in [
+        json!({"path": "traces/ring-wrap.trace", "name": "ring-wrap.trace"}),
+        json!({"path": "/etc/passwd"}),
+        json!({"name": "ring-wrap.trace"}),
+    ] {
+        let b = c.ok(
+            "setBreakpoints",
+            json!({"source": source, "breakpoints": [{"line": 16}, {"line": 2}]}),
+        );
+        let b = b["breakpoints"].as_array().unwrap();
+        assert_eq!(b.len(), 2, "{source}: {b:?}");
+        for x in b {
+            assert_eq!(x["verified"], false, "{source}: {x}");
+            assert!(
+                x["message"].as_str().unwrap().contains("not the trace"),
+                "{source}: {x}"
+            );
+            assert!(x.get("id").is_none(), "{source}: {x}");
+        }
+    }
+    // Only the trace's own breakpoint is there, and it is the one that fires.
+    let e = c.ok(
+        "evaluate",
+        json!({"expression": "info break", "context": "repl"}),
+    );
+    let table = e["result"].as_str().unwrap();
+    assert!(table.contains("line 17"), "{table}");
+    assert!(!table.contains("line 16"), "{table}");
+    assert!(!table.contains("line 3"), "{table}");
+    c.ok("configurationDone", json!({}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["reason"], "breakpoint", "{stopped}");
+    assert_eq!(stopped["hitBreakpointIds"][0], own["breakpoints"][0]["id"]);
+    assert_eq!(c.line(), 17);
+    // The trace under another spelling replaces its breakpoints.
+    let again = c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/../traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 18}]}),
+    );
+    assert_eq!(again["breakpoints"][0]["verified"], true, "{again}");
+    let by_name = c.ok(
+        "setBreakpoints",
+        json!({"source": {"name": "copy-hbm-hbm.trace"}, "breakpoints": [{"line": 18}]}),
+    );
+    assert_eq!(by_name["breakpoints"][0]["verified"], true, "{by_name}");
+    let e = c.ok(
+        "evaluate",
+        json!({"expression": "info break", "context": "repl"}),
+    );
+    let table = e["result"].as_str().unwrap();
+    assert!(!table.contains("line 17"), "{table}");
+    assert_eq!(table.matches("line 18").count(), 1, "{table}");
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(3));
+}
