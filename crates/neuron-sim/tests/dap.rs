@@ -525,3 +525,33 @@ fn breakpoints_of_another_source_leave_the_trace_alone() {
     c.ok("disconnect", json!({}));
     assert_eq!(c.child.wait().unwrap().code(), Some(3));
 }
+
+/// `next` (one statement) that lands on a breakpoint's line stops there
+/// for the breakpoint; the next request runs on from it.
+#[test]
+fn next_onto_a_breakpoint_line_reports_the_breakpoint() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok("launch", json!({"program": "traces/copy-hbm-hbm.trace"}));
+    c.event("initialized");
+    let b = c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 16}, {"line": 17}]}),
+    );
+    c.ok("configurationDone", json!({}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["hitBreakpointIds"][0], b["breakpoints"][0]["id"]);
+    assert_eq!(c.line(), 16);
+    c.ok("next", json!({"threadId": 1}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["reason"], "breakpoint", "{stopped}");
+    assert_eq!(stopped["hitBreakpointIds"][0], b["breakpoints"][1]["id"]);
+    assert_eq!(c.line(), 17);
+    c.ok("next", json!({"threadId": 1}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["reason"], "step", "{stopped}");
+    assert_eq!(c.line(), 18);
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(3));
+}
