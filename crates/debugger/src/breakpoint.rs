@@ -374,7 +374,9 @@ impl Breakpoints {
             .ok_or_else(|| format!("no breakpoint {id} (info break lists them)"))
     }
 
-    /// Deletes `ids`, or all when empty; returns how many went.
+    /// Deletes `ids`, or all when empty; returns how many went (one named
+    /// twice counts once, docs/user-guide.md §12 "Breakpoints and
+    /// watchpoints").
     ///
     /// # Errors
     ///
@@ -388,8 +390,10 @@ impl Breakpoints {
         for id in ids {
             self.get_mut(*id)?;
         }
+        // The breakpoints deleted, each once however often it was named.
+        let before = self.list.len();
         self.list.retain(|b| !ids.contains(&b.id));
-        Ok(ids.len())
+        Ok(before - self.list.len())
     }
 
     /// Enables or disables `ids` (all when empty).
@@ -587,5 +591,20 @@ mod tests {
         assert!(b.hit(&d, "x".into()).is_none());
         assert!(t.delete(&[99]).is_err());
         assert_eq!(t.delete(&[]).unwrap(), 1);
+    }
+
+    /// `delete 1 1 1` deletes one breakpoint and says so, as `disable 3 3`
+    /// disables one.
+    #[test]
+    fn a_breakpoint_named_twice_counts_once() {
+        let d = dev();
+        let mut t = Breakpoints::default();
+        let a = t.add(BreakKind::Packet(Place::Any), &d);
+        let b = t.add(BreakKind::Race, &d);
+        assert_eq!(t.set_enabled(&[b, b], false).unwrap(), 1);
+        assert_eq!(t.delete(&[a, a, a]).unwrap(), 1);
+        assert!(t.get(a).is_none());
+        assert_eq!(t.delete(&[b, b]).unwrap(), 1);
+        assert_eq!(t.iter().count(), 0);
     }
 }

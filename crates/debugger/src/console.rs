@@ -88,6 +88,30 @@ pub const COMMANDS: &[&str] = &[
     "quit",
 ];
 
+/// The words (and aliases) of the commands that move the session, forward
+/// or back (docs/user-guide.md §12 "Stepping", "Going back"): what a front
+/// end that only shows the state refuses ([`Console::execute_still`]).
+pub const STEPPING: &[&str] = &[
+    "step",
+    "s",
+    "next",
+    "n",
+    "continue",
+    "c",
+    "stepi",
+    "si",
+    "cycles",
+    "until",
+    "finish",
+    "reverse-step",
+    "rs",
+    "reverse-next",
+    "rn",
+    "reverse-continue",
+    "rc",
+    "goto",
+];
+
 /// The command list `help` prints.
 pub const HELP: &str = "stepping (each stops early at a breakpoint):
   step | s [N]          run one trace statement (N statements); a run/wait under way runs to its end
@@ -145,6 +169,9 @@ pub struct Console {
     /// Stops shown so far (the machine interface tells a command that
     /// moved from one that did not).
     stops_shown: u64,
+    /// [`Console::execute_still`] is running a command: nothing may move
+    /// the session.
+    still: bool,
 }
 
 impl Console {
@@ -157,6 +184,7 @@ impl Console {
             end_shown: false,
             displays: Vec::new(),
             stops_shown: 0,
+            still: false,
         }
     }
 
@@ -182,6 +210,27 @@ impl Console {
             return String::new();
         }
         self.go(Granularity::ToEnd)
+    }
+
+    /// Runs one command line that must leave the session where it stands:
+    /// a view, a breakpoint, a poke (the DAP server's `evaluate`,
+    /// docs/user-guide.md §12 "VS Code and other DAP clients"). A stepping
+    /// command ([`STEPPING`], whatever its arguments) is refused before
+    /// anything runs.
+    ///
+    /// # Errors
+    ///
+    /// A stepping command: `refusal`, the session unmoved.
+    pub fn execute_still(&mut self, line: &str, refusal: &str) -> Result<Reply, String> {
+        let word = line.split_whitespace().next().unwrap_or("");
+        if STEPPING.contains(&word) {
+            return Err(refusal.to_string());
+        }
+        // Whatever the words, no step runs (`go` and `back` refuse).
+        self.still = true;
+        let reply = self.execute(line);
+        self.still = false;
+        Ok(reply)
     }
 
     /// Runs one command line.
@@ -440,6 +489,9 @@ impl Console {
 
     /// Runs a step and renders its stop.
     fn go(&mut self, g: Granularity) -> String {
+        if self.still {
+            return "this command steps; here only views and pokes run\n".into();
+        }
         let was_ended = self.session.ended();
         let stop = match self.session.step(g) {
             Ok(s) => s,
@@ -470,6 +522,9 @@ impl Console {
 
     /// Goes back with `how` and renders the stop it lands on.
     fn back(&mut self, how: impl FnOnce(&mut Session) -> Result<Stop, String>) -> String {
+        if self.still {
+            return "this command steps; here only views and pokes run\n".into();
+        }
         let stop = match how(&mut self.session) {
             Ok(s) => s,
             Err(e) => return format!("{e}\n"),
@@ -715,4 +770,42 @@ fn parse_ids(words: &[&str]) -> Result<Vec<u32>, String> {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command `help` lists under stepping and going back, and each
+    /// of its aliases, is one `execute_still` refuses.
+    #[test]
+    fn stepping_words_cover_the_help() {
+        let mut section = "";
+        let mut words = Vec::new();
+        for line in HELP.lines() {
+            if !line.starts_with(' ') {
+                section = line;
+                continue;
+            }
+            if !(section.starts_with("stepping") || section.starts_with("going back")) {
+                continue;
+            }
+            // The words before the arguments: `step | s [N]`, `finish [QUEUE|tpbN#K]`.
+            let usage = line.trim().split("  ").next().unwrap_or("");
+            let usage = usage.split('[').next().unwrap_or("");
+            for w in usage.split('|') {
+                if let Some(w) = w.split_whitespace().next() {
+                    words.push(w.to_string());
+                }
+            }
+        }
+        words.retain(|w| w != "info");
+        assert!(words.len() > 10, "{words:?}");
+        for w in &words {
+            assert!(
+                STEPPING.contains(&w.as_str()),
+                "`{w}` steps but is not in STEPPING"
+            );
+        }
+    }
 }

@@ -14,7 +14,8 @@
 //! Scopes: the queues (registers and ring slots as children), the
 //! registers away from reset (fields as children), the semaphores and the
 //! memory of the rings (`readMemory` reads any address). `evaluate` runs
-//! any console command (`x hbm0+0x100 64`, `ring eng0.m2s.q0`, a poke).
+//! any console command that does not step (`x hbm0+0x100 64`, `ring
+//! eng0.m2s.q0`, a poke); stepping commands are refused before they run.
 //! At the end of the trace the session stops once more (`end of trace`)
 //! so that the final state can be read; the next `continue` ends it
 //! (`exited` with the run's exit status, then `terminated`).
@@ -375,7 +376,35 @@ impl Server {
             .ok_or_else(|| "no trace is launched".to_string())
     }
 
+    /// Whether a DAP `source` is the launched trace: the same file when
+    /// both paths resolve (canonicalized), otherwise the same file name
+    /// (the path's last part, or the source's `name`).
+    fn is_program(&self, source: &Value) -> bool {
+        let program = std::path::Path::new(&self.program);
+        let path = source.get("path").and_then(Value::as_str);
+        if let Some(p) = path
+            && let (Ok(a), Ok(b)) = (std::fs::canonicalize(p), std::fs::canonicalize(program))
+        {
+            return a == b;
+        }
+        let name = path
+            .and_then(|p| std::path::Path::new(p).file_name())
+            .or_else(|| {
+                source
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(std::ffi::OsStr::new)
+            });
+        name.is_some_and(|n| Some(n) == program.file_name())
+    }
+
+    /// `setBreakpoints`: replaces the line breakpoints of one source (DAP).
+    /// Only the launched trace has statements: for any other source each
+    /// breakpoint is answered not verified, and the trace's stay as they
+    /// are (docs/user-guide.md §12 "VS Code and other DAP clients").
     fn set_breakpoints(&mut self, args: &Value) -> Result<Value, String> {
+        self.console()?;
+        let source = args.get("source").ok_or("setBreakpoints: no `source`")?;
         let wanted: Vec<(u64, Option<String>)> = args
             .get("breakpoints")
             .and_then(Value::as_array)
@@ -392,6 +421,22 @@ impl Server {
                     .collect()
             })
             .unwrap_or_default();
+        if !self.is_program(source) {
+            let what = source
+                .get("path")
+                .or_else(|| source.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("this source");
+            let message = format!(
+                "{what} is not the trace being debugged ({}): breakpoints go on its lines",
+                self.program
+            );
+            let out: Vec<Value> = wanted
+                .iter()
+                .map(|(line, _)| json!({"verified": false, "line": line, "message": message}))
+                .collect();
+            return Ok(json!({"breakpoints": out}));
+        }
         let old = std::mem::take(&mut self.line_breaks);
         let console = self.console()?;
         let session = console.session();
@@ -750,11 +795,12 @@ impl Server {
                 .map_or("(unreadable)".into(), |x| format!("{x:#x}"));
             return Ok(json!({"result": text, "variablesReference": 0}));
         }
-        let before = console.stops_shown();
-        let reply = console.execute(&expr);
-        if console.stops_shown() != before {
-            return Err("evaluate runs views and pokes; step with the debugger's buttons".into());
-        }
+        // Stepping commands are refused before they run: the client's
+        // buttons step, and its view of the stop stays true.
+        let reply = console.execute_still(
+            &expr,
+            "evaluate runs views and pokes; step with the debugger's buttons",
+        )?;
         Ok(json!({"result": reply.text.trim_end(), "variablesReference": 0}))
     }
 

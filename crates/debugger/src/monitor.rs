@@ -89,6 +89,10 @@ pub(crate) struct Monitor {
     pub(crate) bound: Option<Mark>,
     /// The statement last started (for the marks of a run under way).
     pub(crate) index: usize,
+    /// The statement whose line and doorbell breakpoints were weighed when
+    /// a step ended before it ([`Monitor::statement_hits`], each hit
+    /// counted then) without firing: `before` does not weigh them again.
+    pub(crate) weighed: Option<usize>,
     /// Pause a run for a checkpoint once the device has processed this
     /// many events ([`crate::checkpoint`]).
     pub(crate) checkpoint_at: Option<u64>,
@@ -517,6 +521,34 @@ impl Monitor {
         self.pending.hits.extend(hits);
     }
 
+    /// The breakpoints a statement meets before it starts: its line, the
+    /// trace doorbell it writes (each hit counted); and that doorbell.
+    pub(crate) fn statement_hits(
+        &mut self,
+        stmt: &Statement,
+        linked: &Linked,
+        device: &Device,
+    ) -> (Option<(QueueTarget, u32)>, Vec<Hit>) {
+        let line = stmt.span.line;
+        let mut hits = Vec::new();
+        let doorbell = Self::doorbell_of(stmt, linked, device);
+        for b in self.bps.iter_mut() {
+            let why = match (&b.kind, &doorbell) {
+                (BreakKind::Line(l), _) if *l == line => format!("line {line}"),
+                (BreakKind::Doorbell(p), Some((q, inc)))
+                    if p.has_engine_event(q.engine, Some(q.dir), Some(q.queue)) =>
+                {
+                    format!("doorbell {} += {inc} at line {line}", q.region)
+                }
+                _ => continue,
+            };
+            if let Some(h) = b.hit(device, why) {
+                hits.push(h);
+            }
+        }
+        (doorbell, hits)
+    }
+
     /// The doorbell a statement is about to write, if it is one.
     fn doorbell_of(
         stmt: &Statement,
@@ -551,26 +583,15 @@ impl ExecHooks for Monitor {
         _executor: &Executor,
     ) -> Control {
         self.index = index;
+        let weighed = self.weighed.take() == Some(index);
         if self.goal == Granularity::ToEnd {
             return Control::Continue;
         }
-        let line = stmt.span.line;
-        let mut hits = Vec::new();
-        let doorbell = Self::doorbell_of(stmt, linked, device);
-        for b in self.bps.iter_mut() {
-            let why = match (&b.kind, &doorbell) {
-                (BreakKind::Line(l), _) if *l == line => format!("line {line}"),
-                (BreakKind::Doorbell(p), Some((q, inc)))
-                    if p.has_engine_event(q.engine, Some(q.dir), Some(q.queue)) =>
-                {
-                    format!("doorbell {} += {inc} at line {line}", q.region)
-                }
-                _ => continue,
-            };
-            if let Some(h) = b.hit(device, why) {
-                hits.push(h);
-            }
-        }
+        let (doorbell, hits) = if weighed {
+            (Self::doorbell_of(stmt, linked, device), Vec::new())
+        } else {
+            self.statement_hits(stmt, linked, device)
+        };
         let goal = self.goal == Granularity::Doorbell
             && doorbell
                 .as_ref()

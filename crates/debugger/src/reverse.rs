@@ -577,6 +577,9 @@ impl Session {
             words_seen: c.words_seen.clone(),
             bound: None,
             index: c.index,
+            // A replay weighs the breakpoints of the statement after the
+            // checkpoint as they are now (the ones held stay held: `exec`).
+            weighed: None,
             checkpoint_at: None,
             checkpoint_now: false,
             checkpoint_poll: 0,

@@ -360,6 +360,7 @@ impl Session {
                 words_seen: std::collections::BTreeSet::new(),
                 bound: None,
                 index: 0,
+                weighed: None,
                 checkpoint_at: None,
                 checkpoint_now: false,
                 checkpoint_poll: 0,
@@ -937,9 +938,54 @@ impl Session {
                     Some(k) => k,
                     None => StopKind::Breakpoint,
                 };
-                return Ok(Some(self.stop(kind, pending.hits)));
+                let (kind, hits) = if matches!(advance, Advance::Finished { .. }) {
+                    self.arrive(kind, pending.hits)
+                } else {
+                    (kind, pending.hits)
+                };
+                return Ok(Some(self.stop(kind, hits)));
             }
         }
+    }
+
+    /// A step that ended between two statements stands before the next
+    /// one, at the place of its line breakpoints and of the doorbell it
+    /// writes: they are weighed now, as a step that ran on would weigh them
+    /// (docs/user-guide.md §12 "Stepping": every stepping command stops
+    /// early at a breakpoint). Hits join the stop (a step stop before a
+    /// trace doorbell becomes that doorbell's stop, as `next` shows it) and
+    /// hold the statement: the next command starts it. Without hits, the
+    /// statement does not weigh them again when it starts (a hit passed
+    /// over counts once).
+    fn arrive(&mut self, kind: StopKind, mut hits: Vec<Hit>) -> (StopKind, Vec<Hit>) {
+        let Some((index, false)) = self.exec.position(&self.trace) else {
+            return (kind, hits);
+        };
+        // Deferred statements (tensor addresses) are linked when they start;
+        // they write memory, never a doorbell register, so their line is
+        // all there is to weigh.
+        let (Some(stmt), Some(linked)) = (self.trace.statements.get(index), self.linked.get(index))
+        else {
+            return (kind, hits);
+        };
+        if self.exec.held() == Some(index) {
+            return (kind, hits);
+        }
+        let device = self.host.device_mut();
+        let (doorbell, found) = self.monitor.statement_hits(stmt, linked, device);
+        if found.is_empty() {
+            self.monitor.weighed = Some(index);
+            return (kind, hits);
+        }
+        self.exec.hold_next();
+        hits.extend(found);
+        let kind = match (kind, doorbell) {
+            (StopKind::Statement { .. }, Some((queue, increment))) => {
+                StopKind::Doorbell { queue, increment }
+            }
+            (kind, _) => kind,
+        };
+        (kind, hits)
     }
 
     fn stop(&mut self, kind: StopKind, hits: Vec<Hit>) -> Stop {

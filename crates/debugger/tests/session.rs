@@ -577,3 +577,91 @@ fn protocol_messages_carry_stops_views_errors_and_the_end() {
         }
     );
 }
+
+/// The breakpoints a stop fired, by number.
+fn hit_ids(stop: &Stop) -> Vec<u32> {
+    stop.hits.iter().map(|h| h.id).collect()
+}
+
+/// A step that ends before a statement with a breakpoint (its line, the
+/// doorbell it writes) reports the breakpoint there, as `next` and
+/// `continue` do (docs/user-guide.md §12 "Stepping": every stepping
+/// command stops early at a breakpoint); the next command runs on from
+/// it, whatever its granularity, and the hit counts once.
+#[test]
+fn a_step_that_lands_on_a_breakpoint_reports_it() {
+    let (mut s, _) = session("copy-hbm-hbm.trace");
+    let five = s.add_break("line 5").unwrap().0;
+    let a = step(&mut s, Granularity::Statement);
+    assert_eq!(
+        (a.kind.clone(), hit_ids(&a)),
+        (StopKind::Statement { line: 3 }, vec![])
+    );
+    let b = step(&mut s, Granularity::Statement);
+    assert_eq!(b.kind, StopKind::Statement { line: 4 });
+    assert_eq!(hit_ids(&b), [five], "landed before line 5: {b:?}");
+    assert_eq!(b.hits[0].why, "line 5");
+    assert_eq!(b.position.as_ref().unwrap().line, 5);
+    let c = step(&mut s, Granularity::Statement);
+    assert_eq!(
+        (c.kind.clone(), hit_ids(&c)),
+        (StopKind::Statement { line: 5 }, vec![])
+    );
+    assert_eq!(s.breakpoints().get(five).unwrap().hits, 1);
+
+    // Every other command after the landing step makes progress too.
+    for g in [
+        Granularity::Continue,
+        Granularity::Doorbell,
+        Granularity::Event,
+        Granularity::Cycles(10),
+        Granularity::UntilCycle(10),
+        Granularity::Finish(FinishTarget::Packet {
+            engine: 0,
+            queue: 0,
+        }),
+    ] {
+        let (mut s, _) = session("copy-hbm-hbm.trace");
+        let five = s.add_break("line 5").unwrap().0;
+        step(&mut s, Granularity::Statement);
+        assert_eq!(hit_ids(&step(&mut s, Granularity::Statement)), [five]);
+        let next = step(&mut s, g.clone());
+        assert!(next.hits.is_empty(), "{g:?}: {next:?}");
+        assert!(
+            next.position.as_ref().is_none_or(|p| p.line > 5),
+            "{g:?} ran nothing: {next:?}"
+        );
+        assert_eq!(s.breakpoints().get(five).unwrap().hits, 1, "{g:?}");
+    }
+
+    // A doorbell breakpoint: the step lands before the doorbell, which the
+    // stop shows as `next` would; `next` then rings it and runs on.
+    let (mut s, _) = session("copy-hbm-hbm.trace");
+    let first = step(&mut s, Granularity::Doorbell);
+    assert_eq!(first.position.as_ref().unwrap().line, 14);
+    let db = s.add_break("doorbell eng0.m2s.q0").unwrap().0;
+    let landed = step(&mut s, Granularity::Statement);
+    assert_eq!(hit_ids(&landed), [db], "{landed:?}");
+    assert!(
+        matches!(&landed.kind, StopKind::Doorbell { queue, increment: 1 } if queue.region == "eng0.m2s.q0"),
+        "{landed:?}"
+    );
+    assert_eq!(landed.position.as_ref().unwrap().line, 15);
+    assert_eq!(step(&mut s, Granularity::Doorbell).kind, StopKind::End);
+    assert_eq!(s.breakpoints().get(db).unwrap().hits, 1);
+
+    // Passed over on arrival (an ignore count), a hit is not counted again
+    // when the statement starts.
+    let (mut s, _) = session("copy-hbm-hbm.trace");
+    let five = s.add_break("line 5").unwrap().0;
+    s.breakpoints_mut().get_mut(five).unwrap().ignore = 1;
+    step(&mut s, Granularity::Statement);
+    assert!(step(&mut s, Granularity::Statement).hits.is_empty());
+    let c = step(&mut s, Granularity::Statement);
+    assert_eq!(
+        (c.kind.clone(), hit_ids(&c)),
+        (StopKind::Statement { line: 5 }, vec![])
+    );
+    let b = s.breakpoints().get(five).unwrap();
+    assert_eq!((b.hits, b.ignore), (1, 0));
+}

@@ -371,3 +371,187 @@ fn stepping_before_the_launch_and_after_the_end_fails() {
     c.ok("disconnect", json!({}));
     assert_eq!(c.child.wait().unwrap().code(), Some(0));
 }
+
+/// The position as `stackTrace` gives it: the frame's line and name (the
+/// statement and the cycle).
+fn frame(c: &mut Client) -> (u64, String) {
+    let st = c.ok("stackTrace", json!({"threadId": 1}));
+    let f = &st["stackFrames"][0];
+    (
+        f["line"].as_u64().unwrap(),
+        f["name"].as_str().unwrap().to_string(),
+    )
+}
+
+/// `evaluate` runs views and pokes; a stepping command, forward or back,
+/// is refused before anything runs (docs/user-guide.md §12 "VS Code and
+/// other DAP clients": "Stepping commands are refused there"): the
+/// session stays where it was, and the buttons still step from there.
+#[test]
+fn evaluate_refuses_stepping_commands_and_nothing_runs() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok("launch", json!({"program": "traces/copy-hbm-hbm.trace"}));
+    c.event("initialized");
+    c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 16}]}),
+    );
+    c.ok("configurationDone", json!({}));
+    assert_eq!(c.event("stopped")["reason"], "breakpoint");
+    let here = frame(&mut c);
+    assert_eq!(here, (16, "run (cycle 0)".to_string()));
+    for expression in [
+        "step",
+        "s",
+        "step 3",
+        "next",
+        "n",
+        "continue",
+        "c",
+        "stepi",
+        "si",
+        "cycles 10",
+        "until 100",
+        "goto 100",
+        "finish",
+        "finish eng0.m2s.q0",
+        "reverse-step",
+        "rs",
+        "reverse-next",
+        "rn",
+        "reverse-continue",
+        "rc",
+        "goto 0",
+    ] {
+        let r = c.request(
+            "evaluate",
+            json!({"expression": expression, "context": "repl", "frameId": 1}),
+        );
+        assert_eq!(r["success"], false, "{expression}: {r}");
+        assert!(
+            r["message"]
+                .as_str()
+                .unwrap()
+                .contains("step with the debugger's buttons"),
+            "{expression}: {r}"
+        );
+        assert_eq!(frame(&mut c), here, "{expression} moved the session");
+    }
+    // Views still answer, and the buttons step from where the session was.
+    let e = c.ok(
+        "evaluate",
+        json!({"expression": "where", "context": "repl"}),
+    );
+    assert!(e["result"].as_str().unwrap().contains("line 16"), "{e}");
+    c.ok("next", json!({"threadId": 1}));
+    assert_eq!(c.event("stopped")["reason"], "step");
+    assert_eq!(frame(&mut c).0, 17);
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(3));
+}
+
+/// `setBreakpoints` replaces the breakpoints of the one source it names
+/// (DAP): breakpoints for a file that is not the launched trace are not
+/// verified, say why, and leave the trace's own breakpoints alone; the
+/// trace spelled another way (a path through `..`, its name alone) is the
+/// trace.
+#[test]
+fn breakpoints_of_another_source_leave_the_trace_alone() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok("launch", json!({"program": "traces/copy-hbm-hbm.trace"}));
+    c.event("initialized");
+    let own = c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 17}]}),
+    );
+    assert_eq!(own["breakpoints"][0]["verified"], true, "{own}");
+    for source in [
+        json!({"path": "traces/ring-wrap.trace", "name": "ring-wrap.trace"}),
+        json!({"path": "/etc/passwd"}),
+        json!({"name": "ring-wrap.trace"}),
+    ] {
+        let b = c.ok(
+            "setBreakpoints",
+            json!({"source": source, "breakpoints": [{"line": 16}, {"line": 2}]}),
+        );
+        let b = b["breakpoints"].as_array().unwrap();
+        assert_eq!(b.len(), 2, "{source}: {b:?}");
+        for x in b {
+            assert_eq!(x["verified"], false, "{source}: {x}");
+            assert!(
+                x["message"].as_str().unwrap().contains("not the trace"),
+                "{source}: {x}"
+            );
+            assert!(x.get("id").is_none(), "{source}: {x}");
+        }
+    }
+    // Only the trace's own breakpoint is there, and it is the one that fires.
+    let e = c.ok(
+        "evaluate",
+        json!({"expression": "info break", "context": "repl"}),
+    );
+    let table = e["result"].as_str().unwrap();
+    assert!(table.contains("line 17"), "{table}");
+    assert!(!table.contains("line 16"), "{table}");
+    assert!(!table.contains("line 3"), "{table}");
+    c.ok("configurationDone", json!({}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["reason"], "breakpoint", "{stopped}");
+    assert_eq!(stopped["hitBreakpointIds"][0], own["breakpoints"][0]["id"]);
+    assert_eq!(c.line(), 17);
+    // The trace under another spelling replaces its breakpoints.
+    let again = c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/../traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 18}]}),
+    );
+    assert_eq!(again["breakpoints"][0]["verified"], true, "{again}");
+    let by_name = c.ok(
+        "setBreakpoints",
+        json!({"source": {"name": "copy-hbm-hbm.trace"}, "breakpoints": [{"line": 18}]}),
+    );
+    assert_eq!(by_name["breakpoints"][0]["verified"], true, "{by_name}");
+    let e = c.ok(
+        "evaluate",
+        json!({"expression": "info break", "context": "repl"}),
+    );
+    let table = e["result"].as_str().unwrap();
+    assert!(!table.contains("line 17"), "{table}");
+    assert_eq!(table.matches("line 18").count(), 1, "{table}");
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(3));
+}
+
+/// `next` (one statement) that lands on a breakpoint's line stops there
+/// for the breakpoint; the next request runs on from it.
+#[test]
+fn next_onto_a_breakpoint_line_reports_the_breakpoint() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok("launch", json!({"program": "traces/copy-hbm-hbm.trace"}));
+    c.event("initialized");
+    let b = c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 16}, {"line": 17}]}),
+    );
+    c.ok("configurationDone", json!({}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["hitBreakpointIds"][0], b["breakpoints"][0]["id"]);
+    assert_eq!(c.line(), 16);
+    c.ok("next", json!({"threadId": 1}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["reason"], "breakpoint", "{stopped}");
+    assert_eq!(stopped["hitBreakpointIds"][0], b["breakpoints"][1]["id"]);
+    assert_eq!(c.line(), 17);
+    c.ok("next", json!({"threadId": 1}));
+    let stopped = c.event("stopped");
+    assert_eq!(stopped["reason"], "step", "{stopped}");
+    assert_eq!(c.line(), 18);
+    c.ok("disconnect", json!({}));
+    assert_eq!(c.child.wait().unwrap().code(), Some(3));
+}

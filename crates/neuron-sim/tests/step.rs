@@ -736,3 +736,29 @@ fn reverse_session() {
         "{text}"
     );
 }
+
+/// A `step` that lands before a statement with a breakpoint reports it
+/// there, as `next` does; the next `step` runs that statement
+/// (docs/user-guide.md §12 "Stepping").
+#[test]
+fn a_step_onto_a_breakpoint_reports_it_and_the_next_step_moves() {
+    let out = step_script(
+        &[
+            "traces/copy-hbm-hbm.trace",
+            "--no-doorbells",
+            "--break",
+            "line 3",
+        ],
+        "break line 5\nstep\nstep\nstep\nwhere\nquit\n",
+    );
+    assert_eq!(out.status.code(), Some(3), "quit before the end");
+    let text = stdout(&out);
+    for want in [
+        "== stepped line 4 (cycle 0)\n== breakpoint 2 (break line 5): line 5\n-> line 5: write32",
+        "\n(neuron-sim) step\ntraces/copy-hbm-hbm.trace:5: write32 eng0.m2s.q0.tdrl (0x1002001030) = 0x00000100 (eng0.m2s.q0.TDRL: 0x00000000 -> 0x00000100)\n== stepped line 5 (cycle 0)\n-> line 6: write32",
+        "(neuron-sim) where\ncycle 0\n-> line 6: write32",
+    ] {
+        assert!(text.contains(want), "{want}\n---\n{text}");
+    }
+    assert_eq!(text.matches("== breakpoint 2 ").count(), 1, "{text}");
+}
