@@ -24,7 +24,7 @@ fn stmt() -> impl Strategy<Value = String> {
     prop_oneof![
         (name.clone(), size.clone(), 0u32..8, any::<bool>(), 0u8..3).prop_map(
             |(n, s, nc, host, al)| {
-                let align = ["", " align=0x10000", " align=0x3"][al as usize];
+                let align = ["", " align=0x10000", " align=0x4"][al as usize];
                 let loc = if host { " host usage=io" } else { "" };
                 format!("alloc {n} size={s:#x} nc={nc}{loc}{align}")
             }
