@@ -329,6 +329,9 @@ pub struct Device {
     /// tail-pointer doorbell writes (TDRTP_INC, RDRTP_INC) made, which
     /// change no completion head ([`Device::engine_head_epoch`]).
     doorbell_epochs: Vec<u64>,
+    /// The most cycles a bare trace `run` advances before it stops as still
+    /// busy ([`crate::exec::BARE_RUN_LIMIT_CYCLES`] unless set).
+    bare_run_limit_cycles: u64,
     /// Counts the times a semaphore change was taken note of (a
     /// `Fabric::sem_touched` bit cleared): with no bit set, an equal count
     /// means no semaphore changed in between ([`Device::sem_version`]).
@@ -543,6 +546,7 @@ impl Device {
             unparked: false,
             targets: TargetCache::default(),
             doorbell_epochs: Vec::new(),
+            bare_run_limit_cycles: crate::exec::BARE_RUN_LIMIT_CYCLES,
             sem_epoch: 0,
             cur_key: (0, 2, 0),
             sink: SinkSlot(None),
@@ -561,6 +565,17 @@ impl Device {
     /// Whether timing-only mode is on.
     pub fn timing_only(&self) -> bool {
         self.fabric.memory.skip_payload()
+    }
+
+    /// The most cycles a bare trace `run` advances before it stops as still
+    /// busy (docs/trace-format.md §4.4).
+    pub fn bare_run_limit_cycles(&self) -> u64 {
+        self.bare_run_limit_cycles
+    }
+
+    /// Sets [`Device::bare_run_limit_cycles`] (at least 1).
+    pub fn set_bare_run_limit_cycles(&mut self, cycles: u64) {
+        self.bare_run_limit_cycles = cycles.max(1);
     }
 
     /// The first byte of `[addr, addr + len)` a timing-only DMA copy should

@@ -70,6 +70,7 @@ impl Device {
             unparked: self.unparked,
             targets: self.targets.clone(),
             doorbell_epochs: self.doorbell_epochs.clone(),
+            bare_run_limit_cycles: self.bare_run_limit_cycles,
             sem_epoch: self.sem_epoch,
             cur_key: self.cur_key,
             sink: SinkSlot(None),

@@ -177,16 +177,26 @@ pub(super) fn advance_timed(
 ) -> Progress {
     match timed {
         Timed::Run { start, limit } => {
-            // A pause only before the run's own limit.
-            let pause = pause_at.filter(|p| limit.is_none_or(|l| *p < l));
-            // Unbounded, a stall ends the run at once (SkipToLimit does the
-            // same without a limit): the pause limit must not skip polls.
-            let on_stall = if pause.is_some() && limit.is_none() {
+            // A bare `run` ends idle, stalled, or still busy at its bound
+            // (a device that keeps itself busy must not run for ever).
+            let bound =
+                limit.unwrap_or(Cycle(start.saturating_add(device.bare_run_limit_cycles())));
+            // A pause only before the run's bound.
+            let pause = pause_at.filter(|p| *p < bound);
+            // Unbounded, a stall ends the run at once: neither the pause nor
+            // the bare run's bound may skip polls.
+            let on_stall = if limit.is_none() {
                 OnStall::Stop
             } else {
                 OnStall::SkipToLimit
             };
-            let (stop, _, end) = run_device(device, pause.or(limit), on_stall, hooks, |_| false);
+            let (stop, _, end) = run_device(
+                device,
+                Some(pause.unwrap_or(bound)),
+                on_stall,
+                hooks,
+                |_| false,
+            );
             match end {
                 RunEnd::Quit => return Progress::Done(Ok(Outcome::Done(QUIT_MARK.to_string()))),
                 RunEnd::Paused => return Progress::Paused(Timed::Run { start, limit }),
@@ -314,6 +324,12 @@ pub(super) fn advance_timed(
     }
 }
 
+/// The most cycles a bare `run` (no `cycles=`/`until=`) advances before it
+/// stops as still busy (docs/trace-format.md §4.4): about 1.2 s of
+/// simulated time at the default 0.85 GHz clock, far beyond any trace's work, so only a device that
+/// keeps itself busy meets it.
+pub const BARE_RUN_LIMIT_CYCLES: u64 = 1_000_000_000;
+
 /// The outcome of a `run` that ended with `stop`.
 fn run_outcome(
     device: &mut Device,
@@ -333,6 +349,13 @@ fn run_outcome(
     );
     match stop {
         RunStop::Idle => Ok(Outcome::Done(format!("{head}, idle"))),
+        RunStop::Limit if limit.is_none() => Ok(Outcome::Expectation {
+            text: format!(
+                "{head}: still busy after {} cycles, the bound of a bare `run` (the device keeps itself busy, e.g. a DMA that rings its own doorbell; `run cycles=N` or `until=N` runs longer)",
+                now - start
+            ),
+            held: false,
+        }),
         RunStop::Limit => Ok(Outcome::Done(head)),
         // A bounded run got its cycles; the summary says who waits.
         RunStop::Stalled if limit.is_some() => Ok(Outcome::Done(format!(
