@@ -507,6 +507,10 @@ pub struct ReplayReport {
     /// reached the driver). A recorded device panic is re-issued and must
     /// panic again with the same message.
     pub not_issued: u64,
+    /// The `seq` of the recorded bus failure the replay stopped issuing at,
+    /// if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted_at_seq: Option<u64>,
 }
 
 /// Re-issues `recording` against `driver` (a fresh one, in the state the
@@ -525,11 +529,24 @@ pub fn replay(recording: &Recording, driver: &mut dyn Driver) -> Result<ReplayRe
     for rec in &recording.records {
         report.records += 1;
         if halted {
+            // A bus failure is sticky: no later call reached the driver,
+            // so a later record that claims a driver's result did not come
+            // from a run (a review's finding: an edited recording whose
+            // first record was a bus failure "matched" with nothing checked).
+            if !matches!(rec.result, Outcome::Bus(_)) {
+                return Err(BusError::ReplayMismatch(format!(
+                    "record seq {}: recorded {}, but the bus failed at seq {} and no call reaches the driver after a bus failure",
+                    rec.seq,
+                    outcome_json(&rec.result),
+                    report.halted_at_seq.unwrap_or(0)
+                )));
+            }
             report.not_issued += 1;
             continue;
         }
         if let Outcome::Bus(e) = &rec.result {
             halted = true;
+            report.halted_at_seq = Some(rec.seq);
             if !matches!(e, BusError::DevicePanic(_)) {
                 report.not_issued += 1;
                 continue;

@@ -166,6 +166,7 @@ fn jsonl_round_trip_then_replay() {
             user_reads: 3,
             user_writes: 2,
             not_issued: 0,
+            halted_at_seq: None,
         }
     );
     assert_eq!(fresh.sems[2], 42);
@@ -382,4 +383,29 @@ fn streaming_writes_the_same_lines_and_keeps_nothing() {
     let back = Recording::from_jsonl(&text).unwrap();
     let mut fresh = SemDriver::default();
     assert_eq!(replay(&back, &mut fresh).unwrap().records, 12);
+}
+
+/// A review's finding: an edited recording whose record 0 is a bus failure
+/// replayed "every result matched" with nothing re-issued, although its
+/// later records claim the driver's results. A bus failure is sticky (no
+/// later call reaches the driver): such a record is a mismatch.
+#[test]
+fn a_driver_result_after_a_recorded_bus_failure_is_a_mismatch() {
+    let mut r = record_session();
+    r.records[0].result = Outcome::Bus(BusError::Disconnected);
+    let Err(BusError::ReplayMismatch(m)) = replay(&r, &mut SemDriver::default()) else {
+        panic!("replayed")
+    };
+    assert!(m.starts_with("record seq 1: recorded {\"ret\":"), "{m}");
+    assert!(m.contains("the bus failed at seq 0"), "{m}");
+    // Every later record failing too is a consistent recording: nothing is
+    // re-issued, and the report says where it stopped.
+    for rec in &mut r.records {
+        rec.result = Outcome::Bus(BusError::Disconnected);
+    }
+    let report = replay(&r, &mut SemDriver::default()).unwrap();
+    assert_eq!(
+        (report.ioctls, report.not_issued, report.halted_at_seq),
+        (0, 12, Some(0))
+    );
 }

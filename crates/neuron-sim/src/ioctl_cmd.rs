@@ -61,21 +61,34 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
                     .map_err(bad_input)?;
             match ioctl_bus::replay(&rec, &mut driver) {
                 Ok(report) => {
+                    // Nothing re-issued is nothing checked: not a match.
+                    let issued = report.ioctls + report.mmap_reads + report.mmap_writes;
                     if json {
                         crate::json_out::print(report)?;
                     } else {
+                        let halted = match report.halted_at_seq {
+                            Some(seq) => format!(" (from the recorded bus failure at seq {seq})"),
+                            None => String::new(),
+                        };
                         outln!(
-                            "replayed {} records: {} ioctls, {} mmap reads, {} mmap writes, {} user reads, {} user writes, {} not issued; every result matched",
+                            "replayed {} records: {} ioctls, {} mmap reads, {} mmap writes, {} user reads, {} user writes, {} not issued{halted}; {}",
                             report.records,
                             report.ioctls,
                             report.mmap_reads,
                             report.mmap_writes,
                             report.user_reads,
                             report.user_writes,
-                            report.not_issued
+                            report.not_issued,
+                            if issued == 0 {
+                                "nothing was re-issued, so nothing was checked"
+                            } else if report.not_issued > 0 {
+                                "every re-issued result matched"
+                            } else {
+                                "every result matched"
+                            }
                         );
                     }
-                    Ok(0)
+                    Ok(u8::from(issued == 0))
                 }
                 Err(e) => {
                     outln!("{}: {e}", file.display());

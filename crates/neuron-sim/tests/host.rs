@@ -105,6 +105,29 @@ fn recorded_ioctls_replay_on_a_fresh_driver() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("mismatch"), "{}", stdout(&o));
+
+    // A recording of bus failures only re-issues nothing: nothing was
+    // checked, which is not a match (a review's false pass: exit 0, "every
+    // result matched").
+    let failed: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["result"] = serde_json::json!({"bus": "disconnected"});
+            v.to_string()
+        })
+        .collect();
+    let failed_path = tmp("bus-failed.jsonl", &failed.join("\n"));
+    let o = bin()
+        .args(["ioctl", "replay", failed_path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("not issued (from the recorded bus failure at seq 0); nothing was re-issued, so nothing was checked"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
