@@ -3,7 +3,7 @@
 //! [`Session`], answered with text. The CLI reads the lines and prints the
 //! answers; everything else happens here.
 
-use soc::exec::{RunReport, Status};
+use soc::exec::RunReport;
 
 use crate::breakpoint::{parse_condition, parse_count, parse_id};
 use crate::place::{Place, Value, parse_u32, parse_u64};
@@ -454,13 +454,7 @@ impl Console {
             ),
             (w, _) if Session::is_directive(w) => Reply::text(match self.session.poke(line) {
                 Ok((status, text)) => {
-                    let mark = match status {
-                        Status::Ok => "",
-                        Status::Failed => "FAILED ",
-                        Status::Error => "ERROR ",
-                        Status::Skipped => "SKIPPED ",
-                    };
-                    format!("<prompt>: {mark}{text}\n")
+                    format!("<prompt>: {}{text}\n", status.mark())
                 }
                 Err(e) => format!("<prompt>: {e}\n"),
             }),

@@ -177,26 +177,43 @@ impl RunOutput {
                     .and_then(|()| self.events.drain_to(&mut self.out))
                     .and_then(|()| self.out.flush())
             }
+            // Not `ok` with the internal quit mark: what the text says.
+            Format::Json if record.text == QUIT_MARK => {
+                let interrupted = StepRecord {
+                    text: format!(
+                        "interrupted by {} at cycle {}",
+                        signal_name(self.interrupt.load(Ordering::Relaxed)),
+                        record.cycle
+                    ),
+                    status: soc::exec::Status::Interrupted,
+                    ..record.clone()
+                };
+                self.json_step(&interrupted)
+            }
             Format::Json => self.json_step(record),
         };
         self.n_events = 0;
         check(r);
     }
 
-    /// The statement at `line` did not run: the run was interrupted first.
-    fn not_run(&mut self, line: u32, cycle: u64) {
-        if self.format != Format::Text {
-            return;
-        }
-        let text = format!(
-            "{}:{line}: not run: interrupted by {} at cycle {cycle}\n",
-            self.trace,
+    /// The statement of `record` (status [`soc::exec::Status::NotRun`]) did
+    /// not run: the run was interrupted first. `--json` lists it as a step
+    /// too (docs/user-guide.md §3).
+    fn not_run(&mut self, mut record: StepRecord) {
+        record.text = format!(
+            "not run: interrupted by {} at cycle {}",
             signal_name(self.interrupt.load(Ordering::Relaxed)),
+            record.cycle
         );
-        let r = self
-            .out
-            .write_all(text.as_bytes())
-            .and_then(|()| self.out.flush());
+        let r = match self.format {
+            Format::Text => {
+                let text = format!("{}:{}: {}\n", self.trace, record.line, record.text);
+                self.out
+                    .write_all(text.as_bytes())
+                    .and_then(|()| self.out.flush())
+            }
+            Format::Json => self.json_step(&record),
+        };
         check(r);
     }
 
@@ -504,7 +521,7 @@ impl ExecHooks for RunHooks {
         &mut self,
         _index: usize,
         stmt: &Statement,
-        _linked: &Linked,
+        linked: &Linked,
         device: &mut Device,
         _executor: &Executor,
     ) -> Control {
@@ -512,7 +529,16 @@ impl ExecHooks for RunHooks {
         if c == Control::Quit
             && let Ok(mut o) = self.out.lock()
         {
-            o.not_run(stmt.span.line, device.now().0);
+            o.not_run(StepRecord {
+                line: stmt.span.line,
+                directive: stmt.kind.directive(),
+                address: soc_map::Hex(linked.addr()),
+                cycle: device.now().0,
+                text: String::new(),
+                status: soc::exec::Status::NotRun,
+                events: Vec::new(),
+                read_digest: None,
+            });
         }
         c
     }

@@ -364,3 +364,80 @@ fn a_closed_pipe_drops_the_output_and_the_run_finishes() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A review's finding: with `--json`, the statement a signal interrupted
+/// was a step `"status": "ok", "text": "(quit)"`, and the one it kept from
+/// starting was missing. They are `interrupted` and `not_run` steps, worded
+/// as the text output words them (docs/user-guide.md §3).
+#[test]
+fn json_steps_say_which_statement_a_signal_interrupted() {
+    let dir = tmp_dir("sigjson");
+    // A queue whose packets ring its own doorbells: the `run` never idles.
+    let mut t = String::from(
+        "write32 eng0.m2s.q0.tdrbp_low 0x01000000
+write32 eng0.m2s.q0.tdrl 256
+write32 eng0.s2m.q0.rdrbp_low 0x01001000
+write32 eng0.s2m.q0.rdrl 256
+write32 eng0.s2m.q0.comp_cfg 0x0
+write32 eng0.m2s.q0.q_cfg 0x03030000
+write32 eng0.s2m.q0.q_cfg 0x03030000
+write32 eng0.m2s.change_state 0x1
+write32 eng0.s2m.change_state 0x1
+write hbm0+0x300000 bytes=02000000
+",
+    );
+    for i in (0..256).step_by(2) {
+        t.push_str(&format!(
+            "desc eng0.s2m.q0[{i}] len=4 dst=eng0.s2m.q0.rdrtp_inc\ndesc eng0.s2m.q0[{}] len=4 dst=eng0.m2s.q0.tdrtp_inc\ndesc eng0.m2s.q0[{i}] len=4 src=hbm0+0x300000 first last\ndesc eng0.m2s.q0[{}] len=4 src=hbm0+0x300000 first last\n",
+            i + 1,
+            i + 1
+        ));
+    }
+    t.push_str(
+        "doorbell eng0.s2m.q0 2\ndoorbell eng0.m2s.q0 2\nrun\nexpect hbm0+0x300000 bytes=02\n",
+    );
+    let path = dir.join("busy.trace");
+    std::fs::write(&path, t).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .args(["run", path.to_str().unwrap(), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough for the run to start (the handler is set before the
+    // trace is read); short, because `--json` keeps every event.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    let stopped: Vec<&serde_json::Value> = steps
+        .iter()
+        .filter(|s| s["status"] == "interrupted" || s["status"] == "not_run")
+        .collect();
+    assert_eq!(stopped.len(), 1, "{steps:?}");
+    let text = stopped[0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("interrupted by SIGINT at cycle ")
+            || text.starts_with("not run: interrupted by SIGINT at cycle "),
+        "{text}"
+    );
+    assert!(
+        steps.iter().all(|s| s["text"] != "(quit)"),
+        "the internal quit mark leaked: {steps:?}"
+    );
+    assert!(
+        v["interrupted"]
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted by SIGINT")
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

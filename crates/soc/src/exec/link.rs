@@ -53,7 +53,9 @@ pub enum Linked {
 }
 
 impl Linked {
-    pub(crate) fn addr(&self) -> u64 {
+    /// The address a step record shows for the statement (its target, a
+    /// queue's base; 0 when it has none).
+    pub fn addr(&self) -> u64 {
         match self {
             Linked::Addr(r) => r.addr,
             Linked::Desc { queue, .. } | Linked::Doorbell(queue) | Linked::ExpectFault(queue) => {

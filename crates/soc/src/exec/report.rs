@@ -16,6 +16,24 @@ pub enum Status {
     /// A check timing-only mode cannot make: the bytes it reads were not
     /// moved (docs/user-guide.md §Timing-only mode).
     Skipped,
+    /// A signal (SIGINT, SIGTERM) stopped the run inside this statement
+    /// (docs/user-guide.md §3).
+    Interrupted,
+    /// A signal stopped the run before this statement started.
+    NotRun,
+}
+
+impl Status {
+    /// The word a statement's line starts with (`FAILED `, …; none for
+    /// `ok`, and for the interrupted ones, whose text says so).
+    pub fn mark(self) -> &'static str {
+        match self {
+            Status::Ok | Status::Interrupted | Status::NotRun => "",
+            Status::Failed => "FAILED ",
+            Status::Error => "ERROR ",
+            Status::Skipped => "SKIPPED ",
+        }
+    }
 }
 
 /// What one statement did.
@@ -533,12 +551,7 @@ impl RunReport {
 /// A statement's line of the run output (`t.trace:12: FAILED …`), with
 /// its newline.
 pub fn step_line(trace: &str, s: &StepRecord) -> String {
-    let mark = match s.status {
-        Status::Ok => "",
-        Status::Failed => "FAILED ",
-        Status::Error => "ERROR ",
-        Status::Skipped => "SKIPPED ",
-    };
+    let mark = s.status.mark();
     if s.line == 0 {
         // A statement no line holds (a bare instruction stream's).
         return format!("{trace}: {mark}{}\n", s.text);
