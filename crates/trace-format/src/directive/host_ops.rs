@@ -93,7 +93,7 @@ pub(super) fn build_alloc(args: &mut Args<'_>) -> Option<StatementKind> {
         Some((a, span)) if a != 0 && !a.is_power_of_two() => {
             args.error(
                 span,
-                &format!("align must be a power of two (or 0 for none), found {a:#x}"),
+                format!("align must be a power of two (or 0 for none), found {a:#x}"),
             );
             return None;
         }
