@@ -548,6 +548,7 @@ impl Statement {
                 for a in fields.addrs_mut() {
                     a.clear_spans();
                 }
+                fields.given.clear();
             }
             StatementKind::Doorbell { queue, .. } | StatementKind::ExpectFault { queue, .. } => {
                 queue.clear_spans()

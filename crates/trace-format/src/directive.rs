@@ -1157,6 +1157,7 @@ fn build_desc(args: &mut Args<'_>) -> Option<StatementKind> {
             .iter()
             .filter_map(|(name, _)| DescFlag::from_name(name))
             .collect::<DescFlags>(),
+        given,
     };
     Some(StatementKind::Desc { queue, fields })
 }
