@@ -820,3 +820,14 @@ fn desc_arguments_that_do_not_fit_the_queue_direction_are_link_errors() {
          desc eng0.m2s.q0 len=4 src=hbm0 word1=0x05080003 first last\n");
     assert_eq!(r.exit_code(), 0, "{}", r.to_text());
 }
+
+/// `word1=V` on an S2M queue gives `buf2_ptr_lo` directly
+/// (docs/trace-format.md §4.2); it used to be dropped and word 1 written 0.
+#[test]
+fn word1_on_an_s2m_queue_is_written() {
+    let r = run("write32 eng0.s2m.q0.rdrbp_low 0x01001000\n\
+         write32 eng0.s2m.q0.rdrl 256\n\
+         desc eng0.s2m.q0 len=4 dst=hbm0 word1=0x12345678\n\
+         expect hbm0+0x1001004 bytes=78563412\n");
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+}
