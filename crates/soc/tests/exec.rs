@@ -831,3 +831,32 @@ fn word1_on_an_s2m_queue_is_written() {
          expect hbm0+0x1001004 bytes=78563412\n");
     assert_eq!(r.exit_code(), 0, "{}", r.to_text());
 }
+
+/// Columns of `inst` errors count from the start of the trace line, in the
+/// message too (`first at column N`), and a bad `expect_fault cause=` is
+/// reported at the `cause=` argument, not at the queue. Found by a review.
+#[test]
+fn inst_and_expect_fault_errors_point_at_the_argument() {
+    let e = link_errors("inst tpb0 DIRECT2D semaphore=1 semaphore=2\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(
+        e[0].to_string(),
+        "t.trace:1:32: DIRECT2D.semaphore: given twice (first at column 20)"
+    );
+    let e = link_errors("inst tpb0   DIRECT2D   semaphore=1 semaphore=2\n");
+    assert_eq!(
+        e[0].to_string(),
+        "t.trace:1:36: DIRECT2D.semaphore: given twice (first at column 24)"
+    );
+    let e = link_errors("expect_fault eng0.s2m.q0 cause=DATA_WR_AXI_RESPONS\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!((e[0].line, e[0].column), (1, 26), "{e:?}");
+    assert!(
+        e[0].message
+            .contains("did you mean `DATA_WR_AXI_RESPONSE`?"),
+        "{}",
+        e[0].message
+    );
+    let e = link_errors("expect_fault count=1 eng0.s2m.q0 cause=nope\n");
+    assert_eq!((e[0].line, e[0].column), (1, 34), "{e:?}");
+}

@@ -1179,14 +1179,15 @@ fn build_expect_fault(args: &mut Args<'_>) -> Option<StatementKind> {
     let Some(Value::Queue(queue)) = args.positional(0) else {
         return None;
     };
-    let cause = match args.key("cause") {
-        Some((Value::Name(c), _)) => Some(c),
-        _ => None,
+    let (cause, cause_span) = match args.key("cause") {
+        Some((Value::Name(c), span)) => (Some(c), span),
+        _ => (None, Span::default()),
     };
     let count = args.key_num("count").map(|(n, _)| n);
     Some(StatementKind::ExpectFault {
         queue,
         cause,
+        cause_span,
         count,
     })
 }

@@ -240,6 +240,7 @@ fn expect_fault() {
         StatementKind::ExpectFault {
             queue: queue("eng0.s2m.q0", None),
             cause: None,
+            cause_span: Span::default(),
             count: None
         }
     );
@@ -248,6 +249,7 @@ fn expect_fault() {
         StatementKind::ExpectFault {
             queue: queue("eng128.m2s.q3", None),
             cause: Some("SEC_A_INT_CAUSE.PREF_RING_ID".into()),
+            cause_span: Span::default(),
             count: Some(2)
         }
     );

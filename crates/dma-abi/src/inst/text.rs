@@ -134,7 +134,7 @@ pub fn asm(text: &str) -> Result<Vec<u8>, Vec<TextError>> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        match parse_at(line, i + 1) {
+        match parse_at(line, i + 1, 1) {
             Ok(Some((_, bytes))) => out.extend_from_slice(&bytes),
             Ok(None) => {}
             Err(e) => errors.push(e),
@@ -152,7 +152,7 @@ pub fn parse_text(text: &str) -> Result<Vec<InstWord>, Vec<TextError>> {
     let mut words = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        match parse_at(line, i + 1) {
+        match parse_at(line, i + 1, 1) {
             Ok(Some((w, _))) => words.push(w),
             Ok(None) => {}
             Err(e) => errors.push(e),
@@ -173,7 +173,20 @@ pub fn parse_line(line: &str) -> Result<Option<InstWord>, TextError> {
 /// [`parse_line`] reporting errors at line `line_no` (for callers that
 /// embed the text form, such as the trace language).
 pub fn parse_line_numbered(line: &str, line_no: usize) -> Result<Option<InstWord>, TextError> {
-    parse_at(line, line_no).map(|o| o.map(|(w, _)| w))
+    parse_at(line, line_no, 1).map(|o| o.map(|(w, _)| w))
+}
+
+/// [`parse_line_numbered`] for text that starts at column `first_column`
+/// (1-based) of its line in a larger file — the word of the trace
+/// language's `inst`: every column, the error's and those its message
+/// names (`given twice (first at column N)`), counts from the start of
+/// that line.
+pub fn parse_line_at(
+    line: &str,
+    line_no: usize,
+    first_column: usize,
+) -> Result<Option<InstWord>, TextError> {
+    parse_at(line, line_no, first_column).map(|o| o.map(|(w, _)| w))
 }
 
 /// The tokens of a line: `(column, token)`.
@@ -272,13 +285,23 @@ fn tokens_of_chars(line: &str) -> Result<Tokens<'_>, (usize, String)> {
     Ok(out)
 }
 
-fn parse_at(line: &str, line_no: usize) -> Result<Option<(InstWord, [u8; WORD_BYTES])>, TextError> {
+/// Parses one line whose first character is at column `first_column` of
+/// its line (1 for a line of its own).
+fn parse_at(
+    line: &str,
+    line_no: usize,
+    first_column: usize,
+) -> Result<Option<(InstWord, [u8; WORD_BYTES])>, TextError> {
+    let shift = first_column.saturating_sub(1);
     let err = |column: usize, message: String| TextError {
         line: line_no,
         column,
         message,
     };
-    let toks = tokens(line).map_err(|(c, m)| err(c, m))?;
+    let mut toks = tokens(line).map_err(|(c, m)| err(c + shift, m))?;
+    for (col, _) in &mut toks {
+        *col += shift;
+    }
     let Some(((kind_col, kind_tok), fields)) = toks.split_first() else {
         return Ok(None);
     };

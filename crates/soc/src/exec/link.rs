@@ -195,12 +195,18 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
         StatementKind::Doorbell { queue, .. } => {
             Ok(Linked::Doorbell(resolve_queue(device, queue)?))
         }
-        StatementKind::ExpectFault { queue, cause, .. } => {
+        StatementKind::ExpectFault {
+            queue,
+            cause,
+            cause_span,
+            ..
+        } => {
             let q = resolve_queue(device, queue)?;
-            // A cause no fault can name is a typo, not a failed check.
+            // A cause no fault can name is a typo, not a failed check:
+            // reported at the `cause=` argument.
             if let Some(c) = cause {
                 fault_cause(device, c).map_err(|message| ResolveError {
-                    span: queue.span,
+                    span: *cause_span,
                     message: format!("expect_fault cause={c}: {message}"),
                 })?;
             }
@@ -219,7 +225,9 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
                 column: text_column + column.saturating_sub(1) as u32,
                 len,
             };
-            match dma_abi::inst::parse_line(text) {
+            // Columns (the error's and any its message names) count from
+            // the start of the trace line.
+            match dma_abi::inst::parse_line_at(text, 1, *text_column as usize) {
                 Ok(Some(word)) => {
                     if let Err(e) = word.encode() {
                         return Err(ResolveError {
@@ -237,7 +245,11 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
                     message: "inst: the instruction is missing".into(),
                 }),
                 Err(e) => Err(ResolveError {
-                    span: at(e.column, 1),
+                    span: Span {
+                        line: 0,
+                        column: u32::try_from(e.column).unwrap_or(u32::MAX),
+                        len: 1,
+                    },
                     message: e.message,
                 }),
             }
