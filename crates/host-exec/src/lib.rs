@@ -955,7 +955,7 @@ impl HostSession {
         let by_dma = self
             .dmem
             .get(id)
-            .is_some_and(|d| d.mem_type != dmem::MemLocation::HostDram)
+            .is_some_and(|d| d.mem_type != MemLocation::HostDram)
             && !self.dmem.config().test_zerocopy;
         let dev = HostRuntime::device(self);
         if !dev.timing_only() {
