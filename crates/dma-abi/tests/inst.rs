@@ -1280,3 +1280,22 @@ fn json_addresses_show_mode_and_operands() {
     assert_eq!(v["completion_info"]["has_write"], true);
     assert_eq!(v["raw"].as_str().unwrap().len(), 128);
 }
+
+/// A leading UTF-8 byte-order mark is skipped, as in traces
+/// (docs/trace-format.md §1); columns count from after it.
+#[test]
+fn a_leading_byte_order_mark_is_skipped() {
+    let plain = asm("DIRECT2D semaphore=1\n").unwrap();
+    assert_eq!(asm("\u{feff}DIRECT2D semaphore=1\n").unwrap(), plain);
+    assert_eq!(
+        parse_text("\u{feff}DIRECT2D semaphore=1\n").unwrap().len(),
+        1
+    );
+    let e = asm("\u{feff}DIRECT2D nope=1\n").unwrap_err();
+    assert!(
+        e[0].to_string()
+            .starts_with("1:10: DIRECT2D has no field `nope`"),
+        "{}",
+        e[0]
+    );
+}

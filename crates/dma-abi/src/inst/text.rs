@@ -128,9 +128,16 @@ pub fn disasm_with(bytes: &[u8], style: TextStyle) -> Result<String, StreamError
     Ok(out)
 }
 
+/// The text without a leading UTF-8 byte-order mark (skipped as traces
+/// skip it, docs/trace-format.md §1; columns count from after it).
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
 /// Assembles text (any number of lines) into the binary stream; every bad
-/// line is reported.
+/// line is reported. A leading byte-order mark is skipped.
 pub fn asm(text: &str) -> Result<Vec<u8>, Vec<TextError>> {
+    let text = without_bom(text);
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -147,8 +154,10 @@ pub fn asm(text: &str) -> Result<Vec<u8>, Vec<TextError>> {
     }
 }
 
-/// Parses text into words; every bad line is reported.
+/// Parses text into words; every bad line is reported. A leading
+/// byte-order mark is skipped.
 pub fn parse_text(text: &str) -> Result<Vec<InstWord>, Vec<TextError>> {
+    let text = without_bom(text);
     let mut words = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
