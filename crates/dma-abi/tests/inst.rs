@@ -1072,6 +1072,28 @@ fn text_errors_name_line_column_and_field() {
         err("DIRECT2D semaphore=1 semaphore=2"),
         "1:22: DIRECT2D.semaphore: given twice (first at column 10)"
     );
+    // Text embedded at column 11 of a line (a trace's `inst tpb0 …`): every
+    // column, those in the message too, counts from the start of that line.
+    for (text, want) in [
+        (
+            "DIRECT2D semaphore=1 semaphore=2",
+            "3:32: DIRECT2D.semaphore: given twice (first at column 20)",
+        ),
+        (
+            "DIRECT2D nope=1",
+            "3:20: DIRECT2D has no field `nope`: `nope` is not one of",
+        ),
+        (
+            "DIRECT2D src_step_elem=[1,2",
+            "3:20: `src_step_elem=[1,2`: unclosed `[`",
+        ),
+        ("DIRECT2Q", "3:11: unknown instruction word `DIRECT2Q`"),
+    ] {
+        let got = dma_abi::inst::parse_line_at(text, 3, 11)
+            .unwrap_err()
+            .to_string();
+        assert!(got.starts_with(want), "{text}: {got}");
+    }
     assert_eq!(
         err("DIRECT2D semaphore"),
         "1:10: DIRECT2D: expected key=value, found `semaphore`"
@@ -1257,4 +1279,23 @@ fn json_addresses_show_mode_and_operands() {
     assert_eq!(v["dma_engine_mask"]["uint32"], 255);
     assert_eq!(v["completion_info"]["has_write"], true);
     assert_eq!(v["raw"].as_str().unwrap().len(), 128);
+}
+
+/// A leading UTF-8 byte-order mark is skipped, as in traces
+/// (docs/trace-format.md §1); columns count from after it.
+#[test]
+fn a_leading_byte_order_mark_is_skipped() {
+    let plain = asm("DIRECT2D semaphore=1\n").unwrap();
+    assert_eq!(asm("\u{feff}DIRECT2D semaphore=1\n").unwrap(), plain);
+    assert_eq!(
+        parse_text("\u{feff}DIRECT2D semaphore=1\n").unwrap().len(),
+        1
+    );
+    let e = asm("\u{feff}DIRECT2D nope=1\n").unwrap_err();
+    assert!(
+        e[0].to_string()
+            .starts_with("1:10: DIRECT2D has no field `nope`"),
+        "{}",
+        e[0]
+    );
 }

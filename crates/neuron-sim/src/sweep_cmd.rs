@@ -26,7 +26,8 @@ pub(crate) struct SweepArgs {
     #[arg(required = true)]
     trace: Option<PathBuf>,
     /// NAME=ITEMS: values `V1,V2,…` and ranges `A..B*F` (geometric),
-    /// `A..B+S` (arithmetic); repeat for the cartesian product.
+    /// `A..B+S` (arithmetic); once per NAME, repeat with other names for
+    /// the cartesian product.
     #[arg(long = "param", value_name = "NAME=ITEMS")]
     params: Vec<String>,
     /// Write the CSV to FILE (default: stdout).

@@ -457,3 +457,60 @@ fn every_in_page_link_names_a_heading_of_its_page() {
         "14a-decode---word-asm-disasm-the-64-byte-dma-instruction-words"
     );
 }
+
+/// Whether a printed line matches a shown one, where each `…` of the shown
+/// line stands for any text.
+fn matches_shown(printed: &str, shown: &str) -> bool {
+    let mut parts = shown.split('…');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = printed.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (k, part) in parts.iter().enumerate() {
+        if k + 1 == parts.len() {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// The user guide's `run - -q` transcript (§19, "Standard input and
+/// output") shows every line `-q` prints, in order (`…` only inside the
+/// host-time line): the run's quiet output is what a reader copies. It
+/// showed the totals line alone, without the `simulated …` and `host time`
+/// lines. Found by a review.
+#[test]
+fn the_quiet_stdin_transcript_shows_every_line_printed() {
+    let page = std::fs::read_to_string(workspace().join("docs/user-guide.md")).unwrap();
+    let cmd = "$ neuron-sim run - -q < traces/copy-hbm-hbm.trace";
+    let mut lines = page.lines().skip_while(|l| *l != cmd);
+    assert_eq!(lines.next(), Some(cmd), "the transcript is gone");
+    let shown: Vec<&str> = lines
+        .take_while(|l| !l.starts_with("$ ") && !l.starts_with("```"))
+        .collect();
+    let trace = std::fs::File::open(workspace().join("traces/copy-hbm-hbm.trace")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .args(["run", "-", "-q"])
+        .stdin(trace)
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let printed = String::from_utf8_lossy(&o.stdout).to_string();
+    let printed: Vec<&str> = printed.lines().collect();
+    assert_eq!(
+        printed.len(),
+        shown.len(),
+        "printed {printed:#?}\nshown {shown:#?}"
+    );
+    for (p, s) in printed.iter().zip(&shown) {
+        assert!(matches_shown(p, s), "printed {p:?}\nshown   {s:?}");
+    }
+    assert!(matches_shown("host time 0.1 s: x", "host time … s: …"));
+    assert!(!matches_shown("host time 0.1 s", "simulated …"));
+}

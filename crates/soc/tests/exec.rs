@@ -721,3 +721,142 @@ fn bounded_runs_on_an_idle_device_let_the_time_pass() {
     );
     assert_eq!(r.summary.cycles, 5250);
 }
+
+/// `desc` keys and flags that do not fit the queue's direction are bad
+/// input at link time, naming the argument (docs/trace-format.md §4.2):
+/// on an S2M queue word 1 is `buf2_ptr_lo`, so the M2S CME-command
+/// arguments have no place there; on an M2S queue `buf2=` has none. They
+/// used to be dropped silently (exit 0). Found by a review.
+#[test]
+fn desc_arguments_that_do_not_fit_the_queue_direction_are_link_errors() {
+    const S2M: &str = "an S2M queue: ";
+    const S2M_TAIL: &str = " sets word 1 of an M2S descriptor (the CME command); \
+                            word 1 of an S2M descriptor is buf2_ptr_lo (buf2=ADDR or word1=V)";
+    let cases: &[(&str, u32, String)] = &[
+        (
+            "desc eng0.s2m.q0 len=4 dst=hbm0 op=crc32 send_crc",
+            33,
+            format!("`eng0.s2m.q0` is {S2M}op={S2M_TAIL}"),
+        ),
+        (
+            "desc eng0.s2m.q0 len=4 dst=hbm0 cce=add",
+            33,
+            format!("`eng0.s2m.q0` is {S2M}cce={S2M_TAIL}"),
+        ),
+        (
+            "desc eng0.s2m.q0 len=4 dst=hbm0 crc_iv=3",
+            33,
+            format!("`eng0.s2m.q0` is {S2M}crc_iv={S2M_TAIL}"),
+        ),
+        (
+            "desc eng0.s2m.q0 len=4 dst=hbm0 send_crc",
+            33,
+            format!("`eng0.s2m.q0` is {S2M}the flag `send_crc`{S2M_TAIL}"),
+        ),
+        (
+            "desc eng0.s2m.q0 len=4 dst=hbm0 op=copy",
+            33,
+            format!("`eng0.s2m.q0` is {S2M}op={S2M_TAIL}"),
+        ),
+        (
+            "desc eng0.s2m.q0 no_copy len=4 dst=hbm0",
+            18,
+            format!("`eng0.s2m.q0` is {S2M}the flag `no_copy`{S2M_TAIL}"),
+        ),
+        (
+            "desc eng0.s2m.q0 len=4 in_dtype=bf16 addr=hbm0 cce=add",
+            24,
+            format!("`eng0.s2m.q0` is {S2M}in_dtype={S2M_TAIL}"),
+        ),
+        (
+            "desc eng0.m2s.q0 len=4 src=hbm0 buf2=hbm0+0x40 first last",
+            33,
+            "`eng0.m2s.q0` is an M2S queue: buf2= is the second buffer of an S2M descriptor \
+             (its word 1); word 1 of an M2S descriptor is the CME command (op=, cce=, crc_iv=, \
+             the word-1 flags or word1=V)"
+                .into(),
+        ),
+        (
+            "desc eng0.m2s.q0 len=4 addr=hbm0 buf2=hbm0+0x40",
+            34,
+            "`eng0.m2s.q0` is an M2S queue: buf2= is the second buffer of an S2M descriptor \
+             (its word 1); word 1 of an M2S descriptor is the CME command (op=, cce=, crc_iv=, \
+             the word-1 flags or word1=V)"
+                .into(),
+        ),
+        // The first misfit in the line is blamed: here the address.
+        (
+            "desc eng0.s2m.q0 len=4 src=hbm0 op=crc32",
+            28,
+            "`eng0.s2m.q0` is an S2M queue: use dst= (src= names an M2S source, dst= an S2M \
+             destination)"
+                .into(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (line, column, message) in cases {
+        let errors = link_errors(&format!("{line}\n"));
+        let got: Vec<(u32, u32, &str)> = errors
+            .iter()
+            .map(|e| (e.line, e.column, e.message.as_str()))
+            .collect();
+        if got != [(1, *column, message.as_str())] {
+            failures.push(format!(
+                "{line}\n  got:  {got:?}\n  want: 1:{column}: {message}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // What fits is accepted: word1= on either queue, buf2= and addr= on S2M,
+    // the CME arguments on M2S.
+    let r = run("write32 eng0.s2m.q0.rdrbp_low 0x01001000\n\
+         write32 eng0.s2m.q0.rdrl 256\n\
+         write32 eng0.m2s.q0.tdrbp_low 0x01000000\n\
+         write32 eng0.m2s.q0.tdrl 256\n\
+         desc eng0.s2m.q0 len=4 addr=hbm0 buf2=hbm0+0x40\n\
+         desc eng0.s2m.q0 len=4 dst=hbm0 word1=0x40\n\
+         desc eng0.m2s.q0 len=4 src=hbm0 op=crc32 crc_iv=3 send_crc first last\n\
+         desc eng0.m2s.q0 len=4 addr=hbm0 cce=fma in_dtype=bf16 scale=0.5 first last\n\
+         desc eng0.m2s.q0 len=4 src=hbm0 word1=0x05080003 first last\n");
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+}
+
+/// `word1=V` on an S2M queue gives `buf2_ptr_lo` directly
+/// (docs/trace-format.md §4.2); it used to be dropped and word 1 written 0.
+#[test]
+fn word1_on_an_s2m_queue_is_written() {
+    let r = run("write32 eng0.s2m.q0.rdrbp_low 0x01001000\n\
+         write32 eng0.s2m.q0.rdrl 256\n\
+         desc eng0.s2m.q0 len=4 dst=hbm0 word1=0x12345678\n\
+         expect hbm0+0x1001004 bytes=78563412\n");
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+}
+
+/// Columns of `inst` errors count from the start of the trace line, in the
+/// message too (`first at column N`), and a bad `expect_fault cause=` is
+/// reported at the `cause=` argument, not at the queue. Found by a review.
+#[test]
+fn inst_and_expect_fault_errors_point_at_the_argument() {
+    let e = link_errors("inst tpb0 DIRECT2D semaphore=1 semaphore=2\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(
+        e[0].to_string(),
+        "t.trace:1:32: DIRECT2D.semaphore: given twice (first at column 20)"
+    );
+    let e = link_errors("inst tpb0   DIRECT2D   semaphore=1 semaphore=2\n");
+    assert_eq!(
+        e[0].to_string(),
+        "t.trace:1:36: DIRECT2D.semaphore: given twice (first at column 24)"
+    );
+    let e = link_errors("expect_fault eng0.s2m.q0 cause=DATA_WR_AXI_RESPONS\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!((e[0].line, e[0].column), (1, 26), "{e:?}");
+    assert!(
+        e[0].message
+            .contains("did you mean `DATA_WR_AXI_RESPONSE`?"),
+        "{}",
+        e[0].message
+    );
+    let e = link_errors("expect_fault count=1 eng0.s2m.q0 cause=nope\n");
+    assert_eq!((e[0].line, e[0].column), (1, 34), "{e:?}");
+}

@@ -132,8 +132,19 @@ impl Sweep {
         let template =
             Template::parse(text).map_err(|e| Error::new(format!("{}: {e}", trace.display())))?;
         let mut params = template.params.clone();
+        // The `--param` given so far, by name: a second one for a name
+        // would silently replace the first, as a repeated `#@ param`
+        // would (which the template refuses).
+        let mut given: Vec<(String, &str)> = Vec::new();
         for spec in &options.params {
             let p = parse_param(spec).map_err(|e| Error::new(format!("--param {spec}: {e}")))?;
+            if let Some((_, first)) = given.iter().find(|(n, _)| *n == p.name) {
+                return Err(Error::new(format!(
+                    "--param {spec}: parameter `{}` given twice (first --param {first}); give all its values in one --param {}=ITEMS",
+                    p.name, p.name
+                )));
+            }
+            given.push((p.name.clone(), spec));
             if !template.params.iter().any(|q| q.name == p.name) && !template.uses(&p.name) {
                 let names: Vec<&str> = template.params.iter().map(|q| q.name.as_str()).collect();
                 return Err(Error::new(format!(
@@ -303,5 +314,30 @@ mod tests {
             id: "0123456789abcdef".into(),
         };
         assert_eq!(SweepMeta::parse(&m.line((1, 3))), Some((m, (1, 3))));
+    }
+
+    /// A repeated `--param NAME` is an error, as a repeated `#@ param` is;
+    /// it used to keep only the last. Found by a review.
+    #[test]
+    fn a_repeated_param_is_refused() {
+        let text = "#@ param n=1\nrun cycles={n}\n";
+        let options = |params: &[&str]| SweepOptions {
+            params: params.iter().map(ToString::to_string).collect(),
+            ..SweepOptions::default()
+        };
+        let e = Sweep::new(Path::new("t.trace"), text, &options(&["n=1", "n=2,3"]))
+            .err()
+            .map(|e| e.message().to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "--param n=2,3: parameter `n` given twice (first --param n=1); give all its \
+                 values in one --param n=ITEMS"
+            )
+        );
+        let ok = Sweep::new(Path::new("t.trace"), text, &options(&["n=1,2,3"]));
+        assert!(ok.is_ok());
+        // Overriding the trace's `#@ param` default once is fine.
+        assert!(Sweep::new(Path::new("t.trace"), text, &options(&["n=2"])).is_ok());
     }
 }

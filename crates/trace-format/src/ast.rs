@@ -119,6 +119,10 @@ pub enum StatementKind {
         /// The cause: `SEC_B_INT_CAUSE.DATA_WR_AXI_RESPONSE` or the bit
         /// name alone (`DATA_WR_AXI_RESPONSE`); `None`: any cause.
         cause: Option<String>,
+        /// Where `cause=` was given (the argument), for an error about
+        /// the name; `Span::default()` without it. Not serialized.
+        #[serde(skip)]
+        cause_span: Span,
         /// Exactly this many raises; `None`: at least one.
         count: Option<u64>,
     },
@@ -548,9 +552,14 @@ impl Statement {
                 for a in fields.addrs_mut() {
                     a.clear_spans();
                 }
+                fields.given.clear();
             }
-            StatementKind::Doorbell { queue, .. } | StatementKind::ExpectFault { queue, .. } => {
-                queue.clear_spans()
+            StatementKind::Doorbell { queue, .. } => queue.clear_spans(),
+            StatementKind::ExpectFault {
+                queue, cause_span, ..
+            } => {
+                queue.clear_spans();
+                *cause_span = Span::default();
             }
             _ => {}
         }
@@ -656,6 +665,7 @@ impl fmt::Display for StatementKind {
                 queue,
                 cause,
                 count,
+                ..
             } => {
                 write!(f, " {queue}")?;
                 if let Some(c) = cause {

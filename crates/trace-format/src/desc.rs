@@ -12,6 +12,7 @@ use serde::{Serialize, Serializer};
 
 use crate::addr::AddrExpr;
 use crate::number::{Float, to_hex};
+use crate::span::Span;
 
 /// Defines a `Copy` enum whose variants are spelled by keywords in traces,
 /// with `NAMES` (in declaration order), `name()` and `from_name()`.
@@ -365,6 +366,13 @@ pub struct DescFields {
     /// The flags given.
     #[serde(skip_serializing_if = "DescFlags::is_empty")]
     pub flags: DescFlags,
+    /// Where each key and flag was given: its name (`op`, `send_crc`, …)
+    /// and the span of the argument, in source order. The executor uses it
+    /// to point at an argument that does not fit the queue's direction.
+    /// Empty for fields built in code; not serialized or printed;
+    /// `clear_spans` empties it.
+    #[serde(skip)]
+    pub given: Vec<(&'static str, Span)>,
 }
 
 #[allow(clippy::ref_option)] // the signature serde's `serialize_with` needs
@@ -376,6 +384,29 @@ fn ser_raw<S: Serializer>(raw: &Option<[u8; 16]>, s: S) -> Result<S::Ok, S::Erro
 }
 
 impl DescFields {
+    /// The span of key or flag `name` (`op`, `send_crc`, …) where it was
+    /// given, from [`given`](Self::given).
+    pub fn span_of(&self, name: &str) -> Option<Span> {
+        self.given
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, span)| *span)
+    }
+
+    /// The keys and flags given that set word 1 of an **M2S** descriptor
+    /// (the CME command): `op=`, `cce=` with `in_dtype=`, `out_dtype=` and
+    /// `scale=`, `crc_iv=` and the word-1 flags, as `(name, span)` in
+    /// source order. On an S2M queue word 1 is `buf2_ptr_lo` and each of
+    /// them is an error.
+    pub fn m2s_word1_args(&self) -> impl Iterator<Item = (&'static str, Span)> + '_ {
+        self.given.iter().copied().filter(|(n, _)| {
+            matches!(
+                *n,
+                "op" | "cce" | "in_dtype" | "out_dtype" | "scale" | "crc_iv"
+            ) || DescFlag::from_name(n).is_some_and(DescFlag::in_word1)
+        })
+    }
+
     /// The address expressions of the descriptor: the buffer address, then
     /// `buf2`.
     pub fn addrs(&self) -> impl Iterator<Item = &AddrExpr> {

@@ -832,15 +832,10 @@ fn build_read32(args: &mut Args<'_>) -> Option<StatementKind> {
         _ => None,
     };
     let mask = args.key_u32("mask");
-    if let (Some((e, span)), Some((m, _))) = (expect, mask)
-        && e & !m != 0
+    if let Some((e, span)) = expect
+        && let Some((message, blame)) = constant_comparison(Compare::Eq, e, span, mask)
     {
-        args.error(
-            span,
-            format!(
-                "expected value {e:#x} has bits outside mask {m:#x}, so the comparison can never hold"
-            ),
-        );
+        args.error(blame, message);
         return None;
     }
     Some(StatementKind::Read32 {
@@ -1162,6 +1157,7 @@ fn build_desc(args: &mut Args<'_>) -> Option<StatementKind> {
             .iter()
             .filter_map(|(name, _)| DescFlag::from_name(name))
             .collect::<DescFlags>(),
+        given,
     };
     Some(StatementKind::Desc { queue, fields })
 }
@@ -1183,14 +1179,15 @@ fn build_expect_fault(args: &mut Args<'_>) -> Option<StatementKind> {
     let Some(Value::Queue(queue)) = args.positional(0) else {
         return None;
     };
-    let cause = match args.key("cause") {
-        Some((Value::Name(c), _)) => Some(c),
-        _ => None,
+    let (cause, cause_span) = match args.key("cause") {
+        Some((Value::Name(c), span)) => (Some(c), span),
+        _ => (None, Span::default()),
     };
     let count = args.key_num("count").map(|(n, _)| n);
     Some(StatementKind::ExpectFault {
         queue,
         cause,
+        cause_span,
         count,
     })
 }
@@ -1313,27 +1310,12 @@ fn build_wait(args: &mut Args<'_>) -> Option<StatementKind> {
         return None;
     };
     let value = u32::try_from(n).ok()?;
-    let mask = args.key_u32("mask").map(|(m, _)| m);
-    let m = mask.unwrap_or(u32::MAX);
-    let problem = match compare {
-        Compare::Eq if value & !m != 0 => Some(format!(
-            "expected value {value:#x} has bits outside mask {m:#x}, so the comparison can never hold"
-        )),
-        Compare::Ne if value & !m != 0 => Some(format!(
-            "value {value:#x} has bits outside mask {m:#x}, so '!=' always holds"
-        )),
-        Compare::Ge if value > m => Some(format!(
-            "value {value:#x} is above mask {m:#x}, so '>=' can never hold"
-        )),
-        Compare::Ge if value == 0 => {
-            Some("'>= 0' always holds; there is nothing to wait for".to_string())
-        }
-        _ => None,
-    };
-    if let Some(message) = problem {
-        args.error(span, message);
+    let mask = args.key_u32("mask");
+    if let Some((message, blame)) = constant_comparison(compare, value, span, mask) {
+        args.error(blame, message);
         return None;
     }
+    let mask = mask.map(|(m, _)| m);
     let timeout = args.key_num("timeout").map(|(t, _)| t);
     Some(StatementKind::Wait {
         addr,
@@ -1342,6 +1324,63 @@ fn build_wait(args: &mut Args<'_>) -> Option<StatementKind> {
         mask,
         timeout,
     })
+}
+
+/// Why `(x & M) OP value` is the same for every 32-bit `x` — a check that
+/// can never fail or never pass — with the span to blame; `None` when some
+/// `x` makes it hold and some other makes it fail. `compare_span` is the
+/// comparison's, `mask` the `mask=` key with its span (M = `0xffff_ffff`
+/// without it).
+///
+/// The masked value ranges over the sub-masks of M: its least is 0, its
+/// greatest M, and a value with a bit outside M is never among them. So:
+/// `==` never holds and `!=` always holds for a value with bits outside M;
+/// `>=` never holds for a value above M and always holds for 0; and with
+/// `mask=0` the masked value is always 0, so `== 0` always holds and
+/// `!= 0` never does (blamed on the mask: whatever the value, every
+/// comparison under it is constant).
+fn constant_comparison(
+    compare: Compare,
+    value: u32,
+    compare_span: Span,
+    mask: Option<(u32, Span)>,
+) -> Option<(String, Span)> {
+    let m = mask.map_or(u32::MAX, |(m, _)| m);
+    let message = match compare {
+        Compare::Eq | Compare::Ne if value & !m != 0 => {
+            if compare == Compare::Eq {
+                format!(
+                    "expected value {value:#x} has bits outside mask {m:#x}, so the comparison can never hold"
+                )
+            } else {
+                format!("value {value:#x} has bits outside mask {m:#x}, so '!=' always holds")
+            }
+        }
+        Compare::Ge if value > m => {
+            format!("value {value:#x} is above mask {m:#x}, so '>=' can never hold")
+        }
+        Compare::Ge if value == 0 => "'>= 0' always holds; there is nothing to wait for".into(),
+        Compare::Eq | Compare::Ne => {
+            // value & !m == 0 here: under mask=0 the value is 0 too.
+            let Some((0, mask_span)) = mask else {
+                return None;
+            };
+            let outcome = if compare == Compare::Eq {
+                "always holds"
+            } else {
+                "can never hold"
+            };
+            return Some((
+                format!(
+                    "mask 0 keeps no bit of the value (it is always 0), so '{} 0' {outcome}",
+                    compare.symbol()
+                ),
+                mask_span,
+            ));
+        }
+        Compare::Ge => return None,
+    };
+    Some((message, compare_span))
 }
 
 #[cfg(test)]

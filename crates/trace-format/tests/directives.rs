@@ -453,6 +453,18 @@ fn error_messages() {
             "1:13: expected value 0x100 has bits outside mask 0xff, so the comparison can never hold",
         ),
         (
+            "read32 hbm0 == 0 mask=0",
+            "1:18: mask 0 keeps no bit of the value (it is always 0), so '== 0' always holds",
+        ),
+        (
+            "read32 hbm0 mask=0 == 0",
+            "1:13: mask 0 keeps no bit of the value (it is always 0), so '== 0' always holds",
+        ),
+        (
+            "read32 hbm0 == 1 mask=0",
+            "1:13: expected value 0x1 has bits outside mask 0x0, so the comparison can never hold",
+        ),
+        (
             "fill hbm0 len=4 byte=0x100",
             "1:22: 'byte' must fit in 8 bits (at most 0xff), found '0x100'",
         ),

@@ -181,6 +181,7 @@ fn statement_v2() -> impl Strategy<Value = StatementKind> {
             .prop_map(|(queue, cause, count)| StatementKind::ExpectFault {
                 queue,
                 cause: cause.map(str::to_string),
+                cause_span: Span::default(),
                 count,
             }),
         prop_oneof![

@@ -240,6 +240,7 @@ fn expect_fault() {
         StatementKind::ExpectFault {
             queue: queue("eng0.s2m.q0", None),
             cause: None,
+            cause_span: Span::default(),
             count: None
         }
     );
@@ -248,6 +249,7 @@ fn expect_fault() {
         StatementKind::ExpectFault {
             queue: queue("eng128.m2s.q3", None),
             cause: Some("SEC_A_INT_CAUSE.PREF_RING_ID".into()),
+            cause_span: Span::default(),
             count: Some(2)
         }
     );
@@ -337,6 +339,33 @@ fn wait() {
     assert!(Compare::Ge.holds(5, 5) && !Compare::Ge.holds(4, 5));
     assert!(Compare::Ne.holds(4, 5) && Compare::Eq.holds(5, 5));
     assert_eq!(DEFAULT_WAIT_TIMEOUT, 10_000_000);
+}
+
+/// Comparisons that can hold and can fail under their mask stay accepted: the
+/// masked value ranges over the sub-masks of M (0 ..= M, not every number in
+/// between), so `==`/`!=` need a value inside M and a mask that keeps a bit,
+/// `>=` a value in 1 ..= M.
+#[test]
+fn masked_comparisons_that_can_go_either_way_parse() {
+    for src in [
+        "wait hbm0 == 0 mask=1",
+        "wait hbm0 != 0 mask=1",
+        "wait hbm0 == 1 mask=1",
+        "wait hbm0 != 1 mask=1",
+        "wait hbm0 >= 1 mask=1",
+        "wait hbm0 == 0xf0f mask=0xf0f",
+        "wait hbm0 != 0xf0f mask=0xf0f",
+        "wait hbm0 >= 0xf0f mask=0xf0f",
+        "wait hbm0 == 0 mask=0x80000000",
+        "wait hbm0 == 0",
+        "wait hbm0 != 0xffffffff",
+        "wait hbm0 >= 0xffffffff",
+        "read32 hbm0 == 0 mask=1",
+        "read32 hbm0 == 0xffffffff",
+        "read32 hbm0 mask=0",
+    ] {
+        assert!(parse(src, "t").is_ok(), "{src}: {:?}", parse(src, "t"));
+    }
 }
 
 #[test]
@@ -721,6 +750,50 @@ fn error_messages() {
         (
             "wait hbm0 >= 0",
             "1:11: '>= 0' always holds; there is nothing to wait for".into(),
+        ),
+        // mask=0: the masked value is always 0, so every comparison is constant
+        (
+            "wait hbm0 == 0 mask=0",
+            "1:16: mask 0 keeps no bit of the value (it is always 0), so '== 0' always holds"
+                .into(),
+        ),
+        (
+            "wait hbm0 != 0 mask=0",
+            "1:16: mask 0 keeps no bit of the value (it is always 0), so '!= 0' can never hold"
+                .into(),
+        ),
+        (
+            "wait hbm0 mask=0 == 0",
+            "1:11: mask 0 keeps no bit of the value (it is always 0), so '== 0' always holds"
+                .into(),
+        ),
+        (
+            "wait hbm0 == 1 mask=0",
+            "1:11: expected value 0x1 has bits outside mask 0x0, so the comparison can never hold"
+                .into(),
+        ),
+        (
+            "wait hbm0 != 1 mask=0",
+            "1:11: value 0x1 has bits outside mask 0x0, so '!=' always holds".into(),
+        ),
+        (
+            "wait hbm0 >= 1 mask=0",
+            "1:11: value 0x1 is above mask 0x0, so '>=' can never hold".into(),
+        ),
+        (
+            "wait hbm0 >= 0 mask=0",
+            "1:11: '>= 0' always holds; there is nothing to wait for".into(),
+        ),
+        // bits outside a mask with a hole in it (the masked range is not 0..=M)
+        (
+            "wait hbm0 == 0x10 mask=0x0f0f",
+            "1:11: expected value 0x10 has bits outside mask 0xf0f, so the comparison can never \
+             hold"
+                .into(),
+        ),
+        (
+            "wait hbm0 != 0x10 mask=0x0f0f",
+            "1:11: value 0x10 has bits outside mask 0xf0f, so '!=' always holds".into(),
         ),
         (
             "wait hbm0 == 1 timeout=0",

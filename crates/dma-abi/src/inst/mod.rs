@@ -39,7 +39,9 @@ pub use raw::{
     RawDirect2d, RawDirect2dXpose, RawEvents, RawGatherXpose, RawHeader, RawIndirect1d,
     RawRdmaDescGen, RawRdmaDescStart, WORD_BYTES,
 };
-pub use text::{StreamError, TextError, TextStyle, asm, disasm, parse_line, parse_text};
+pub use text::{
+    StreamError, TextError, TextStyle, asm, disasm, parse_line, parse_line_at, parse_text,
+};
 pub use types::{
     BoundCheckReg, CompletionInfo, ComputeOp, DmaConfigs, Dtype, DtypePair, Events,
     GatherXposeFlags, Header, ImmVal, IndirectDim, IndirectFlags, IndirectMode, InstWordLen,

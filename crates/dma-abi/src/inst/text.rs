@@ -128,13 +128,20 @@ pub fn disasm_with(bytes: &[u8], style: TextStyle) -> Result<String, StreamError
     Ok(out)
 }
 
+/// The text without a leading UTF-8 byte-order mark (skipped as traces
+/// skip it, docs/trace-format.md §1; columns count from after it).
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
 /// Assembles text (any number of lines) into the binary stream; every bad
-/// line is reported.
+/// line is reported. A leading byte-order mark is skipped.
 pub fn asm(text: &str) -> Result<Vec<u8>, Vec<TextError>> {
+    let text = without_bom(text);
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        match parse_at(line, i + 1) {
+        match parse_at(line, i + 1, 1) {
             Ok(Some((_, bytes))) => out.extend_from_slice(&bytes),
             Ok(None) => {}
             Err(e) => errors.push(e),
@@ -147,12 +154,14 @@ pub fn asm(text: &str) -> Result<Vec<u8>, Vec<TextError>> {
     }
 }
 
-/// Parses text into words; every bad line is reported.
+/// Parses text into words; every bad line is reported. A leading
+/// byte-order mark is skipped.
 pub fn parse_text(text: &str) -> Result<Vec<InstWord>, Vec<TextError>> {
+    let text = without_bom(text);
     let mut words = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        match parse_at(line, i + 1) {
+        match parse_at(line, i + 1, 1) {
             Ok(Some((w, _))) => words.push(w),
             Ok(None) => {}
             Err(e) => errors.push(e),
@@ -173,7 +182,20 @@ pub fn parse_line(line: &str) -> Result<Option<InstWord>, TextError> {
 /// [`parse_line`] reporting errors at line `line_no` (for callers that
 /// embed the text form, such as the trace language).
 pub fn parse_line_numbered(line: &str, line_no: usize) -> Result<Option<InstWord>, TextError> {
-    parse_at(line, line_no).map(|o| o.map(|(w, _)| w))
+    parse_at(line, line_no, 1).map(|o| o.map(|(w, _)| w))
+}
+
+/// [`parse_line_numbered`] for text that starts at column `first_column`
+/// (1-based) of its line in a larger file — the word of the trace
+/// language's `inst`: every column, the error's and those its message
+/// names (`given twice (first at column N)`), counts from the start of
+/// that line.
+pub fn parse_line_at(
+    line: &str,
+    line_no: usize,
+    first_column: usize,
+) -> Result<Option<InstWord>, TextError> {
+    parse_at(line, line_no, first_column).map(|o| o.map(|(w, _)| w))
 }
 
 /// The tokens of a line: `(column, token)`.
@@ -272,13 +294,23 @@ fn tokens_of_chars(line: &str) -> Result<Tokens<'_>, (usize, String)> {
     Ok(out)
 }
 
-fn parse_at(line: &str, line_no: usize) -> Result<Option<(InstWord, [u8; WORD_BYTES])>, TextError> {
+/// Parses one line whose first character is at column `first_column` of
+/// its line (1 for a line of its own).
+fn parse_at(
+    line: &str,
+    line_no: usize,
+    first_column: usize,
+) -> Result<Option<(InstWord, [u8; WORD_BYTES])>, TextError> {
+    let shift = first_column.saturating_sub(1);
     let err = |column: usize, message: String| TextError {
         line: line_no,
         column,
         message,
     };
-    let toks = tokens(line).map_err(|(c, m)| err(c, m))?;
+    let mut toks = tokens(line).map_err(|(c, m)| err(c + shift, m))?;
+    for (col, _) in &mut toks {
+        *col += shift;
+    }
     let Some(((kind_col, kind_tok), fields)) = toks.split_first() else {
         return Ok(None);
     };

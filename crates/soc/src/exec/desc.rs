@@ -33,16 +33,18 @@ pub(super) fn build_descriptor(
         // S2M word 1 is `buf2_ptr_lo`; the engine takes the second buffer's
         // high half from the first buffer's address: a buf2 in another
         // 4 GiB window would land elsewhere, so it is bad input, not its
-        // low half (docs/trace-format.md §4.2).
-        Dir::S2m => match buf2 {
-            Some(b) if b >> 32 == addr.unwrap_or(0) >> 32 => b as u32,
-            Some(b) => {
+        // low half (docs/trace-format.md §4.2). `word1=` (which the parser
+        // keeps apart from `buf2=`) gives `buf2_ptr_lo` directly.
+        Dir::S2m => match (buf2, fields.word1) {
+            (Some(b), _) if b >> 32 == addr.unwrap_or(0) >> 32 => b as u32,
+            (Some(b), _) => {
                 return Err(format!(
                     "desc: buf2={b:#x} is not in the first buffer's 4 GiB window ({:#x}..): S2M word 1 holds buf2_ptr_lo, its high half is the first buffer's",
                     addr.unwrap_or(0) >> 32 << 32
                 ));
             }
-            None => 0,
+            (None, Some(w)) => w,
+            (None, None) => 0,
         },
         Dir::M2s => match fields.word1 {
             Some(w) => w,

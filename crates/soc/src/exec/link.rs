@@ -2,6 +2,7 @@
 //! before anything runs (`docs/trace-format.md` §3).
 
 use super::*;
+use trace_format::DescFlag;
 
 /// A queue named by `desc` / `doorbell`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,6 +113,67 @@ pub(super) fn resolve_queue(device: &Device, q: &QueueRef) -> Result<QueueTarget
     }
 }
 
+/// The keys and flags of a `desc` that the queue's direction has no place
+/// for (`docs/trace-format.md` §4.2): word 1 of an S2M descriptor is
+/// `buf2_ptr_lo`, so the M2S CME-command arguments (`op=`, `cce=` and its
+/// dtypes and scale, `crc_iv=`, the word-1 flags) are errors there, and
+/// `buf2=` is an error on an M2S queue; so are `src=` on an S2M queue and
+/// `dst=` on an M2S one. The first misfit in the line is blamed, at its
+/// argument (`src=`/`dst=` at the address).
+fn check_desc_direction(queue: &QueueTarget, fields: &DescFields) -> Result<(), ResolveError> {
+    let role = fields.addr.as_ref().and_then(|a| match (a.role, queue.dir) {
+        (AddrRole::Src, Dir::S2m) | (AddrRole::Dst, Dir::M2s) => Some((
+            a.addr.span,
+            format!(
+                "`{}` is an {} queue: use {} (src= names an M2S source, dst= an S2M destination)",
+                queue.region,
+                queue.dir.name().to_uppercase(),
+                if queue.dir == Dir::M2s {
+                    "src="
+                } else {
+                    "dst="
+                }
+            ),
+        )),
+        _ => None,
+    });
+    let word1 = match queue.dir {
+        Dir::S2m => fields.m2s_word1_args().next().map(|(name, span)| {
+            let what = if DescFlag::from_name(name).is_some() {
+                format!("the flag `{name}`")
+            } else {
+                format!("{name}=")
+            };
+            (
+                span,
+                format!(
+                    "`{}` is an S2M queue: {what} sets word 1 of an M2S descriptor (the CME command); \
+                     word 1 of an S2M descriptor is buf2_ptr_lo (buf2=ADDR or word1=V)",
+                    queue.region
+                ),
+            )
+        }),
+        Dir::M2s => fields.span_of("buf2").map(|span| {
+            (
+                span,
+                format!(
+                    "`{}` is an M2S queue: buf2= is the second buffer of an S2M descriptor (its word 1); \
+                     word 1 of an M2S descriptor is the CME command (op=, cce=, crc_iv=, the word-1 flags or word1=V)",
+                    queue.region
+                ),
+            )
+        }),
+    };
+    match role
+        .into_iter()
+        .chain(word1)
+        .min_by_key(|(span, _)| span.column)
+    {
+        Some((span, message)) => Err(ResolveError { span, message }),
+        None => Ok(()),
+    }
+}
+
 pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, ResolveError> {
     let inst_names_tensor = matches!(kind, StatementKind::Inst { text, .. } if text.contains('@'));
     if inst_names_tensor || kind.addrs().iter().any(|a| a.tensor().is_some()) {
@@ -121,28 +183,9 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
         StatementKind::Host { .. } => Ok(Linked::Host),
         StatementKind::Desc { queue, fields } => {
             let queue = resolve_queue(device, queue)?;
+            check_desc_direction(&queue, fields)?;
             let addr = match &fields.addr {
-                Some(a) => {
-                    match (a.role, queue.dir) {
-                        (AddrRole::Src, Dir::S2m) | (AddrRole::Dst, Dir::M2s) => {
-                            return Err(ResolveError {
-                                span: a.addr.span,
-                                message: format!(
-                                    "`{}` is an {} queue: use {} (src= names an M2S source, dst= an S2M destination)",
-                                    queue.region,
-                                    queue.dir.name().to_uppercase(),
-                                    if queue.dir == Dir::M2s {
-                                        "src="
-                                    } else {
-                                        "dst="
-                                    }
-                                ),
-                            });
-                        }
-                        _ => {}
-                    }
-                    Some(resolve(device, &a.addr)?.addr)
-                }
+                Some(a) => Some(resolve(device, &a.addr)?.addr),
                 None => None,
             };
             let buf2 = match &fields.buf2 {
@@ -154,12 +197,18 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
         StatementKind::Doorbell { queue, .. } => {
             Ok(Linked::Doorbell(resolve_queue(device, queue)?))
         }
-        StatementKind::ExpectFault { queue, cause, .. } => {
+        StatementKind::ExpectFault {
+            queue,
+            cause,
+            cause_span,
+            ..
+        } => {
             let q = resolve_queue(device, queue)?;
-            // A cause no fault can name is a typo, not a failed check.
+            // A cause no fault can name is a typo, not a failed check:
+            // reported at the `cause=` argument.
             if let Some(c) = cause {
                 fault_cause(device, c).map_err(|message| ResolveError {
-                    span: queue.span,
+                    span: *cause_span,
                     message: format!("expect_fault cause={c}: {message}"),
                 })?;
             }
@@ -178,7 +227,9 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
                 column: text_column + column.saturating_sub(1) as u32,
                 len,
             };
-            match dma_abi::inst::parse_line(text) {
+            // Columns (the error's and any its message names) count from
+            // the start of the trace line.
+            match dma_abi::inst::parse_line_at(text, 1, *text_column as usize) {
                 Ok(Some(word)) => {
                     if let Err(e) = word.encode() {
                         return Err(ResolveError {
@@ -196,7 +247,11 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
                     message: "inst: the instruction is missing".into(),
                 }),
                 Err(e) => Err(ResolveError {
-                    span: at(e.column, 1),
+                    span: Span {
+                        line: 0,
+                        column: u32::try_from(e.column).unwrap_or(u32::MAX),
+                        len: 1,
+                    },
                     message: e.message,
                 }),
             }
