@@ -860,3 +860,44 @@ fn inst_and_expect_fault_errors_point_at_the_argument() {
     let e = link_errors("expect_fault count=1 eng0.s2m.q0 cause=nope\n");
     assert_eq!((e[0].line, e[0].column), (1, 34), "{e:?}");
 }
+
+/// A `doorbell` on a queue whose ring is not configured is bad input, like
+/// a `desc` there (docs/trace-format.md §6), pointing at the queue; nothing
+/// is written. It used to post the descriptors (exit 0), and a later `run`
+/// turned them into a device fault. A queue configured by earlier
+/// statements still takes its doorbell. Found by a review.
+#[test]
+fn doorbell_on_a_queue_whose_ring_is_not_configured_is_bad_input() {
+    let r = run("doorbell eng1.m2s.q0 1\n\
+         doorbell eng1.s2m.q3 2\n\
+         write32 eng1.m2s.q0.tdrbp_low 0x01000000\n\
+         write32 eng1.m2s.q0.tdrl 256\n\
+         doorbell eng1.m2s.q0 1\n");
+    assert_eq!(r.exit_code(), 2, "{}", r.to_text());
+    let got: Vec<(u32, u32, &str)> = r
+        .errors
+        .iter()
+        .map(|e| (e.line, e.column, e.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                1,
+                10,
+                "eng1.m2s.q0: ring not configured (TDRL = 0): program TDRBP_LOW/TDRBP_HIGH/TDRL \
+                 before ringing its doorbell"
+            ),
+            (
+                2,
+                10,
+                "eng1.s2m.q3: ring not configured (RDRL = 0): program RDRBP_LOW/RDRBP_HIGH/RDRL \
+                 before ringing its doorbell"
+            ),
+        ],
+        "{}",
+        r.to_text()
+    );
+    assert_eq!(r.steps[4].status, Status::Ok, "{}", r.to_text());
+    assert_eq!(r.steps[4].text, "doorbell eng1.m2s.q0.TDRTP_INC +1");
+}

@@ -462,10 +462,23 @@ pub(super) fn step(
             };
             place_desc(device, exec, q, queue.slot, fields, *addr, *buf2).map(Outcome::Done)
         }
-        StatementKind::Doorbell { count, .. } => {
+        StatementKind::Doorbell { queue, count } => {
             let Linked::Doorbell(q) = r else {
                 return Err((None, "internal: doorbell not linked".into()));
             };
+            // As for `desc`: a ring of length 0 is bad input, whoever was
+            // to configure it (the trace, the firmware, the driver) —
+            // checked now, when the statement runs.
+            if let Some((_, 0, _, _)) = ring_of(device, q) {
+                let p = if q.dir == Dir::M2s { "T" } else { "R" };
+                return Err((
+                    Some(queue.span),
+                    format!(
+                        "{}: ring not configured ({p}DRL = 0): program {p}DRBP_LOW/{p}DRBP_HIGH/{p}DRL before ringing its doorbell",
+                        q.region
+                    ),
+                ));
+            }
             let map = device
                 .catalog()
                 .block(if q.dir == Dir::M2s {
