@@ -68,7 +68,9 @@ pub(crate) struct Builder<'s> {
     pub(crate) roots: Vec<RegionId>,
     pub(crate) by_name: NameIndex,
     /// (alias region, name of the region it mirrors), resolved after expansion.
-    pub(crate) pending_aliases: Vec<(RegionId, String)>,
+    /// Aliases to resolve once every region exists: (region, target name,
+    /// the JSON path of its node, for errors).
+    pub(crate) pending_aliases: Vec<(RegionId, String, String)>,
     include_depth: usize,
     prepared: PreparedNodes<'s>,
 }
@@ -172,7 +174,7 @@ impl<'s> Builder<'s> {
             let id = self.regions.len();
             if let Some(stem) = &node.alias_of {
                 let target = region_name(parent_name, stem, digits);
-                self.pending_aliases.push((id, target));
+                self.pending_aliases.push((id, target, path()));
             }
             self.regions.push(Region {
                 name: name.into(),

@@ -270,18 +270,27 @@ impl SocMap {
 }
 
 impl MapData {
-    fn resolve_aliases(&mut self, pending: Vec<(RegionId, String)>) -> Result<(), MapError> {
-        for (id, target_name) in pending {
+    fn resolve_aliases(
+        &mut self,
+        pending: Vec<(RegionId, String, String)>,
+    ) -> Result<(), MapError> {
+        for (id, target_name, path) in pending {
             let r = &self.regions[id];
+            // The node's JSON path, and the instance when it is one of many.
+            let path = if path.contains(&*r.name) {
+                path
+            } else {
+                format!("{path} ({})", r.name)
+            };
             let Some(target) = self.by_name(&target_name) else {
                 return Err(MapError {
-                    path: r.name.to_string(),
+                    path,
                     message: format!("alias_of names `{target_name}`, which does not exist"),
                 });
             };
             if self.regions[target].size_bytes < r.size_bytes {
                 return Err(MapError {
-                    path: r.name.to_string(),
+                    path,
                     message: format!(
                         "alias of `{target_name}` is larger ({:#x}) than its target ({:#x})",
                         r.size_bytes, self.regions[target].size_bytes

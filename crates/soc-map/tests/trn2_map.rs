@@ -198,6 +198,17 @@ fn malformed_maps_are_rejected_with_the_field_named() {
             {"name": "c", "kind": "memory", "base": "0xf0", "size": "0x20"} ]} ]}"#);
     assert!(e.contains("does not fit inside `a`"), "{e}");
     assert!(e.contains("regions[0] \"a\" / children[0] \"c\""), "{e}");
+    // alias_of errors name the JSON path too (they named the region only).
+    let e = bad(r#"{"device": "x", "regions": [
+        {"name": "a", "kind": "memory", "base": "0x0", "size": "0x100"},
+        {"name": "h", "kind": "memory", "base": "0x1000", "size": "0x100", "alias_of": "nope"} ]}"#);
+    assert!(e.contains("regions[1] \"h\""), "{e}");
+    assert!(e.contains("alias_of names `nope`"), "{e}");
+    let e = bad(r#"{"device": "x", "regions": [
+        {"name": "a", "kind": "memory", "base": "0x0", "size": "0x100"},
+        {"name": "h", "kind": "memory", "base": "0x1000", "size": "0x200", "alias_of": "a"} ]}"#);
+    assert!(e.contains("regions[1] \"h\""), "{e}");
+    assert!(e.contains("is larger"), "{e}");
     let e = bad(
         r#"{"device": "x", "regions": [ {"name": "a", "kind": "sbuf", "size": "0x100",
         "partitions": {"count": 4, "stride": "0x80", "populated": "0x40"}} ]}"#,
