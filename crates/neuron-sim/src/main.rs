@@ -135,8 +135,16 @@ impl Maps {
             .collect()
     }
 
+    /// The CSR catalog; with `--csr-maps` or `--soc-map`, also checked
+    /// against the SoC map as a device build checks it (a block larger
+    /// than the regions that name it, …), so every command refuses what
+    /// `run` refuses (docs/csr-map-format.md).
     fn catalog(&self) -> Result<&'static csr::Catalog, Failure> {
-        soc::setup::catalog_from(&self.csr_sources()?).map_err(bad_input)
+        let catalog = soc::setup::catalog_from(&self.csr_sources()?).map_err(bad_input)?;
+        if self.csr_maps.is_some() || self.soc_map.is_some() {
+            self.device()?;
+        }
+        Ok(catalog)
     }
 
     pub(crate) fn device(&self) -> Result<Device, Failure> {

@@ -504,6 +504,22 @@ fn a_csr_block_larger_than_its_region_is_refused() {
         e.contains("names CSR block `udma_m2s_q` of 0x2000 bytes: its registers past 0x1000 would be another region's"),
         "{e}"
     );
+    // `--csr-maps` is global: the `csr` commands refuse the same map (they
+    // listed and decoded it, exit 0; a second review's finding).
+    for args in [
+        &["csr", "list", "udma_m2s_q"][..],
+        &["csr", "decode", "udma_m2s_q", "BIG", "1"][..],
+    ] {
+        let mut full = vec!["--csr-maps", dir.to_str().unwrap()];
+        full.extend_from_slice(args);
+        let o = run(&full);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains("names CSR block `udma_m2s_q` of 0x2000 bytes"),
+            "{e}"
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
