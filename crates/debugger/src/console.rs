@@ -165,7 +165,11 @@ pub struct Console {
     /// The end-of-trace summary was shown.
     end_shown: bool,
     /// `display`: values shown at every stop.
-    displays: Vec<Value>,
+    /// `display` values with their numbers (kept when others go, as a
+    /// number is what `undisplay` takes).
+    displays: Vec<(u32, Value)>,
+    /// The number the next `display` gets.
+    next_display: u32,
     /// Stops shown so far (the machine interface tells a command that
     /// moved from one that did not).
     stops_shown: u64,
@@ -183,6 +187,7 @@ impl Console {
             quit_early: false,
             end_shown: false,
             displays: Vec::new(),
+            next_display: 1,
             stops_shown: 0,
             still: false,
         }
@@ -388,11 +393,11 @@ impl Console {
             }),
             ("display", _) => Reply::text(match Value::parse(self.session.device(), rest) {
                 Ok(v) => {
-                    self.displays.push(v);
-                    let n = self.displays.len();
+                    self.displays.push((self.next_display, v));
+                    self.next_display += 1;
                     let all = self.displays_text();
                     all.lines()
-                        .nth(n - 1)
+                        .last()
                         .map(|l| format!("{l}\n"))
                         .unwrap_or_default()
                 }
@@ -405,20 +410,16 @@ impl Console {
                     format!("removed {n} display{}\n", plural(n))
                 }
                 Ok(ids) => {
-                    let bad: Vec<u32> = ids
+                    let bad = ids
                         .iter()
-                        .copied()
-                        .filter(|i| *i == 0 || *i as usize > self.displays.len())
-                        .collect();
-                    if let Some(b) = bad.first() {
+                        .find(|i| !self.displays.iter().any(|(n, _)| n == *i));
+                    if let Some(b) = bad {
                         format!("no display {b}\n")
                     } else {
-                        let mut keep = 0u32;
-                        self.displays.retain(|_| {
-                            keep += 1;
-                            !ids.contains(&keep)
-                        });
-                        format!("removed {} display{}\n", ids.len(), plural(ids.len()))
+                        let before = self.displays.len();
+                        self.displays.retain(|(n, _)| !ids.contains(n));
+                        let n = before - self.displays.len();
+                        format!("removed {n} display{}\n", plural(n))
                     }
                 }
                 Err(e) => format!("{e}\n"),
@@ -536,11 +537,11 @@ impl Console {
     fn displays_text(&mut self) -> String {
         let device = self.session.device();
         let mut out = String::new();
-        for (i, v) in self.displays.iter().enumerate() {
+        for (n, v) in &self.displays {
             let now = v
                 .read(device)
                 .map_or("(unreadable)".to_string(), |x| format!("{x:#x}"));
-            out.push_str(&format!("{}: {} = {now}\n", i + 1, v.text));
+            out.push_str(&format!("{n}: {} = {now}\n", v.text));
         }
         out
     }

@@ -658,7 +658,7 @@ quit
 fn list_and_display() {
     let out = step_script(
         &["traces/copy-hbm-hbm.trace"],
-        "break line 16\nlist\ndisplay eng0.m2s.q0.tdrhp\ndisplay eng0.m2s.q0.q_cfg.en_pref\ndisplay nothing.here\ncontinue\nlist 2\nlist 99\nundisplay 1\nundisplay 5\nstepi\nundisplay\ndisplay\nquit\n",
+        "break line 16\nlist\ndisplay eng0.m2s.q0.tdrhp\ndisplay eng0.m2s.q0.q_cfg.en_pref\ndisplay nothing.here\ncontinue\nlist 2\nlist 99\nundisplay 1\nundisplay 5\nundisplay 1\nstepi\nundisplay 2 2\ndisplay eng0.m2s.q0.tdrhp\nundisplay\ndisplay\nquit\n",
     );
     assert_eq!(out.status.code(), Some(3));
     let text = stdout(&out);
@@ -671,7 +671,12 @@ fn list_and_display() {
         "(neuron-sim) list 2\n       1  # One HBM",
         "line 99 is not in the trace (lines 1..18)",
         "(neuron-sim) undisplay 5\nno display 5\n",
-        "-> line 16 (under way at cycle 1): run\n1: eng0.m2s.q0.q_cfg.en_pref = 0x1\n(neuron-sim)",
+        // A display keeps its number when another goes (`undisplay 2`
+        // must still name it).
+        "-> line 16 (under way at cycle 1): run\n2: eng0.m2s.q0.q_cfg.en_pref = 0x1\n(neuron-sim)",
+        "(neuron-sim) undisplay 1\nno display 1\n",
+        // Named twice, removed once; numbers are not reused.
+        "(neuron-sim) undisplay 2 2\nremoved 1 display\n(neuron-sim) display eng0.m2s.q0.tdrhp\n3: eng0.m2s.q0.tdrhp = ",
         "(neuron-sim) undisplay\nremoved 1 display\n(neuron-sim) display\nno displays: display VALUE\n",
     ] {
         assert!(text.contains(want), "{want}\n---\n{text}");
