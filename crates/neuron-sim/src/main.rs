@@ -346,6 +346,12 @@ enum Cmd {
         /// doorbells, prefetches, packets, faults, firmware micro-ops).
         #[arg(short, long)]
         verbose: bool,
+        /// Show at most N device events in all (`-v`, `--json`); the rest
+        /// are counted, not shown, and each statement says how many it
+        /// left out (`events_omitted` in JSON). Events wait on disk until
+        /// their statement ends, so a run that never idles cannot fill it.
+        #[arg(long, value_name = "N", default_value_t = run_output::DEFAULT_EVENTS_LIMIT)]
+        events_limit: u64,
         /// Run the file as a binary stream of 64-byte instruction words (as
         /// `asm` writes them) on this core's Q7 firmware (tpb0 … tpb7), with
         /// the default DGE configuration; a file ending in .bin needs it.
@@ -519,6 +525,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
             perfetto,
             quiet,
             verbose,
+            events_limit,
             core,
             fail_on_fault,
             no_host_timing,
@@ -556,6 +563,7 @@ fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 } else {
                     run_output::Level::Normal
                 },
+                events_limit,
             },
         ),
     }
@@ -809,6 +817,8 @@ struct RunOpts<'a> {
     core: Option<u8>,
     /// `-q` / `-v`.
     level: run_output::Level,
+    /// `--events-limit N`: device events shown in all.
+    events_limit: u64,
     /// `--fail-on-fault`.
     fail_on_fault: bool,
     /// `--detect-races` (or `--fail-on-race`).
@@ -846,6 +856,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         vcd,
         perfetto,
         level,
+        events_limit,
         core,
         fail_on_fault,
         detect_races,
@@ -963,6 +974,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         timeline.is_some(),
         std::sync::Arc::clone(&interrupt),
         report_to_stderr,
+        events_limit,
     )));
     // Engines build event records only for a consumer that shows them.
     let wants_events = json || timeline.is_some() || level == run_output::Level::Verbose;
@@ -1095,6 +1107,12 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
             tail.push('\n');
         }
         out.finish_text(&tail);
+    }
+    if out.events_omitted_total > 0 {
+        eprintln!(
+            "warning: {} device events were not shown: --events-limit {} (each statement says how many it left out)",
+            out.events_omitted_total, events_limit
+        );
     }
     drop(out);
     if let Some(p) = ioctl_record

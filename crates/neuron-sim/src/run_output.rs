@@ -63,7 +63,19 @@ pub(crate) struct RunOutput {
     interrupt: Arc<AtomicUsize>,
     /// The JSON writer of events, reused.
     json: crate::sorted_json::SortedJson,
+    /// `--events-limit`: events shown in all, at most.
+    events_limit: u64,
+    /// Events shown so far.
+    events_shown: u64,
+    /// Events of the running statement left out by the limit.
+    events_omitted: u64,
+    /// Events left out in all.
+    pub(crate) events_omitted_total: u64,
 }
+
+/// `run --events-limit`'s default: ten million events (about 2.5 GB of
+/// JSON, 1 GB of `-v` lines), far more than any reader takes in.
+pub(crate) const DEFAULT_EVENTS_LIMIT: u64 = 10_000_000;
 
 impl RunOutput {
     /// `to_stderr`: the report goes to standard error (an output file of
@@ -75,6 +87,7 @@ impl RunOutput {
         keep_timeline: bool,
         interrupt: Arc<AtomicUsize>,
         to_stderr: bool,
+        events_limit: u64,
     ) -> Self {
         // A reader that stops early (`| head`) is not an error: what it
         // did not read is dropped, the run finishes (docs/user-guide.md
@@ -104,6 +117,10 @@ impl RunOutput {
             timeline: keep_timeline.then(Vec::new),
             interrupt,
             json: crate::sorted_json::SortedJson::default(),
+            events_limit,
+            events_shown: 0,
+            events_omitted: 0,
+            events_omitted_total: 0,
         }
     }
 
@@ -119,6 +136,12 @@ impl RunOutput {
         // Straight into the spill buffer's open chunk (`settle` seals it
         // when full and moves it on).
         for e in &events {
+            if self.events_shown >= self.events_limit {
+                self.events_omitted += 1;
+                self.events_omitted_total += 1;
+                continue;
+            }
+            self.events_shown += 1;
             let text = &mut self.events.open;
             match self.format {
                 Format::Text => {
@@ -172,9 +195,17 @@ impl RunOutput {
                     soc::exec::step_line(&self.trace, record)
                 };
                 let line = self.paint.lines(&self.trace, &line);
+                let omitted = match self.events_omitted {
+                    0 => String::new(),
+                    n => format!(
+                        "    … {n} more events not shown (--events-limit {})\n",
+                        self.events_limit
+                    ),
+                };
                 self.out
                     .write_all(line.as_bytes())
                     .and_then(|()| self.events.drain_to(&mut self.out))
+                    .and_then(|()| self.out.write_all(omitted.as_bytes()))
                     .and_then(|()| self.out.flush())
             }
             // Not `ok` with the internal quit mark: what the text says.
@@ -186,13 +217,22 @@ impl RunOutput {
                         record.cycle
                     ),
                     status: soc::exec::Status::Interrupted,
+                    events_omitted: self.events_omitted,
                     ..record.clone()
                 };
                 self.json_step(&interrupted)
             }
+            Format::Json if self.events_omitted > 0 => {
+                let step = StepRecord {
+                    events_omitted: self.events_omitted,
+                    ..record.clone()
+                };
+                self.json_step(&step)
+            }
             Format::Json => self.json_step(record),
         };
         self.n_events = 0;
+        self.events_omitted = 0;
         check(r);
     }
 
@@ -537,6 +577,7 @@ impl ExecHooks for RunHooks {
                 text: String::new(),
                 status: soc::exec::Status::NotRun,
                 events: Vec::new(),
+                events_omitted: 0,
                 read_digest: None,
             });
         }

@@ -441,3 +441,58 @@ write hbm0+0x300000 bytes=02000000
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `--events-limit N` shows N events in all (`-v`, `--json`) and counts the
+/// rest per statement: a long `--json` or `-v` run kept every event on disk
+/// until its statement ended and could fill the disk (a never-idle queue
+/// up to the bare run's bound did).
+#[test]
+fn the_events_limit_bounds_what_a_run_shows_and_counts_the_rest() {
+    let path = traces().join("fw-tile-load-bf16.trace");
+    let p = path.to_str().unwrap();
+    let all = cli(&["run", p, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    let count = |v: &serde_json::Value, key: &str| -> u64 {
+        v["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| match key {
+                "events" => s["events"].as_array().map_or(0, |e| e.len() as u64),
+                _ => s[key].as_u64().unwrap_or(0),
+            })
+            .sum()
+    };
+    let total = count(&v, "events");
+    assert!(total > 100, "{total}");
+    assert_eq!(count(&v, "events_omitted"), 0);
+    let o = cli(&["run", p, "--json", "--events-limit", "7"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(count(&v, "events"), 7);
+    assert_eq!(count(&v, "events_omitted"), total - 7);
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains(&format!(
+            "warning: {} device events were not shown: --events-limit 7",
+            total - 7
+        )),
+        "{err}"
+    );
+    // The same summary as the run that showed every event.
+    assert_eq!(
+        v["summary"],
+        serde_json::from_slice::<serde_json::Value>(&all.stdout).unwrap()["summary"]
+    );
+    let o = cli(&["run", p, "-v", "--events-limit", "7"]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    let shown = out
+        .lines()
+        .filter(|l| l.starts_with("    ") && !l.starts_with("    …"))
+        .count();
+    assert_eq!(shown, 7, "{out}");
+    assert!(
+        out.contains(" more events not shown (--events-limit 7)"),
+        "{out}"
+    );
+}

@@ -292,6 +292,7 @@ impl Execution {
             text,
             status,
             events: Vec::new(),
+            events_omitted: 0,
             read_digest: self.exec.read_digest.take(),
         };
         if device.has_event_sink() {

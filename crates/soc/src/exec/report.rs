@@ -36,6 +36,10 @@ impl Status {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// What one statement did.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepRecord {
@@ -55,6 +59,9 @@ pub struct StepRecord {
     /// Device side effects of this statement.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<DeviceEvent>,
+    /// Events of the statement left out by `run --events-limit` (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub events_omitted: u64,
     /// A digest ([`read_digest`]) of the bytes an `expect`, `read32` or
     /// `dump` read (for an `expect … sha256=`, of the SHA-256 it computed):
     /// what `neuron-sim race` compares between schedules
