@@ -901,3 +901,18 @@ fn doorbell_on_a_queue_whose_ring_is_not_configured_is_bad_input() {
     assert_eq!(r.steps[4].status, Status::Ok, "{}", r.to_text());
     assert_eq!(r.steps[4].text, "doorbell eng1.m2s.q0.TDRTP_INC +1");
 }
+
+/// `desc` errors found when the statement runs name the argument they are
+/// about: the queue for its ring (not configured, slot outside it), `buf2=`
+/// outside the first buffer's window, `len=`. They said column 1. Found by
+/// a review.
+#[test]
+fn desc_run_time_errors_point_at_the_argument() {
+    let r = run("desc eng1.m2s.q0 len=4 src=hbm0 first last\n\
+         write32 eng0.s2m.q0.rdrbp_low 0x01001000\n\
+         write32 eng0.s2m.q0.rdrl 4\n\
+         desc eng0.s2m.q0[9] len=4 dst=hbm0\n\
+         desc eng0.s2m.q0 len=4 dst=hbm1 buf2=0x123456789\n");
+    let got: Vec<(u32, u32)> = r.errors.iter().map(|e| (e.line, e.column)).collect();
+    assert_eq!(got, [(1, 6), (4, 6), (5, 33)], "{}", r.to_text());
+}

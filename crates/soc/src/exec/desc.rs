@@ -9,11 +9,13 @@ pub(super) fn build_descriptor(
     addr: Option<u64>,
     buf2: Option<u64>,
     ring_id: u8,
-) -> Result<[u8; 16], String> {
+) -> Result<[u8; 16], (&'static str, String)> {
     if let Some(raw) = fields.raw {
         return Ok(raw);
     }
-    let len = fields.len.ok_or("desc: len= is required (or raw=)")?;
+    let len = fields
+        .len
+        .ok_or(("len", "desc: len= is required (or raw=)".to_string()))?;
     let f = &fields.flags;
     let flags = dma_abi::Flags {
         first: f.first,
@@ -27,7 +29,7 @@ pub(super) fn build_descriptor(
     };
     let w0 = dma_abi::LenCtrl::from_raw(0)
         .with_len_bytes(len)
-        .map_err(|e| format!("desc: len={len}: {e}"))?
+        .map_err(|e| ("len", format!("desc: len={len}: {e}")))?
         .with_flags(flags);
     let word1 = match q.dir {
         // S2M word 1 is `buf2_ptr_lo`; the engine takes the second buffer's
@@ -38,9 +40,12 @@ pub(super) fn build_descriptor(
         Dir::S2m => match (buf2, fields.word1) {
             (Some(b), _) if b >> 32 == addr.unwrap_or(0) >> 32 => b as u32,
             (Some(b), _) => {
-                return Err(format!(
-                    "desc: buf2={b:#x} is not in the first buffer's 4 GiB window ({:#x}..): S2M word 1 holds buf2_ptr_lo, its high half is the first buffer's",
-                    addr.unwrap_or(0) >> 32 << 32
+                return Err((
+                    "buf2",
+                    format!(
+                        "desc: buf2={b:#x} is not in the first buffer's 4 GiB window ({:#x}..): S2M word 1 holds buf2_ptr_lo, its high half is the first buffer's",
+                        addr.unwrap_or(0) >> 32 << 32
+                    ),
                 ));
             }
             (None, Some(w)) => w,
@@ -133,19 +138,20 @@ pub(super) fn place_desc(
     device: &mut Device,
     exec: &mut Executor,
     q: &QueueTarget,
-    slot: Option<u64>,
+    queue: &QueueRef,
     fields: &DescFields,
     addr: Option<u64>,
     buf2: Option<u64>,
 ) -> Result<String, StepError> {
+    let (slot, queue_span) = (queue.slot, queue.span);
     let (base, len, tail, tail_id) = ring_of(device, q).ok_or((
-        None,
+        Some(queue_span),
         format!("{}: cannot read the ring registers", q.region),
     ))?;
     let p = if q.dir == Dir::M2s { "T" } else { "R" };
     if len == 0 {
         return Err((
-            None,
+            Some(queue_span),
             format!(
                 "{}: ring not configured ({p}DRL = 0): program {p}DRBP_LOW/{p}DRBP_HIGH/{p}DRL first",
                 q.region
@@ -158,7 +164,7 @@ pub(super) fn place_desc(
         Some(s) => {
             if s >= u64::from(len) {
                 return Err((
-                    None,
+                    Some(queue_span),
                     format!(
                         "{}[{s}]: slot is outside the ring of {len} descriptors",
                         q.region
@@ -193,7 +199,9 @@ pub(super) fn place_desc(
             (idx, id)
         }
     };
-    let bytes = build_descriptor(q, fields, addr, buf2, ring_id).map_err(|m| (None, m))?;
+    // An error names the argument it is about (the queue when none is).
+    let bytes = build_descriptor(q, fields, addr, buf2, ring_id)
+        .map_err(|(key, m)| (fields.span_of(key).or(Some(queue_span)), m))?;
     let at = base + 16 * u64::from(idx);
     device.write_bytes(at, &bytes).map_err(fault)?;
     if slot.is_none() {

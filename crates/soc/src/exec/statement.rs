@@ -460,7 +460,7 @@ pub(super) fn step(
             else {
                 return Err((None, "internal: desc not linked".into()));
             };
-            place_desc(device, exec, q, queue.slot, fields, *addr, *buf2).map(Outcome::Done)
+            place_desc(device, exec, q, queue, fields, *addr, *buf2).map(Outcome::Done)
         }
         StatementKind::Doorbell { queue, count } => {
             let Linked::Doorbell(q) = r else {
