@@ -250,54 +250,17 @@ fn an_output_that_fails_after_the_run_keeps_the_report() {
     );
 }
 
+/// Descriptors for engine 1's ring copied there by a 4 KiB DMA copy, then
+/// rung (shared with `timing_only.rs`).
+const STALE_RING: &str = include_str!("data/stale-ring.trace");
+
 /// Timing-only: a fault first raised after the run acted on bytes no copy
 /// moved (here an engine prefetching descriptors a skipped 4 KiB copy should
 /// have written) may not happen with payload; `--fail-on-fault` lists it
 /// and does not count it (it failed a run whose payload run is clean).
 #[test]
 fn fail_on_fault_does_not_count_faults_after_stale_control_data() {
-    let t = tmp(
-        "stale-ring.trace",
-        r#"# eng0 q0: a 4 KiB copy of eng1's descriptor ring image into eng1's ring
-write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.s2m.q0.comp_cfg 0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 1
-write32 eng0.s2m.change_state 1
-write32 eng1.m2s.q0.tdrbp_low 0x03000000
-write32 eng1.m2s.q0.tdrl 256
-write32 eng1.s2m.q0.rdrbp_low 0x03001000
-write32 eng1.s2m.q0.rdrl 256
-write32 eng1.s2m.q0.comp_cfg 0
-write32 eng1.m2s.q0.q_cfg 0x03030000
-write32 eng1.s2m.q0.q_cfg 0x03030000
-write32 eng1.m2s.change_state 1
-write32 eng1.s2m.change_state 1
-fill hbm0+0x200000 len=256 byte=0x5a
-# the image: eng1's two descriptors, built at 0x2000000 (a ring nobody rings)
-write32 eng2.m2s.q0.tdrbp_low 0x02000000
-write32 eng2.m2s.q0.tdrl 256
-write32 eng2.s2m.q0.rdrbp_low 0x02001000
-write32 eng2.s2m.q0.rdrl 256
-desc eng2.s2m.q0 len=256 dst=hbm0+0x300000
-desc eng2.m2s.q0 len=256 src=hbm0+0x200000 first last
-desc eng0.s2m.q0 len=4096 dst=0x03001000
-desc eng0.m2s.q0 len=4096 src=0x02001000 first last
-desc eng0.s2m.q0 len=4096 dst=0x03000000
-desc eng0.m2s.q0 len=4096 src=0x02000000 first last
-doorbell eng0.s2m.q0 2
-doorbell eng0.m2s.q0 2
-run
-doorbell eng1.s2m.q0 1
-doorbell eng1.m2s.q0 1
-run
-expect hbm0+0x300000 bytes=5a5a5a5a
-"#,
-    );
+    let t = tmp("stale-ring.trace", STALE_RING);
     let p = t.to_str().unwrap();
     let o = run(&["run", p, "-q", "--fail-on-fault"]);
     assert_eq!(
@@ -314,49 +277,7 @@ expect hbm0+0x300000 bytes=5a5a5a5a
         "{err}"
     );
     // A fault before it still counts.
-    let early = format!(
-        "{}{}",
-        pad_copy_on_eng3(),
-        r#"# eng0 q0: a 4 KiB copy of eng1's descriptor ring image into eng1's ring
-write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.s2m.q0.comp_cfg 0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 1
-write32 eng0.s2m.change_state 1
-write32 eng1.m2s.q0.tdrbp_low 0x03000000
-write32 eng1.m2s.q0.tdrl 256
-write32 eng1.s2m.q0.rdrbp_low 0x03001000
-write32 eng1.s2m.q0.rdrl 256
-write32 eng1.s2m.q0.comp_cfg 0
-write32 eng1.m2s.q0.q_cfg 0x03030000
-write32 eng1.s2m.q0.q_cfg 0x03030000
-write32 eng1.m2s.change_state 1
-write32 eng1.s2m.change_state 1
-fill hbm0+0x200000 len=256 byte=0x5a
-# the image: eng1's two descriptors, built at 0x2000000 (a ring nobody rings)
-write32 eng2.m2s.q0.tdrbp_low 0x02000000
-write32 eng2.m2s.q0.tdrl 256
-write32 eng2.s2m.q0.rdrbp_low 0x02001000
-write32 eng2.s2m.q0.rdrl 256
-desc eng2.s2m.q0 len=256 dst=hbm0+0x300000
-desc eng2.m2s.q0 len=256 src=hbm0+0x200000 first last
-desc eng0.s2m.q0 len=4096 dst=0x03001000
-desc eng0.m2s.q0 len=4096 src=0x02001000 first last
-desc eng0.s2m.q0 len=4096 dst=0x03000000
-desc eng0.m2s.q0 len=4096 src=0x02000000 first last
-doorbell eng0.s2m.q0 2
-doorbell eng0.m2s.q0 2
-run
-doorbell eng1.s2m.q0 1
-doorbell eng1.m2s.q0 1
-run
-expect hbm0+0x300000 bytes=5a5a5a5a
-"#
-    );
+    let early = format!("{}{STALE_RING}", pad_copy_on_eng3());
     let t = tmp("stale-ring-early.trace", &early);
     let o = run(&[
         "run",

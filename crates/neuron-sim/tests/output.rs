@@ -371,33 +371,9 @@ fn a_closed_pipe_drops_the_output_and_the_run_finishes() {
 /// as the text output words them (docs/user-guide.md §3).
 #[test]
 fn json_steps_say_which_statement_a_signal_interrupted() {
-    let dir = tmp_dir("sigjson");
     // A queue whose packets ring its own doorbells: the `run` never idles.
-    let mut t = String::from(
-        "write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.s2m.q0.comp_cfg 0x0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 0x1
-write32 eng0.s2m.change_state 0x1
-write hbm0+0x300000 bytes=02000000
-",
-    );
-    for i in (0..256).step_by(2) {
-        t.push_str(&format!(
-            "desc eng0.s2m.q0[{i}] len=4 dst=eng0.s2m.q0.rdrtp_inc\ndesc eng0.s2m.q0[{}] len=4 dst=eng0.m2s.q0.tdrtp_inc\ndesc eng0.m2s.q0[{i}] len=4 src=hbm0+0x300000 first last\ndesc eng0.m2s.q0[{}] len=4 src=hbm0+0x300000 first last\n",
-            i + 1,
-            i + 1
-        ));
-    }
-    t.push_str(
-        "doorbell eng0.s2m.q0 2\ndoorbell eng0.m2s.q0 2\nrun\nexpect hbm0+0x300000 bytes=02\n",
-    );
-    let path = dir.join("busy.trace");
-    std::fs::write(&path, t).unwrap();
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../soc/tests/data/never-idle-queue.trace");
     let child = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
         .args(["run", path.to_str().unwrap(), "--json"])
         .stdout(Stdio::piped())
@@ -439,7 +415,6 @@ write hbm0+0x300000 bytes=02000000
             .unwrap()
             .starts_with("interrupted by SIGINT")
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// `--events-limit N` shows N events in all (`-v`, `--json`) and counts the

@@ -365,45 +365,7 @@ wait tpb0.sem.read[2] == 16 timeout=20000
         (Some("tpb0 firmware".to_string()), (0, 0, 1))
     );
     // Descriptors copied into a ring by a 4 KiB DMA copy.
-    const RING_BY_DMA: &str = r#"# eng0 q0: a 4 KiB copy of eng1's descriptor ring image into eng1's ring
-write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.s2m.q0.comp_cfg 0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 1
-write32 eng0.s2m.change_state 1
-write32 eng1.m2s.q0.tdrbp_low 0x03000000
-write32 eng1.m2s.q0.tdrl 256
-write32 eng1.s2m.q0.rdrbp_low 0x03001000
-write32 eng1.s2m.q0.rdrl 256
-write32 eng1.s2m.q0.comp_cfg 0
-write32 eng1.m2s.q0.q_cfg 0x03030000
-write32 eng1.s2m.q0.q_cfg 0x03030000
-write32 eng1.m2s.change_state 1
-write32 eng1.s2m.change_state 1
-fill hbm0+0x200000 len=256 byte=0x5a
-# the image: eng1's two descriptors, built at 0x2000000 (a ring nobody rings)
-write32 eng2.m2s.q0.tdrbp_low 0x02000000
-write32 eng2.m2s.q0.tdrl 256
-write32 eng2.s2m.q0.rdrbp_low 0x02001000
-write32 eng2.s2m.q0.rdrl 256
-desc eng2.s2m.q0 len=256 dst=hbm0+0x300000
-desc eng2.m2s.q0 len=256 src=hbm0+0x200000 first last
-desc eng0.s2m.q0 len=4096 dst=0x03001000
-desc eng0.m2s.q0 len=4096 src=0x02001000 first last
-desc eng0.s2m.q0 len=4096 dst=0x03000000
-desc eng0.m2s.q0 len=4096 src=0x02000000 first last
-doorbell eng0.s2m.q0 2
-doorbell eng0.m2s.q0 2
-run
-doorbell eng1.s2m.q0 1
-doorbell eng1.m2s.q0 1
-run
-expect hbm0+0x300000 bytes=5a5a5a5a
-"#;
+    const RING_BY_DMA: &str = include_str!("data/stale-ring.trace");
     assert_eq!(control_outcome(RING_BY_DMA, false), (None, (1, 0, 0)));
     assert_eq!(
         control_outcome(RING_BY_DMA, true),

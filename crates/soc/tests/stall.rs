@@ -444,41 +444,9 @@ fn a_mailbox_gated_word_waiting_for_room_reports_its_gate_once() {
     );
 }
 
-/// Engine 0's queue 0 made to ring its own doorbells: each packet writes 2
-/// into the queue's RDRTP_INC and TDRTP_INC, so every slot it completes is
-/// posted again and the device is never idle (a review's reproducer: a
-/// bare `run` of it never ended).
-fn self_ringing_queue() -> String {
-    let mut t = String::from(
-        "write32 eng0.m2s.q0.tdrbp_low 0x01000000
-write32 eng0.m2s.q0.tdrl 256
-write32 eng0.s2m.q0.rdrbp_low 0x01001000
-write32 eng0.s2m.q0.rdrl 256
-write32 eng0.m2s.q0.comp_cfg 0x0
-write32 eng0.s2m.q0.comp_cfg 0x0
-write32 eng0.m2s.q0.q_cfg 0x03030000
-write32 eng0.s2m.q0.q_cfg 0x03030000
-write32 eng0.m2s.change_state 0x1
-write32 eng0.s2m.change_state 0x1
-write hbm0+0x300000 bytes=02000000
-",
-    );
-    for i in (0..256).step_by(2) {
-        t.push_str(&format!(
-            "desc eng0.s2m.q0[{i}] len=4 dst=eng0.s2m.q0.rdrtp_inc
-desc eng0.s2m.q0[{}] len=4 dst=eng0.m2s.q0.tdrtp_inc
-desc eng0.m2s.q0[{i}] len=4 src=hbm0+0x300000 first last
-desc eng0.m2s.q0[{}] len=4 src=hbm0+0x300000 first last
-",
-            i + 1,
-            i + 1
-        ));
-    }
-    t.push_str(
-        "doorbell eng0.s2m.q0 2\ndoorbell eng0.m2s.q0 2\nrun\nexpect hbm0+0x300000 bytes=02\n",
-    );
-    t
-}
+/// Engine 0's queue 0 made to ring its own doorbells, so the device is
+/// never idle (a review's reproducer: a bare `run` of it never ended).
+const NEVER_IDLE_QUEUE: &str = include_str!("data/never-idle-queue.trace");
 
 /// Nothing may hang: a bare `run` of a device that keeps itself busy stops
 /// at its bound (docs/trace-format.md §4.4) as a failed statement that says
@@ -487,7 +455,7 @@ desc eng0.m2s.q0[{}] len=4 src=hbm0+0x300000 first last
 fn a_bare_run_of_a_device_that_never_idles_stops_at_its_bound() {
     let mut d = device();
     d.set_bare_run_limit_cycles(20_000);
-    let r = run_on(&mut d, &self_ringing_queue());
+    let r = run_on(&mut d, NEVER_IDLE_QUEUE);
     assert_eq!(r.expectations_failed, 1, "{:?}", r.failures);
     assert_eq!(
         r.expectations_passed, 1,
@@ -503,7 +471,7 @@ fn a_bare_run_of_a_device_that_never_idles_stops_at_its_bound() {
     // `run cycles=N` on the same device is bounded by the trace alone.
     let mut d = device();
     d.set_bare_run_limit_cycles(20_000);
-    let bounded = self_ringing_queue().replace("\nrun\n", "\nrun cycles=50000\n");
+    let bounded = NEVER_IDLE_QUEUE.replace("\nrun\n", "\nrun cycles=50000\n");
     let r = run_on(&mut d, &bounded);
     assert_eq!((r.expectations_failed, r.expectations_passed), (0, 1));
 }
