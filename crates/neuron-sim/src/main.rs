@@ -358,7 +358,8 @@ enum Cmd {
         #[arg(long, value_name = "tpbN", value_parser = parse_core)]
         core: Option<u8>,
         /// Exit 1 when the run raised a fault no `expect_fault` claimed
-        /// (masked causes excepted; for CI, docs/user-guide.md §Faults).
+        /// (masked causes excepted), or the firmware refused a word no
+        /// `expect_refusal` claimed (for CI, docs/user-guide.md §Faults).
         #[arg(long)]
         fail_on_fault: bool,
         /// Check every DMA and host data access against happens-before and
@@ -1193,6 +1194,25 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     if code == 0 && fail_on_fault && counted > 0 {
         eprintln!(
             "--fail-on-fault: {counted} unexpected fault(s) (listed under `faults:`; claim the intended ones with expect_fault)"
+        );
+        return Ok(1);
+    }
+    // A word the firmware refused moved nothing (docs/firmware.md
+    // §Refusals); refusals after timing-only stale control data are listed.
+    let refused = report
+        .summary
+        .unexpected_refusals()
+        .filter(|r| {
+            report
+                .summary
+                .stale_control
+                .as_ref()
+                .is_none_or(|c| r.at < c.cycle)
+        })
+        .count();
+    if code == 0 && fail_on_fault && refused > 0 {
+        eprintln!(
+            "--fail-on-fault: {refused} word(s) or call(s) refused by the firmware (the `REFUSED` lines of the summary; claim the intended ones with expect_refusal)"
         );
         return Ok(1);
     }

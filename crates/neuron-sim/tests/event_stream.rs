@@ -9,8 +9,10 @@ use std::path::Path;
 use std::process::Command;
 
 /// `run TRACE ARGS --no-host-timing` from the repository root: its
-/// standard output (exit status checked).
+/// standard output (exit status checked: 0, or 1 for the deadlock trace,
+/// whose words never run — docs/firmware.md §Work left at the end).
 fn run(trace: &str, args: &[&str]) -> String {
+    let expected = if trace.contains("deadlock") { 1 } else { 0 };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let o = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
         .current_dir(&root)
@@ -20,7 +22,7 @@ fn run(trace: &str, args: &[&str]) -> String {
         .unwrap();
     assert_eq!(
         o.status.code(),
-        Some(0),
+        Some(expected),
         "{trace}: {}",
         String::from_utf8_lossy(&o.stderr)
     );

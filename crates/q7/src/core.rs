@@ -244,8 +244,23 @@ pub struct KindStats {
     pub rejected: u64,
     /// Descriptors written (both directions, semaphore writes included).
     pub descriptors: u64,
-    /// Bytes of data moved.
+    /// Bytes of data its descriptors move (RDMA_DESC_GEN's once an
+    /// RDMA_DESC_START rings them).
     pub bytes: u64,
+}
+
+/// A word or call the firmware refused, whole or on one engine
+/// (docs/firmware.md §Refusals): nothing it would have moved moves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Refusal {
+    /// Cycle of the refusal.
+    pub at: u64,
+    /// The word or call.
+    pub inst: InstTag,
+    /// Its kind (`DIRECT2D`, `neuron_memcpy`, …).
+    pub kind: &'static str,
+    /// Why, naming the field or the engine.
+    pub reason: String,
 }
 
 /// One core's firmware. `Clone` copies its whole state (the debugger's
@@ -270,6 +285,8 @@ pub struct Q7Core {
     /// Descriptors RDMA_DESC_GEN wrote that no RDMA_DESC_START has rung yet:
     /// (engine slot, count per direction).
     unrung: Vec<(u8, u32, u32)>,
+    /// Every refusal, recorded whether or not events are.
+    refusals: Vec<Refusal>,
     /// The memcpy method table index (P9.1 §5.3).
     memcpy_method: u8,
     /// The inline path's context after `init_dma_queue`.
@@ -307,6 +324,7 @@ impl Q7Core {
             blocked_on_space: false,
             space_wait: None,
             unrung: Vec::new(),
+            refusals: Vec::new(),
             memcpy_method: crate::inline::DEFAULT_METHOD,
             inline: None,
             booted: false,
@@ -389,6 +407,31 @@ impl Q7Core {
         self.inflight.len()
     }
 
+    /// Descriptors RDMA_DESC_GEN wrote that no RDMA_DESC_START has rung
+    /// (both directions), and on how many engines.
+    pub fn unrung(&self) -> (u64, usize) {
+        let n = self
+            .unrung
+            .iter()
+            .map(|&(_, m2s, s2m)| u64::from(m2s) + u64::from(s2m))
+            .sum();
+        (n, self.unrung.len())
+    }
+
+    /// The words and calls refused so far, in order.
+    pub fn refusals(&self) -> &[Refusal] {
+        &self.refusals
+    }
+
+    fn refused(&mut self, now: Cycle, inst: &InstTag, kind: &'static str, reason: &str) {
+        self.refusals.push(Refusal {
+            at: now.0,
+            inst: inst.clone(),
+            kind,
+            reason: reason.to_string(),
+        });
+    }
+
     /// Records events (the default) or not: nothing reads them but the
     /// run's text, JSON and timeline (docs/user-guide.md §8), so a run that
     /// shows none builds none — no micro-op text, no tag copies.
@@ -435,6 +478,7 @@ impl Q7Core {
 
     fn reject(&mut self, now: Cycle, q: &Queued, reason: String) {
         self.stats.entry(q.work.name()).or_default().rejected += 1;
+        self.refused(now, &q.tag, q.work.name(), &reason);
         self.event(now, &q.tag, FwEventKind::Rejected { reason });
     }
 

@@ -21,7 +21,8 @@ pub mod layout;
 pub mod plan;
 
 pub use crate::core::{
-    FwBus, FwCall, FwEvent, FwEventKind, FwWait, InstTag, KindStats, PendingWork, Q7Core, WakeNeed,
+    FwBus, FwCall, FwEvent, FwEventKind, FwWait, InstTag, KindStats, PendingWork, Q7Core, Refusal,
+    WakeNeed,
 };
 pub use layout::{CoreLayout, DgeConfig, EngineLayout, PeerLayout, QueueRegs};
 pub use plan::{

@@ -291,6 +291,9 @@ pub struct Executor {
     /// Faults an `expect_fault` matched: (engine, direction, queue, cause,
     /// action) of each tally it claimed.
     claimed_faults: Vec<(u16, Dir, Option<u8>, String, &'static str)>,
+    /// Refusals an `expect_refusal` matched: (core, index among the
+    /// core's refusals).
+    claimed_refusals: Vec<(u8, usize)>,
     /// Warnings of the statement running, taken after it.
     warnings: Vec<String>,
     /// The digest of the bytes the statement running read to check or

@@ -109,6 +109,16 @@ pub enum StatementKind {
         /// Descriptors posted: 1 ..= [`MAX_DOORBELL`](crate::MAX_DOORBELL).
         count: u32,
     },
+    /// `expect_refusal CORE [count=N]` — an expectation: the core's
+    /// firmware has refused a word or call (`count` of them when given) by
+    /// now; the refusals it matches are expected, so `--fail-on-fault`
+    /// does not fail on them (docs/trace-format.md §4.10).
+    ExpectRefusal {
+        /// TPB index.
+        core: u8,
+        /// Exactly this many refusals; `None`: at least one.
+        count: Option<u64>,
+    },
     /// `expect_fault QUEUE [cause=NAME] [count=N]` — an expectation: the
     /// queue has raised a fault (matching `cause`, `count` times when
     /// given) by now; the faults it matches are expected, so
@@ -285,6 +295,7 @@ impl StatementKind {
             StatementKind::Desc { .. } => "desc",
             StatementKind::Doorbell { .. } => "doorbell",
             StatementKind::ExpectFault { .. } => "expect_fault",
+            StatementKind::ExpectRefusal { .. } => "expect_refusal",
             StatementKind::Run { .. } => "run",
             StatementKind::Wait { .. } => "wait",
             StatementKind::Inst { .. } => "inst",
@@ -314,6 +325,7 @@ impl StatementKind {
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
             | StatementKind::ExpectFault { .. }
+            | StatementKind::ExpectRefusal { .. }
             | StatementKind::Inst { .. }
             | StatementKind::InstStream { .. }
             | StatementKind::MemcpyMethod { .. }
@@ -338,6 +350,7 @@ impl StatementKind {
             StatementKind::Desc { .. }
             | StatementKind::Doorbell { .. }
             | StatementKind::ExpectFault { .. }
+            | StatementKind::ExpectRefusal { .. }
             | StatementKind::Inst { .. }
             | StatementKind::InstStream { .. }
             | StatementKind::MemcpyMethod { .. }
@@ -690,6 +703,13 @@ impl fmt::Display for StatementKind {
                 if *is_read { "read" } else { "write" }
             ),
             StatementKind::MemcpyMethod { core, method } => write!(f, " tpb{core} {method}"),
+            StatementKind::ExpectRefusal { core, count } => {
+                write!(f, " tpb{core}")?;
+                if let Some(n) = count {
+                    write!(f, " count={n}")?;
+                }
+                Ok(())
+            }
             StatementKind::IcacheInit { core, block_size } => {
                 write!(f, " tpb{core} block_size={block_size:#x}")
             }

@@ -181,7 +181,7 @@ impl fmt::Debug for DirectiveSpec {
 }
 
 const ADDR: Param = req("address", ValueKind::Addr);
-/// The cores `memcpy` and `memcpy_method` name.
+/// The cores `memcpy`, `memcpy_method` and `expect_refusal` name.
 const CORES: &[&str] = &[
     "tpb0", "tpb1", "tpb2", "tpb3", "tpb4", "tpb5", "tpb6", "tpb7",
 ];
@@ -1190,6 +1190,12 @@ fn build_expect_fault(args: &mut Args<'_>) -> Option<StatementKind> {
         cause_span,
         count,
     })
+}
+
+fn build_expect_refusal(args: &mut Args<'_>) -> Option<StatementKind> {
+    let core = core_index(args.positional(0))?;
+    let count = args.key_num("count").map(|(n, _)| n);
+    Some(StatementKind::ExpectRefusal { core, count })
 }
 
 fn core_index(v: Option<Value>) -> Option<u8> {

@@ -25,7 +25,7 @@
 //!     errors[0].to_string(),
 //!     "t.trace:1:1: unknown directive 'wirte32' (expected one of: write32, read32, \
 //!      fill, write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, \
-//!      icache_init, icache_fill, expect_fault, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'write32'?"
+//!      icache_init, icache_fill, expect_fault, expect_refusal, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'write32'?"
 //! );
 //! ```
 //!

@@ -315,7 +315,7 @@ fn error_struct_and_display() {
     assert_eq!(
         e[0].to_string(),
         "dir/a.trace:3:4: unknown directive 'wirte32' (expected one of: write32, read32, fill, \
-         write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, icache_init, icache_fill, expect_fault, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'write32'?"
+         write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, icache_init, icache_fill, expect_fault, expect_refusal, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'write32'?"
     );
 }
 
@@ -325,11 +325,11 @@ fn error_messages() {
         // directives
         (
             "frob hbm0",
-            "1:1: unknown directive 'frob' (expected one of: write32, read32, fill, write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, icache_init, icache_fill, expect_fault, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst)",
+            "1:1: unknown directive 'frob' (expected one of: write32, read32, fill, write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, icache_init, icache_fill, expect_fault, expect_refusal, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst)",
         ),
         (
             "Fill hbm0 len=1 byte=0",
-            "1:1: unknown directive 'Fill' (expected one of: write32, read32, fill, write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, icache_init, icache_fill, expect_fault, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'fill'?",
+            "1:1: unknown directive 'Fill' (expected one of: write32, read32, fill, write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, icache_init, icache_fill, expect_fault, expect_refusal, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'fill'?",
         ),
         // lexical
         (
@@ -607,7 +607,7 @@ dump hbm0 size=1
         errors(src),
         [
             "t.trace:1:14: write32 value must fit in 32 bits (at most 0xffffffff), found '0x1_0000_0000'",
-            "t.trace:3:1: unknown directive 'fil' (expected one of: write32, read32, fill, write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, icache_init, icache_fill, expect_fault, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'fill'?",
+            "t.trace:3:1: unknown directive 'fil' (expected one of: write32, read32, fill, write, load, expect, dump, desc, doorbell, memcpy, inst_stream, memcpy_method, icache_init, icache_fill, expect_fault, expect_refusal, run, wait, alloc, allocator, allocator_destroy, scratchpad, copyin, copyout, batch_copy, free, acquire, mem_stats, runtime, driver, inst); did you mean 'fill'?",
             "t.trace:4:11: unknown argument 'lenght' for fill (expected one of: len, byte, pattern, seed); did you mean 'len'?",
             "t.trace:4:25: 'byte' must fit in 8 bits (at most 0xff), found '0x100'",
             "t.trace:5:11: unknown argument 'size' for dump (expected one of: len, file)",

@@ -184,6 +184,8 @@ fn statement_v2() -> impl Strategy<Value = StatementKind> {
                 cause_span: Span::default(),
                 count,
             }),
+        (0..=7u8, proptest::option::of(1..=u64::from(u32::MAX)))
+            .prop_map(|(core, count)| StatementKind::ExpectRefusal { core, count }),
         prop_oneof![
             Just(RunMode::Idle),
             (1..=u64::MAX).prop_map(RunMode::Cycles),

@@ -104,6 +104,9 @@ impl Q7Core {
             }
         }
         for k in events {
+            if let FwEventKind::Rejected { reason } = &k {
+                self.refused(now, &tag, plan.kind.name(), reason);
+            }
             self.event(now, &tag, k);
         }
         let s = self.stats.entry(plan.kind.name()).or_default();

@@ -64,6 +64,9 @@ pub struct Execution {
     /// A hook quit.
     quit: bool,
     prev_master: crate::record::Master,
+    /// The span of the last statement that ran (where end-of-trace
+    /// failures point).
+    last_span: Span,
 }
 
 impl Execution {
@@ -101,6 +104,7 @@ impl Execution {
             held: None,
             quit: false,
             prev_master,
+            last_span: Span::new(1, 1, 0),
         }
     }
 
@@ -139,6 +143,7 @@ impl Execution {
         let mut r = self.report.clone();
         r.summary = Summary::of(device);
         r.summary.claim_faults(&self.exec.claimed_faults);
+        r.summary.claim_refusals(&self.exec.claimed_refusals);
         r
     }
 
@@ -277,6 +282,7 @@ impl Execution {
             }
         };
         report.statements += 1;
+        self.last_span = stmt.span;
         let quit = text == QUIT_MARK;
         let mut text = text;
         for w in self.exec.warnings.drain(..) {
@@ -374,11 +380,64 @@ impl Execution {
     }
 
     /// Ends the run: the bus master is restored and the report's summary
-    /// taken.
+    /// taken. A trace that ran to its end with firmware work nothing can
+    /// end, or descriptors RDMA_DESC_GEN wrote and no RDMA_DESC_START rang,
+    /// fails (docs/firmware.md §Work left at the end).
     pub fn finish(mut self, host: &mut dyn HostRuntime) -> RunReport {
         host.device().set_bus_master(self.prev_master);
         self.report.summary = Summary::of(host.device());
         self.report.summary.claim_faults(&self.exec.claimed_faults);
         self.report
+            .summary
+            .claim_refusals(&self.exec.claimed_refusals);
+        if !self.quit && self.current.is_none() {
+            self.check_work_left(host.device());
+        }
+        self.report
+    }
+
+    /// The end-of-trace check of [`Execution::finish`].
+    fn check_work_left(&mut self, device: &Device) {
+        let span = self.last_span;
+        let fail = |report: &mut RunReport, text: String| {
+            report.expectations_failed += 1;
+            report.failures.push(located(&self.file, span, text));
+        };
+        if let Some(g) = device
+            .wait_graph("end of trace", None)
+            .filter(|g| g.deadlock)
+        {
+            let dead: Vec<&crate::device::WaitNode> =
+                g.waits.iter().filter(|w| w.deadlocked).collect();
+            if let Some(first) = dead.first() {
+                let value = first
+                    .value
+                    .map_or(String::new(), |v| format!(", now {v:#x}"));
+                let more = match dead.len() {
+                    1 => String::new(),
+                    n => format!("; {} more wait(s) nothing can end", n - 1),
+                };
+                fail(
+                    &mut self.report,
+                    format!(
+                        "the trace ended with firmware work that can never run: {} waits on {} ({}{value}) and nothing can change it{more} (the wait-for graph is in the summary)",
+                        first.waiter, first.on, first.needs
+                    ),
+                );
+            }
+            self.report.summary.deadlock = Some(g);
+        }
+        for c in device.cores() {
+            let (n, engines) = c.unrung();
+            if n > 0 {
+                fail(
+                    &mut self.report,
+                    format!(
+                        "the trace ended with {n} descriptors RDMA_DESC_GEN wrote on tpb{}'s {engines} engine(s) never rung: no RDMA_DESC_START followed, so nothing moved them",
+                        c.tpb()
+                    ),
+                );
+            }
+        }
     }
 }

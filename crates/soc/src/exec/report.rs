@@ -186,6 +186,21 @@ pub struct Summary {
     /// completions no engine will make (docs/firmware.md §Stalls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stall: Option<crate::device::StallReport>,
+    /// Set when the trace ended with firmware work nothing can end: the
+    /// wait-for graph of that moment (docs/firmware.md §Work left at the
+    /// end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadlock: Option<crate::device::WaitGraph>,
+}
+
+/// A word or call the firmware refused.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct RefusalSummary {
+    /// When, which word, why.
+    #[serde(flatten)]
+    pub refusal: q7::Refusal,
+    /// True when a trace's `expect_refusal` claimed it.
+    pub expected: bool,
 }
 
 /// What one core's firmware did.
@@ -197,6 +212,13 @@ pub struct CoreSummary {
     pub in_flight: usize,
     /// Per instruction kind.
     pub kinds: BTreeMap<String, q7::KindStats>,
+    /// Words and calls the firmware refused, in order (docs/firmware.md
+    /// §Refusals): `--fail-on-fault` fails on them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusalSummary>,
+    /// Descriptors RDMA_DESC_GEN wrote that no RDMA_DESC_START rang.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unrung_descriptors: u64,
 }
 
 impl Summary {
@@ -220,6 +242,7 @@ impl Summary {
             stale_control: device.stale_control().cloned(),
             firmware: BTreeMap::new(),
             stall: device.stall_report(),
+            deadlock: None,
         };
         for e in device.engines() {
             for u in e.unchecked() {
@@ -251,6 +274,15 @@ impl Summary {
                         .iter()
                         .map(|(k, v)| ((*k).to_string(), *v))
                         .collect(),
+                    refused: c
+                        .refusals()
+                        .iter()
+                        .map(|r| RefusalSummary {
+                            refusal: r.clone(),
+                            expected: false,
+                        })
+                        .collect(),
+                    unrung_descriptors: c.unrung().0,
                 },
             );
         }
@@ -331,6 +363,35 @@ impl Summary {
             });
         }
         self.count_unexpected();
+    }
+
+    /// Words and calls the firmware refused, all cores.
+    pub fn refusals(&self) -> usize {
+        self.firmware.values().map(|c| c.refused.len()).sum()
+    }
+
+    /// Refusals no `expect_refusal` claimed: what `--fail-on-fault` fails
+    /// on, with their cycles.
+    pub fn unexpected_refusals(&self) -> impl Iterator<Item = &q7::Refusal> {
+        self.firmware
+            .values()
+            .flat_map(|c| &c.refused)
+            .filter(|r| !r.expected)
+            .map(|r| &r.refusal)
+    }
+
+    /// Marks the refusals `expect_refusal` statements matched as expected
+    /// (core, index among the core's refusals).
+    pub fn claim_refusals(&mut self, claimed: &[(u8, usize)]) {
+        for &(core, i) in claimed {
+            if let Some(r) = self
+                .firmware
+                .get_mut(&format!("tpb{core}"))
+                .and_then(|c| c.refused.get_mut(i))
+            {
+                r.expected = true;
+            }
+        }
     }
 
     fn count_unexpected(&mut self) {
@@ -512,11 +573,41 @@ impl RunReport {
                     k.issued, k.rejected, k.descriptors, k.bytes
                 ));
             }
+            for RefusalSummary {
+                refusal: r,
+                expected,
+            } in &c.refused
+            {
+                out.push_str(&format!(
+                    "  {core} firmware REFUSED {core}#{} {} ({}) at cycle {}{}: {}\n",
+                    r.inst.seq,
+                    r.kind,
+                    r.inst.source,
+                    r.at,
+                    if *expected { ", expected" } else { "" },
+                    r.reason
+                ));
+            }
+            if c.unrung_descriptors > 0 {
+                out.push_str(&format!(
+                    "  {core} firmware: {} descriptors RDMA_DESC_GEN wrote were never rung (no RDMA_DESC_START followed): they moved nothing\n",
+                    c.unrung_descriptors
+                ));
+            }
             if c.queued > 0 || c.in_flight > 0 {
                 out.push_str(&format!(
                     "  {core} firmware: {} words still queued, {} in flight\n",
                     c.queued, c.in_flight
                 ));
+            }
+        }
+        if let Some(g) = &sm.deadlock {
+            out.push_str(&format!(
+                "  deadlock at the end of the trace (cycle {}): firmware work nothing can end\n",
+                g.cycle
+            ));
+            for line in g.to_text().lines().skip(1) {
+                out.push_str(&format!("  {}\n", line.trim_start()));
             }
         }
         if let Some(st) = &sm.stall {
@@ -529,7 +620,7 @@ impl RunReport {
             }
         }
         out.push_str(&format!(
-            "{} statements, {} expectations passed, {} failed, {}{} errors{}\n",
+            "{} statements, {} expectations passed, {} failed, {}{} errors{}{}\n",
             self.statements,
             self.expectations_passed,
             self.expectations_failed,
@@ -549,6 +640,13 @@ impl RunReport {
                 )
             } else {
                 String::new()
+            },
+            match sm.refusals() {
+                0 => String::new(),
+                n => format!(
+                    ", {n} refused by the firmware ({} unexpected)",
+                    sm.unexpected_refusals().count()
+                ),
             }
         ));
         out

@@ -263,7 +263,8 @@ pub(super) fn advance_timed(
                         )
                     } else if stop == Some(RunStop::Idle) {
                         format!(
-                            "wait {at} {compare} {value:#x}: the device went idle at cycle {now} with the value at {last:#010x}"
+                            "wait {at} {compare} {value:#x}: the device went idle at cycle {now} with the value at {last:#010x}{}",
+                            work_left_text(device)
                         )
                     } else if stop == Some(RunStop::Stalled) {
                         format!(
@@ -514,6 +515,9 @@ pub(super) fn step(
                 return Err((None, "internal: expect_fault not linked".into()));
             };
             Ok(expect_fault(device, exec, q, cause.as_deref(), *count))
+        }
+        StatementKind::ExpectRefusal { core, count } => {
+            Ok(expect_refusal(device, exec, *core, *count))
         }
         StatementKind::Inst { core, .. } => {
             let Linked::Inst { word, .. } = r else {
@@ -836,6 +840,80 @@ pub(super) fn step(
             format!("`{}` is not supported by this executor", other.directive()),
         )),
     }
+}
+
+/// What firmware work a device that went idle still holds and nothing can
+/// move (docs/firmware.md §Work left at the end), as a clause for a failed
+/// `wait`: empty when there is none.
+fn work_left_text(device: &Device) -> String {
+    let mut parts = Vec::new();
+    if let Some(g) = device.wait_graph("wait failed", None)
+        && let Some(w) = g.waits.iter().find(|w| w.deadlocked)
+    {
+        let value = w.value.map_or(String::new(), |v| format!(", now {v:#x}"));
+        parts.push(format!(
+            "{} waits on {} ({}{value}) and nothing can change it",
+            w.waiter, w.on, w.needs
+        ));
+    }
+    for c in device.cores() {
+        let (n, engines) = c.unrung();
+        if n > 0 {
+            parts.push(format!(
+                "tpb{} holds {n} descriptors RDMA_DESC_GEN wrote on {engines} engine(s) that no RDMA_DESC_START rang",
+                c.tpb()
+            ));
+        }
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; the firmware cannot go on: {}", parts.join("; "))
+    }
+}
+
+/// `expect_refusal CORE [count=N]` (docs/trace-format.md §4.10): the
+/// core's firmware refused a word or call by now (exactly `count` when
+/// given); on success every refusal so far is claimed as expected.
+fn expect_refusal(device: &Device, exec: &mut Executor, core: u8, count: Option<u64>) -> Outcome {
+    let refused: &[q7::Refusal] = device.core(core).map_or(&[], |c| c.refusals());
+    let n = refused.len() as u64;
+    let held = match count {
+        Some(want) => n == want,
+        None => n > 0,
+    };
+    let describe = refused
+        .iter()
+        .map(|r| {
+            format!(
+                "tpb{core}#{} {} ({}) at cycle {}: {}",
+                r.inst.seq, r.kind, r.inst.source, r.at, r.reason
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let text = if held {
+        for i in 0..refused.len() {
+            if !exec.claimed_refusals.contains(&(core, i)) {
+                exec.claimed_refusals.push((core, i));
+            }
+        }
+        format!("expect_refusal tpb{core}: {n} refused (expected): {describe}")
+    } else {
+        let wanted = match count {
+            Some(k) => format!("{k} refusal(s)"),
+            None => "a refusal".to_string(),
+        };
+        if refused.is_empty() {
+            format!(
+                "expect_refusal tpb{core}: expected {wanted}, but the firmware refused nothing by cycle {}",
+                device.now().0
+            )
+        } else {
+            format!("expect_refusal tpb{core}: expected {wanted}, found {n}: {describe}")
+        }
+    };
+    Outcome::Expectation { text, held }
 }
 
 pub(super) fn probe_read(device: &Device, addr: u64, len: u64) -> Result<(), StepError> {

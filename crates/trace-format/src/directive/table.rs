@@ -218,6 +218,22 @@ pub(super) static DIRECTIVES: &[DirectiveSpec] = &[
         build: build_expect_fault,
     },
     DirectiveSpec {
+        name: "expect_refusal",
+        usage: "expect_refusal CORE [count=N]",
+        positionals: &[req("core", ValueKind::Choice(CORES))],
+        compare: None,
+        compare_ops: &[],
+        keys: &[opt(
+            "count",
+            ValueKind::Int {
+                min: 1,
+                max: u32::MAX as u64,
+            },
+        )],
+        flags: &[],
+        build: build_expect_refusal,
+    },
+    DirectiveSpec {
         name: "run",
         usage: "run [cycles=N | until=N]",
         positionals: &[],
