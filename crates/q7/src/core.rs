@@ -65,6 +65,12 @@ pub trait FwBus {
     fn read_payload(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), String> {
         self.read_bytes(addr, buf)
     }
+    /// Whether the Q7 core itself can load and store `[addr, addr + len)`
+    /// (its own `memcpy`): an error saying why not. The default: it can.
+    fn core_can_reach(&self, addr: u64, len: u64) -> Result<(), String> {
+        let _ = (addr, len);
+        Ok(())
+    }
     /// Timing-only mode: whether `[addr, addr + len)` holds a byte a DMA
     /// copy should have written and did not. The default: never.
     fn stale(&self, addr: u64, len: u64) -> bool {
@@ -211,12 +217,20 @@ struct Queued {
 enum Stage {
     #[default]
     Idle,
-    /// Methods 0/1: the Q7 copies by itself until `until`.
+    /// Methods 0/1: the Q7 copies by itself until `until`, `rate` bytes a
+    /// cycle from `start`: the bytes of cycle `c` are read and stored at
+    /// `c` (docs/firmware.md §The custom-op inline path).
     CoreCopy {
         until: Cycle,
         tag: InstTag,
         method: u8,
         bytes: u64,
+        start: Cycle,
+        rate: u64,
+        src: u64,
+        dst: u64,
+        /// Bytes copied so far.
+        done: u64,
     },
     /// Method 2: the inline DMA path, chunk by chunk.
     Inline(Box<InlineXfer>),
@@ -488,6 +502,12 @@ impl Q7Core {
     pub fn step(&mut self, now: Cycle, bus: &mut dyn FwBus, t: &TimingConfig) -> Option<Cycle> {
         self.poll_inflight(now, bus);
         loop {
+            // A core copy moves the bytes of the cycles up to now.
+            if let Stage::CoreCopy { .. } = &self.stage
+                && !self.core_copy_to(now, bus)
+            {
+                continue;
+            }
             // A stage with a deadline waits for it in place.
             if let Stage::Generating { until, .. } | Stage::CoreCopy { until, .. } = &self.stage
                 && now < *until
@@ -524,8 +544,10 @@ impl Q7Core {
         let poll = (!self.inflight.is_empty() || self.blocked_on_space)
             .then(|| Cycle(now.0 + t.q7_poll_cycles.max(1)));
         match &self.stage {
-            Stage::Generating { until, .. } | Stage::CoreCopy { until, .. } => {
-                Some(poll.map_or(*until, |p| p.min(*until)))
+            Stage::Generating { until, .. } => Some(poll.map_or(*until, |p| p.min(*until))),
+            Stage::CoreCopy { .. } => {
+                let next = self.busy_until().unwrap_or(now);
+                Some(poll.map_or(next, |p| p.min(next)))
             }
             Stage::Inline(_) | Stage::Icache { .. } => Some(Cycle(now.0 + t.q7_poll_cycles.max(1))),
             Stage::Idle => match (poll, self.release_pending()) {

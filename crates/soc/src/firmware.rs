@@ -334,6 +334,23 @@ impl FwBus for DeviceFwBus<'_> {
         self.device.stale_byte_in(addr, len).is_some()
     }
 
+    fn core_can_reach(&self, addr: u64, len: u64) -> Result<(), String> {
+        // A copy is at most the 64 KiB dataram window and PSUM is one
+        // region per core: its first and last bytes tell.
+        let map = self.device.map();
+        for a in [addr, addr.saturating_add(len.saturating_sub(1))] {
+            if let Some(id) = map.decode(a).region
+                && map.region(id).kind == soc_map::RegionKind::Psum
+            {
+                return Err(format!(
+                    "{} is PSUM, which the Q7 cores cannot reach (no aperture onto it; docs/references/design.md §2)",
+                    crate::describe::symbolic(self.device, a)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn mark_stale(&mut self, addr: u64, len: u64) {
         self.device.mark_stale(addr, len);
     }

@@ -182,21 +182,14 @@ impl Q7Core {
                 }
                 let dataram = self.layout.dataram_soc + u64::from(local - il::DATARAM_LOCAL.start);
                 if m < il::DEFAULT_METHOD {
-                    // The Q7 copies by itself.
+                    // The Q7 copies by itself: only through its own
+                    // apertures (no PSUM, docs/references/design.md §2).
                     let (src, dst) = if is_read {
                         (other, dataram)
                     } else {
                         (dataram, other)
                     };
-                    let mut buf = vec![0u8; len as usize];
-                    let moved = bus
-                        .read_payload(src, &mut buf)
-                        .and_then(|()| bus.write_bytes(dst, &buf));
-                    // Timing-only: a copy of bytes no DMA moved is stale.
-                    if moved.is_ok() && bus.stale(src, len) {
-                        bus.mark_stale(dst, len);
-                    }
-                    if let Err(e) = moved {
+                    if let Err(e) = bus.core_can_reach(other, len) {
                         self.reject(
                             now,
                             &q,
@@ -210,11 +203,17 @@ impl Q7Core {
                         t.q7_vector_copy_bytes_per_cycle
                     }
                     .max(1);
+                    // The bytes move `rate` a cycle (`Q7Core::core_copy_to`).
                     self.stage = Stage::CoreCopy {
                         until: Cycle(now.0 + len.div_ceil(rate)),
                         tag: q.tag,
                         method: m,
                         bytes: len,
+                        start: now,
+                        rate,
+                        src,
+                        dst,
+                        done: 0,
                     };
                     return true;
                 }
@@ -377,6 +376,65 @@ impl Q7Core {
         } else {
             self.stage = Stage::Icache { tag, target, bytes };
             false
+        }
+    }
+
+    /// A core copy (methods 0/1) moves the bytes of every cycle up to
+    /// `now`: those of cycle `c` — `rate` bytes from where the previous
+    /// cycle stopped — are loaded and stored at `c`, so a reader sees them
+    /// land in order and a store to the source before `c` is copied. True
+    /// while the copy goes on; false when a load or store faulted: the call
+    /// is refused there (the bytes before it stay) and the stage is idle.
+    pub(super) fn core_copy_to(&mut self, now: Cycle, bus: &mut dyn FwBus) -> bool {
+        let Stage::CoreCopy {
+            start,
+            rate,
+            src,
+            dst,
+            bytes,
+            done,
+            method,
+            ..
+        } = &mut self.stage
+        else {
+            return true;
+        };
+        let visible = now
+            .0
+            .saturating_sub(start.0)
+            .saturating_mul(*rate)
+            .min(*bytes);
+        if visible <= *done {
+            return true;
+        }
+        let (from, n) = (*done, visible - *done);
+        let (s, d, m) = (*src + from, *dst + from, *method);
+        let mut buf = vec![0u8; n as usize];
+        let moved = bus
+            .read_payload(s, &mut buf)
+            .and_then(|()| bus.write_bytes(d, &buf));
+        // Timing-only: a copy of bytes no DMA moved is stale.
+        if moved.is_ok() && bus.stale(s, n) {
+            bus.mark_stale(d, n);
+        }
+        match moved {
+            Ok(()) => {
+                *done = visible;
+                true
+            }
+            Err(e) => {
+                let Stage::CoreCopy { tag, .. } = std::mem::take(&mut self.stage) else {
+                    return false;
+                };
+                let reason = format!(
+                    "neuron_memcpy ({}): {e}",
+                    crate::inline::METHOD_NAMES[usize::from(m)]
+                );
+                self.stats.entry("neuron_memcpy").or_default().rejected += 1;
+                self.refused(now, &tag, "neuron_memcpy", &reason);
+                self.event(now, &tag, FwEventKind::Rejected { reason });
+                false
+            }
         }
     }
 

@@ -151,7 +151,15 @@ impl Q7Core {
     /// (docs/firmware.md §Stalls).
     pub fn busy_until(&self) -> Option<Cycle> {
         match &self.stage {
-            Stage::Generating { until, .. } | Stage::CoreCopy { until, .. } => Some(*until),
+            Stage::Generating { until, .. } => Some(*until),
+            // The next cycle whose bytes the copy moves.
+            Stage::CoreCopy {
+                until,
+                start,
+                rate,
+                done,
+                ..
+            } => Some(Cycle((start.0 + done / rate + 1).min(until.0))),
             _ => None,
         }
     }
