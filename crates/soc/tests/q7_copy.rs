@@ -96,3 +96,43 @@ fn a_core_copy_lands_its_bytes_cycle_by_cycle() {
     assert_eq!(read(&d, "tpb0.q7_dram0+0xffc", 4), [0xaa, 0xbb, 0xcc, 0xdd]);
     assert_eq!(d.now().0, 1024);
 }
+
+/// A 64-bit register pair needs `REG[r + 1]`; the file has 64 registers,
+/// so a pair at `REG[63]` (an address, a wide table offset, a wide bound)
+/// is refused naming the field, not read with `REG[0]` as its high half.
+#[test]
+fn a_register_pair_cannot_start_at_reg_63() {
+    let (r, _) = run(
+        "write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00400000\n\
+         write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n\
+         write32 tpb0.q7_local_reg.addr_table_lo[3] 0x10000000\n\
+         write32 tpb0.q7_local_reg.reg[63] 0xffffffff\n\
+         inst tpb0 DIRECT2D semaphore=1 sem_increment=1 src_start_addr=tbl:3+wide:0x0 src_bound_reg.bc_reg=63 src_bound_reg.bc_enabled=1 src_step_elem=[1,256] src_num_elem=[256,1] src_elem_size=1 dst_start_addr=imm:0x10100000 dst_step_elem=[1,256] dst_num_elem=[256,1] dst_elem_size=1\n\
+         inst tpb0 DIRECT2D semaphore=2 sem_increment=1 src_start_addr=tbl:3+wreg:63 src_step_elem=[1,256] src_num_elem=[256,1] src_elem_size=1 dst_start_addr=imm:0x10200000 dst_step_elem=[1,256] dst_num_elem=[256,1] dst_elem_size=1\n\
+         inst tpb0 DIRECT2D semaphore=3 sem_increment=1 src_start_addr=reg:63 src_step_elem=[1,256] src_num_elem=[256,1] src_elem_size=1 dst_start_addr=imm:0x10200000 dst_step_elem=[1,256] dst_num_elem=[256,1] dst_elem_size=1\n\
+         inst tpb0 DIRECT2D semaphore=4 sem_increment=1 src_start_addr=reg:62 src_step_elem=[1,256] src_num_elem=[256,1] src_elem_size=1 dst_start_addr=imm:0x10200000 dst_step_elem=[1,256] dst_num_elem=[256,1] dst_elem_size=1\n\
+         run\n",
+    );
+    let reasons: Vec<&str> = r.summary.firmware["tpb0"]
+        .refused
+        .iter()
+        .map(|x| x.refusal.reason.as_str())
+        .collect();
+    assert_eq!(reasons.len(), 3, "{}", r.to_text());
+    assert!(
+        reasons[0].contains(
+            "DIRECT2D.src_bound_reg.bc_reg = 63: a wide-offset bound is a 64-bit register pair"
+        ),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1]
+            .contains("DIRECT2D.src_start_addr: a 64-bit register pair cannot start at REG[63]"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[2]
+            .contains("DIRECT2D.src_start_addr: a 64-bit register pair cannot start at REG[63]"),
+        "{reasons:?}"
+    );
+}

@@ -256,8 +256,8 @@ fn expand_direct2d_walking(
     let mut spread = Spread::new(W, cfg, w.sem_increment, spare);
     spread.set_extras(xfer.extras());
     let gates = [
-        Gate::of(w.src_bound_reg, w.src_start_addr),
-        Gate::of(w.dst_bound_reg, w.dst_start_addr),
+        Gate::of(w.src_bound_reg, w.src_start_addr, W, "src_bound_reg")?,
+        Gate::of(w.dst_bound_reg, w.dst_start_addr, W, "dst_bound_reg")?,
     ];
     let max_elems = xfer.max_elems();
     // Whole rows on both sides (the common case): one pair per row or

@@ -109,8 +109,8 @@ pub(super) fn expand_direct2d_xpose(
     let tile_step = i128::from(w.tile_src_row_step);
     let mut spread = Spread::new(W, cfg, 1, spare);
     let gates = [
-        Gate::of(w.src_bound_reg, w.src_start_addr),
-        Gate::of(w.dst_bound_reg, w.dst_start_addr),
+        Gate::of(w.src_bound_reg, w.src_start_addr, W, "src_bound_reg")?,
+        Gate::of(w.dst_bound_reg, w.dst_start_addr, W, "dst_bound_reg")?,
     ];
     let tiles = rows / u64::from(XPOSE_TILE_ROWS);
     // The cross-bar path: source rows contiguous (step 0 = 1), each

@@ -113,7 +113,7 @@ pub(super) fn expand_gather_xpose(
             reg,
             mode: Addr4Mode::AddrReg,
         } => {
-            let v = reg64(ops_ro, reg);
+            let v = reg64(ops_ro, reg, W, "src_idx_start_addr")?;
             (v, Some(("src_idx_start_addr", reg, v)))
         }
         other => {
@@ -162,7 +162,10 @@ pub(super) fn expand_gather_xpose(
         })
         .collect();
     let mut spread = Spread::new(W, cfg, 1, spare);
-    let gates = [Gate::INERT, Gate::of(w.dst_bound_reg, w.dst_start_addr)];
+    let gates = [
+        Gate::INERT,
+        Gate::of(w.dst_bound_reg, w.dst_start_addr, W, "dst_bound_reg")?,
+    ];
     // The cross-bar path (as DIRECT2D_XPOSE): gathered rows contiguous
     // (step 0 = 1) and destination columns one partition apart — each
     // whole 16-index tile is one packet of 16 row descriptors.

@@ -43,7 +43,7 @@ fn index_vector_addr(
             reg,
             mode: Addr4Mode::AddrReg,
         } => {
-            let v = reg64(ops, reg);
+            let v = reg64(ops, reg, W, field)?;
             Ok((v, Some((field, reg, v))))
         }
         other => Err(addr4_refusal(W, field, other).unwrap_or_else(|| {

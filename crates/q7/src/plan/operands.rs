@@ -16,9 +16,29 @@ pub(super) struct Resolved {
     pub(super) regs: Vec<(&'static str, u8, u64)>,
 }
 
-pub(super) fn reg64(ops: &dyn Operands, reg: u8) -> u64 {
-    u64::from(ops.reg(reg)) | (u64::from(ops.reg(reg.wrapping_add(1) & 63)) << 32)
+/// The 64-bit value of the register pair `REG[reg]` (low), `REG[reg + 1]`
+/// (high). The register file has 64 registers, so a pair cannot start at
+/// `REG[63]`: its high half would be a register that does not exist, and
+/// no source says what the firmware reads there — refused, naming the
+/// field (docs/firmware.md "Bound checks").
+pub(super) fn reg64(
+    ops: &dyn Operands,
+    reg: u8,
+    what: &str,
+    field: &str,
+) -> Result<u64, PlanError> {
+    if usize::from(reg) + 1 >= REG_COUNT {
+        return Err(PlanError::Invalid(format!(
+            "{what}.{field}: a 64-bit register pair cannot start at REG[{reg}]: its high half \
+             would be REG[{}], and the register file has {REG_COUNT} registers",
+            u16::from(reg) + 1
+        )));
+    }
+    Ok(u64::from(ops.reg(reg)) | (u64::from(ops.reg(reg + 1)) << 32))
 }
+
+/// Registers in a core's file (`q7_local_reg.REG[64]`, docs/references/wiki.md §C.4).
+pub(super) const REG_COUNT: usize = 64;
 
 /// ADDR8 → SoC address. Register mode reads REG[r] (low) and REG[r+1]
 /// (high); table mode adds the offset to the entry (docs/references/wiki.md §C.4;
@@ -46,7 +66,7 @@ pub(super) fn resolve_addr8(
             regs: Vec::new(),
         },
         Addr8::Register { reg, .. } => {
-            let v = reg64(ops, reg);
+            let v = reg64(ops, reg, what, field)?;
             Resolved {
                 addr: v,
                 regs: vec![(field, reg, v)],
@@ -58,7 +78,7 @@ pub(super) fn resolve_addr8(
                 TableOffset::Immediate { value, .. } => (value, Vec::new()),
                 TableOffset::Register { reg, wide } => {
                     let v = if wide {
-                        reg64(ops, reg)
+                        reg64(ops, reg, what, field)?
                     } else {
                         u64::from(ops.reg(reg))
                     };
@@ -174,8 +194,14 @@ impl Gate {
         wide: false,
     };
 
-    /// The gate `reg` of the address operand `addr`.
-    pub(super) fn of(reg: BoundCheckReg, addr: Addr8) -> Self {
+    /// The gate `reg` of the address operand `addr`; an armed wide gate
+    /// whose limit pair would start at `REG[63]` is refused (see [`reg64`]).
+    pub(super) fn of(
+        reg: BoundCheckReg,
+        addr: Addr8,
+        what: &str,
+        field: &str,
+    ) -> Result<Self, PlanError> {
         let wide = matches!(
             addr,
             Addr8::Table {
@@ -184,7 +210,15 @@ impl Gate {
                 ..
             }
         );
-        Self { reg, wide }
+        if wide && reg.bc_enabled && usize::from(reg.bc_reg) + 1 >= REG_COUNT {
+            return Err(PlanError::Invalid(format!(
+                "{what}.{field}.bc_reg = {}: a wide-offset bound is a 64-bit register pair, \
+                 and its high half would be REG[{}] (the register file has {REG_COUNT} registers)",
+                reg.bc_reg,
+                u16::from(reg.bc_reg) + 1
+            )));
+        }
+        Ok(Self { reg, wide })
     }
 
     /// A gate on 32-bit values (an index bound).
@@ -194,8 +228,11 @@ impl Gate {
 
     /// The limit the gate compares with (the last value allowed).
     pub(super) fn limit(&self, ops: &dyn Operands) -> u64 {
-        if self.wide {
-            reg64(ops, self.reg.bc_reg)
+        if self.wide && usize::from(self.reg.bc_reg) + 1 < REG_COUNT {
+            // Checked in `Gate::of`.
+            u64::from(ops.reg(self.reg.bc_reg)) | (u64::from(ops.reg(self.reg.bc_reg + 1)) << 32)
+        } else if self.wide {
+            0
         } else {
             u64::from(ops.reg(self.reg.bc_reg))
         }
