@@ -275,3 +275,30 @@ fn a_failed_wait_names_the_firmware_work_that_cannot_go_on() {
         "{out}"
     );
 }
+
+/// Timing-only: once the run acted on bytes no copy moved, work left at the
+/// end may be the stale data's doing: the end-of-trace failure is skipped
+/// like every later check (docs/user-guide.md §11); with payload it fails.
+#[test]
+fn work_left_after_stale_control_data_is_skipped_in_timing_only_mode() {
+    let dir = tmp_dir("stale");
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/stale-ring.trace"),
+    )
+    .unwrap();
+    let t = write(
+        &dir,
+        "t.trace",
+        &format!("{base}{DGE}inst tpb0 {GATED}\nrun\n"),
+    );
+    let o = run(&["run", s(&t), "--timing-only", "-q"]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("2 skipped (timing-only: bytes not moved)"),
+        "{out}"
+    );
+    assert!(out.contains("deadlock at the end of the trace"), "{out}");
+    let o = run(&["run", s(&t), "-q"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+}

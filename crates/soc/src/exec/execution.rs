@@ -399,9 +399,18 @@ impl Execution {
     /// The end-of-trace check of [`Execution::finish`].
     fn check_work_left(&mut self, device: &Device) {
         let span = self.last_span;
+        // Timing-only: once the run acted on bytes no copy moved, work
+        // left may be the stale data's doing; like every later check, the
+        // failure is skipped, and the summary still shows the work left
+        // (docs/user-guide.md §11).
+        let stale = device.stale_control().is_some();
         let fail = |report: &mut RunReport, text: String| {
-            report.expectations_failed += 1;
-            report.failures.push(located(&self.file, span, text));
+            if stale {
+                report.expectations_skipped += 1;
+            } else {
+                report.expectations_failed += 1;
+                report.failures.push(located(&self.file, span, text));
+            }
         };
         if let Some(g) = device
             .wait_graph("end of trace", None)
