@@ -77,6 +77,19 @@ const RESULT_COLUMNS: [&str; 7] = [
     "host_seconds",
 ];
 
+/// Every column that is not a parameter's, in header order: no
+/// parameter may take one of these names ([`crate::parse_param`]).
+pub(crate) const COLUMNS_BESIDE_PARAMETERS: [&str; 1 + RESULT_COLUMNS.len()] = [
+    "point",
+    RESULT_COLUMNS[0],
+    RESULT_COLUMNS[1],
+    RESULT_COLUMNS[2],
+    RESULT_COLUMNS[3],
+    RESULT_COLUMNS[4],
+    RESULT_COLUMNS[5],
+    RESULT_COLUMNS[6],
+];
+
 /// What a partial CSV's first line records, for `sweep merge`, and what
 /// the plot says besides the rows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

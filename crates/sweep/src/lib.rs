@@ -316,6 +316,46 @@ mod tests {
         assert_eq!(SweepMeta::parse(&m.line((1, 3))), Some((m, (1, 3))));
     }
 
+    /// A parameter named like a column of the CSV (`cycles`, `exit`, …)
+    /// gave a header with that name twice, and a CSV reader kept one of
+    /// them (probe report sweep-etc.md finding 10): such a name is refused,
+    /// from `#@ param` (naming the line) and from `--param`.
+    #[test]
+    fn a_parameter_named_like_a_column_is_refused() {
+        let options = |params: &[&str]| SweepOptions {
+            params: params.iter().map(ToString::to_string).collect(),
+            ..SweepOptions::default()
+        };
+        let e = Sweep::new(
+            Path::new("t.trace"),
+            "#@ param n=1\n#@ param cycles=1,2\nrun cycles={cycles}\n",
+            &options(&[]),
+        )
+        .err()
+        .map(|e| e.message().to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "t.trace: line 2: parameter `cycles` is named like a column of the sweep CSV \
+                 (point, cycles, ns, payload_bytes, gbps, descriptors, exit, host_seconds): \
+                 give it another name"
+            )
+        );
+        let e = Sweep::new(
+            Path::new("t.trace"),
+            "run cycles={exit}\n",
+            &options(&["exit=3,4"]),
+        )
+        .err()
+        .map(|e| e.message().to_string());
+        assert!(
+            e.as_deref().is_some_and(|e| e.starts_with(
+                "--param exit=3,4: parameter `exit` is named like a column of the sweep CSV"
+            )),
+            "{e:?}"
+        );
+    }
+
     /// A repeated `--param NAME` is an error, as a repeated `#@ param` is;
     /// it used to keep only the last. Found by a review.
     #[test]
