@@ -156,6 +156,9 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     if let Some(note) = kept_files_note(&out.kept_files) {
         eprintln!("{note}");
     }
+    if let Some(note) = sweep::skipped_note(&out.rows) {
+        eprintln!("sweep: {note}");
+    }
     if args.json {
         if let Some(p) = args.csv.as_deref() {
             write_file(p, &out.csv)?;
@@ -167,14 +170,19 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     if args.csv.is_some() && !args.json {
         for r in &out.rows {
             outln!(
-                "point {} {}: {} cycles, {} ns, {} bytes, {} GB/s, exit {}",
+                "point {} {}: {} cycles, {} ns, {} bytes, {} GB/s, exit {}{}",
                 r.point,
                 r.label(&out.names),
                 r.cycles,
                 r.ns,
                 r.payload,
                 r.gbps,
-                r.exit
+                r.exit,
+                if r.expectations_skipped > 0 {
+                    format!(", {} expectation(s) skipped", r.expectations_skipped)
+                } else {
+                    String::new()
+                }
             );
         }
     }
@@ -216,6 +224,10 @@ fn cmd_merge(
         texts.push((p.display().to_string(), t));
     }
     let (merged, meta) = sweep::merge(&texts).map_err(bad_input)?;
+    let rows = sweep::Csv::parse(&merged).map_err(bad_input)?.rows;
+    if let Some(note) = sweep::skipped_note(&rows) {
+        eprintln!("sweep merge: {note}");
+    }
     if json {
         if let Some(p) = csv_out {
             write_file(p, &merged)?;
@@ -231,10 +243,7 @@ fn cmd_merge(
         write_file(svg, &text)?;
     }
     // The worst point's exit status, as the sweep in one piece gives it.
-    let worst = sweep::Csv::parse(&merged)
-        .map(|c| c.rows.iter().map(|r| r.exit).max().unwrap_or(0))
-        .unwrap_or(0);
-    Ok(worst)
+    Ok(rows.iter().map(|r| r.exit).max().unwrap_or(0))
 }
 
 /// `--jobs N`: a count of threads, at least 1.

@@ -104,7 +104,7 @@ fn full_run_equals_the_merge_of_three_shards_byte_for_byte() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "point,bytes,eng,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds"
+        "point,bytes,eng,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds"
     );
     assert_eq!(lines.len(), 7);
     for (k, l) in lines[1..].iter().enumerate() {
@@ -120,7 +120,8 @@ fn full_run_equals_the_merge_of_three_shards_byte_for_byte() {
         assert_eq!(c[5], (4 * bytes).to_string(), "#@ payload {{4*bytes}}");
         assert_eq!(c[7], "8", "four descriptor pairs");
         assert_eq!(c[8], "0", "expectations held");
-        assert_eq!(c[9], "", "--no-host-time");
+        assert_eq!(c[9], "0", "data mode: nothing skipped");
+        assert_eq!(c[10], "", "--no-host-time");
         let gbps: f64 = c[6].parse().unwrap();
         let ns: f64 = c[4].parse().unwrap();
         assert!((gbps - 4.0 * bytes as f64 / ns).abs() < 0.01);
@@ -219,7 +220,7 @@ fn params_override_defaults_and_timing_only_keeps_cycles() {
     // 8 KiB moves no payload in timing-only mode: its expectation cannot
     // be checked, so it is skipped (neither passed nor failed: exit 0).
     assert_eq!(fast.status.code(), Some(0), "{ftext}");
-    assert!(ftext.lines().nth(2).unwrap().ends_with(",0,"), "{ftext}");
+    assert!(ftext.lines().nth(2).unwrap().ends_with(",0,1,"), "{ftext}");
 }
 
 /// A minimal XML check: tags balance and the document is one `<svg>`.
@@ -599,5 +600,70 @@ fn merge_refuses_parts_of_another_sweep_and_keeps_the_exit_status() {
     // --jobs 0 runs nothing: bad input.
     let o = run(&["sweep", s(&trace), "--jobs", "0"]);
     assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `sweep --timing-only` skipped the data checks without a word: the CSV
+/// and the JSON had no skip count, stderr was silent and a trace whose
+/// check is wrong exited 0 like one that passed (probe report
+/// sweep-etc.md finding 1). Each point now has its skipped count (CSV
+/// `expectations_skipped`, JSON `expectations_skipped`, summary
+/// `skipped_points`), and stderr says how many points skipped checks.
+#[test]
+fn timing_only_sweeps_count_the_checks_they_skipped() {
+    let dir = tmp_dir("skipped");
+    let trace = dir.join("wrong.trace");
+    let golden =
+        read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/copy-hbm-hbm.trace"));
+    // A wrong expected hash, and a parameter so that it is a sweep.
+    let text = format!(
+        "#@ param n=1,2\n# {{n}}\n{}",
+        golden.replace("sha256=c8", "sha256=00")
+    );
+    std::fs::write(&trace, text).unwrap();
+    let o = run(&[
+        "sweep",
+        s(&trace),
+        "--timing-only",
+        "--no-host-time",
+        "--jobs",
+        "1",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    // Skipped is neither passed nor failed: exit 0, as `run --timing-only`.
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "point,n,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds"
+    );
+    assert_eq!(lines[1], "0,1,194,228.2,4096,17.946,2,0,1,");
+    assert_eq!(lines[2], "1,2,194,228.2,4096,17.946,2,0,1,");
+    assert_eq!(
+        stderr.trim_end(),
+        "sweep: 2 of 2 points skipped 2 expectation(s) (timing-only: bytes not moved): not checked, \
+         neither passed nor failed"
+    );
+    let o = run(&[
+        "sweep",
+        s(&trace),
+        "--timing-only",
+        "--no-host-time",
+        "--jobs",
+        "1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["points"][0]["expectations_skipped"], 1);
+    assert_eq!(v["summary"]["skipped_points"], 2);
+    // In data mode the check is made, and fails.
+    let o = run(&["sweep", s(&trace), "--no-host-time", "--jobs", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        stdout.lines().nth(1).unwrap().ends_with(",1,0,"),
+        "{stdout}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

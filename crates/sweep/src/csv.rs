@@ -19,6 +19,9 @@ pub struct Row {
     pub gbps: String,
     pub descriptors: u64,
     pub exit: u8,
+    /// Expectations the point skipped: in timing-only mode, checks of
+    /// bytes no DMA moved (neither passed nor failed).
+    pub expectations_skipped: usize,
     pub host_seconds: String,
 }
 
@@ -38,6 +41,7 @@ impl Row {
             gbps: format!("{gbps:.3}"),
             descriptors: m.descriptors,
             exit: m.exit,
+            expectations_skipped: m.expectations_skipped,
             host_seconds: if host_time {
                 format!("{:.6}", m.host_seconds)
             } else {
@@ -60,20 +64,38 @@ impl Row {
             self.gbps.clone(),
             self.descriptors.to_string(),
             self.exit.to_string(),
+            self.expectations_skipped.to_string(),
             self.host_seconds.clone(),
         ]);
         cells.join(",")
     }
 }
 
+/// What the rows skipped, for a line beside the CSV: `K of N points
+/// skipped E expectation(s) (timing-only: …)`; None when no row skipped
+/// one. A skipped check is neither passed nor failed (an exit 0 does not
+/// say it held), so a sweep that skipped checks says so.
+pub fn skipped_note(rows: &[Row]) -> Option<String> {
+    let points = rows.iter().filter(|r| r.expectations_skipped > 0).count();
+    let skipped: usize = rows.iter().map(|r| r.expectations_skipped).sum();
+    (points > 0).then(|| {
+        format!(
+            "{points} of {} points skipped {skipped} expectation(s) (timing-only: bytes not moved): \
+             not checked, neither passed nor failed",
+            rows.len()
+        )
+    })
+}
+
 /// Columns after the parameters.
-const RESULT_COLUMNS: [&str; 7] = [
+const RESULT_COLUMNS: [&str; 8] = [
     "cycles",
     "ns",
     "payload_bytes",
     "gbps",
     "descriptors",
     "exit",
+    "expectations_skipped",
     "host_seconds",
 ];
 
@@ -88,6 +110,7 @@ pub(crate) const COLUMNS_BESIDE_PARAMETERS: [&str; 1 + RESULT_COLUMNS.len()] = [
     RESULT_COLUMNS[4],
     RESULT_COLUMNS[5],
     RESULT_COLUMNS[6],
+    RESULT_COLUMNS[7],
 ];
 
 /// What a partial CSV's first line records, for `sweep merge`, and what
@@ -300,7 +323,9 @@ impl Csv {
                 gbps: real(p + 3, false)?,
                 descriptors: int(p + 4)?,
                 exit,
-                host_seconds: real(p + 6, true)?,
+                expectations_skipped: usize::try_from(int(p + 6)?)
+                    .map_err(|_| cell(p + 6, &format!("too large (at most {})", usize::MAX)))?,
+                host_seconds: real(p + 7, true)?,
             });
         }
         Ok(Csv { names, rows })
@@ -404,44 +429,49 @@ pub mod tests {
             gbps: format!("{gbps:.3}"),
             descriptors: 4,
             exit: 0,
+            expectations_skipped: 0,
             host_seconds: String::new(),
         }
     }
 
     #[test]
     fn bad_rows_name_the_line_the_column_and_why() {
-        let head = "point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds";
+        let head = "point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds";
         assert_eq!(header(&["bytes".to_string()]), head);
         let err = |rows: &str| Csv::parse(&format!("# c\n{head}\n{rows}")).unwrap_err();
-        let good = "0,128,100,117.6,128,1.088,4,0,";
+        let good = "0,128,100,117.6,128,1.088,4,0,0,";
         assert!(Csv::parse(&format!("{head}\n{good}\n")).is_ok());
         assert_eq!(
-            err(&format!("{good}\n0,128,1x0,117.6,128,1.088,4,0,\n")),
+            err(&format!("{good}\n0,128,1x0,117.6,128,1.088,4,0,0,\n")),
             "line 4: column `cycles` = `1x0`: not a whole number"
         );
         assert_eq!(
             err("0,128,100,117.6,128,1.088,4\n"),
-            "line 3: 7 columns, the header has 9 (point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds)"
+            "line 3: 7 columns, the header has 10 (point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds)"
         );
         assert_eq!(
-            err("0,128,100,fast,128,1.088,4,0,\n"),
+            err("0,128,100,fast,128,1.088,4,0,0,\n"),
             "line 3: column `ns` = `fast`: not a number"
         );
         assert_eq!(
-            err("0,128,100,117.6,128,1.088,4,300,\n"),
+            err("0,128,100,117.6,128,1.088,4,300,0,\n"),
             "line 3: column `exit` = `300`: not an exit status (0..=255)"
         );
         assert_eq!(
-            err("0,128,100,117.6,18446744073709551616,1.088,4,0,\n"),
+            err("0,128,100,117.6,18446744073709551616,1.088,4,0,0,\n"),
             "line 3: column `payload_bytes` = `18446744073709551616`: too large (at most 18446744073709551615)"
         );
         assert_eq!(
-            err("-1,128,100,117.6,128,1.088,4,0,\n"),
+            err("-1,128,100,117.6,128,1.088,4,0,0,\n"),
             "line 3: column `point` = `-1`: not a whole number"
         );
         assert_eq!(
-            err("0,128,100,117.6,128,1.088,4,0,soon\n"),
+            err("0,128,100,117.6,128,1.088,4,0,0,soon\n"),
             "line 3: column `host_seconds` = `soon`: not a number (or empty)"
+        );
+        assert_eq!(
+            err("0,128,100,117.6,128,1.088,4,0,one,\n"),
+            "line 3: column `expectations_skipped` = `one`: not a whole number"
         );
     }
 

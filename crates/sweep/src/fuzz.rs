@@ -73,6 +73,7 @@ fn merge_seeds() -> Vec<Vec<u8>> {
             gbps: format!("{:.3}", 1.5 * k as f64),
             descriptors: 4,
             exit: 0,
+            expectations_skipped: k % 2,
             host_seconds: if k == 3 {
                 "0.012".into()
             } else {

@@ -39,7 +39,7 @@ pub mod seeds;
 pub mod svg;
 
 pub use calibrate::Calibration;
-pub use csv::{Csv, Row, SweepMeta, merge, render_csv};
+pub use csv::{Csv, Row, SweepMeta, merge, render_csv, skipped_note};
 pub use json::SweepJson;
 pub use params::{MAX_VALUES, Param, Published, Template, Value, parse_param, payload_of};
 pub use run::{DeviceFactory, Job, Measured, jobs_of, run_jobs};
@@ -337,7 +337,8 @@ mod tests {
             e.as_deref(),
             Some(
                 "t.trace: line 2: parameter `cycles` is named like a column of the sweep CSV \
-                 (point, cycles, ns, payload_bytes, gbps, descriptors, exit, host_seconds): \
+                 (point, cycles, ns, payload_bytes, gbps, descriptors, exit, \
+                 expectations_skipped, host_seconds): \
                  give it another name"
             )
         );

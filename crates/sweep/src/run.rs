@@ -158,6 +158,9 @@ pub struct Measured {
     pub descriptors: u64,
     /// The trace's exit status (0 ok, 1 expectation failed, 2 bad input).
     pub exit: u8,
+    /// Expectations skipped (timing-only: checks of bytes no DMA moved),
+    /// neither passed nor failed.
+    pub expectations_skipped: usize,
     /// Host wall-clock seconds.
     pub host_seconds: f64,
     /// The first error, failure or warning, if any (printed with the
@@ -206,6 +209,7 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
         payload: job.payload.unwrap_or(s.bytes),
         descriptors: s.descriptors,
         exit: report.exit_code(),
+        expectations_skipped: report.expectations_skipped,
         host_seconds,
         problem,
         queue_spans: s
