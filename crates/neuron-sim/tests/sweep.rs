@@ -667,3 +667,61 @@ fn timing_only_sweeps_count_the_checks_they_skipped() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `sweep merge` joined shards run with two timing files of one name but
+/// other contents (the id covered the --timing path only), and a part
+/// whose row claimed values no point of the sweep has (probe report
+/// sweep-etc.md findings 5 and 6). The id now covers the effective timing
+/// parameters, and the header's values= digest of every point's values
+/// is checked against the merged rows.
+#[test]
+fn merge_checks_the_timing_contents_and_every_rows_values() {
+    let dir = tmp_dir("merge-timing");
+    let trace = dir.join("sw.trace");
+    std::fs::write(
+        &trace,
+        "#@ param n=1..5\nfill hbm0 len=16 byte={n}\nexpect hbm0 bytes=02\n",
+    )
+    .unwrap();
+    let timing = dir.join("tm.json");
+    let part = |name: &str, shard: &str, clock: &str| {
+        std::fs::write(&timing, format!("{{\"clock_ghz\": {clock}}}")).unwrap();
+        let out = dir.join(name);
+        let o = run(&[
+            "sweep",
+            s(&trace),
+            "--no-host-time",
+            "--jobs",
+            "1",
+            "--shard",
+            shard,
+            "--timing",
+            s(&timing),
+            "--csv",
+            s(&out),
+        ]);
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{o:?}");
+        out
+    };
+    let p0 = part("p0.csv", "0/2", "1.4");
+    let p1 = part("p1.csv", "1/2", "1.4");
+    let slow1 = part("slow1.csv", "1/2", "0.5");
+    let o = run(&["sweep", "merge", s(&p0), s(&p1)]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    // Same file name, other contents: another sweep.
+    let o = run(&["sweep", "merge", s(&p0), s(&slow1)]);
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("slow1.csv: from another sweep"), "{stderr}");
+    // A row that claims n=7 (point 3 is n=4).
+    let edited = dir.join("edited1.csv");
+    std::fs::write(&edited, read(&p1).replace("\n3,4,", "\n3,7,")).unwrap();
+    let o = run(&["sweep", "merge", s(&p0), s(&edited)]);
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the rows' parameter values are not the sweep's"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

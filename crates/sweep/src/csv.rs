@@ -133,34 +133,55 @@ pub struct SweepMeta {
     /// the plot draws the bytes-per-partition guidance only over it.
     pub partition_bytes: Option<String>,
     /// What the sweep is, as 16 hex digits: a digest of the trace's text,
-    /// its parameters' names and every point's values ([`sweep_id`]), so
-    /// that `sweep merge` refuses parts of another sweep of the same name.
+    /// the effective timing parameters and [`SweepMeta::values`]
+    /// ([`sweep_id`]), so that `sweep merge` refuses parts of another
+    /// sweep of the same name, or of one run with other timing.
     pub id: String,
+    /// A digest of the parameters' names and every point's values, in
+    /// point order ([`values_digest`]), 16 hex digits: `sweep merge`
+    /// computes it again from the rows it joins, so a row whose values no
+    /// point of the sweep has is refused.
+    pub values: String,
 }
 
-/// [`SweepMeta::id`] of a sweep: FNV-1a over the trace text, the
-/// parameter names and each point's values, in order.
-pub fn sweep_id<V: std::fmt::Display>(text: &str, names: &[String], points: &[Vec<V>]) -> String {
+/// FNV-1a over `fields`, each followed by a separator byte no text holds
+/// (so that fields do not run together), as 16 hex digits.
+fn fnv_fields<'a>(fields: impl IntoIterator<Item = &'a [u8]>) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
+    for bytes in fields {
         for b in bytes {
             h ^= u64::from(*b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
-        // A separator no text holds, so that fields do not run together.
         h ^= 0xff;
         h = h.wrapping_mul(0x0100_0000_01b3);
-    };
-    eat(text.as_bytes());
-    for n in names {
-        eat(n.as_bytes());
-    }
-    for p in points {
-        for v in p {
-            eat(v.to_string().as_bytes());
-        }
     }
     format!("{h:016x}")
+}
+
+/// [`SweepMeta::values`] of a sweep: the parameter names, then each
+/// point's values, in order.
+pub fn values_digest<P: AsRef<[V]>, V: std::fmt::Display>(
+    names: &[String],
+    points: &[P],
+) -> String {
+    let values: Vec<String> = points
+        .iter()
+        .flat_map(|p| p.as_ref().iter().map(ToString::to_string))
+        .collect();
+    fnv_fields(
+        names
+            .iter()
+            .map(String::as_bytes)
+            .chain(values.iter().map(String::as_bytes)),
+    )
+}
+
+/// [`SweepMeta::id`] of a sweep: the trace text, the effective timing
+/// parameters (`timing`, as the device factory describes them) and the
+/// [`values_digest`].
+pub fn sweep_id(text: &str, timing: &str, values: &str) -> String {
+    fnv_fields([text.as_bytes(), timing.as_bytes(), values.as_bytes()])
 }
 
 const SHARD_PREFIX: &str = "# neuron-sim sweep shard ";
@@ -169,7 +190,7 @@ impl SweepMeta {
     /// The first line of shard `(i, n)`'s partial CSV.
     pub fn line(&self, (i, n): (usize, usize)) -> String {
         format!(
-            "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} mode={} partition-bytes={} timing={} id={} trace={}",
+            "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} mode={} partition-bytes={} timing={} id={} values={} trace={}",
             self.points,
             self.x.as_deref().unwrap_or("-"),
             self.published.name(),
@@ -177,6 +198,11 @@ impl SweepMeta {
             self.partition_bytes.as_deref().unwrap_or("-"),
             self.timing.as_deref().unwrap_or("-"),
             if self.id.is_empty() { "-" } else { &self.id },
+            if self.values.is_empty() {
+                "-"
+            } else {
+                &self.values
+            },
             self.trace
         )
     }
@@ -202,7 +228,8 @@ impl SweepMeta {
         let (mode, rest) = rest.split_once(" partition-bytes=")?;
         let (partition_bytes, rest) = rest.split_once(" timing=")?;
         let (timing, rest) = rest.split_once(" id=")?;
-        let (id, trace) = rest.split_once(" trace=")?;
+        let (id, rest) = rest.split_once(" values=")?;
+        let (values, trace) = rest.split_once(" trace=")?;
         let named = |v: &str| (v != "-").then(|| v.to_string());
         Some((
             SweepMeta {
@@ -218,6 +245,7 @@ impl SweepMeta {
                 timing: named(timing),
                 partition_bytes: named(partition_bytes),
                 id: named(id).unwrap_or_default(),
+                values: named(values).unwrap_or_default(),
             },
             shard,
         ))
@@ -349,7 +377,7 @@ pub fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), String> 
             None => meta = Some(m),
             Some(prev) if *prev != m => {
                 return Err(format!(
-                    "{file}: from another sweep (`{first}` vs points={} id={} trace={}: the id is a digest of the trace's text and every point's values)",
+                    "{file}: from another sweep (`{first}` vs points={} id={} trace={}: the id is a digest of the trace's text, the timing parameters and every point's values)",
                     prev.points, prev.id, prev.trace
                 ));
             }
@@ -411,6 +439,16 @@ pub fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), String> 
     rows.sort_by_key(|r| r.point);
     if let Some(k) = (0..meta.points).find(|k| !seen_points.contains_key(k)) {
         return Err(format!("point {k} of 0..{} is in no part", meta.points));
+    }
+    // Every row's values, against the digest of the sweep's points.
+    let values: Vec<&[String]> = rows.iter().map(|r| r.values.as_slice()).collect();
+    let found = values_digest(&names, &values);
+    if found != meta.values {
+        return Err(format!(
+            "the rows' parameter values are not the sweep's (their digest is {found}, the parts' \
+             headers say values={}): a part was edited, or has rows of another sweep",
+            meta.values
+        ));
     }
     Ok((render_csv(&names, &rows, None), meta))
 }
@@ -529,11 +567,13 @@ pub mod tests {
         let rows: Vec<Row> = (0..5)
             .map(|k| row(k, 128 << k, 10.0 * k as f64 + 1.0))
             .collect();
+        let values: Vec<&[String]> = rows.iter().map(|r| r.values.as_slice()).collect();
         let meta = SweepMeta {
             points: 5,
             x: None,
             published: Published::Auto,
             trace: "t.trace".into(),
+            values: values_digest(&names, &values),
             ..SweepMeta::default()
         };
         let full = render_csv(&names, &rows, None);
@@ -555,5 +595,15 @@ pub mod tests {
         let doubled = vec![parts[0].clone(), parts[0].clone()];
         assert!(merge(&doubled).unwrap_err().contains("twice"));
         assert!(merge(&[("f".into(), full)]).is_err());
+        // A row whose value no point of the sweep has (finding 6 of the
+        // probe report sweep-etc.md): refused.
+        let mut edited = parts.clone();
+        edited[0].1 = edited[0].1.replace("\n3,1024,", "\n3,1000,");
+        assert_ne!(edited, parts);
+        let e = merge(&edited).unwrap_err();
+        assert!(
+            e.starts_with("the rows' parameter values are not the sweep's"),
+            "{e}"
+        );
     }
 }

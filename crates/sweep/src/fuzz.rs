@@ -86,6 +86,10 @@ fn merge_seeds() -> Vec<Vec<u8>> {
         x: Some("bytes".into()),
         published: Published::Auto,
         trace: "traces/calib/x.trace".into(),
+        values: crate::csv::values_digest(
+            &names,
+            &rows.iter().map(|r| r.values.as_slice()).collect::<Vec<_>>(),
+        ),
         ..SweepMeta::default()
     };
     let mut out = Vec::new();

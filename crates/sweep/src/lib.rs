@@ -190,7 +190,9 @@ impl Sweep {
             timing_only: options.timing_only,
             timing: options.timing.clone(),
             partition_bytes: template.partition_bytes.clone(),
-            id: csv::sweep_id(text, &plan.names, &plan.points),
+            // The id needs the devices' timing: Sweep::run sets it.
+            id: String::new(),
+            values: csv::values_digest(&plan.names, &plan.points),
         };
         Ok(Sweep {
             plan,
@@ -214,8 +216,9 @@ impl Sweep {
             shard,
             selected,
             options,
-            meta,
+            mut meta,
         } = self;
+        meta.id = csv::sweep_id(&plan.template, &factory.timing_fingerprint(), &meta.values);
         // Every point's trace is checked before anything runs, but only a batch
         // of substituted traces is held at a time (a million points of a long
         // template would not fit in memory).
@@ -312,6 +315,7 @@ mod tests {
             timing: Some("my timing.json".into()),
             partition_bytes: Some("bytes".into()),
             id: "0123456789abcdef".into(),
+            values: "fedcba9876543210".into(),
         };
         assert_eq!(SweepMeta::parse(&m.line((1, 3))), Some((m, (1, 3))));
     }

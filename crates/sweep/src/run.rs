@@ -112,6 +112,13 @@ impl DeviceFactory {
         }
     }
 
+    /// The effective timing parameters the devices get, as text: what a
+    /// sweep's id digests (two timing files of one name but other values
+    /// make other sweeps).
+    pub fn timing_fingerprint(&self) -> String {
+        format!("{:?}", self.timing)
+    }
+
     /// The DMA clock of the timing the devices get.
     pub fn clock_ghz(&self) -> f64 {
         self.timing.clock_ghz
