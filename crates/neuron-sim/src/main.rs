@@ -1223,7 +1223,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
 /// Fails when `path` cannot be written (its directory is missing, it is a
 /// directory, or it is not writable), before a run spends time on it. A
 /// file this check creates is removed again.
-fn check_writable(path: &Path, what: &str) -> Result<(), Failure> {
+pub(crate) fn check_writable(path: &Path, what: &str) -> Result<(), Failure> {
     let existed = path.exists();
     if path.is_dir() {
         return Err(bad_input(format!(

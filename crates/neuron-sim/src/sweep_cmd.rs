@@ -149,6 +149,16 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     };
     let planned = Sweep::new(&trace, &text, &options).map_err(failure)?;
     let factory = DeviceFactory::new(&maps.device_with_timing(args.timing.as_deref())?);
+    // What would fail only once every point ran is checked first, as `run`
+    // checks its outputs: "nothing was run".
+    for (path, what) in [(&args.csv, "CSV"), (&args.svg, "SVG")] {
+        if let Some(p) = path {
+            crate::check_writable(p, what)?;
+        }
+    }
+    planned
+        .check(&factory, args.svg.is_some())
+        .map_err(|e| bad_input(format!("{}; nothing was run", e.message())))?;
     // On stderr, so a CSV on stdout stays clean.
     let out = planned
         .run(&factory, &mut |p| eprintln!("{p}"))

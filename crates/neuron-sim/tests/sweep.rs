@@ -725,3 +725,46 @@ fn merge_checks_the_timing_contents_and_every_rows_values() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `sweep` ran every point and only then found that it could not write
+/// --csv, that --x named no parameter for --svg, or (after the first
+/// points ran) that a later point's trace does not parse; the finished
+/// rows were lost (probe report sweep-etc.md finding 8). These are now
+/// checked before any point runs, as `run` checks its outputs.
+#[test]
+fn outputs_x_and_every_points_trace_are_checked_before_anything_runs() {
+    let dir = tmp_dir("prechecks");
+    let trace = dir.join("fail.trace");
+    std::fs::write(
+        &trace,
+        "#@ param n=1..3\nfill hbm0 len=16 byte={n}\nexpect hbm0 bytes=02\n",
+    )
+    .unwrap();
+    let bad = |args: &[&str], wanted: &str| {
+        let mut all = vec!["sweep", s(&trace), "--no-host-time", "--jobs", "1"];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(wanted), "{args:?}: {stderr}");
+        assert!(stderr.contains("nothing was run"), "{args:?}: {stderr}");
+        assert!(o.stdout.is_empty(), "{args:?}: no row printed");
+    };
+    let adir = dir.join("adir");
+    std::fs::create_dir_all(&adir).unwrap();
+    bad(&["--csv", s(&adir)], "it is a directory");
+    bad(&["--svg", s(&adir)], "it is a directory");
+    bad(&["--csv", s(&dir.join("missing/x.csv"))], "cannot write");
+    bad(
+        &["--x", "bogus", "--svg", s(&dir.join("x.svg"))],
+        "--x bogus: no such parameter",
+    );
+    // Point 8 (n=256) does not parse: found before points 0..7 run.
+    let csv = dir.join("p.csv");
+    bad(
+        &["--param", "n=1..1024*2", "--csv", s(&csv)],
+        "point 8 (n=256)",
+    );
+    assert!(!csv.exists());
+    let _ = std::fs::remove_dir_all(dir);
+}

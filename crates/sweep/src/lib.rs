@@ -203,6 +203,41 @@ impl Sweep {
         })
     }
 
+    /// Checks, before anything runs, what would otherwise fail only after
+    /// every point ran: that the plot's x parameter (`--x`, `#@ x`) is one
+    /// of the sweep's (`plotted`: a plot is asked for), and that every
+    /// selected point's trace substitutes, parses and names what the
+    /// devices of `factory` have. The message of a bad point names it and
+    /// its values.
+    pub fn check(&self, factory: &DeviceFactory, plotted: bool) -> Result<(), Error> {
+        if plotted
+            && let Some(x) = &self.meta.x
+            && !self.plan.names.contains(x)
+        {
+            return Err(Error::new(format!(
+                "--x {x}: no such parameter (have: {})",
+                self.plan.names.join(", ")
+            )));
+        }
+        let device = factory.device().map_err(Error::new)?;
+        for &k in &self.selected {
+            let job = self.plan.job(k, self.options.timing_only)?;
+            let at = |errors: Vec<String>| {
+                Error::new(format!(
+                    "point {} ({}): {}",
+                    job.point,
+                    job.label,
+                    errors.join("\n")
+                ))
+            };
+            let trace = trace_format::parse(&job.source, &job.name)
+                .map_err(|e| at(e.iter().map(ToString::to_string).collect()))?;
+            soc::exec::link(&device, &trace, &job.name)
+                .map_err(|e| at(e.iter().map(ToString::to_string).collect()))?;
+        }
+        Ok(())
+    }
+
     /// Runs the points on devices of `factory`. `on_problem` gets `point K
     /// (LABEL): PROBLEM` for each point that failed or warned, as it finishes
     /// (a point is never a silent 0 GB/s).
