@@ -146,6 +146,7 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         x: args.plot.x,
         published: args.plot.published.map(|p| p.0),
         timing: args.timing.as_ref().map(|p| p.display().to_string()),
+        stop: None,
     };
     let planned = Sweep::new(&trace, &text, &options).map_err(failure)?;
     let factory = DeviceFactory::new(&maps.device_with_timing(args.timing.as_deref())?);
@@ -159,10 +160,16 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     planned
         .check(&factory, args.svg.is_some())
         .map_err(|e| bad_input(format!("{}; nothing was run", e.message())))?;
+    // SIGINT/SIGTERM stop the points; the rows that finished are written
+    // as usual, then the interruption is named (as `run` reports what ran).
+    let interrupt = crate::run_output::install_interrupt();
+    let planned = planned.stop_when(std::sync::Arc::clone(&interrupt));
+    let selected = planned.selected_points();
     // On stderr, so a CSV on stdout stays clean.
     let out = planned
         .run(&factory, &mut |p| eprintln!("{p}"))
         .map_err(failure)?;
+    let signal = interrupt.load(std::sync::atomic::Ordering::Relaxed);
     if let Some(note) = kept_files_note(&out.kept_files) {
         eprintln!("{note}");
     }
@@ -205,6 +212,15 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         )
         .map_err(failure)?;
         write_file(svg, &text)?;
+    }
+    if signal != 0 {
+        eprintln!(
+            "sweep: interrupted by {}: {} of {selected} points ran; the rows of the other {} are missing",
+            crate::run_output::signal_name(signal),
+            selected - out.not_run,
+            out.not_run
+        );
+        return Ok(u8::try_from(128 + signal).unwrap_or(130));
     }
     Ok(out.worst_exit)
 }

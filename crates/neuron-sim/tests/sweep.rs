@@ -768,3 +768,64 @@ fn outputs_x_and_every_points_trace_are_checked_before_anything_runs() {
     assert!(!csv.exists());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// SIGINT during a sweep exited 130 with nothing: no CSV, no message, every
+/// finished point lost (probe report sweep-etc.md finding 4). The sweep now
+/// stops, writes the rows that finished and says it was interrupted, as
+/// `run` reports what ran.
+#[test]
+fn an_interrupted_sweep_writes_the_rows_that_finished() {
+    let dir = tmp_dir("sigint");
+    let trace = dir.join("long.trace");
+    let calib = read(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../traces/calib/bw-vs-partition-bytes.trace"),
+    );
+    std::fs::write(&trace, format!("#@ param k=1..3000\n# {{k}}\n{calib}")).unwrap();
+    let csv = dir.join("long.csv");
+    let mut child = bin()
+        .args([
+            "sweep",
+            s(&trace),
+            "--param",
+            "bytes=4096",
+            "--jobs",
+            "1",
+            "--no-host-time",
+            "--timing-only",
+            "--csv",
+            s(&csv),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("the sweep did not stop within 60 s of SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("sweep: interrupted by SIGINT: ") && stderr.contains(" of 3000 points ran"),
+        "{stderr}"
+    );
+    let text = read(&csv);
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert!(!rows.is_empty() && rows.len() < 3000, "{} rows", rows.len());
+    for (k, r) in rows.iter().enumerate() {
+        assert!(r.starts_with(&format!("{k},{},4096,", k + 1)), "{r}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -42,7 +42,7 @@ pub use calibrate::Calibration;
 pub use csv::{Csv, Row, SweepMeta, merge, render_csv, skipped_note};
 pub use json::SweepJson;
 pub use params::{MAX_VALUES, Param, Published, Template, Value, parse_param, payload_of};
-pub use run::{DeviceFactory, Job, Measured, jobs_of, run_jobs};
+pub use run::{DeviceFactory, Job, Measured, jobs_of, run_jobs, run_jobs_until};
 pub use svg::render_svg;
 
 /// A sweep's or calibration's bad input: the message names where it is
@@ -93,6 +93,10 @@ pub struct SweepOptions {
     pub published: Option<Published>,
     /// The timing file, as the plot's caption names it (None: built-in).
     pub timing: Option<String>,
+    /// Set non-zero by the caller to stop the sweep (the CLI: the signal
+    /// number of a SIGINT/SIGTERM): no point starts after that, the points
+    /// under way stop, and the rows that finished are the outcome.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 /// What a sweep produced.
@@ -112,6 +116,9 @@ pub struct SweepOutcome {
     /// point's memory, not written to disk (docs/user-guide.md §18); empty
     /// when no point dumped to a file.
     pub kept_files: BTreeSet<String>,
+    /// Points selected that did not finish: [`SweepOptions::stop`] was set
+    /// (0 otherwise). Their rows are missing from `rows` and `csv`.
+    pub not_run: usize,
 }
 
 /// A sweep ready to run: its points and where its rows go.
@@ -238,6 +245,18 @@ impl Sweep {
         Ok(())
     }
 
+    /// The sweep stopped by `stop` ([`SweepOptions::stop`]).
+    #[must_use]
+    pub fn stop_when(mut self, stop: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        self.options.stop = Some(stop);
+        self
+    }
+
+    /// How many points this run covers (a shard's share, or all).
+    pub fn selected_points(&self) -> usize {
+        self.selected.len()
+    }
+
     /// Runs the points on devices of `factory`. `on_problem` gets `point K
     /// (LABEL): PROBLEM` for each point that failed or warned, as it finishes
     /// (a point is never a silent 0 GB/s).
@@ -263,15 +282,45 @@ impl Sweep {
         let mut rows = Vec::new();
         let mut worst_exit = 0u8;
         let mut kept_files = BTreeSet::new();
+        let mut not_run = 0;
         for batch in selected.chunks(JOB_BATCH) {
+            if options
+                .stop
+                .as_deref()
+                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed) != 0)
+            {
+                not_run += batch.len();
+                continue;
+            }
             let jobs_list = batch
                 .iter()
                 .map(|&k| plan.job(k, options.timing_only))
                 .collect::<Result<Vec<_>, _>>()?;
-            let results = run_jobs(factory, &jobs_list, options.jobs);
+            let stop = options.stop.as_deref();
+            let results = run_jobs_until(factory, &jobs_list, options.jobs, stop);
             for (job, r) in jobs_list.iter().zip(results) {
-                let m =
-                    r.map_err(|e| Error::new(format!("point {} ({}): {e}", job.point, job.label)))?;
+                let m = match r {
+                    Some(Ok(m)) => m,
+                    // A point whose run could not be made (its trace was
+                    // checked before: a device that cannot be built) is a
+                    // row with exit 2; the other rows are kept.
+                    Some(Err(e)) => Measured {
+                        cycles: 0,
+                        ns: 0.0,
+                        payload: 0,
+                        descriptors: 0,
+                        exit: 2,
+                        expectations_skipped: 0,
+                        host_seconds: 0.0,
+                        problem: Some(e),
+                        queue_spans: Default::default(),
+                        kept_files: Vec::new(),
+                    },
+                    None => {
+                        not_run += 1;
+                        continue;
+                    }
+                };
                 worst_exit = worst_exit.max(m.exit);
                 kept_files.extend(m.kept_files.iter().cloned());
                 // A point that failed, or moved other bytes than its trace says
@@ -290,6 +339,7 @@ impl Sweep {
             meta,
             worst_exit,
             kept_files,
+            not_run,
         })
     }
 }
