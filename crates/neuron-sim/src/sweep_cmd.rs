@@ -148,6 +148,11 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         timing: args.timing.as_ref().map(|p| p.display().to_string()),
         stop: None,
     };
+    // SIGINT/SIGTERM stop the points (from here: one during the checks
+    // below stops the sweep before its first point); the rows that
+    // finished are written as usual, then the interruption is named (as
+    // `run` reports what ran).
+    let interrupt = crate::run_output::install_interrupt();
     let planned = Sweep::new(&trace, &text, &options).map_err(failure)?;
     let factory = DeviceFactory::new(&maps.device_with_timing(args.timing.as_deref())?);
     // What would fail only once every point ran is checked first, as `run`
@@ -160,9 +165,6 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     planned
         .check(&factory, args.svg.is_some())
         .map_err(|e| bad_input(format!("{}; nothing was run", e.message())))?;
-    // SIGINT/SIGTERM stop the points; the rows that finished are written
-    // as usual, then the interruption is named (as `run` reports what ran).
-    let interrupt = crate::run_output::install_interrupt();
     let planned = planned.stop_when(std::sync::Arc::clone(&interrupt));
     let selected = planned.selected_points();
     // On stderr, so a CSV on stdout stays clean.
