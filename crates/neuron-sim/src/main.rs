@@ -266,7 +266,9 @@ enum Cmd {
     Sweep(sweep_cmd::SweepArgs),
     /// Run a trace under many perturbed schedules (seeds 1 ..= N, in
     /// parallel) and report the checks whose outcome differs (exit 1):
-    /// a race the deterministic run hides (docs/races.md). The seeds
+    /// a race the deterministic run hides (docs/races.md); a check that
+    /// fails under every seed also exits 1, and the races the detector
+    /// found are listed. The seeds
     /// write no files: `dump … file=` bytes are compared in memory
     /// (`run --schedule-seed N` writes one seed's).
     Race(race_cmd::RaceArgs),
@@ -1241,7 +1243,7 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
 /// Fails when `path` cannot be written (its directory is missing, it is a
 /// directory, or it is not writable), before a run spends time on it. A
 /// file this check creates is removed again.
-fn check_writable(path: &Path, what: &str) -> Result<(), Failure> {
+pub(crate) fn check_writable(path: &Path, what: &str) -> Result<(), Failure> {
     let existed = path.exists();
     if path.is_dir() {
         return Err(bad_input(format!(

@@ -146,15 +146,37 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         x: args.plot.x,
         published: args.plot.published.map(|p| p.0),
         timing: args.timing.as_ref().map(|p| p.display().to_string()),
+        stop: None,
     };
+    // SIGINT/SIGTERM stop the points (from here: one during the checks
+    // below stops the sweep before its first point); the rows that
+    // finished are written as usual, then the interruption is named (as
+    // `run` reports what ran).
+    let interrupt = crate::run_output::install_interrupt();
     let planned = Sweep::new(&trace, &text, &options).map_err(failure)?;
     let factory = DeviceFactory::new(&maps.device_with_timing(args.timing.as_deref())?);
+    // What would fail only once every point ran is checked first, as `run`
+    // checks its outputs: "nothing was run".
+    for (path, what) in [(&args.csv, "CSV"), (&args.svg, "SVG")] {
+        if let Some(p) = path {
+            crate::check_writable(p, what)?;
+        }
+    }
+    planned
+        .check(&factory, args.svg.is_some())
+        .map_err(|e| bad_input(format!("{}; nothing was run", e.message())))?;
+    let planned = planned.stop_when(std::sync::Arc::clone(&interrupt));
+    let selected = planned.selected_points();
     // On stderr, so a CSV on stdout stays clean.
     let out = planned
         .run(&factory, &mut |p| eprintln!("{p}"))
         .map_err(failure)?;
+    let signal = interrupt.load(std::sync::atomic::Ordering::Relaxed);
     if let Some(note) = kept_files_note(&out.kept_files) {
         eprintln!("{note}");
+    }
+    if let Some(note) = sweep::skipped_note(&out.rows) {
+        eprintln!("sweep: {note}");
     }
     if args.json {
         if let Some(p) = args.csv.as_deref() {
@@ -167,14 +189,19 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
     if args.csv.is_some() && !args.json {
         for r in &out.rows {
             outln!(
-                "point {} {}: {} cycles, {} ns, {} bytes, {} GB/s, exit {}",
+                "point {} {}: {} cycles, {} ns, {} bytes, {} GB/s, exit {}{}",
                 r.point,
                 r.label(&out.names),
                 r.cycles,
                 r.ns,
                 r.payload,
                 r.gbps,
-                r.exit
+                r.exit,
+                if r.expectations_skipped > 0 {
+                    format!(", {} expectation(s) skipped", r.expectations_skipped)
+                } else {
+                    String::new()
+                }
             );
         }
     }
@@ -187,6 +214,15 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         )
         .map_err(failure)?;
         write_file(svg, &text)?;
+    }
+    if signal != 0 {
+        eprintln!(
+            "sweep: interrupted by {}: {} of {selected} points ran; the rows of the other {} are missing",
+            crate::run_output::signal_name(signal),
+            selected - out.not_run,
+            out.not_run
+        );
+        return Ok(u8::try_from(128 + signal).unwrap_or(130));
     }
     Ok(out.worst_exit)
 }
@@ -216,6 +252,10 @@ fn cmd_merge(
         texts.push((p.display().to_string(), t));
     }
     let (merged, meta) = sweep::merge(&texts).map_err(bad_input)?;
+    let rows = sweep::Csv::parse(&merged).map_err(bad_input)?.rows;
+    if let Some(note) = sweep::skipped_note(&rows) {
+        eprintln!("sweep merge: {note}");
+    }
     if json {
         if let Some(p) = csv_out {
             write_file(p, &merged)?;
@@ -231,10 +271,7 @@ fn cmd_merge(
         write_file(svg, &text)?;
     }
     // The worst point's exit status, as the sweep in one piece gives it.
-    let worst = sweep::Csv::parse(&merged)
-        .map(|c| c.rows.iter().map(|r| r.exit).max().unwrap_or(0))
-        .unwrap_or(0);
-    Ok(worst)
+    Ok(rows.iter().map(|r| r.exit).max().unwrap_or(0))
 }
 
 /// `--jobs N`: a count of threads, at least 1.

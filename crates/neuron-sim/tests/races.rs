@@ -557,3 +557,48 @@ fn race_sees_a_copyout_that_reads_other_bytes() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("read other bytes at line(s) 14"), "{out}");
 }
+
+/// `race` said "the same outcomes under every schedule" and exited 0 for a
+/// trace whose check fails under every seed, and the races the detector
+/// found under every seed showed only in `--json` (probe report
+/// sweep-etc.md finding 2). A check that fails under every seed is now
+/// named in the text and makes `race` exit 1, as `run` would; the races
+/// the detector found are listed in the text too.
+#[test]
+fn race_reports_a_check_failing_under_every_seed_and_the_races_found() {
+    let dir = std::env::temp_dir().join(format!("neuron-sim-race-allfail-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("allfail.trace");
+    std::fs::write(&trace, "fill hbm0 len=16 byte=1\nexpect hbm0 bytes=02\n").unwrap();
+    let out = neuron_sim(&[
+        "race",
+        trace.to_str().unwrap(),
+        "--seeds",
+        "4",
+        "--jobs",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.starts_with(
+            "4 seeds (1..4), 1 checks each: the same outcomes under every schedule, \
+             but 1 check(s) fail under every seed\n  line 2: every seed: Failed: expect hbm0"
+        ),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    // The detector finds the missing DMB's race under every seed.
+    let out = neuron_sim(&[
+        "race",
+        "traces/race-missing-dmb.trace",
+        "--seeds",
+        "2",
+        "--jobs",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("the race detector found 1 race(s)"), "{text}");
+    assert!(text.contains("race on "), "{text}");
+    assert!(text.contains("under seeds 1, 2"), "{text}");
+}

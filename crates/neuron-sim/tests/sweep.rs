@@ -104,7 +104,7 @@ fn full_run_equals_the_merge_of_three_shards_byte_for_byte() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "point,bytes,eng,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds"
+        "point,bytes,eng,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds"
     );
     assert_eq!(lines.len(), 7);
     for (k, l) in lines[1..].iter().enumerate() {
@@ -120,7 +120,8 @@ fn full_run_equals_the_merge_of_three_shards_byte_for_byte() {
         assert_eq!(c[5], (4 * bytes).to_string(), "#@ payload {{4*bytes}}");
         assert_eq!(c[7], "8", "four descriptor pairs");
         assert_eq!(c[8], "0", "expectations held");
-        assert_eq!(c[9], "", "--no-host-time");
+        assert_eq!(c[9], "0", "data mode: nothing skipped");
+        assert_eq!(c[10], "", "--no-host-time");
         let gbps: f64 = c[6].parse().unwrap();
         let ns: f64 = c[4].parse().unwrap();
         assert!((gbps - 4.0 * bytes as f64 / ns).abs() < 0.01);
@@ -219,7 +220,7 @@ fn params_override_defaults_and_timing_only_keeps_cycles() {
     // 8 KiB moves no payload in timing-only mode: its expectation cannot
     // be checked, so it is skipped (neither passed nor failed: exit 0).
     assert_eq!(fast.status.code(), Some(0), "{ftext}");
-    assert!(ftext.lines().nth(2).unwrap().ends_with(",0,"), "{ftext}");
+    assert!(ftext.lines().nth(2).unwrap().ends_with(",0,1,"), "{ftext}");
 }
 
 /// A minimal XML check: tags balance and the document is one `<svg>`.
@@ -599,5 +600,245 @@ fn merge_refuses_parts_of_another_sweep_and_keeps_the_exit_status() {
     // --jobs 0 runs nothing: bad input.
     let o = run(&["sweep", s(&trace), "--jobs", "0"]);
     assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `sweep --timing-only` skipped the data checks without a word: the CSV
+/// and the JSON had no skip count, stderr was silent and a trace whose
+/// check is wrong exited 0 like one that passed (probe report
+/// sweep-etc.md finding 1). Each point now has its skipped count (CSV
+/// `expectations_skipped`, JSON `expectations_skipped`, summary
+/// `skipped_points`), and stderr says how many points skipped checks.
+#[test]
+fn timing_only_sweeps_count_the_checks_they_skipped() {
+    let dir = tmp_dir("skipped");
+    let trace = dir.join("wrong.trace");
+    let golden =
+        read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/copy-hbm-hbm.trace"));
+    // A wrong expected hash, and a parameter so that it is a sweep.
+    let text = format!(
+        "#@ param n=1,2\n# {{n}}\n{}",
+        golden.replace("sha256=c8", "sha256=00")
+    );
+    std::fs::write(&trace, text).unwrap();
+    let o = run(&[
+        "sweep",
+        s(&trace),
+        "--timing-only",
+        "--no-host-time",
+        "--jobs",
+        "1",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    // Skipped is neither passed nor failed: exit 0, as `run --timing-only`.
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "point,n,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds"
+    );
+    assert_eq!(lines[1], "0,1,194,228.2,4096,17.946,2,0,1,");
+    assert_eq!(lines[2], "1,2,194,228.2,4096,17.946,2,0,1,");
+    assert_eq!(
+        stderr.trim_end(),
+        "sweep: 2 of 2 points skipped 2 expectation(s) (timing-only: bytes not moved): not checked, \
+         neither passed nor failed"
+    );
+    let o = run(&[
+        "sweep",
+        s(&trace),
+        "--timing-only",
+        "--no-host-time",
+        "--jobs",
+        "1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["points"][0]["expectations_skipped"], 1);
+    assert_eq!(v["summary"]["skipped_points"], 2);
+    // In data mode the check is made, and fails.
+    let o = run(&["sweep", s(&trace), "--no-host-time", "--jobs", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        stdout.lines().nth(1).unwrap().ends_with(",1,0,"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `sweep merge` joined shards run with two timing files of one name but
+/// other contents (the id covered the --timing path only), and a part
+/// whose row claimed values no point of the sweep has (probe report
+/// sweep-etc.md findings 5 and 6). The id now covers the effective timing
+/// parameters, and the header's values= digest of every point's values
+/// is checked against the merged rows.
+#[test]
+fn merge_checks_the_timing_contents_and_every_rows_values() {
+    let dir = tmp_dir("merge-timing");
+    let trace = dir.join("sw.trace");
+    std::fs::write(
+        &trace,
+        "#@ param n=1..5\nfill hbm0 len=16 byte={n}\nexpect hbm0 bytes=02\n",
+    )
+    .unwrap();
+    let timing = dir.join("tm.json");
+    let part = |name: &str, shard: &str, clock: &str| {
+        std::fs::write(&timing, format!("{{\"clock_ghz\": {clock}}}")).unwrap();
+        let out = dir.join(name);
+        let o = run(&[
+            "sweep",
+            s(&trace),
+            "--no-host-time",
+            "--jobs",
+            "1",
+            "--shard",
+            shard,
+            "--timing",
+            s(&timing),
+            "--csv",
+            s(&out),
+        ]);
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{o:?}");
+        out
+    };
+    let p0 = part("p0.csv", "0/2", "1.4");
+    let p1 = part("p1.csv", "1/2", "1.4");
+    let slow1 = part("slow1.csv", "1/2", "0.5");
+    let o = run(&["sweep", "merge", s(&p0), s(&p1)]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    // Same file name, other contents: another sweep.
+    let o = run(&["sweep", "merge", s(&p0), s(&slow1)]);
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("slow1.csv: from another sweep"), "{stderr}");
+    // A row that claims n=7 (point 3 is n=4).
+    let edited = dir.join("edited1.csv");
+    std::fs::write(&edited, read(&p1).replace("\n3,4,", "\n3,7,")).unwrap();
+    let o = run(&["sweep", "merge", s(&p0), s(&edited)]);
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the rows' parameter values are not the sweep's"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `sweep` ran every point and only then found that it could not write
+/// --csv, that --x named no parameter for --svg, or (after the first
+/// points ran) that a later point's trace does not parse; the finished
+/// rows were lost (probe report sweep-etc.md finding 8). These are now
+/// checked before any point runs, as `run` checks its outputs.
+#[test]
+fn outputs_x_and_every_points_trace_are_checked_before_anything_runs() {
+    let dir = tmp_dir("prechecks");
+    let trace = dir.join("fail.trace");
+    std::fs::write(
+        &trace,
+        "#@ param n=1..3\nfill hbm0 len=16 byte={n}\nexpect hbm0 bytes=02\n",
+    )
+    .unwrap();
+    let bad = |args: &[&str], wanted: &str| {
+        let mut all = vec!["sweep", s(&trace), "--no-host-time", "--jobs", "1"];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(wanted), "{args:?}: {stderr}");
+        assert!(stderr.contains("nothing was run"), "{args:?}: {stderr}");
+        assert!(o.stdout.is_empty(), "{args:?}: no row printed");
+    };
+    let adir = dir.join("adir");
+    std::fs::create_dir_all(&adir).unwrap();
+    bad(&["--csv", s(&adir)], "it is a directory");
+    bad(&["--svg", s(&adir)], "it is a directory");
+    bad(&["--csv", s(&dir.join("missing/x.csv"))], "cannot write");
+    bad(
+        &["--x", "bogus", "--svg", s(&dir.join("x.svg"))],
+        "--x bogus: no such parameter",
+    );
+    // Point 8 (n=256) does not parse: found before points 0..7 run.
+    let csv = dir.join("p.csv");
+    bad(
+        &["--param", "n=1..1024*2", "--csv", s(&csv)],
+        "point 8 (n=256)",
+    );
+    assert!(!csv.exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// SIGINT during a sweep exited 130 with nothing: no CSV, no message, every
+/// finished point lost (probe report sweep-etc.md finding 4). The sweep now
+/// stops, writes the rows that finished and says it was interrupted, as
+/// `run` reports what ran.
+#[test]
+fn an_interrupted_sweep_writes_the_rows_that_finished() {
+    let dir = tmp_dir("sigint");
+    let trace = dir.join("long.trace");
+    let calib = read(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../traces/calib/bw-vs-partition-bytes.trace"),
+    );
+    std::fs::write(&trace, format!("#@ param k=1..3000\n# {{k}}\n{calib}")).unwrap();
+    let csv = dir.join("long.csv");
+    // The signal comes after a pause long enough for points to finish
+    // (every point's trace is checked first); on a loaded machine no point
+    // may have finished yet, so the pause grows until one has.
+    let interrupted_after = |pause_s: u64| {
+        let mut child = bin()
+            .args([
+                "sweep",
+                s(&trace),
+                "--param",
+                "bytes=4096",
+                "--jobs",
+                "1",
+                "--no-host-time",
+                "--timing-only",
+                "--csv",
+                s(&csv),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(pause_s));
+        let killed = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                child.kill().unwrap();
+                panic!("the sweep did not stop within 60 s of SIGINT");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(130), "{stderr}");
+        assert!(
+            stderr.contains("sweep: interrupted by SIGINT: ")
+                && stderr.contains(" of 3000 points ran"),
+            "{stderr}"
+        );
+        read(&csv)
+    };
+    let mut text = String::new();
+    for pause_s in [4, 10, 25] {
+        text = interrupted_after(pause_s);
+        if text.lines().count() > 1 {
+            break;
+        }
+    }
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert!(!rows.is_empty() && rows.len() < 3000, "{} rows", rows.len());
+    for (k, r) in rows.iter().enumerate() {
+        assert!(r.starts_with(&format!("{k},{},4096,", k + 1)), "{r}");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -273,6 +273,7 @@ fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Ve
             payload: 0,
             descriptors: 0,
             exit: 2,
+            expectations_skipped: 0,
             host_seconds: 0.0,
             problem: None,
             queue_spans: Default::default(),

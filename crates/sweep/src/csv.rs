@@ -19,6 +19,9 @@ pub struct Row {
     pub gbps: String,
     pub descriptors: u64,
     pub exit: u8,
+    /// Expectations the point skipped: in timing-only mode, checks of
+    /// bytes no DMA moved (neither passed nor failed).
+    pub expectations_skipped: usize,
     pub host_seconds: String,
 }
 
@@ -38,6 +41,7 @@ impl Row {
             gbps: format!("{gbps:.3}"),
             descriptors: m.descriptors,
             exit: m.exit,
+            expectations_skipped: m.expectations_skipped,
             host_seconds: if host_time {
                 format!("{:.6}", m.host_seconds)
             } else {
@@ -60,21 +64,53 @@ impl Row {
             self.gbps.clone(),
             self.descriptors.to_string(),
             self.exit.to_string(),
+            self.expectations_skipped.to_string(),
             self.host_seconds.clone(),
         ]);
         cells.join(",")
     }
 }
 
+/// What the rows skipped, for a line beside the CSV: `K of N points
+/// skipped E expectation(s) (timing-only: …)`; None when no row skipped
+/// one. A skipped check is neither passed nor failed (an exit 0 does not
+/// say it held), so a sweep that skipped checks says so.
+pub fn skipped_note(rows: &[Row]) -> Option<String> {
+    let points = rows.iter().filter(|r| r.expectations_skipped > 0).count();
+    let skipped: usize = rows.iter().map(|r| r.expectations_skipped).sum();
+    (points > 0).then(|| {
+        format!(
+            "{points} of {} points skipped {skipped} expectation(s) (timing-only: bytes not moved): \
+             not checked, neither passed nor failed",
+            rows.len()
+        )
+    })
+}
+
 /// Columns after the parameters.
-const RESULT_COLUMNS: [&str; 7] = [
+const RESULT_COLUMNS: [&str; 8] = [
     "cycles",
     "ns",
     "payload_bytes",
     "gbps",
     "descriptors",
     "exit",
+    "expectations_skipped",
     "host_seconds",
+];
+
+/// Every column that is not a parameter's, in header order: no
+/// parameter may take one of these names ([`crate::parse_param`]).
+pub(crate) const COLUMNS_BESIDE_PARAMETERS: [&str; 1 + RESULT_COLUMNS.len()] = [
+    "point",
+    RESULT_COLUMNS[0],
+    RESULT_COLUMNS[1],
+    RESULT_COLUMNS[2],
+    RESULT_COLUMNS[3],
+    RESULT_COLUMNS[4],
+    RESULT_COLUMNS[5],
+    RESULT_COLUMNS[6],
+    RESULT_COLUMNS[7],
 ];
 
 /// What a partial CSV's first line records, for `sweep merge`, and what
@@ -97,34 +133,55 @@ pub struct SweepMeta {
     /// the plot draws the bytes-per-partition guidance only over it.
     pub partition_bytes: Option<String>,
     /// What the sweep is, as 16 hex digits: a digest of the trace's text,
-    /// its parameters' names and every point's values ([`sweep_id`]), so
-    /// that `sweep merge` refuses parts of another sweep of the same name.
+    /// the effective timing parameters and [`SweepMeta::values`]
+    /// ([`sweep_id`]), so that `sweep merge` refuses parts of another
+    /// sweep of the same name, or of one run with other timing.
     pub id: String,
+    /// A digest of the parameters' names and every point's values, in
+    /// point order ([`values_digest`]), 16 hex digits: `sweep merge`
+    /// computes it again from the rows it joins, so a row whose values no
+    /// point of the sweep has is refused.
+    pub values: String,
 }
 
-/// [`SweepMeta::id`] of a sweep: FNV-1a over the trace text, the
-/// parameter names and each point's values, in order.
-pub fn sweep_id<V: std::fmt::Display>(text: &str, names: &[String], points: &[Vec<V>]) -> String {
+/// FNV-1a over `fields`, each followed by a separator byte no text holds
+/// (so that fields do not run together), as 16 hex digits.
+fn fnv_fields<'a>(fields: impl IntoIterator<Item = &'a [u8]>) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
+    for bytes in fields {
         for b in bytes {
             h ^= u64::from(*b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
-        // A separator no text holds, so that fields do not run together.
         h ^= 0xff;
         h = h.wrapping_mul(0x0100_0000_01b3);
-    };
-    eat(text.as_bytes());
-    for n in names {
-        eat(n.as_bytes());
-    }
-    for p in points {
-        for v in p {
-            eat(v.to_string().as_bytes());
-        }
     }
     format!("{h:016x}")
+}
+
+/// [`SweepMeta::values`] of a sweep: the parameter names, then each
+/// point's values, in order.
+pub fn values_digest<P: AsRef<[V]>, V: std::fmt::Display>(
+    names: &[String],
+    points: &[P],
+) -> String {
+    let values: Vec<String> = points
+        .iter()
+        .flat_map(|p| p.as_ref().iter().map(ToString::to_string))
+        .collect();
+    fnv_fields(
+        names
+            .iter()
+            .map(String::as_bytes)
+            .chain(values.iter().map(String::as_bytes)),
+    )
+}
+
+/// [`SweepMeta::id`] of a sweep: the trace text, the effective timing
+/// parameters (`timing`, as the device factory describes them) and the
+/// [`values_digest`].
+pub fn sweep_id(text: &str, timing: &str, values: &str) -> String {
+    fnv_fields([text.as_bytes(), timing.as_bytes(), values.as_bytes()])
 }
 
 const SHARD_PREFIX: &str = "# neuron-sim sweep shard ";
@@ -133,7 +190,7 @@ impl SweepMeta {
     /// The first line of shard `(i, n)`'s partial CSV.
     pub fn line(&self, (i, n): (usize, usize)) -> String {
         format!(
-            "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} mode={} partition-bytes={} timing={} id={} trace={}",
+            "{SHARD_PREFIX}{i}/{n}: points={} x={} published={} mode={} partition-bytes={} timing={} id={} values={} trace={}",
             self.points,
             self.x.as_deref().unwrap_or("-"),
             self.published.name(),
@@ -141,6 +198,11 @@ impl SweepMeta {
             self.partition_bytes.as_deref().unwrap_or("-"),
             self.timing.as_deref().unwrap_or("-"),
             if self.id.is_empty() { "-" } else { &self.id },
+            if self.values.is_empty() {
+                "-"
+            } else {
+                &self.values
+            },
             self.trace
         )
     }
@@ -166,7 +228,8 @@ impl SweepMeta {
         let (mode, rest) = rest.split_once(" partition-bytes=")?;
         let (partition_bytes, rest) = rest.split_once(" timing=")?;
         let (timing, rest) = rest.split_once(" id=")?;
-        let (id, trace) = rest.split_once(" trace=")?;
+        let (id, rest) = rest.split_once(" values=")?;
+        let (values, trace) = rest.split_once(" trace=")?;
         let named = |v: &str| (v != "-").then(|| v.to_string());
         Some((
             SweepMeta {
@@ -182,6 +245,7 @@ impl SweepMeta {
                 timing: named(timing),
                 partition_bytes: named(partition_bytes),
                 id: named(id).unwrap_or_default(),
+                values: named(values).unwrap_or_default(),
             },
             shard,
         ))
@@ -287,7 +351,9 @@ impl Csv {
                 gbps: real(p + 3, false)?,
                 descriptors: int(p + 4)?,
                 exit,
-                host_seconds: real(p + 6, true)?,
+                expectations_skipped: usize::try_from(int(p + 6)?)
+                    .map_err(|_| cell(p + 6, &format!("too large (at most {})", usize::MAX)))?,
+                host_seconds: real(p + 7, true)?,
             });
         }
         Ok(Csv { names, rows })
@@ -311,7 +377,7 @@ pub fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), String> 
             None => meta = Some(m),
             Some(prev) if *prev != m => {
                 return Err(format!(
-                    "{file}: from another sweep (`{first}` vs points={} id={} trace={}: the id is a digest of the trace's text and every point's values)",
+                    "{file}: from another sweep (`{first}` vs points={} id={} trace={}: the id is a digest of the trace's text, the timing parameters and every point's values)",
                     prev.points, prev.id, prev.trace
                 ));
             }
@@ -374,6 +440,16 @@ pub fn merge(parts: &[(String, String)]) -> Result<(String, SweepMeta), String> 
     if let Some(k) = (0..meta.points).find(|k| !seen_points.contains_key(k)) {
         return Err(format!("point {k} of 0..{} is in no part", meta.points));
     }
+    // Every row's values, against the digest of the sweep's points.
+    let values: Vec<&[String]> = rows.iter().map(|r| r.values.as_slice()).collect();
+    let found = values_digest(&names, &values);
+    if found != meta.values {
+        return Err(format!(
+            "the rows' parameter values are not the sweep's (their digest is {found}, the parts' \
+             headers say values={}): a part was edited, or has rows of another sweep",
+            meta.values
+        ));
+    }
     Ok((render_csv(&names, &rows, None), meta))
 }
 
@@ -391,44 +467,49 @@ pub mod tests {
             gbps: format!("{gbps:.3}"),
             descriptors: 4,
             exit: 0,
+            expectations_skipped: 0,
             host_seconds: String::new(),
         }
     }
 
     #[test]
     fn bad_rows_name_the_line_the_column_and_why() {
-        let head = "point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds";
+        let head = "point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds";
         assert_eq!(header(&["bytes".to_string()]), head);
         let err = |rows: &str| Csv::parse(&format!("# c\n{head}\n{rows}")).unwrap_err();
-        let good = "0,128,100,117.6,128,1.088,4,0,";
+        let good = "0,128,100,117.6,128,1.088,4,0,0,";
         assert!(Csv::parse(&format!("{head}\n{good}\n")).is_ok());
         assert_eq!(
-            err(&format!("{good}\n0,128,1x0,117.6,128,1.088,4,0,\n")),
+            err(&format!("{good}\n0,128,1x0,117.6,128,1.088,4,0,0,\n")),
             "line 4: column `cycles` = `1x0`: not a whole number"
         );
         assert_eq!(
             err("0,128,100,117.6,128,1.088,4\n"),
-            "line 3: 7 columns, the header has 9 (point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds)"
+            "line 3: 7 columns, the header has 10 (point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds)"
         );
         assert_eq!(
-            err("0,128,100,fast,128,1.088,4,0,\n"),
+            err("0,128,100,fast,128,1.088,4,0,0,\n"),
             "line 3: column `ns` = `fast`: not a number"
         );
         assert_eq!(
-            err("0,128,100,117.6,128,1.088,4,300,\n"),
+            err("0,128,100,117.6,128,1.088,4,300,0,\n"),
             "line 3: column `exit` = `300`: not an exit status (0..=255)"
         );
         assert_eq!(
-            err("0,128,100,117.6,18446744073709551616,1.088,4,0,\n"),
+            err("0,128,100,117.6,18446744073709551616,1.088,4,0,0,\n"),
             "line 3: column `payload_bytes` = `18446744073709551616`: too large (at most 18446744073709551615)"
         );
         assert_eq!(
-            err("-1,128,100,117.6,128,1.088,4,0,\n"),
+            err("-1,128,100,117.6,128,1.088,4,0,0,\n"),
             "line 3: column `point` = `-1`: not a whole number"
         );
         assert_eq!(
-            err("0,128,100,117.6,128,1.088,4,0,soon\n"),
+            err("0,128,100,117.6,128,1.088,4,0,0,soon\n"),
             "line 3: column `host_seconds` = `soon`: not a number (or empty)"
+        );
+        assert_eq!(
+            err("0,128,100,117.6,128,1.088,4,0,one,\n"),
+            "line 3: column `expectations_skipped` = `one`: not a whole number"
         );
     }
 
@@ -486,11 +567,13 @@ pub mod tests {
         let rows: Vec<Row> = (0..5)
             .map(|k| row(k, 128 << k, 10.0 * k as f64 + 1.0))
             .collect();
+        let values: Vec<&[String]> = rows.iter().map(|r| r.values.as_slice()).collect();
         let meta = SweepMeta {
             points: 5,
             x: None,
             published: Published::Auto,
             trace: "t.trace".into(),
+            values: values_digest(&names, &values),
             ..SweepMeta::default()
         };
         let full = render_csv(&names, &rows, None);
@@ -512,5 +595,15 @@ pub mod tests {
         let doubled = vec![parts[0].clone(), parts[0].clone()];
         assert!(merge(&doubled).unwrap_err().contains("twice"));
         assert!(merge(&[("f".into(), full)]).is_err());
+        // A row whose value no point of the sweep has (finding 6 of the
+        // probe report sweep-etc.md): refused.
+        let mut edited = parts.clone();
+        edited[0].1 = edited[0].1.replace("\n3,1024,", "\n3,1000,");
+        assert_ne!(edited, parts);
+        let e = merge(&edited).unwrap_err();
+        assert!(
+            e.starts_with("the rows' parameter values are not the sweep's"),
+            "{e}"
+        );
     }
 }

@@ -73,6 +73,7 @@ fn merge_seeds() -> Vec<Vec<u8>> {
             gbps: format!("{:.3}", 1.5 * k as f64),
             descriptors: 4,
             exit: 0,
+            expectations_skipped: k % 2,
             host_seconds: if k == 3 {
                 "0.012".into()
             } else {
@@ -85,6 +86,10 @@ fn merge_seeds() -> Vec<Vec<u8>> {
         x: Some("bytes".into()),
         published: Published::Auto,
         trace: "traces/calib/x.trace".into(),
+        values: crate::csv::values_digest(
+            &names,
+            &rows.iter().map(|r| r.values.as_slice()).collect::<Vec<_>>(),
+        ),
         ..SweepMeta::default()
     };
     let mut out = Vec::new();

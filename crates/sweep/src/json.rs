@@ -48,6 +48,9 @@ pub struct SweepPoint {
     pub descriptors: u64,
     /// The point's exit status (0 ok, 1 an expectation failed, 2 error).
     pub exit: u8,
+    /// Expectations the point skipped (timing-only: checks of bytes no
+    /// DMA moved): neither passed nor failed, not checked.
+    pub expectations_skipped: usize,
     /// Host wall-clock seconds of the point; absent with `--no-host-time`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_seconds: Option<f64>,
@@ -60,6 +63,9 @@ pub struct SweepSummary {
     pub points: usize,
     /// Points whose exit status is not 0.
     pub failed_points: usize,
+    /// Points that skipped at least one expectation (timing-only): their
+    /// exit 0 is not a pass of those checks.
+    pub skipped_points: usize,
     /// Points that moved no payload bytes (drawn as such on the plot).
     pub empty_points: usize,
     /// The highest bandwidth of a point.
@@ -89,6 +95,7 @@ impl SweepJson {
                 bandwidth_gbps: number(&r.gbps),
                 descriptors: r.descriptors,
                 exit: r.exit,
+                expectations_skipped: r.expectations_skipped,
                 host_seconds: (!r.host_seconds.is_empty()).then(|| number(&r.host_seconds)),
             })
             .collect();
@@ -103,6 +110,7 @@ impl SweepJson {
         let summary = SweepSummary {
             points: points.len(),
             failed_points: points.iter().filter(|p| p.exit != 0).count(),
+            skipped_points: points.iter().filter(|p| p.expectations_skipped > 0).count(),
             empty_points: points.iter().filter(|p| p.payload_bytes == 0).count(),
             peak_bandwidth_gbps: peak.map_or(0.0, |p| p.bandwidth_gbps),
             peak_point: peak.map(|p| p.point),
@@ -126,10 +134,10 @@ mod tests {
     #[test]
     fn the_json_is_the_csv_data() {
         let csv = Csv::parse(
-            "point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,host_seconds\n\
-             0,512,100,117.6,512,4.354,2,0,\n\
-             1,1024,150,176.5,1024,5.802,2,0,\n\
-             2,0,10,11.8,0,0.000,1,1,\n",
+            "point,bytes,cycles,ns,payload_bytes,gbps,descriptors,exit,expectations_skipped,host_seconds\n\
+             0,512,100,117.6,512,4.354,2,0,0,\n\
+             1,1024,150,176.5,1024,5.802,2,0,2,\n\
+             2,0,10,11.8,0,0.000,1,1,0,\n",
         )
         .unwrap();
         let meta = SweepMeta {
@@ -147,6 +155,8 @@ mod tests {
         assert_eq!(j.points[0].host_seconds, None);
         assert_eq!(j.summary.points, 3);
         assert_eq!(j.summary.failed_points, 1);
+        assert_eq!(j.points[1].expectations_skipped, 2);
+        assert_eq!(j.summary.skipped_points, 1);
         assert_eq!(j.summary.empty_points, 1);
         assert_eq!(j.summary.peak_point, Some(1));
         assert_eq!(j.summary.peak_bandwidth_gbps, 5.802);

@@ -39,10 +39,10 @@ pub mod seeds;
 pub mod svg;
 
 pub use calibrate::Calibration;
-pub use csv::{Csv, Row, SweepMeta, merge, render_csv};
+pub use csv::{Csv, Row, SweepMeta, merge, render_csv, skipped_note};
 pub use json::SweepJson;
 pub use params::{MAX_VALUES, Param, Published, Template, Value, parse_param, payload_of};
-pub use run::{DeviceFactory, Job, Measured, jobs_of, run_jobs};
+pub use run::{DeviceFactory, Job, Measured, jobs_of, run_jobs, run_jobs_until};
 pub use svg::render_svg;
 
 /// A sweep's or calibration's bad input: the message names where it is
@@ -93,6 +93,10 @@ pub struct SweepOptions {
     pub published: Option<Published>,
     /// The timing file, as the plot's caption names it (None: built-in).
     pub timing: Option<String>,
+    /// Set non-zero by the caller to stop the sweep (the CLI: the signal
+    /// number of a SIGINT/SIGTERM): no point starts after that, the points
+    /// under way stop, and the rows that finished are the outcome.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 /// What a sweep produced.
@@ -112,6 +116,9 @@ pub struct SweepOutcome {
     /// point's memory, not written to disk (docs/user-guide.md §18); empty
     /// when no point dumped to a file.
     pub kept_files: BTreeSet<String>,
+    /// Points selected that did not finish: [`SweepOptions::stop`] was set
+    /// (0 otherwise). Their rows are missing from `rows` and `csv`.
+    pub not_run: usize,
 }
 
 /// A sweep ready to run: its points and where its rows go.
@@ -190,7 +197,9 @@ impl Sweep {
             timing_only: options.timing_only,
             timing: options.timing.clone(),
             partition_bytes: template.partition_bytes.clone(),
-            id: csv::sweep_id(text, &plan.names, &plan.points),
+            // The id needs the devices' timing: Sweep::run sets it.
+            id: String::new(),
+            values: csv::values_digest(&plan.names, &plan.points),
         };
         Ok(Sweep {
             plan,
@@ -199,6 +208,53 @@ impl Sweep {
             options: options.clone(),
             meta,
         })
+    }
+
+    /// Checks, before anything runs, what would otherwise fail only after
+    /// every point ran: that the plot's x parameter (`--x`, `#@ x`) is one
+    /// of the sweep's (`plotted`: a plot is asked for), and that every
+    /// selected point's trace substitutes, parses and names what the
+    /// devices of `factory` have. The message of a bad point names it and
+    /// its values.
+    pub fn check(&self, factory: &DeviceFactory, plotted: bool) -> Result<(), Error> {
+        if plotted
+            && let Some(x) = &self.meta.x
+            && !self.plan.names.contains(x)
+        {
+            return Err(Error::new(format!(
+                "--x {x}: no such parameter (have: {})",
+                self.plan.names.join(", ")
+            )));
+        }
+        let device = factory.device().map_err(Error::new)?;
+        for &k in &self.selected {
+            let job = self.plan.job(k, self.options.timing_only)?;
+            let at = |errors: Vec<String>| {
+                Error::new(format!(
+                    "point {} ({}): {}",
+                    job.point,
+                    job.label,
+                    errors.join("\n")
+                ))
+            };
+            let trace = trace_format::parse(&job.source, &job.name)
+                .map_err(|e| at(e.iter().map(ToString::to_string).collect()))?;
+            soc::exec::link(&device, &trace, &job.name)
+                .map_err(|e| at(e.iter().map(ToString::to_string).collect()))?;
+        }
+        Ok(())
+    }
+
+    /// The sweep stopped by `stop` ([`SweepOptions::stop`]).
+    #[must_use]
+    pub fn stop_when(mut self, stop: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        self.options.stop = Some(stop);
+        self
+    }
+
+    /// How many points this run covers (a shard's share, or all).
+    pub fn selected_points(&self) -> usize {
+        self.selected.len()
     }
 
     /// Runs the points on devices of `factory`. `on_problem` gets `point K
@@ -214,8 +270,9 @@ impl Sweep {
             shard,
             selected,
             options,
-            meta,
+            mut meta,
         } = self;
+        meta.id = csv::sweep_id(&plan.template, &factory.timing_fingerprint(), &meta.values);
         // Every point's trace is checked before anything runs, but only a batch
         // of substituted traces is held at a time (a million points of a long
         // template would not fit in memory).
@@ -225,15 +282,45 @@ impl Sweep {
         let mut rows = Vec::new();
         let mut worst_exit = 0u8;
         let mut kept_files = BTreeSet::new();
+        let mut not_run = 0;
         for batch in selected.chunks(JOB_BATCH) {
+            if options
+                .stop
+                .as_deref()
+                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed) != 0)
+            {
+                not_run += batch.len();
+                continue;
+            }
             let jobs_list = batch
                 .iter()
                 .map(|&k| plan.job(k, options.timing_only))
                 .collect::<Result<Vec<_>, _>>()?;
-            let results = run_jobs(factory, &jobs_list, options.jobs);
+            let stop = options.stop.as_deref();
+            let results = run_jobs_until(factory, &jobs_list, options.jobs, stop);
             for (job, r) in jobs_list.iter().zip(results) {
-                let m =
-                    r.map_err(|e| Error::new(format!("point {} ({}): {e}", job.point, job.label)))?;
+                let m = match r {
+                    Some(Ok(m)) => m,
+                    // A point whose run could not be made (its trace was
+                    // checked before: a device that cannot be built) is a
+                    // row with exit 2; the other rows are kept.
+                    Some(Err(e)) => Measured {
+                        cycles: 0,
+                        ns: 0.0,
+                        payload: 0,
+                        descriptors: 0,
+                        exit: 2,
+                        expectations_skipped: 0,
+                        host_seconds: 0.0,
+                        problem: Some(e),
+                        queue_spans: Default::default(),
+                        kept_files: Vec::new(),
+                    },
+                    None => {
+                        not_run += 1;
+                        continue;
+                    }
+                };
                 worst_exit = worst_exit.max(m.exit);
                 kept_files.extend(m.kept_files.iter().cloned());
                 // A point that failed, or moved other bytes than its trace says
@@ -252,6 +339,7 @@ impl Sweep {
             meta,
             worst_exit,
             kept_files,
+            not_run,
         })
     }
 }
@@ -312,8 +400,50 @@ mod tests {
             timing: Some("my timing.json".into()),
             partition_bytes: Some("bytes".into()),
             id: "0123456789abcdef".into(),
+            values: "fedcba9876543210".into(),
         };
         assert_eq!(SweepMeta::parse(&m.line((1, 3))), Some((m, (1, 3))));
+    }
+
+    /// A parameter named like a column of the CSV (`cycles`, `exit`, …)
+    /// gave a header with that name twice, and a CSV reader kept one of
+    /// them (probe report sweep-etc.md finding 10): such a name is refused,
+    /// from `#@ param` (naming the line) and from `--param`.
+    #[test]
+    fn a_parameter_named_like_a_column_is_refused() {
+        let options = |params: &[&str]| SweepOptions {
+            params: params.iter().map(ToString::to_string).collect(),
+            ..SweepOptions::default()
+        };
+        let e = Sweep::new(
+            Path::new("t.trace"),
+            "#@ param n=1\n#@ param cycles=1,2\nrun cycles={cycles}\n",
+            &options(&[]),
+        )
+        .err()
+        .map(|e| e.message().to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "t.trace: line 2: parameter `cycles` is named like a column of the sweep CSV \
+                 (point, cycles, ns, payload_bytes, gbps, descriptors, exit, \
+                 expectations_skipped, host_seconds): \
+                 give it another name"
+            )
+        );
+        let e = Sweep::new(
+            Path::new("t.trace"),
+            "run cycles={exit}\n",
+            &options(&["exit=3,4"]),
+        )
+        .err()
+        .map(|e| e.message().to_string());
+        assert!(
+            e.as_deref().is_some_and(|e| e.starts_with(
+                "--param exit=3,4: parameter `exit` is named like a column of the sweep CSV"
+            )),
+            "{e:?}"
+        );
     }
 
     /// A repeated `--param NAME` is an error, as a repeated `#@ param` is;

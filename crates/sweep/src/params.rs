@@ -105,6 +105,14 @@ fn parse_param_max(spec: &str, max: usize) -> Result<Param, String> {
             "`{name}` is not a parameter name (letters, digits, _)"
         ));
     }
+    // A parameter's column sits beside the result columns: the same name
+    // twice in the header, and a CSV reader keeps only one of them.
+    if crate::csv::COLUMNS_BESIDE_PARAMETERS.contains(&name) {
+        return Err(format!(
+            "parameter `{name}` is named like a column of the sweep CSV ({}): give it another name",
+            crate::csv::COLUMNS_BESIDE_PARAMETERS.join(", ")
+        ));
+    }
     let mut values = Vec::new();
     for item in items.split(',') {
         parse_item(item.trim(), &mut values, max)?;
@@ -244,13 +252,17 @@ pub fn substitute(template: &str, vars: &BTreeMap<String, Value>) -> Result<Stri
                         }
                         None => (body, false),
                     };
-                    let v = eval(expr, vars).map_err(|e| at(format!("`{{{body}}}`: {e}")))?;
+                    let v = eval(expr, vars)
+                        .map_err(|e| at(format!("`{{{}`: {e}", shown_body(body))))?;
                     match (v, hex) {
                         (Value::Int(v), true) => out.push_str(&format!("{v:#x}")),
                         (Value::Int(v), false) => out.push_str(&v.to_string()),
                         (Value::Text(t), false) => out.push_str(&t),
                         (Value::Text(_), true) => {
-                            return Err(at(format!("`{{{body}}}`: a word has no hex form")));
+                            return Err(at(format!(
+                                "`{{{}`: a word has no hex form",
+                                shown_body(body)
+                            )));
                         }
                     }
                 }
@@ -297,13 +309,37 @@ fn tokens(expr: &str) -> Result<Vec<Tok>, String> {
     Ok(out)
 }
 
+/// Parentheses a placeholder may nest: the evaluator recurses once per
+/// level, and 30,000 levels overflowed the main thread's stack.
+const MAX_NESTING: usize = 64;
+
+/// Characters of a placeholder a message shows: a long one (a generated
+/// trace's) is cut, so that the message stays one readable line.
+const SHOWN_BODY_CHARS: usize = 32;
+
+/// `body}` of a placeholder for a message, cut to [`SHOWN_BODY_CHARS`]
+/// characters and `…` when longer.
+fn shown_body(body: &str) -> String {
+    if body.chars().count() <= SHOWN_BODY_CHARS {
+        format!("{body}}}")
+    } else {
+        let head: String = body.chars().take(SHOWN_BODY_CHARS - 1).collect();
+        format!("{head}…")
+    }
+}
+
 /// Evaluates a placeholder expression.
 fn eval(expr: &str, vars: &BTreeMap<String, Value>) -> Result<Value, String> {
     let toks = tokens(expr)?;
     if let [Tok::Name(n)] = toks.as_slice() {
         return vars.get(n).cloned().ok_or_else(|| unknown(n, vars));
     }
-    let mut p = Parser { toks, i: 0, vars };
+    let mut p = Parser {
+        toks,
+        i: 0,
+        depth: 0,
+        vars,
+    };
     let v = p.expr()?;
     if p.i != p.toks.len() {
         return Err("unexpected text after the expression".into());
@@ -319,6 +355,8 @@ fn unknown(n: &str, vars: &BTreeMap<String, Value>) -> String {
 struct Parser<'a> {
     toks: Vec<Tok>,
     i: usize,
+    /// Parentheses open around the token at `i`.
+    depth: usize,
     vars: &'a BTreeMap<String, Value>,
 }
 
@@ -369,7 +407,12 @@ impl Parser<'_> {
                 None => Err(unknown(&n, self.vars)),
             },
             Some(Tok::Op('(')) => {
+                if self.depth == MAX_NESTING {
+                    return Err(format!("parentheses nested more than {MAX_NESTING} deep"));
+                }
+                self.depth += 1;
                 let v = self.expr()?;
+                self.depth -= 1;
                 if self.peek_op() != Some(')') {
                     return Err("missing `)`".into());
                 }
@@ -680,6 +723,38 @@ mod tests {
         assert!(err("x {bytes").contains("without a closing"));
         assert!(err("{(bytes}").contains("missing `)`"));
         assert!(err("{bytes bytes}").contains("after the expression"));
+    }
+
+    /// A placeholder nested 30,000 parentheses deep overflowed the stack
+    /// (SIGABRT, exit 134; probe report sweep-etc.md finding 7): the
+    /// nesting is bounded and the error names the line, the column and
+    /// the depth, without echoing the whole expression.
+    #[test]
+    fn deeply_nested_parentheses_are_an_error_not_a_stack_overflow() {
+        let vars: BTreeMap<String, Value> =
+            [("n".to_string(), Value::Int(1))].into_iter().collect();
+        let depth = 30_000;
+        let deep = format!("x\nbyte={{{}n{}}}\n", "(".repeat(depth), ")".repeat(depth));
+        // On a thread with a small stack, as a worker's would be.
+        let e = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || substitute(&deep, &vars).unwrap_err())
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(
+            e.starts_with(&format!(
+                "line 2, column 6: `{{{}…`: parentheses nested more than 64 deep",
+                "(".repeat(31)
+            )),
+            "{e}"
+        );
+        assert!(e.len() < 200, "{e}");
+        // 64 levels are fine.
+        let vars: BTreeMap<String, Value> =
+            [("n".to_string(), Value::Int(1))].into_iter().collect();
+        let ok = format!("{{{}n+1{}}}", "(".repeat(64), ")".repeat(64));
+        assert_eq!(substitute(&ok, &vars).unwrap(), "2");
     }
 
     #[test]

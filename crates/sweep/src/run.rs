@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use soc::Device;
@@ -112,6 +113,13 @@ impl DeviceFactory {
         }
     }
 
+    /// The effective timing parameters the devices get, as text: what a
+    /// sweep's id digests (two timing files of one name but other values
+    /// make other sweeps).
+    pub fn timing_fingerprint(&self) -> String {
+        format!("{:?}", self.timing)
+    }
+
     /// The DMA clock of the timing the devices get.
     pub fn clock_ghz(&self) -> f64 {
         self.timing.clock_ghz
@@ -158,6 +166,9 @@ pub struct Measured {
     pub descriptors: u64,
     /// The trace's exit status (0 ok, 1 expectation failed, 2 bad input).
     pub exit: u8,
+    /// Expectations skipped (timing-only: checks of bytes no DMA moved),
+    /// neither passed nor failed.
+    pub expectations_skipped: usize,
     /// Host wall-clock seconds.
     pub host_seconds: f64,
     /// The first error, failure or warning, if any (printed with the
@@ -180,7 +191,59 @@ pub struct QueueSpan {
     pub last: Option<u64>,
 }
 
-fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
+/// Stops a run when the caller's flag is set (non-zero): the statement
+/// about to start does not, a `run`/`wait` under way ends after its event.
+struct StopWhen<'a>(&'a AtomicUsize);
+
+impl StopWhen<'_> {
+    fn control(&self) -> soc::exec::Control {
+        if self.0.load(Ordering::Relaxed) == 0 {
+            soc::exec::Control::Continue
+        } else {
+            soc::exec::Control::Quit
+        }
+    }
+}
+
+impl soc::exec::ExecHooks for StopWhen<'_> {
+    fn before(
+        &mut self,
+        _index: usize,
+        _stmt: &trace_format::Statement,
+        _linked: &soc::exec::Linked,
+        _device: &mut Device,
+        _executor: &soc::exec::Executor,
+    ) -> soc::exec::Control {
+        self.control()
+    }
+
+    fn during_run(&mut self, _device: &mut Device) -> soc::exec::Control {
+        self.control()
+    }
+}
+
+/// Runs one job on its own device, stopped when `stop` is set: None when
+/// the run did not finish (its figures would be those of part of the
+/// trace).
+fn run_one_until(
+    factory: &DeviceFactory,
+    job: &Job,
+    stop: Option<&AtomicUsize>,
+) -> Option<Result<Measured, String>> {
+    let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed) != 0);
+    if stopped() {
+        return None;
+    }
+    let measured = run_one_with(factory, job, stop);
+    // A run stopped half way measured part of its trace: not a row.
+    if stopped() { None } else { Some(measured) }
+}
+
+fn run_one_with(
+    factory: &DeviceFactory,
+    job: &Job,
+    stop: Option<&AtomicUsize>,
+) -> Result<Measured, String> {
     let mut dev = factory.device()?;
     dev.set_timing_only(job.timing_only);
     dev.set_trace(false);
@@ -189,8 +252,17 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
     // files (docs/user-guide.md §18).
     let mut files = OverlayFiles::new(job.base.clone());
     let started = Instant::now();
-    let (report, _session) = host_exec::run_source(dev, &job.source, &job.name, &mut files)
-        .map_err(|errors| errors.join("\n"))?;
+    let never = AtomicUsize::new(0);
+    let mut hooks = StopWhen(stop.unwrap_or(&never));
+    let (report, _session) = host_exec::run_source_observed(
+        dev,
+        &job.source,
+        &job.name,
+        &mut files,
+        host_exec::SessionOptions::default(),
+        &mut hooks,
+    )
+    .map_err(|errors| errors.join("\n"))?;
     let host_seconds = started.elapsed().as_secs_f64();
     let s = &report.summary;
     let problem = report
@@ -206,6 +278,7 @@ fn run_one(factory: &DeviceFactory, job: &Job) -> Result<Measured, String> {
         payload: job.payload.unwrap_or(s.bytes),
         descriptors: s.descriptors,
         exit: report.exit_code(),
+        expectations_skipped: report.expectations_skipped,
         host_seconds,
         problem,
         queue_spans: s
@@ -232,22 +305,40 @@ pub fn run_jobs(
     jobs: &[Job],
     threads: Option<usize>,
 ) -> Vec<Result<Measured, String>> {
+    run_jobs_until(factory, jobs, threads, None)
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("not run".into())))
+        .collect()
+}
+
+/// [`run_jobs`] that stops when `stop` is set (non-zero; the CLI sets it
+/// on SIGINT/SIGTERM): no job starts after that, a job under way stops at
+/// its next event. None for each job that did not finish.
+pub fn run_jobs_until(
+    factory: &DeviceFactory,
+    jobs: &[Job],
+    threads: Option<usize>,
+    stop: Option<&AtomicUsize>,
+) -> Vec<Option<Result<Measured, String>>> {
     let threads = threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, jobs.len().max(1));
     if threads == 1 {
-        return jobs.iter().map(|j| run_one(factory, j)).collect();
+        return jobs
+            .iter()
+            .map(|j| run_one_until(factory, j, stop))
+            .collect();
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut done: Vec<(usize, Result<Measured, String>)> = std::thread::scope(|s| {
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, Option<Result<Measured, String>>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     let mut mine = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(job) = jobs.get(i) else { break };
-                        mine.push((i, run_one(factory, job)));
+                        mine.push((i, run_one_until(factory, job, stop)));
                     }
                     mine
                 })
@@ -256,21 +347,20 @@ pub fn run_jobs(
         handles
             .into_iter()
             .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| vec![(usize::MAX, Err("a sweep thread panicked".into()))])
+                h.join().unwrap_or_else(|_| {
+                    vec![(usize::MAX, Some(Err("a sweep thread panicked".into())))]
+                })
             })
             .collect()
     });
     done.sort_by_key(|(i, _)| *i);
-    let mut out: Vec<Result<Measured, String>> = (0..jobs.len())
-        .map(|_| Err("not run".to_string()))
-        .collect();
+    let mut out: Vec<Option<Result<Measured, String>>> = (0..jobs.len()).map(|_| None).collect();
     for (i, r) in done {
         match out.get_mut(i) {
             Some(slot) => *slot = r,
             None => {
-                if let (Some(first), Err(e)) = (out.first_mut(), r) {
-                    *first = Err(e);
+                if let (Some(first), Some(Err(e))) = (out.first_mut(), r) {
+                    *first = Some(Err(e));
                 }
             }
         }

@@ -175,6 +175,43 @@ impl SeedReport {
         !self.differences.is_empty() || !self.pairs.is_empty()
     }
 
+    /// The checks that fail under every seed run, with the same outcome:
+    /// (line, outcome). Not a difference between schedules, but not a
+    /// pass either: `run` of the trace exits 1 under any of them.
+    pub fn failing_under_every_seed(&self) -> Vec<(u32, &str)> {
+        let Some(first) = self.runs.first() else {
+            return Vec::new();
+        };
+        first
+            .checks
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, outcome))| outcome.starts_with(FAILED_OUTCOME))
+            .filter(|(k, (line, outcome))| {
+                !self.differences.iter().any(|d| d.line == *line)
+                    && self
+                        .runs
+                        .iter()
+                        .all(|r| r.checks.get(*k).is_some_and(|(_, o)| o == outcome))
+            })
+            .map(|(_, (line, outcome))| (*line, outcome.as_str()))
+            .collect()
+    }
+
+    /// The exit status of `neuron-sim race`: 2 when a seed met errors, 1
+    /// when seeds differ or a check fails under every seed, else 0 (races
+    /// the detector found are listed, as `run --detect-races` lists them,
+    /// without changing it).
+    pub fn exit_code(&self) -> u8 {
+        if !self.errors.is_empty() {
+            2
+        } else if self.differ() || !self.failing_under_every_seed().is_empty() {
+            1
+        } else {
+            0
+        }
+    }
+
     /// The report as text.
     pub fn to_text(&self) -> String {
         let verdict = if !self.errors.is_empty() {
@@ -191,7 +228,12 @@ impl SeedReport {
             "the checks agree, but the bytes read differ between schedules: a race (run --detect-races)"
                 .to_string()
         } else {
-            "the same outcomes under every schedule".to_string()
+            match self.failing_under_every_seed().len() {
+                0 => "the same outcomes under every schedule".to_string(),
+                n => format!(
+                    "the same outcomes under every schedule, but {n} check(s) fail under every seed"
+                ),
+            }
         };
         let mut out = format!(
             "{} seeds ({}..{}), {} checks each: {verdict}\n",
@@ -214,6 +256,18 @@ impl SeedReport {
                 p.seed_b,
                 lines.join(", ")
             ));
+        }
+        for (line, outcome) in self.failing_under_every_seed() {
+            out.push_str(&format!("  line {line}: every seed: {outcome}\n"));
+        }
+        if !self.races.is_empty() {
+            out.push_str(&format!(
+                "the race detector found {} race(s) (docs/races.md):\n",
+                self.races.len()
+            ));
+            for r in &self.races {
+                out.push_str(&race_text(r));
+            }
         }
         // The same errors under every seed (bad input does not depend
         // on the schedule) are listed once.
@@ -273,6 +327,37 @@ impl SeedReport {
                 .collect(),
         }
     }
+}
+
+/// How a failed check's outcome starts (`Status::Failed` in `{:?}`).
+const FAILED_OUTCOME: &str = "Failed:";
+
+/// A race of [`SeedReport::races`] as text: what, where, the seeds that
+/// found it, and its two sides as the first of them saw them.
+fn race_text(r: &SeedRace) -> String {
+    let seeds: Vec<String> = r.seeds.iter().map(ToString::to_string).collect();
+    let mut out = format!(
+        "  {} race on {}{} under seed{} {}\n",
+        r.race.kind,
+        r.race.range,
+        if r.race.addr.is_some() {
+            format!(" ({} bytes)", r.race.len_bytes)
+        } else {
+            String::new()
+        },
+        if seeds.len() == 1 { "" } else { "s" },
+        seeds.join(", ")
+    );
+    for (which, s) in [("first", &r.race.first), ("second", &r.race.second)] {
+        out.push_str(&format!(
+            "    {which}: {} by {} at cycle {} (seed {})\n",
+            s.access,
+            s.source,
+            s.cycle,
+            r.seeds.first().copied().unwrap_or(0)
+        ));
+    }
+    out
 }
 
 fn run_seed(
