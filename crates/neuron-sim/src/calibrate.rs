@@ -37,6 +37,10 @@ pub(crate) struct CalibrateArgs {
 
 /// `neuron-sim calibrate …`.
 pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Failure> {
+    // The files the table goes into are read (and their markers found)
+    // before the traces run: a bad path is bad input at once.
+    let write = args.write.as_deref().map(read_doc).transpose()?;
+    let check = args.check.as_deref().map(read_doc).transpose()?;
     let factory = DeviceFactory::new(&maps.device()?);
     let cal = calibrate(&factory, &args.dir, args.jobs).map_err(|e| bad_input(e.message()))?;
     let table = render_markdown(&cal);
@@ -46,8 +50,7 @@ pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Fai
     } else {
         out!("{table}");
     }
-    if let Some(path) = &args.write {
-        let doc = read(path)?;
+    if let Some((path, doc)) = write {
         let new = replace_between(&doc, &table)
             .map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
         if new != doc {
@@ -59,8 +62,7 @@ pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Fai
             );
         }
     }
-    if let Some(path) = &args.check {
-        let doc = read(path)?;
+    if let Some((path, doc)) = check {
         let new = replace_between(&doc, &table)
             .map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
         if new != doc {
@@ -74,7 +76,15 @@ pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Fai
     Ok(u8::from(failed))
 }
 
-fn read(path: &Path) -> Result<String, Failure> {
-    std::fs::read_to_string(path)
-        .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))
+/// The text of the file the table goes into, with its markers checked
+/// (`replace_between` with an empty table), at most
+/// `InputKind::CalibrationDoc`'s size.
+fn read_doc(path: &Path) -> Result<(&Path, String), Failure> {
+    let doc = crate::input::read_text(
+        path,
+        "calibration table file",
+        crate::input::InputKind::CalibrationDoc,
+    )?;
+    replace_between(&doc, "").map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+    Ok((path, doc))
 }

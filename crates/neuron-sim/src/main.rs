@@ -131,7 +131,7 @@ impl Maps {
         soc::setup::csr_map_paths_in(dir)
             .map_err(|e| bad_input(format!("--csr-maps: {e}")))?
             .iter()
-            .map(|p| source(p, "CSR map"))
+            .map(|p| source(p, "CSR map", input::InputKind::CsrMap))
             .collect()
     }
 
@@ -154,11 +154,13 @@ impl Maps {
     fn device_with_timing(&self, timing: Option<&Path>) -> Result<Device, Failure> {
         let sources = soc::setup::DeviceSources {
             // A timing file gives only what it changes (docs/timing.md).
-            timing: timing.map(|p| source(p, "--timing")).transpose()?,
+            timing: timing
+                .map(|p| source(p, "--timing", input::InputKind::Timing))
+                .transpose()?,
             soc_map: self
                 .soc_map
                 .as_deref()
-                .map(|p| source(p, "--soc-map"))
+                .map(|p| source(p, "--soc-map", input::InputKind::SocMap))
                 .transpose()?,
             csr_maps: self.csr_sources()?,
         };
@@ -167,9 +169,9 @@ impl Maps {
 }
 
 /// A text input file with its path as its name in messages.
-fn source(path: &Path, what: &str) -> Result<soc::setup::Source, Failure> {
+fn source(path: &Path, what: &str, kind: input::InputKind) -> Result<soc::setup::Source, Failure> {
     Ok(soc::setup::Source {
-        text: input::read_text(path, what)?,
+        text: input::read_text(path, what, kind)?,
         name: path.display().to_string(),
     })
 }
@@ -580,7 +582,10 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, Failure> {
 fn cmd_map_dump(maps: &Maps) -> Result<u8, Failure> {
     match &maps.soc_map {
         None => out!("{}", soc_map::TRN2_MAP_JSON),
-        Some(p) => out!("{}", input::read_text(p, "--soc-map")?),
+        Some(p) => out!(
+            "{}",
+            input::read_text(p, "--soc-map", input::InputKind::SocMap)?
+        ),
     }
     Ok(0)
 }
@@ -741,7 +746,7 @@ fn cmd_timing(timing: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let t = match timing {
         None => sim_core::TimingConfig::default_config().map_err(|e| bad_input(e.to_string()))?,
         Some(p) => {
-            let text = input::read_text(p, "--timing")?;
+            let text = input::read_text(p, "--timing", input::InputKind::Timing)?;
             let name = p.display().to_string();
             sim_core::TimingConfig::from_json_over_defaults(&text, &name)
                 .map_err(|e| bad_input(format!("{name}: {e}")))?
@@ -924,7 +929,11 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     let what = match core {
         Some(core) => {
             // A bad stream is bad input before anything runs.
-            let bytes = input::read_bytes_or_stdin(trace, "instruction stream")?;
+            let bytes = input::read_bytes_or_stdin(
+                trace,
+                "instruction stream",
+                input::InputKind::InstructionStream,
+            )?;
             let stream = soc::exec::InMemoryFile(bytes);
             soc::exec::read_stream(&stream)
                 .map_err(|m| bad_input(format!("{name}: {m}; nothing was run")))?;
@@ -940,7 +949,11 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
                 trace.display()
             )));
         }
-        None => Input::Text(input::read_text_or_stdin(trace, "trace")?),
+        None => Input::Text(input::read_text_or_stdin(
+            trace,
+            "trace",
+            input::InputKind::Trace,
+        )?),
     };
     let mut dev = maps.device_with_timing(timing)?;
     dev.set_timing_only(timing_only);

@@ -136,7 +136,7 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
             "sweep needs a TRACE (or `sweep merge PART.csv…`)",
         ));
     };
-    let text = crate::input::read_text(&trace, "trace")?;
+    let text = crate::input::read_text(&trace, "trace", crate::input::InputKind::Trace)?;
     let options = SweepOptions {
         params: args.params,
         shard: args.shard,
@@ -212,7 +212,7 @@ fn cmd_merge(
 ) -> Result<u8, Failure> {
     let mut texts = Vec::new();
     for p in parts {
-        let t = crate::input::read_text(p, "CSV")?;
+        let t = crate::input::read_text(p, "CSV", crate::input::InputKind::SweepCsv)?;
         texts.push((p.display().to_string(), t));
     }
     let (merged, meta) = sweep::merge(&texts).map_err(bad_input)?;

@@ -134,7 +134,7 @@ pub fn replace_between(doc: &str, table: &str) -> Result<String, String> {
 
 fn job(dir: &Path, file: &str, timing_only: bool) -> Result<Job, Error> {
     let path = dir.join(file);
-    let source = std::fs::read_to_string(&path).map_err(|e| {
+    let source = soc::input::read_text_file(&path, soc::input::InputKind::Trace).map_err(|e| {
         Error::new(format!(
             "cannot read calibration trace {}: {e}",
             path.display()
@@ -169,7 +169,7 @@ pub fn calibrate(
         .map(|f| job(dir, f, false))
         .collect::<Result<Vec<_>, _>>()?;
     let shape_path = dir.join(SHAPE);
-    let text = std::fs::read_to_string(&shape_path)
+    let text = soc::input::read_text_file(&shape_path, soc::input::InputKind::Trace)
         .map_err(|e| Error::new(format!("cannot read {}: {e}", shape_path.display())))?;
     let template =
         Template::parse(&text).map_err(|e| Error::new(format!("{}: {e}", shape_path.display())))?;
