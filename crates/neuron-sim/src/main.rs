@@ -873,6 +873,31 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         host_timing,
     } = *o;
     let timeline = perfetto.plan()?;
+    // Two outputs on one file, or an output on an input, would silently
+    // lose one of them: refused before anything runs.
+    outputs::check_distinct(
+        &[
+            ("--csr-snapshot", snapshot),
+            ("--reg-log", reg_log),
+            ("--vcd", vcd),
+            (
+                "--perfetto",
+                timeline.as_ref().and_then(|t| t.perfetto_path()),
+            ),
+            (
+                "--profile",
+                timeline.as_ref().and_then(|t| t.profile_path()),
+            ),
+            ("--ioctl-record", ioctl_record),
+            ("--deadlock-graph", deadlock_graph),
+        ],
+        &[
+            ("TRACE", Some(trace)),
+            ("--timing", timing),
+            ("--soc-map", maps.soc_map.as_deref()),
+        ],
+        outputs::Dash::Stdio,
+    )?;
     // Output files are checked before anything runs: a path that cannot be
     // written is found now, not after a long run. One of them may be `-`,
     // standard output; the report then goes to standard error.

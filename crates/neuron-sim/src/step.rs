@@ -277,6 +277,27 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
         ));
     }
     let timeline = a.perfetto.plan()?;
+    crate::outputs::check_distinct(
+        &[
+            ("--reg-log", a.reg_log.as_deref()),
+            ("--vcd", a.vcd.as_deref()),
+            (
+                "--perfetto",
+                timeline.as_ref().and_then(|t| t.perfetto_path()),
+            ),
+            (
+                "--profile",
+                timeline.as_ref().and_then(|t| t.profile_path()),
+            ),
+        ],
+        &[
+            ("TRACE", Some(trace)),
+            ("--script", a.script.as_deref()),
+            ("--timing", a.timing.as_deref()),
+            ("--soc-map", maps.soc_map.as_deref()),
+        ],
+        crate::outputs::Dash::Stdio,
+    )?;
     // Output files are checked before anything runs; standard output holds
     // the session.
     for (path, what, option) in [

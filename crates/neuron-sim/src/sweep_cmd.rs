@@ -129,6 +129,12 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         plot,
     }) = args.cmd
     {
+        let inputs: Vec<_> = parts.iter().map(|p| ("PART", Some(p.as_path()))).collect();
+        crate::outputs::check_distinct(
+            &[("--csv", csv.as_deref()), ("--svg", svg.as_deref())],
+            &inputs,
+            crate::outputs::Dash::File,
+        )?;
         return cmd_merge(&parts, csv.as_deref(), svg.as_deref(), json, &plot);
     }
     let Some(trace) = args.trace else {
@@ -136,6 +142,17 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
             "sweep needs a TRACE (or `sweep merge PART.csv…`)",
         ));
     };
+    crate::outputs::check_distinct(
+        &[
+            ("--csv", args.csv.as_deref()),
+            ("--svg", args.svg.as_deref()),
+        ],
+        &[
+            ("TRACE", Some(trace.as_path())),
+            ("--timing", args.timing.as_deref()),
+        ],
+        crate::outputs::Dash::File,
+    )?;
     let text = crate::input::read_text(&trace, "trace", crate::input::InputKind::Trace)?;
     let options = SweepOptions {
         params: args.params,
