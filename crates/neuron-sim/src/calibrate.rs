@@ -3,7 +3,9 @@
 //! (docs/timing.md). Prints the table, or rewrites it between the markers
 //! of docs/timing.md (`--write`, what `cargo xtask calibrate` does), or
 //! checks that the file is current (`--check`). A row outside its check
-//! makes the command exit 1.
+//! makes the command exit 1; so does a calibration trace that fails its
+//! own check (its rows are failed, the others still reported; 2 when the
+//! trace met an error, as `run` exits).
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +46,19 @@ pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Fai
     let factory = DeviceFactory::new(&maps.device()?);
     let cal = calibrate(&factory, &args.dir, args.jobs).map_err(|e| bad_input(e.message()))?;
     let table = render_markdown(&cal);
-    let failed = cal.failed();
+    // A trace that failed its own check is named here; its rows say
+    // "not judged" in the table.
+    for f in cal.failed_traces() {
+        let point = if f.point == f.trace {
+            String::new()
+        } else {
+            format!(" ({})", f.point)
+        };
+        eprintln!(
+            "neuron-sim: {}{point}: exit {}: {}",
+            f.trace, f.exit, f.problem
+        );
+    }
     if args.json {
         crate::json_out::print(&cal)?;
     } else {
@@ -70,10 +84,10 @@ pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Fai
                 "neuron-sim: the calibration table in {} is stale: run `cargo xtask calibrate`",
                 path.display()
             );
-            return Ok(1);
+            return Ok(cal.exit_code().max(1));
         }
     }
-    Ok(u8::from(failed))
+    Ok(cal.exit_code())
 }
 
 /// The text of the file the table goes into, with its markers checked
