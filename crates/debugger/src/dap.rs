@@ -82,19 +82,26 @@ impl LaunchArgs {
 /// statement records (shown as `output` events).
 pub type Launcher = Box<dyn FnMut(&LaunchArgs, Listener) -> Result<Session, String>>;
 
+/// The largest message body [`read_message`] accepts: a client's requests
+/// are small JSON objects; a larger `Content-Length` is refused before
+/// anything is allocated for it.
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
 /// Reads one message: headers up to a blank line, then `Content-Length`
-/// bytes of JSON. `None` at the end of input.
+/// bytes of JSON. `None` at the end of input. Header lines are at most
+/// `soc::input::MAX_LINE_BYTES` and bodies [`MAX_MESSAGE_BYTES`]: an
+/// endless input cannot fill memory.
 ///
 /// # Errors
 ///
-/// A read error, a missing or bad `Content-Length`, a body that is not
-/// JSON.
+/// A read error, a missing, bad or too large `Content-Length`, a header
+/// line past its limit, a body that is not JSON.
 pub fn read_message(r: &mut dyn BufRead) -> io::Result<Option<Value>> {
     let mut length: Option<usize> = None;
     let mut any = false;
     loop {
         let mut line = String::new();
-        if r.read_line(&mut line)? == 0 {
+        if soc::input::read_line_limited(r, &mut line)? == 0 {
             return if any {
                 Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -126,6 +133,15 @@ pub fn read_message(r: &mut dyn BufRead) -> io::Result<Option<Value>> {
             "a message without Content-Length",
         )
     })?;
+    if length > MAX_MESSAGE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "Content-Length {length} is larger than the limit of {} MiB for a message",
+                MAX_MESSAGE_BYTES >> 20
+            ),
+        ));
+    }
     let mut body = vec![0u8; length];
     r.read_exact(&mut body)?;
     serde_json::from_slice(&body)
@@ -917,5 +933,18 @@ mod tests {
         assert!(read_message(&mut r).unwrap().is_none());
         let mut bad = io::Cursor::new(b"Content-Length: x\r\n\r\n{}".to_vec());
         assert!(read_message(&mut bad).is_err());
+    }
+
+    #[test]
+    fn an_endless_header_or_a_huge_length_is_refused_without_filling_memory() {
+        // A huge Content-Length once allocated its body before reading it.
+        let mut huge = io::Cursor::new(b"Content-Length: 99999999999999\r\n\r\n{}".to_vec());
+        let e = read_message(&mut huge).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge, "{e}");
+        assert!(e.to_string().contains("99999999999999"), "{e}");
+        // A header line that never ends (/dev/zero) once grew without end.
+        let mut endless = io::BufReader::new(io::repeat(b'C'));
+        let e = read_message(&mut endless).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge, "{e}");
     }
 }

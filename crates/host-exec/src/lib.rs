@@ -114,7 +114,7 @@ impl DirFiles {
 
 impl TraceFiles for DirFiles {
     fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.base.join(path))
+        soc::input::read_file(&self.base.join(path), soc::input::InputKind::TraceData)
     }
     fn write(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
         let p = self.base.join(path);

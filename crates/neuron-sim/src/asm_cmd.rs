@@ -9,7 +9,7 @@ use std::path::Path;
 
 use dma_abi::inst::{self, InstDecode, InstWord, TextStyle};
 
-use crate::input::{name_of, read_bytes_or_stdin, read_text_or_stdin};
+use crate::input::{InputKind, name_of, read_bytes_or_stdin, read_text_or_stdin};
 use crate::{Failure, bad_input, outputs};
 
 /// `decode --word HEX`: one word, 128 hex digits in memory order.
@@ -26,7 +26,12 @@ pub(crate) fn cmd_decode_word(hex: &str, json: bool) -> Result<u8, Failure> {
 
 /// `disasm FILE`: a binary stream of 64-byte words to one text line each.
 pub(crate) fn cmd_disasm(file: &Path, output: Option<&Path>, full: bool) -> Result<u8, Failure> {
-    let bytes = read_bytes_or_stdin(file, "instruction stream")?;
+    outputs::check_distinct(
+        &[("-o", output)],
+        &[("FILE", Some(file))],
+        outputs::Dash::Stdio,
+    )?;
+    let bytes = read_bytes_or_stdin(file, "instruction stream", InputKind::InstructionStream)?;
     let style = if full {
         TextStyle::Full
     } else {
@@ -44,7 +49,12 @@ pub(crate) fn cmd_disasm(file: &Path, output: Option<&Path>, full: bool) -> Resu
 
 /// `asm FILE -o OUT`: text lines to the binary stream.
 pub(crate) fn cmd_asm(file: &Path, output: &Path) -> Result<u8, Failure> {
-    let text = read_text_or_stdin(file, "instruction-word text")?;
+    outputs::check_distinct(
+        &[("-o", Some(output))],
+        &[("FILE", Some(file))],
+        outputs::Dash::Stdio,
+    )?;
+    let text = read_text_or_stdin(file, "instruction-word text", InputKind::InstructionText)?;
     let bytes = inst::asm(&text).map_err(|errors| {
         let mut msg: Vec<String> = errors
             .iter()

@@ -3,7 +3,9 @@
 //! (docs/timing.md). Prints the table, or rewrites it between the markers
 //! of docs/timing.md (`--write`, what `cargo xtask calibrate` does), or
 //! checks that the file is current (`--check`). A row outside its check
-//! makes the command exit 1.
+//! makes the command exit 1; so does a calibration trace that fails its
+//! own check (its rows are failed, the others still reported; 2 when the
+//! trace met an error, as `run` exits).
 
 use std::path::{Path, PathBuf};
 
@@ -37,17 +39,32 @@ pub(crate) struct CalibrateArgs {
 
 /// `neuron-sim calibrate …`.
 pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Failure> {
+    // The files the table goes into are read (and their markers found)
+    // before the traces run: a bad path is bad input at once.
+    let write = args.write.as_deref().map(read_doc).transpose()?;
+    let check = args.check.as_deref().map(read_doc).transpose()?;
     let factory = DeviceFactory::new(&maps.device()?);
     let cal = calibrate(&factory, &args.dir, args.jobs).map_err(|e| bad_input(e.message()))?;
     let table = render_markdown(&cal);
-    let failed = cal.failed();
+    // A trace that failed its own check is named here; its rows say
+    // "not judged" in the table.
+    for f in cal.failed_traces() {
+        let point = if f.point == f.trace {
+            String::new()
+        } else {
+            format!(" ({})", f.point)
+        };
+        eprintln!(
+            "neuron-sim: {}{point}: exit {}: {}",
+            f.trace, f.exit, f.problem
+        );
+    }
     if args.json {
         crate::json_out::print(&cal)?;
     } else {
         out!("{table}");
     }
-    if let Some(path) = &args.write {
-        let doc = read(path)?;
+    if let Some((path, doc)) = write {
         let new = replace_between(&doc, &table)
             .map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
         if new != doc {
@@ -59,8 +76,7 @@ pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Fai
             );
         }
     }
-    if let Some(path) = &args.check {
-        let doc = read(path)?;
+    if let Some((path, doc)) = check {
         let new = replace_between(&doc, &table)
             .map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
         if new != doc {
@@ -68,13 +84,21 @@ pub(crate) fn cmd_calibrate(maps: &Maps, args: &CalibrateArgs) -> Result<u8, Fai
                 "neuron-sim: the calibration table in {} is stale: run `cargo xtask calibrate`",
                 path.display()
             );
-            return Ok(1);
+            return Ok(cal.exit_code().max(1));
         }
     }
-    Ok(u8::from(failed))
+    Ok(cal.exit_code())
 }
 
-fn read(path: &Path) -> Result<String, Failure> {
-    std::fs::read_to_string(path)
-        .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))
+/// The text of the file the table goes into, with its markers checked
+/// (`replace_between` with an empty table), at most
+/// `InputKind::CalibrationDoc`'s size.
+fn read_doc(path: &Path) -> Result<(&Path, String), Failure> {
+    let doc = crate::input::read_text(
+        path,
+        "calibration table file",
+        crate::input::InputKind::CalibrationDoc,
+    )?;
+    replace_between(&doc, "").map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+    Ok((path, doc))
 }

@@ -48,7 +48,7 @@ fn launch(base: &Maps, a: &LaunchArgs, listener: debugger::Listener) -> Result<S
     };
     let dev = build(&maps)?;
     let trace = Path::new(&a.program);
-    let source = std::fs::read_to_string(trace)
+    let source = soc::input::read_text_file(trace, soc::input::InputKind::Trace)
         .map_err(|e| format!("launch: cannot read the trace {}: {e}", trace.display()))?;
     let files = Box::new(host_exec::DirFiles::new(
         trace.parent().map(Path::to_path_buf).unwrap_or_default(),

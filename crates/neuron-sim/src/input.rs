@@ -4,9 +4,14 @@
 //! column and the byte offset of the first bad byte (`FILE:LINE:COLUMN:`,
 //! as trace errors do; docs/user-guide.md §3). For traces, instruction
 //! streams and ioctl recordings `-` reads standard input, named `<stdin>`
-//! in messages (docs/user-guide.md §Standard input and output).
+//! in messages (docs/user-guide.md §Standard input and output). Every
+//! input is read through `soc::input`, with its kind's size limit: an
+//! endless stream (`/dev/zero`) is refused, naming the file and the limit
+//! (docs/user-guide.md §3, Input size limits).
 
 use std::path::Path;
+
+pub(crate) use soc::input::InputKind;
 
 use crate::{Failure, bad_input};
 
@@ -36,32 +41,45 @@ pub(crate) fn has_ext(path: &Path, ext: &str) -> bool {
 /// The name of standard input in messages.
 pub(crate) const STDIN_NAME: &str = "<stdin>";
 
-/// The bytes of `path`, or of standard input for `-`; `what` names the
-/// input in messages.
-pub(crate) fn read_bytes_or_stdin(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
+/// The bytes of `path`, or of standard input for `-`, at most `kind`'s
+/// size limit (`soc::input`: an endless stream is refused, naming the
+/// limit); `what` names the input in messages.
+pub(crate) fn read_bytes_or_stdin(
+    path: &Path,
+    what: &str,
+    kind: InputKind,
+) -> Result<Vec<u8>, Failure> {
     if !is_stdio(path) {
-        return std::fs::read(path)
-            .map_err(|e| bad_input(format!("cannot read {what} {}: {e}", path.display())));
+        return read_bytes(path, what, kind);
     }
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
-        .map_err(|e| bad_input(format!("cannot read {what} from {STDIN_NAME}: {e}")))?;
-    Ok(bytes)
+    soc::input::read_limited(std::io::stdin().lock(), kind, None)
+        .map_err(|e| bad_input(format!("cannot read {what} from {STDIN_NAME}: {e}")))
 }
 
-/// Reads `path` as UTF-8 text; `what` names the input in messages
-/// (`--timing`, `--soc-map`). `-` is a file of that name here: the inputs
-/// that take standard input use [`read_text_or_stdin`].
-pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, Failure> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| bad_input(format!("cannot read {what} {}: {e}", path.display())))?;
+/// The bytes of the file `path`, at most `kind`'s size limit; `what`
+/// names the input in messages.
+pub(crate) fn read_bytes(path: &Path, what: &str, kind: InputKind) -> Result<Vec<u8>, Failure> {
+    soc::input::read_file(path, kind)
+        .map_err(|e| bad_input(format!("cannot read {what} {}: {e}", path.display())))
+}
+
+/// Reads `path` as UTF-8 text, at most `kind`'s size limit; `what` names
+/// the input in messages (`--timing`, `--soc-map`). `-` is a file of that
+/// name here: the inputs that take standard input use
+/// [`read_text_or_stdin`].
+pub(crate) fn read_text(path: &Path, what: &str, kind: InputKind) -> Result<String, Failure> {
+    let bytes = read_bytes(path, what, kind)?;
     text_of(bytes, &path.display().to_string(), what).map_err(bad_input)
 }
 
 /// [`read_text`], with `-` reading standard input (named `<stdin>`):
 /// traces, instruction-word text, ioctl recordings.
-pub(crate) fn read_text_or_stdin(path: &Path, what: &str) -> Result<String, Failure> {
-    let bytes = read_bytes_or_stdin(path, what)?;
+pub(crate) fn read_text_or_stdin(
+    path: &Path,
+    what: &str,
+    kind: InputKind,
+) -> Result<String, Failure> {
+    let bytes = read_bytes_or_stdin(path, what, kind)?;
     text_of(bytes, &name_of(path), what).map_err(bad_input)
 }
 

@@ -45,7 +45,11 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
             Ok(0)
         }
         IoctlCmd::Replay { file, json } => {
-            let text = crate::input::read_text_or_stdin(&file, "ioctl recording")?;
+            let text = crate::input::read_text_or_stdin(
+                &file,
+                "ioctl recording",
+                crate::input::InputKind::IoctlRecording,
+            )?;
             let rec = ioctl_bus::Recording::from_jsonl(&text).map_err(|e| {
                 bad_input(format!(
                     "{}:{}:{}: {}",

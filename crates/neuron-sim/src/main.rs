@@ -131,7 +131,7 @@ impl Maps {
         soc::setup::csr_map_paths_in(dir)
             .map_err(|e| bad_input(format!("--csr-maps: {e}")))?
             .iter()
-            .map(|p| source(p, "CSR map"))
+            .map(|p| source(p, "CSR map", input::InputKind::CsrMap))
             .collect()
     }
 
@@ -154,11 +154,13 @@ impl Maps {
     fn device_with_timing(&self, timing: Option<&Path>) -> Result<Device, Failure> {
         let sources = soc::setup::DeviceSources {
             // A timing file gives only what it changes (docs/timing.md).
-            timing: timing.map(|p| source(p, "--timing")).transpose()?,
+            timing: timing
+                .map(|p| source(p, "--timing", input::InputKind::Timing))
+                .transpose()?,
             soc_map: self
                 .soc_map
                 .as_deref()
-                .map(|p| source(p, "--soc-map"))
+                .map(|p| source(p, "--soc-map", input::InputKind::SocMap))
                 .transpose()?,
             csr_maps: self.csr_sources()?,
         };
@@ -167,9 +169,9 @@ impl Maps {
 }
 
 /// A text input file with its path as its name in messages.
-fn source(path: &Path, what: &str) -> Result<soc::setup::Source, Failure> {
+fn source(path: &Path, what: &str, kind: input::InputKind) -> Result<soc::setup::Source, Failure> {
     Ok(soc::setup::Source {
-        text: input::read_text(path, what)?,
+        text: input::read_text(path, what, kind)?,
         name: path.display().to_string(),
     })
 }
@@ -583,7 +585,10 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, Failure> {
 fn cmd_map_dump(maps: &Maps) -> Result<u8, Failure> {
     match &maps.soc_map {
         None => out!("{}", soc_map::TRN2_MAP_JSON),
-        Some(p) => out!("{}", input::read_text(p, "--soc-map")?),
+        Some(p) => out!(
+            "{}",
+            input::read_text(p, "--soc-map", input::InputKind::SocMap)?
+        ),
     }
     Ok(0)
 }
@@ -744,7 +749,7 @@ fn cmd_timing(timing: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let t = match timing {
         None => sim_core::TimingConfig::default_config().map_err(|e| bad_input(e.to_string()))?,
         Some(p) => {
-            let text = input::read_text(p, "--timing")?;
+            let text = input::read_text(p, "--timing", input::InputKind::Timing)?;
             let name = p.display().to_string();
             sim_core::TimingConfig::from_json_over_defaults(&text, &name)
                 .map_err(|e| bad_input(format!("{name}: {e}")))?
@@ -871,6 +876,31 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         host_timing,
     } = *o;
     let timeline = perfetto.plan()?;
+    // Two outputs on one file, or an output on an input, would silently
+    // lose one of them: refused before anything runs.
+    outputs::check_distinct(
+        &[
+            ("--csr-snapshot", snapshot),
+            ("--reg-log", reg_log),
+            ("--vcd", vcd),
+            (
+                "--perfetto",
+                timeline.as_ref().and_then(|t| t.perfetto_path()),
+            ),
+            (
+                "--profile",
+                timeline.as_ref().and_then(|t| t.profile_path()),
+            ),
+            ("--ioctl-record", ioctl_record),
+            ("--deadlock-graph", deadlock_graph),
+        ],
+        &[
+            ("TRACE", Some(trace)),
+            ("--timing", timing),
+            ("--soc-map", maps.soc_map.as_deref()),
+        ],
+        outputs::Dash::Stdio,
+    )?;
     // Output files are checked before anything runs: a path that cannot be
     // written is found now, not after a long run. One of them may be `-`,
     // standard output; the report then goes to standard error.
@@ -927,7 +957,11 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
     let what = match core {
         Some(core) => {
             // A bad stream is bad input before anything runs.
-            let bytes = input::read_bytes_or_stdin(trace, "instruction stream")?;
+            let bytes = input::read_bytes_or_stdin(
+                trace,
+                "instruction stream",
+                input::InputKind::InstructionStream,
+            )?;
             let stream = soc::exec::InMemoryFile(bytes);
             soc::exec::read_stream(&stream)
                 .map_err(|m| bad_input(format!("{name}: {m}; nothing was run")))?;
@@ -943,7 +977,11 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
                 trace.display()
             )));
         }
-        None => Input::Text(input::read_text_or_stdin(trace, "trace")?),
+        None => Input::Text(input::read_text_or_stdin(
+            trace,
+            "trace",
+            input::InputKind::Trace,
+        )?),
     };
     let mut dev = maps.device_with_timing(timing)?;
     dev.set_timing_only(timing_only);

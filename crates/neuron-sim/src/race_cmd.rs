@@ -39,7 +39,7 @@ pub(crate) fn cmd_race(maps: &Maps, a: &RaceArgs) -> Result<u8, Failure> {
             "race runs the trace many times: give a file, not standard input",
         ));
     }
-    let text = input::read_text_or_stdin(&a.trace, "trace")?;
+    let text = input::read_text_or_stdin(&a.trace, "trace", input::InputKind::Trace)?;
     // A trace that does not parse runs under no seed: said once, as `run`
     // says it (docs/user-guide.md §3).
     if let Err(errors) = trace_format::parse(&text, &a.trace.display().to_string()) {

@@ -86,7 +86,45 @@ enum Input {
     /// A terminal with line editing, completion and history.
     Editor(Box<Editor>),
     /// Lines from a script or a pipe.
-    Lines(Box<dyn BufRead>),
+    Lines(Lines),
+}
+
+/// Commands a line at a time from a script or a pipe, each line at most
+/// `soc::input::MAX_LINE_BYTES`: an endless line (`--script /dev/zero`)
+/// ends the commands with an error, kept for the exit status.
+struct Lines {
+    reader: Box<dyn BufRead>,
+    /// The input in messages: `--script FILE` or `<stdin>`.
+    name: String,
+    /// Why the commands ended before the end of the input.
+    error: Option<String>,
+}
+
+impl Lines {
+    fn new(reader: Box<dyn BufRead>, name: String) -> Self {
+        Lines {
+            reader,
+            name,
+            error: None,
+        }
+    }
+
+    /// The next line (with its line end), or None at the end of the input
+    /// or at a line that cannot be read.
+    fn next(&mut self) -> Option<String> {
+        let mut line = String::new();
+        match soc::input::read_line_limited(&mut self.reader, &mut line) {
+            Ok(0) => None,
+            Ok(_) => Some(line),
+            Err(e) => {
+                self.error = Some(format!(
+                    "cannot read the debugger's commands from {}: {e}; the commands after it were not run",
+                    self.name
+                ));
+                None
+            }
+        }
+    }
 }
 
 /// The line editor: completion from the device's names.
@@ -153,7 +191,10 @@ impl Input {
                 return Input::Editor(Box::new(ed));
             }
         }
-        Input::Lines(Box::new(std::io::BufReader::new(std::io::stdin())))
+        Input::Lines(Lines::new(
+            Box::new(std::io::BufReader::new(std::io::stdin())),
+            input::STDIN_NAME.to_string(),
+        ))
     }
 
     fn next_line(&mut self, prompt: &str, history: Option<&Path>) -> Option<String> {
@@ -173,15 +214,9 @@ impl Input {
                 Err(_) => None,
             },
             Input::Lines(r) => {
-                let mut line = String::new();
-                match r.read_line(&mut line) {
-                    Ok(0) | Err(_) => None,
-                    Ok(_) => {
-                        let line = line.trim_end().to_string();
-                        outln!("{prompt}{line}");
-                        Some(line)
-                    }
-                }
+                let line = r.next()?.trim_end().to_string();
+                outln!("{prompt}{line}");
+                Some(line)
             }
         }
     }
@@ -190,7 +225,7 @@ impl Input {
 /// The history file's last lines into the editor (a missing file is an
 /// empty history).
 fn load_history(ed: &mut Editor, path: &Path) {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) = soc::input::read_text_file(path, soc::input::InputKind::History) else {
         return;
     };
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -242,6 +277,27 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
         ));
     }
     let timeline = a.perfetto.plan()?;
+    crate::outputs::check_distinct(
+        &[
+            ("--reg-log", a.reg_log.as_deref()),
+            ("--vcd", a.vcd.as_deref()),
+            (
+                "--perfetto",
+                timeline.as_ref().and_then(|t| t.perfetto_path()),
+            ),
+            (
+                "--profile",
+                timeline.as_ref().and_then(|t| t.profile_path()),
+            ),
+        ],
+        &[
+            ("TRACE", Some(trace)),
+            ("--script", a.script.as_deref()),
+            ("--timing", a.timing.as_deref()),
+            ("--soc-map", maps.soc_map.as_deref()),
+        ],
+        crate::outputs::Dash::Stdio,
+    )?;
     // Output files are checked before anything runs; standard output holds
     // the session.
     for (path, what, option) in [
@@ -268,7 +324,7 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
             None => {}
         }
     }
-    let source = input::read_text_or_stdin(trace, "trace")?;
+    let source = input::read_text_or_stdin(trace, "trace", input::InputKind::Trace)?;
     let mut dev = maps.device_with_timing(a.timing.as_deref())?;
     dev.set_timing_only(a.timing_only);
     // `--break race` implies --detect-races: the detector watches from the
@@ -361,9 +417,15 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
         Some(p) => {
             let f = std::fs::File::open(p)
                 .map_err(|e| bad_input(format!("cannot read --script {}: {e}", p.display())))?;
-            Input::Lines(Box::new(std::io::BufReader::new(f)))
+            Input::Lines(Lines::new(
+                Box::new(std::io::BufReader::new(f)),
+                format!("--script {}", p.display()),
+            ))
         }
-        None if a.json => Input::Lines(Box::new(std::io::BufReader::new(std::io::stdin()))),
+        None if a.json => Input::Lines(Lines::new(
+            Box::new(std::io::BufReader::new(std::io::stdin())),
+            input::STDIN_NAME.to_string(),
+        )),
         None => Input::stdin(
             debugger::complete::Names::of(console.session().device()),
             history_path(a.no_history),
@@ -402,6 +464,9 @@ pub(crate) fn cmd_step(maps: &Maps, a: StepArgs) -> Result<u8, Failure> {
         outln!("debugger: {stops} stops");
     }
     let mut output_errors: Vec<String> = Vec::new();
+    if let Input::Lines(Lines { error: Some(e), .. }) = &input {
+        output_errors.push(e.clone());
+    }
     if let Err(e) = record_cmd::finish(host.device_mut(), a.reg_log.as_deref(), a.vcd.as_deref()) {
         output_errors.push(e.message);
     }
@@ -446,20 +511,19 @@ fn text_session(
 
 /// `step --json`: the protocol (`debugger::protocol`) on standard output,
 /// one command object a line from `lines`; the last message is `end`.
-fn json_session(console: &mut Console, lines: &mut Box<dyn BufRead>, doorbells: bool) {
+fn json_session(console: &mut Console, lines: &mut Lines, doorbells: bool) {
     use debugger::protocol;
     send(protocol::start(console, doorbells));
     loop {
-        let mut line = String::new();
-        match lines.read_line(&mut line) {
-            Ok(0) | Err(_) => {
+        match lines.next() {
+            None => {
                 if let Some(m) = protocol::run_to_end(console) {
                     send(m);
                 }
                 break;
             }
-            Ok(_) if line.trim().is_empty() => continue,
-            Ok(_) => {
+            Some(line) if line.trim().is_empty() => continue,
+            Some(line) => {
                 let (message, flow) = protocol::handle(console, &line);
                 send(message);
                 if flow == Flow::Quit {

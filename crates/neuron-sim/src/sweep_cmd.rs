@@ -129,6 +129,12 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
         plot,
     }) = args.cmd
     {
+        let inputs: Vec<_> = parts.iter().map(|p| ("PART", Some(p.as_path()))).collect();
+        crate::outputs::check_distinct(
+            &[("--csv", csv.as_deref()), ("--svg", svg.as_deref())],
+            &inputs,
+            crate::outputs::Dash::File,
+        )?;
         return cmd_merge(&parts, csv.as_deref(), svg.as_deref(), json, &plot);
     }
     let Some(trace) = args.trace else {
@@ -136,7 +142,18 @@ pub(crate) fn cmd_sweep(maps: &Maps, args: SweepArgs) -> Result<u8, Failure> {
             "sweep needs a TRACE (or `sweep merge PART.csv…`)",
         ));
     };
-    let text = crate::input::read_text(&trace, "trace")?;
+    crate::outputs::check_distinct(
+        &[
+            ("--csv", args.csv.as_deref()),
+            ("--svg", args.svg.as_deref()),
+        ],
+        &[
+            ("TRACE", Some(trace.as_path())),
+            ("--timing", args.timing.as_deref()),
+        ],
+        crate::outputs::Dash::File,
+    )?;
+    let text = crate::input::read_text(&trace, "trace", crate::input::InputKind::Trace)?;
     let options = SweepOptions {
         params: args.params,
         shard: args.shard,
@@ -248,7 +265,7 @@ fn cmd_merge(
 ) -> Result<u8, Failure> {
     let mut texts = Vec::new();
     for p in parts {
-        let t = crate::input::read_text(p, "CSV")?;
+        let t = crate::input::read_text(p, "CSV", crate::input::InputKind::SweepCsv)?;
         texts.push((p.display().to_string(), t));
     }
     let (merged, meta) = sweep::merge(&texts).map_err(bad_input)?;

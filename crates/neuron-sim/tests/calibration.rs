@@ -277,3 +277,95 @@ fn row_i_chip_dma_bandwidth_keeps_its_stated_error() {
         assert!(row(id).get("stated_error_pct").is_none(), "{id}");
     }
 }
+
+/// The probe report's finding 9: a calibration trace that fails its own
+/// check once made the command exit 2 ("bad input") with no table and no
+/// JSON. Now the rows it feeds are failed, the others are reported and
+/// judged, the trace is named on stderr, and the exit status is 1 (a
+/// failed check, as `run` of that trace gives).
+#[test]
+fn a_calibration_trace_failing_its_own_check_fails_its_row_and_the_rest_are_reported() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("calibrate-failing-trace");
+    let calib = dir.join("calib");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&calib).unwrap();
+    std::fs::copy(
+        workspace().join("traces/calib-32k-hbm-sbuf.trace"),
+        dir.join("calib-32k-hbm-sbuf.trace"),
+    )
+    .unwrap();
+    for e in std::fs::read_dir(workspace().join("traces/calib")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), calib.join(e.file_name())).unwrap();
+    }
+    let broken = calib.join("core-16-engines.trace");
+    let text = std::fs::read_to_string(&broken).unwrap();
+    let good = "expect tpb0.sbuf[p0] bytes=00000020_01000020";
+    assert!(text.contains(good));
+    std::fs::write(
+        &broken,
+        text.replace(good, "expect tpb0.sbuf[p0] bytes=deadbeef"),
+    )
+    .unwrap();
+    let calibrate = |json: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_neuron-sim"));
+        c.args(["calibrate", "--jobs", "2", "--dir"]).arg(&calib);
+        if json {
+            c.arg("--json");
+        }
+        c.output().unwrap()
+    };
+    let o = calibrate(false);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("core-16-engines.trace: exit 1: ") && stderr.contains("expected 0xde"),
+        "{stderr}"
+    );
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| ")).collect();
+    let row_c = rows.iter().find(|l| l.starts_with("| c |")).unwrap();
+    assert!(
+        row_c
+            .ends_with("| **not judged: `core-16-engines.trace` failed its own check (exit 1)** |"),
+        "{row_c}"
+    );
+    for id in ["a", "b", "d", "e", "f1", "f2", "g", "h", "i"] {
+        let r = rows
+            .iter()
+            .find(|l| l.starts_with(&format!("| {id} |")))
+            .unwrap_or_else(|| panic!("no row {id}:\n{stdout}"));
+        // A failed check is in bold (`**outside …**`, `**broken**`).
+        assert!(!r.contains("**"), "{r}");
+    }
+    let o = calibrate(true);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10);
+    for r in rows {
+        let want = if r["id"] == "c" { "fail" } else { "ok" };
+        assert_eq!(r["status"], want, "{r}");
+    }
+    let failed = v["failed_traces"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["exit"], 1);
+    assert!(
+        failed[0]["trace"]
+            .as_str()
+            .unwrap()
+            .ends_with("core-16-engines.trace")
+    );
+    assert!(
+        failed[0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("expected 0xde")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -439,3 +439,84 @@ fn cli_writes_reg_log_and_vcd() {
     let vcd = parse_vcd(&std::fs::read_to_string(&vcd_path).unwrap());
     assert!(vcd.vars.contains_key("trn2.eng0.m2s_q0.tail"));
 }
+
+/// A clock so slow that a cycle's picosecond time passes 64 bits (here
+/// set on the device directly; a timing file cannot give it) is an error
+/// of the VCD, not a file whose times saturate and repeat.
+#[test]
+fn vcd_refuses_times_past_64_bit_picoseconds() {
+    let mut timing = sim_core::TimingConfig::default_config().unwrap();
+    timing.clock_ghz = 1e-300;
+    let dev =
+        Device::with_timing(soc_map::trn2().unwrap(), csr::catalog().unwrap(), timing).unwrap();
+    let (_, dev) = run_on(dev, "copy-hbm-hbm.trace", |d| d.record_waves());
+    let mut buf = Vec::new();
+    let e = dev.write_vcd(&mut buf).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("past the VCD's 64-bit picosecond time"),
+        "{e}"
+    );
+}
+
+/// The probe report's reproducer: `clock_ghz` 1e-300 in a timing file was
+/// accepted and gave a VCD with saturated, repeated times; it is bad input.
+#[test]
+fn a_tiny_clock_in_a_timing_file_is_bad_input() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("recording-tiny-clock");
+    std::fs::create_dir_all(&dir).unwrap();
+    let vcd_path = dir.join("t.vcd");
+    let _ = std::fs::remove_file(&vcd_path);
+    for clock in ["1e-300", "0.05", "100"] {
+        let timing = dir.join("cc.json");
+        std::fs::write(&timing, format!("{{\"clock_ghz\": {clock}}}")).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+            .arg("run")
+            .arg(trace_path("copy-hbm-hbm.trace"))
+            .arg("-q")
+            .arg("--timing")
+            .arg(&timing)
+            .arg("--vcd")
+            .arg(&vcd_path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{clock}: {err}");
+        assert!(
+            err.contains(&format!(
+                "parameter `clock_ghz` = {clock} must be in [0.1, 100)"
+            )),
+            "{clock}: {err}"
+        );
+        assert!(!vcd_path.exists(), "{clock}: a VCD was written");
+    }
+    // The bounds' neighbours inside the range run, and their VCD times
+    // are distinct and increasing.
+    for clock in ["0.1", "99.9"] {
+        let timing = dir.join("cc.json");
+        std::fs::write(&timing, format!("{{\"clock_ghz\": {clock}}}")).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+            .arg("run")
+            .arg(trace_path("copy-hbm-hbm.trace"))
+            .arg("-q")
+            .arg("--timing")
+            .arg(&timing)
+            .arg("--vcd")
+            .arg(&vcd_path)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{clock}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&vcd_path).unwrap();
+        let times: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix('#')?.parse().ok())
+            .collect();
+        assert!(times.len() > 2, "{clock}: {times:?}");
+        assert!(times.windows(2).all(|w| w[0] < w[1]), "{clock}: {times:?}");
+    }
+}

@@ -26,8 +26,8 @@ impl std::fmt::Debug for Device {
     }
 }
 
-fn read_source(path: &str, what: &str) -> PyResult<Source> {
-    let text = std::fs::read_to_string(path)
+fn read_source(path: &str, what: &str, kind: soc::input::InputKind) -> PyResult<Source> {
+    let text = soc::input::read_text_file(Path::new(path), kind)
         .map_err(|e| bad(format!("cannot read {what} {path}: {e}")))?;
     Ok(Source {
         text,
@@ -82,8 +82,12 @@ impl Device {
             Some(dir) => soc::setup::csr_map_sources_in(Path::new(dir)).map_err(bad)?,
         };
         let sources = DeviceSources {
-            timing: timing.map(|p| read_source(p, "timing")).transpose()?,
-            soc_map: soc_map.map(|p| read_source(p, "soc map")).transpose()?,
+            timing: timing
+                .map(|p| read_source(p, "timing", soc::input::InputKind::Timing))
+                .transpose()?,
+            soc_map: soc_map
+                .map(|p| read_source(p, "soc map", soc::input::InputKind::SocMap))
+                .transpose()?,
             csr_maps,
         };
         let mut dev = soc::setup::device_from(&sources).map_err(bad)?;

@@ -9,8 +9,8 @@ use soc::setup::{DeviceSources, Source};
 
 use crate::errors::{TraceError, bad};
 
-fn read_source(path: &str, what: &str) -> PyResult<Source> {
-    let text = std::fs::read_to_string(path)
+fn read_source(path: &str, what: &str, kind: soc::input::InputKind) -> PyResult<Source> {
+    let text = soc::input::read_text_file(std::path::Path::new(path), kind)
         .map_err(|e| bad(format!("cannot read {what} {path}: {e}")))?;
     Ok(Source {
         text,
@@ -33,8 +33,12 @@ pub(crate) fn run_trace_json(
     csr_maps: Option<&str>,
 ) -> PyResult<(String, u8)> {
     let sources = DeviceSources {
-        timing: timing.map(|p| read_source(p, "timing")).transpose()?,
-        soc_map: soc_map.map(|p| read_source(p, "soc map")).transpose()?,
+        timing: timing
+            .map(|p| read_source(p, "timing", soc::input::InputKind::Timing))
+            .transpose()?,
+        soc_map: soc_map
+            .map(|p| read_source(p, "soc map", soc::input::InputKind::SocMap))
+            .transpose()?,
         csr_maps: match csr_maps {
             None => Vec::new(),
             Some(dir) => soc::setup::csr_map_sources_in(std::path::Path::new(dir)).map_err(bad)?,

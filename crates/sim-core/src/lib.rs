@@ -8,7 +8,7 @@ mod wake;
 
 pub use bandwidth::HbmBandwidth;
 pub use json_keys::no_duplicate_keys;
-pub use timing::{TimingConfig, TimingError, TimingParam};
+pub use timing::{CLOCK_GHZ_RANGE, TimingConfig, TimingError, TimingParam};
 pub use wake::WakeTree;
 
 use std::fmt;

@@ -44,6 +44,15 @@ struct RawParam {
 /// Largest value of an integer parameter.
 const MAX_INT_PARAM: u64 = 1_000_000_000_000;
 
+/// The `clock_ghz` a timing file may give (docs/timing.md, Parameter
+/// ranges): 100 MHz up to (not including) 100 GHz. At 0.1 GHz a cycle is
+/// 10⁴ ps, so the picosecond time of every cycle the event queue keys
+/// exactly (48 bits) fits the VCD's 64-bit time (2⁴⁸ × 10⁴ < 2⁶⁴), and
+/// at under 100 GHz a cycle is more than 10 ps, so distinct cycles get
+/// distinct times. A tiny clock (1e-300) once gave times that saturated
+/// at u64::MAX and repeated.
+pub const CLOCK_GHZ_RANGE: std::ops::Range<f64> = 0.1..100.0;
+
 /// A bad timing file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TimingError(pub String);
@@ -286,9 +295,10 @@ impl TimingConfig {
             }
         }
         let (clock_ghz, text) = get("clock_ghz")?;
-        if !(clock_ghz.is_finite() && clock_ghz > 0.0 && clock_ghz < 100.0) {
+        if !(clock_ghz.is_finite() && CLOCK_GHZ_RANGE.contains(&clock_ghz)) {
             return Err(TimingError(format!(
-                "parameter `clock_ghz` = {text} must be in (0, 100)"
+                "parameter `clock_ghz` = {text} must be in [{}, {}) GHz (docs/timing.md, Parameter ranges)",
+                CLOCK_GHZ_RANGE.start, CLOCK_GHZ_RANGE.end
             )));
         }
         let (hbm_stack_gbps, text) = get("hbm_stack_gbps")?;
@@ -454,9 +464,32 @@ mod tests {
         );
         assert!(e(r#"{"clock_ghz": {"unit": "GHz"}}"#).contains("needs `value`"));
         assert!(e(r#"{"clock_ghz": "fast"}"#).contains("expected a number"));
-        assert!(e(r#"{"clock_ghz": 0}"#).contains("must be in (0, 100)"));
+        assert!(e(r#"{"clock_ghz": 0}"#).contains("must be in [0.1, 100) GHz"));
         assert!(e(r#"{"parameters": {}, "extra": 1}"#).contains("unknown key `extra`"));
         assert!(e("[1]").contains("expected a JSON object"));
+    }
+
+    #[test]
+    fn clock_ghz_is_held_to_its_range() {
+        let parse = |v: &str| {
+            TimingConfig::from_json_over_defaults(&format!("{{\"clock_ghz\": {v}}}"), "t.json")
+        };
+        for bad in ["1e-300", "0.0999", "0", "-1", "100", "1000"] {
+            let e = parse(bad).unwrap_err().0;
+            assert_eq!(
+                e,
+                format!(
+                    "parameter `clock_ghz` = {bad} must be in [0.1, 100) GHz (docs/timing.md, Parameter ranges)"
+                ),
+                "{bad}"
+            );
+        }
+        for good in ["0.1", "0.85", "1.4", "99.99"] {
+            assert!(parse(good).is_ok(), "{good}");
+        }
+        // The range's reason: every 48-bit cycle's picosecond time fits 64 bits.
+        let slowest_ps_per_cycle = 1000.0 / CLOCK_GHZ_RANGE.start;
+        assert!((1u64 << 48) as f64 * slowest_ps_per_cycle < u64::MAX as f64);
     }
 
     /// The shift path for power-of-two sizes equals plain division.

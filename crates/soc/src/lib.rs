@@ -6,6 +6,7 @@ pub mod device;
 pub mod exec;
 pub mod fault;
 pub mod firmware;
+pub mod input;
 pub mod memory;
 pub mod race;
 pub mod record;

@@ -517,7 +517,11 @@ impl Waves {
                     }
                     if !stamped {
                         // Changes at time 0 follow the initial values.
-                        let t = cycle_to_ps(cycle, clock_ghz);
+                        let t = checked_cycle_to_ps(cycle, clock_ghz).ok_or_else(|| {
+                            io::Error::other(format!(
+                                "cycle {cycle} at {clock_ghz} GHz is past the VCD's 64-bit picosecond time"
+                            ))
+                        })?;
                         if t != 0 {
                             w.timestamp(t)?;
                             w.change_vector(cycle_id, vector(cycle, 64))?;
@@ -537,9 +541,19 @@ impl Waves {
 
 /// The VCD time (picoseconds) of DMA cycle `cycle` at `clock_ghz`:
 /// `round(cycle × 1000 / clock_ghz)`. Distinct cycles get distinct times
-/// for any clock below 1 THz.
+/// for any clock below 1 THz. Saturates at `u64::MAX` (see
+/// [`checked_cycle_to_ps`]).
 pub fn cycle_to_ps(cycle: u64, clock_ghz: f64) -> u64 {
     (cycle as f64 * 1000.0 / clock_ghz).round() as u64
+}
+
+/// [`cycle_to_ps`], or None when the time does not fit 64 bits (a clock
+/// far below `sim_core::CLOCK_GHZ_RANGE`, which a timing file cannot
+/// give): a saturated time would repeat.
+pub fn checked_cycle_to_ps(cycle: u64, clock_ghz: f64) -> Option<u64> {
+    let t = (cycle as f64 * 1000.0 / clock_ghz).round();
+    // 2^64 as f64 is exact; every f64 below it converts without saturating.
+    (t.is_finite() && (0.0..18_446_744_073_709_551_616.0).contains(&t)).then_some(t as u64)
 }
 
 #[cfg(test)]
@@ -562,6 +576,14 @@ mod tests {
         assert_eq!(cycle_to_ps(85, 0.85), 100_000);
         let ts: Vec<u64> = (0..1000).map(|c| cycle_to_ps(c, 0.85)).collect();
         assert!(ts.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(checked_cycle_to_ps(85, 0.85), Some(100_000));
+        assert_eq!(checked_cycle_to_ps(194, 1e-300), None);
+        assert_eq!(checked_cycle_to_ps(0, 1e-300), Some(0));
+        assert_eq!(checked_cycle_to_ps(u64::MAX, 0.1), None);
+        assert_eq!(
+            checked_cycle_to_ps(1 << 48, 0.1),
+            Some(2_814_749_767_106_560_000)
+        );
     }
 
     #[test]

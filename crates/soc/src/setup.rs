@@ -78,7 +78,7 @@ pub fn csr_map_sources_in(dir: &std::path::Path) -> Result<Vec<Source>, String> 
     csr_map_paths_in(dir)?
         .into_iter()
         .map(|p| {
-            let text = std::fs::read_to_string(&p)
+            let text = crate::input::read_text_file(&p, crate::input::InputKind::CsrMap)
                 .map_err(|e| format!("cannot read CSR map {}: {e}", p.display()))?;
             Ok(Source {
                 text,

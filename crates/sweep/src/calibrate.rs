@@ -71,12 +71,44 @@ struct ShapePoint {
 pub struct Calibration {
     rows: Vec<CalRow>,
     shape: Vec<ShapePoint>,
+    /// The calibration traces that did not pass their own checks (a failed
+    /// `expect`, exit 1, or an error, exit 2): the rows they feed are
+    /// failed, not judged on their figures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failed_traces: Vec<FailedTrace>,
+}
+
+/// A calibration trace that did not pass its own checks.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct FailedTrace {
+    /// The trace's path.
+    pub trace: String,
+    /// The point of a parameterised trace (`bytes=128`), else the path.
+    pub point: String,
+    /// Its exit status as `run` gives it: 1 a failed check, 2 an error.
+    pub exit: u8,
+    /// The first failure or error it reported.
+    pub problem: String,
 }
 
 impl Calibration {
-    /// Whether a row is outside its check.
+    /// Whether a row is outside its check (a row whose trace failed
+    /// included).
     pub fn failed(&self) -> bool {
         self.rows.iter().any(|r| r.status == Status::Fail)
+    }
+
+    /// The traces that failed their own checks, in job order.
+    pub fn failed_traces(&self) -> &[FailedTrace] {
+        &self.failed_traces
+    }
+
+    /// The exit status: 0 when every row holds, 1 when one fails (its
+    /// check, or a check of its trace), 2 when a trace met an error (as
+    /// `run` of that trace exits).
+    pub fn exit_code(&self) -> u8 {
+        let traces = self.failed_traces.iter().map(|f| f.exit).max().unwrap_or(0);
+        traces.max(u8::from(self.failed()))
     }
 }
 
@@ -134,7 +166,7 @@ pub fn replace_between(doc: &str, table: &str) -> Result<String, String> {
 
 fn job(dir: &Path, file: &str, timing_only: bool) -> Result<Job, Error> {
     let path = dir.join(file);
-    let source = std::fs::read_to_string(&path).map_err(|e| {
+    let source = soc::input::read_text_file(&path, soc::input::InputKind::Trace).map_err(|e| {
         Error::new(format!(
             "cannot read calibration trace {}: {e}",
             path.display()
@@ -169,7 +201,7 @@ pub fn calibrate(
         .map(|f| job(dir, f, false))
         .collect::<Result<Vec<_>, _>>()?;
     let shape_path = dir.join(SHAPE);
-    let text = std::fs::read_to_string(&shape_path)
+    let text = soc::input::read_text_file(&shape_path, soc::input::InputKind::Trace)
         .map_err(|e| Error::new(format!("cannot read {}: {e}", shape_path.display())))?;
     let template =
         Template::parse(&text).map_err(|e| Error::new(format!("{}: {e}", shape_path.display())))?;
@@ -181,25 +213,70 @@ pub fn calibrate(
     jobs.extend(shape_jobs);
     let results = crate::run_jobs(factory, &jobs, threads);
     let mut m: Vec<Measured> = Vec::new();
-    for (j, r) in jobs.iter().zip(results) {
+    // A trace that fails its own check fails the rows it feeds; the other
+    // rows are still judged and reported (as `run` reports a failed check).
+    let mut failed_traces = Vec::new();
+    let mut failed_jobs = Vec::new();
+    for (i, (j, r)) in jobs.iter().zip(results).enumerate() {
         let r = r.map_err(|e| Error::new(format!("{}: {e}", j.name)))?;
         if r.exit != 0 {
-            return Err(Error::new(format!(
-                "{} ({}): exit {}: {}",
-                j.name,
-                j.label,
-                r.exit,
-                r.problem.as_deref().unwrap_or("")
-            )));
+            failed_jobs.push(i);
+            failed_traces.push(FailedTrace {
+                trace: j.name.clone(),
+                point: j.label.clone(),
+                exit: r.exit,
+                problem: r.problem.clone().unwrap_or_default(),
+            });
         }
         m.push(r);
     }
     let (fixed, shape) = m.split_at(FIXED.len());
     let clock = factory.clock_ghz();
+    let mut rows = rows(fixed, shape, &sizes, clock);
+    for row in &mut rows {
+        let failed: Vec<&FailedTrace> = row_jobs(row.id, jobs.len())
+            .filter_map(|i| failed_jobs.iter().position(|&f| f == i))
+            .filter_map(|k| failed_traces.get(k))
+            .collect();
+        if let Some(first) = failed.first() {
+            let name = Path::new(&first.trace)
+                .file_name()
+                .map_or_else(|| first.trace.clone(), |n| n.to_string_lossy().into_owned());
+            row.status = Status::Fail;
+            row.check = format!(
+                "**not judged: `{name}`{} failed its own check (exit {})**",
+                if failed.len() > 1 {
+                    format!(" and {} more", failed.len() - 1)
+                } else {
+                    String::new()
+                },
+                first.exit
+            );
+        }
+    }
     Ok(Calibration {
-        rows: rows(fixed, shape, &sizes, clock),
+        rows,
         shape: shape_points(shape, &sizes),
+        failed_traces,
     })
+}
+
+/// The jobs row `id` is computed from: indices into [`FIXED`], then the
+/// sweep's points (row d) from `FIXED.len()` to `jobs`.
+fn row_jobs(id: &str, jobs: usize) -> std::ops::Range<usize> {
+    match id {
+        "a" => 0..1,
+        "b" => 1..2,
+        "c" => 2..3,
+        "d" => FIXED.len()..jobs,
+        "e" => 3..4,
+        "f1" => 4..6,
+        "f2" => 6..8,
+        "g" => 8..10,
+        "h" => 10..11,
+        "i" => 11..12,
+        _ => 0..0,
+    }
 }
 
 fn gbps(m: &Measured) -> f64 {
@@ -545,6 +622,23 @@ pub fn render_markdown(cal: &Calibration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every row names the traces it is computed from, and every fixed
+    /// trace feeds a row: a failed trace always fails a row.
+    #[test]
+    fn every_row_names_its_traces() {
+        let jobs = FIXED.len() + 3;
+        let table = rows(&[], &[], &[], 1.0);
+        let mut fed = vec![false; jobs];
+        for r in &table {
+            let range = row_jobs(r.id, jobs);
+            assert!(!range.is_empty(), "row {}", r.id);
+            for i in range {
+                fed[i] = true;
+            }
+        }
+        assert!(fed.iter().all(|&f| f), "{fed:?}");
+    }
 
     #[test]
     fn markers_are_replaced_in_place() {
