@@ -2,12 +2,9 @@
 //! session (`host_exec::HostSession`), so that memory, registers, words
 //! and runtime calls all reach the same device (docs/python.md §Device).
 
-use std::path::Path;
-
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use soc::device::OnStall;
-use soc::setup::{DeviceSources, Source};
 use soc::{Device as SocDevice, DeviceEvent};
 
 use crate::errors::{bad, bus, device};
@@ -24,15 +21,6 @@ impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Device").finish_non_exhaustive()
     }
-}
-
-fn read_source(path: &str, what: &str, kind: soc::input::InputKind) -> PyResult<Source> {
-    let text = soc::input::read_text_file(Path::new(path), kind)
-        .map_err(|e| bad(format!("cannot read {what} {path}: {e}")))?;
-    Ok(Source {
-        text,
-        name: path.to_string(),
-    })
 }
 
 impl Device {
@@ -77,19 +65,7 @@ impl Device {
         vcd: bool,
         perfetto: bool,
     ) -> PyResult<Self> {
-        let csr_maps = match csr_maps {
-            None => Vec::new(),
-            Some(dir) => soc::setup::csr_map_sources_in(Path::new(dir)).map_err(bad)?,
-        };
-        let sources = DeviceSources {
-            timing: timing
-                .map(|p| read_source(p, "timing", soc::input::InputKind::Timing))
-                .transpose()?,
-            soc_map: soc_map
-                .map(|p| read_source(p, "soc map", soc::input::InputKind::SocMap))
-                .transpose()?,
-            csr_maps,
-        };
+        let sources = crate::trace::device_sources(timing, soc_map, csr_maps)?;
         let mut dev = soc::setup::device_from(&sources).map_err(bad)?;
         dev.set_timing_only(timing_only);
         if vcd {

@@ -18,6 +18,27 @@ fn read_source(path: &str, what: &str, kind: soc::input::InputKind) -> PyResult<
     })
 }
 
+/// The device's sources from the Python arguments: the timing and SoC map
+/// files (bounded reads, docs/user-guide.md §3) and a CSR map directory.
+pub(crate) fn device_sources(
+    timing: Option<&str>,
+    soc_map: Option<&str>,
+    csr_maps: Option<&str>,
+) -> PyResult<DeviceSources> {
+    Ok(DeviceSources {
+        timing: timing
+            .map(|p| read_source(p, "timing", soc::input::InputKind::Timing))
+            .transpose()?,
+        soc_map: soc_map
+            .map(|p| read_source(p, "soc map", soc::input::InputKind::SocMap))
+            .transpose()?,
+        csr_maps: match csr_maps {
+            None => Vec::new(),
+            Some(dir) => soc::setup::csr_map_sources_in(std::path::Path::new(dir)).map_err(bad)?,
+        },
+    })
+}
+
 /// Runs trace text `source` (named `name` in messages; its files relative
 /// to `base_dir`) and returns (the `run --json` document as JSON text
 /// without `schema_version` and `host_timing`, the exit code 0/1/2).
@@ -32,18 +53,7 @@ pub(crate) fn run_trace_json(
     soc_map: Option<&str>,
     csr_maps: Option<&str>,
 ) -> PyResult<(String, u8)> {
-    let sources = DeviceSources {
-        timing: timing
-            .map(|p| read_source(p, "timing", soc::input::InputKind::Timing))
-            .transpose()?,
-        soc_map: soc_map
-            .map(|p| read_source(p, "soc map", soc::input::InputKind::SocMap))
-            .transpose()?,
-        csr_maps: match csr_maps {
-            None => Vec::new(),
-            Some(dir) => soc::setup::csr_map_sources_in(std::path::Path::new(dir)).map_err(bad)?,
-        },
-    };
+    let sources = device_sources(timing, soc_map, csr_maps)?;
     let mut dev = soc::setup::device_from(&sources).map_err(bad)?;
     dev.set_timing_only(timing_only);
     // As `run --json`: the steps carry their device events.

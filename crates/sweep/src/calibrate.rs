@@ -344,18 +344,10 @@ fn tolerance_row(
 
 fn rows(fixed: &[Measured], shape: &[Measured], sizes: &[u64], clock: f64) -> Vec<CalRow> {
     let f = |i: usize| {
-        fixed.get(i).cloned().unwrap_or(Measured {
-            cycles: 0,
-            ns: 0.0,
-            payload: 0,
-            descriptors: 0,
-            exit: 2,
-            expectations_skipped: 0,
-            host_seconds: 0.0,
-            problem: None,
-            queue_spans: Default::default(),
-            kept_files: Vec::new(),
-        })
+        fixed
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| Measured::not_made(None))
     };
     let mut rows = Vec::new();
     let a = f(0);

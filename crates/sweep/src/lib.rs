@@ -304,18 +304,7 @@ impl Sweep {
                     // A point whose run could not be made (its trace was
                     // checked before: a device that cannot be built) is a
                     // row with exit 2; the other rows are kept.
-                    Some(Err(e)) => Measured {
-                        cycles: 0,
-                        ns: 0.0,
-                        payload: 0,
-                        descriptors: 0,
-                        exit: 2,
-                        expectations_skipped: 0,
-                        host_seconds: 0.0,
-                        problem: Some(e),
-                        queue_spans: Default::default(),
-                        kept_files: Vec::new(),
-                    },
+                    Some(Err(e)) => Measured::not_made(Some(e)),
                     None => {
                         not_run += 1;
                         continue;

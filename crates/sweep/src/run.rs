@@ -182,6 +182,25 @@ pub struct Measured {
     pub kept_files: Vec<String>,
 }
 
+impl Measured {
+    /// A run that could not be made: nothing measured, exit 2, and why
+    /// when known.
+    pub fn not_made(problem: Option<String>) -> Self {
+        Measured {
+            cycles: 0,
+            ns: 0.0,
+            payload: 0,
+            descriptors: 0,
+            exit: 2,
+            expectations_skipped: 0,
+            host_seconds: 0.0,
+            problem,
+            queue_spans: BTreeMap::new(),
+            kept_files: Vec::new(),
+        }
+    }
+}
+
 /// When one queue of a run was busy (cycles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueSpan {
