@@ -25,6 +25,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::Device>()?;
     m.add_class::<runtime::Runtime>()?;
     m.add_function(wrap_pyfunction!(trace::run_trace_json, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(isa::word_fields, m)?)?;
     m.add_function(wrap_pyfunction!(isa::encode_word, m)?)?;
     m.add_function(wrap_pyfunction!(isa::decode_word, m)?)?;

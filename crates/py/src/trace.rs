@@ -18,6 +18,15 @@ fn read_source(path: &str, what: &str, kind: soc::input::InputKind) -> PyResult<
     })
 }
 
+/// The text of trace file `path`, read as `neuron-sim run` reads one: at
+/// most the trace limit (docs/user-guide.md §3 "Input size limits"), so a
+/// file that never ends is an error, not a process that fills memory.
+#[pyfunction]
+pub(crate) fn read_trace(path: &str) -> PyResult<String> {
+    soc::input::read_text_file(std::path::Path::new(path), soc::input::InputKind::Trace)
+        .map_err(|e| bad(format!("cannot read trace {path}: {e}")))
+}
+
 /// The device's sources from the Python arguments: the timing and SoC map
 /// files (bounded reads, docs/user-guide.md §3) and a CSR map directory.
 pub(crate) fn device_sources(

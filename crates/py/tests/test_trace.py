@@ -50,6 +50,16 @@ def test_bad_trace_raises_trace_error():
         ns.run_trace("frobnicate hbm0\n")
 
 
+def test_a_trace_file_past_the_limit_is_refused_unread(tmp_path):
+    # As `neuron-sim run` (user guide §3): a trace over 256 MiB is refused
+    # from its size; the sparse file is never read into memory.
+    big = tmp_path / "big.trace"
+    with open(big, "wb") as f:
+        f.truncate(257 * 2**20)
+    with pytest.raises(ValueError, match="the limit for a trace"):
+        ns.run_trace(str(big))
+
+
 def test_host_trace_report(root, cli):
     traces = sorted((root / "traces").glob("host-*.trace"))
     assert traces

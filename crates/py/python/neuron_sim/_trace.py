@@ -53,8 +53,8 @@ def run_trace(path_or_text: Any, timing: str | None = None, timing_only: bool = 
     if isinstance(path_or_text, os.PathLike) or (
             isinstance(path_or_text, str) and "\n" not in path_or_text and os.path.exists(path_or_text)):
         path = os.fspath(path_or_text)
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        # Bounded as `neuron-sim run` reads a trace (user guide §3).
+        text = _native.read_trace(path)
         trace_name = name or path
         base = os.path.dirname(path) or "."
     else:
