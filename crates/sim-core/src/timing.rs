@@ -41,6 +41,32 @@ struct RawParam {
     source: String,
 }
 
+/// The text of each parameter's value as a timing file writes it (plain,
+/// `"name": N`, or full, `"name": {"value": N, …}`; at the top level or
+/// under `parameters`); empty when the text is not such a file (the
+/// parse proper reports that).
+fn written_values(text: &str) -> BTreeMap<String, String> {
+    use serde_json::value::RawValue;
+    type Raw = BTreeMap<String, Box<RawValue>>;
+    let Ok(top) = serde_json::from_str::<Raw>(text) else {
+        return BTreeMap::new();
+    };
+    let params = match top.get("parameters") {
+        Some(p) => serde_json::from_str::<Raw>(p.get()).unwrap_or_default(),
+        None => top,
+    };
+    params
+        .into_iter()
+        .filter_map(|(name, v)| {
+            let value = match serde_json::from_str::<Raw>(v.get()) {
+                Ok(full) => full.get("value")?.get().to_string(),
+                Err(_) => v.get().to_string(),
+            };
+            Some((name, value))
+        })
+        .collect()
+}
+
 /// Largest value of an integer parameter.
 const MAX_INT_PARAM: u64 = 1_000_000_000_000;
 
@@ -228,16 +254,26 @@ impl TimingConfig {
                 }
             }
         }
-        Self::from_json(&merged.to_string())
+        Self::from_json_quoting(&merged.to_string(), &written_values(text))
     }
 
     /// Parses a timing file; every parameter must be present and sane.
     pub fn from_json(text: &str) -> Result<Self, TimingError> {
+        Self::from_json_quoting(text, &BTreeMap::new())
+    }
+
+    /// [`TimingConfig::from_json`], quoting a value out of range as
+    /// `written` has it (the text of each value of the file laid over the
+    /// defaults: merged, a value is re-serialized, `1e300` as `1e+300`).
+    fn from_json_quoting(
+        text: &str,
+        written: &BTreeMap<String, String>,
+    ) -> Result<Self, TimingError> {
         let file: TimingFile =
             serde_json::from_str(text).map_err(|e| TimingError(format!("invalid JSON: {e}")))?;
         let mut params = BTreeMap::new();
         for (name, raw) in &file.parameters {
-            let text = raw.value.get();
+            let text = written.get(name).map_or(raw.value.get(), String::as_str);
             let value = serde_json::from_str::<f64>(text)
                 .ok()
                 .or_else(|| {
@@ -474,7 +510,9 @@ mod tests {
         let parse = |v: &str| {
             TimingConfig::from_json_over_defaults(&format!("{{\"clock_ghz\": {v}}}"), "t.json")
         };
-        for bad in ["1e-300", "0.0999", "0", "-1", "100", "1000"] {
+        // Quoted as written, not as serde prints the number (`1e+300`,
+        // `100.0`): plain and full form alike.
+        for bad in ["1e-300", "0.0999", "0", "-1", "100", "1000", "1e300", "1E2"] {
             let e = parse(bad).unwrap_err().0;
             assert_eq!(
                 e,
@@ -484,6 +522,13 @@ mod tests {
                 "{bad}"
             );
         }
+        let full = TimingConfig::from_json_over_defaults(
+            r#"{"parameters": {"clock_ghz": {"value": 1e300, "unit": "GHz"}}}"#,
+            "t.json",
+        )
+        .unwrap_err()
+        .0;
+        assert!(full.contains("`clock_ghz` = 1e300 must be"), "{full}");
         for good in ["0.1", "0.85", "1.4", "99.99"] {
             assert!(parse(good).is_ok(), "{good}");
         }
