@@ -203,6 +203,46 @@ pub(super) fn expand_direct2d(
 /// [`expand_direct2d`]; with `rows_fast`, a cut of one run per row
 /// ([`RowWalk`]) is pushed by [`Spread::push_rows`], else run by run as
 /// any other cut (the plain path it is tested against).
+///
+/// A plain copy — no compute op, no dtype on either side — whose sides
+/// name different element sizes copies bytes: the reference's validity
+/// rule is equal byte totals, Σ num × elem_size (docs/references/wiki.md
+/// §C.5). True for such a word; its byte totals must match, and its
+/// elements must be contiguous (element step 1) on both sides — a strided
+/// copy between element sizes is refused as not modelled.
+fn plain_byte_copy(w: &Direct2d) -> Result<bool, PlanError> {
+    const W: &str = "DIRECT2D";
+    let plain = w.compute_op == dma_abi::inst::ComputeOp::None
+        && w.in_dtype.code() == 0
+        && w.out_dtype.code() == 0;
+    if !plain || w.src_elem_size == w.dst_elem_size || w.src_elem_size == 0 || w.dst_elem_size == 0
+    {
+        return Ok(false);
+    }
+    let bytes =
+        |nums: [u16; 2], elem: u16| u64::from(nums[0]) * u64::from(nums[1]) * u64::from(elem);
+    let (src_bytes, dst_bytes) = (
+        bytes(w.src_num_elem, w.src_elem_size),
+        bytes(w.dst_num_elem, w.dst_elem_size),
+    );
+    if src_bytes != dst_bytes {
+        return Err(PlanError::Invalid(format!(
+            "{W}: a plain copy moves src_num_elem {:?} × src_elem_size {} = {src_bytes} bytes \
+             into dst_num_elem {:?} × dst_elem_size {} = {dst_bytes} bytes: the totals must match",
+            w.src_num_elem, w.src_elem_size, w.dst_num_elem, w.dst_elem_size
+        )));
+    }
+    if w.src_step_elem[0] != 1 || w.dst_step_elem[0] != 1 {
+        return Err(PlanError::Unsupported(format!(
+            "{W}: a plain copy between element sizes {} and {} with \
+             src_step_elem[0] = {}, dst_step_elem[0] = {} (only contiguous elements, step 1, \
+             are copied as bytes)",
+            w.src_elem_size, w.dst_elem_size, w.src_step_elem[0], w.dst_step_elem[0]
+        )));
+    }
+    Ok(true)
+}
+
 fn expand_direct2d_walking(
     w: &Direct2d,
     cfg: &DgeConfig,
@@ -225,14 +265,34 @@ fn expand_direct2d_walking(
         ("dst_num_elem", &w.dst_num_elem),
         Some(("dst_step_elem", w.dst_step_elem[1])),
     )?;
+    let bytes_copy = plain_byte_copy(w)?;
+    let (src_elem, dst_elem) = if bytes_copy {
+        (1, 1)
+    } else {
+        (w.src_elem_size, w.dst_elem_size)
+    };
     let xfer = transfer(
         W,
         w.compute_op,
-        (w.in_dtype, w.src_elem_size),
-        (w.out_dtype, w.dst_elem_size),
+        (w.in_dtype, src_elem),
+        (w.out_dtype, dst_elem),
     )?;
-    let src_total = u64::from(w.src_num_elem[0]) * u64::from(w.src_num_elem[1]);
-    let dst_total = u64::from(w.dst_num_elem[0]) * u64::from(w.dst_num_elem[1]);
+    // A byte copy walks bytes: each side's rows are num_elem[0] ×
+    // elem_size bytes, its row step scaled to bytes.
+    let in_bytes = |nums: [u16; 2], steps: [i32; 2], elem: u16| {
+        if bytes_copy {
+            (
+                [u64::from(nums[0]) * u64::from(elem), u64::from(nums[1])],
+                [1, i64::from(steps[1]) * i64::from(elem)],
+            )
+        } else {
+            (nums.map(u64::from), steps.map(i64::from))
+        }
+    };
+    let (src_nums, src_steps) = in_bytes(w.src_num_elem, w.src_step_elem, w.src_elem_size);
+    let (dst_nums, dst_steps) = in_bytes(w.dst_num_elem, w.dst_step_elem, w.dst_elem_size);
+    let src_total = src_nums[0] * src_nums[1];
+    let dst_total = dst_nums[0] * dst_nums[1];
     if src_total != dst_total {
         return Err(PlanError::Invalid(format!(
             "{W}: src_num_elem {:?} ({src_total} elements) and dst_num_elem {:?} ({dst_total}) differ",
@@ -243,14 +303,14 @@ fn expand_direct2d_walking(
     let dst_addr = resolve_addr8(W, "dst_start_addr", w.dst_start_addr, ops)?;
     let src = Side {
         base: src_addr.addr,
-        steps: w.src_step_elem.map(i64::from),
-        nums: w.src_num_elem.map(u64::from),
+        steps: src_steps,
+        nums: src_nums,
         elem: xfer.src_elem,
     };
     let dst = Side {
         base: dst_addr.addr,
-        steps: w.dst_step_elem.map(i64::from),
-        nums: w.dst_num_elem.map(u64::from),
+        steps: dst_steps,
+        nums: dst_nums,
         elem: xfer.dst_elem,
     };
     let mut spread = Spread::new(W, cfg, w.sem_increment, spare);
@@ -308,7 +368,7 @@ fn expand_direct2d_walking(
         [&src_addr, &dst_addr],
         &[],
         &[("src_bound_reg", gates[0]), ("dst_bound_reg", gates[1])],
-        (src.base, w.src_elem_size, w.semaphore),
+        (src.base, src_elem, w.semaphore),
         |rows| {
             [
                 ("src", [src.nums[0] as u32, rows], src.steps),
