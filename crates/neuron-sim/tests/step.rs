@@ -767,3 +767,29 @@ fn a_step_onto_a_breakpoint_reports_it_and_the_next_step_moves() {
     }
     assert_eq!(text.matches("== breakpoint 2 ").count(), 1, "{text}");
 }
+
+/// The debugger at the end of a trace agrees with `run`: a trace whose
+/// firmware ends with work nothing can end fails there too (exit 1, the
+/// failure and the wait-for graph; docs/firmware.md §Work left at the end),
+/// and its report says so while the session is still open.
+#[test]
+fn step_to_the_end_fails_a_trace_run_fails_for_work_left() {
+    let trace = "traces/deadlock-semaphore-chain.trace";
+    let o = step_script(&[trace], "continue\n");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("the trace ended with firmware work that can never run: tpb0#0 DIRECT2D (line 14) waits on tpb0.sem[6]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("deadlock at the end of the trace (cycle 0)"),
+        "{out}"
+    );
+    let run = Command::new(env!("CARGO_BIN_EXE_neuron-sim"))
+        .current_dir(root())
+        .args(["run", trace, "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), o.status.code());
+}

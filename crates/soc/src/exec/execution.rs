@@ -67,6 +67,8 @@ pub struct Execution {
     /// The span of the last statement that ran (where end-of-trace
     /// failures point).
     last_span: Span,
+    /// Every statement has run (not quit): the end-of-trace check applies.
+    ended: bool,
 }
 
 impl Execution {
@@ -105,6 +107,7 @@ impl Execution {
             quit: false,
             prev_master,
             last_span: Span::new(1, 1, 0),
+            ended: false,
         }
     }
 
@@ -138,12 +141,17 @@ impl Execution {
         &self.exec
     }
 
-    /// The report so far, its summary as of now.
+    /// The report so far, its summary as of now; once every statement has
+    /// run, with the end-of-trace check of [`Execution::finish`] (a
+    /// debugger's report at the end agrees with `run`'s).
     pub fn report_now(&self, device: &Device) -> RunReport {
         let mut r = self.report.clone();
         r.summary = Summary::of(device);
         r.summary.claim_faults(&self.exec.claimed_faults);
         r.summary.claim_refusals(&self.exec.claimed_refusals);
+        if self.ended && !self.quit {
+            check_work_left(&self.file, self.last_span, &mut r, device);
+        }
         r
     }
 
@@ -167,6 +175,7 @@ impl Execution {
         }
         let i = self.next;
         let (Some(s0), Some(r0)) = (trace.statements.get(i), linked.get(i)) else {
+            self.ended = true;
             return Advance::End;
         };
         // Deferred statements are bound and linked now (one copy of the
@@ -390,63 +399,61 @@ impl Execution {
         self.report
             .summary
             .claim_refusals(&self.exec.claimed_refusals);
-        if !self.quit && self.current.is_none() {
-            self.check_work_left(host.device());
+        if self.ended && !self.quit {
+            check_work_left(&self.file, self.last_span, &mut self.report, host.device());
         }
         self.report
     }
+}
 
-    /// The end-of-trace check of [`Execution::finish`].
-    fn check_work_left(&mut self, device: &Device) {
-        let span = self.last_span;
-        // Timing-only: once the run acted on bytes no copy moved, work
-        // left may be the stale data's doing; like every later check, the
-        // failure is skipped, and the summary still shows the work left
-        // (docs/user-guide.md §11).
-        let stale = device.stale_control().is_some();
-        let fail = |report: &mut RunReport, text: String| {
-            if stale {
-                report.expectations_skipped += 1;
-            } else {
-                report.expectations_failed += 1;
-                report.failures.push(located(&self.file, span, text));
-            }
-        };
-        if let Some(g) = device
-            .wait_graph("end of trace", None)
-            .filter(|g| g.deadlock)
-        {
-            let dead: Vec<&crate::device::WaitNode> =
-                g.waits.iter().filter(|w| w.deadlocked).collect();
-            if let Some(first) = dead.first() {
-                let value = first
-                    .value
-                    .map_or(String::new(), |v| format!(", now {v:#x}"));
-                let more = match dead.len() {
-                    1 => String::new(),
-                    n => format!("; {} more wait(s) nothing can end", n - 1),
-                };
-                fail(
-                    &mut self.report,
-                    format!(
-                        "the trace ended with firmware work that can never run: {} waits on {} ({}{value}) and nothing can change it{more} (the wait-for graph is in the summary)",
-                        first.waiter, first.on, first.needs
-                    ),
-                );
-            }
-            self.report.summary.deadlock = Some(g);
+/// The end-of-trace check of [`Execution::finish`].
+fn check_work_left(file: &str, span: Span, report: &mut RunReport, device: &Device) {
+    // Timing-only: once the run acted on bytes no copy moved, work
+    // left may be the stale data's doing; like every later check, the
+    // failure is skipped, and the summary still shows the work left
+    // (docs/user-guide.md §11).
+    let stale = device.stale_control().is_some();
+    let fail = |report: &mut RunReport, text: String| {
+        if stale {
+            report.expectations_skipped += 1;
+        } else {
+            report.expectations_failed += 1;
+            report.failures.push(located(file, span, text));
         }
-        for c in device.cores() {
-            let (n, engines) = c.unrung();
-            if n > 0 {
-                fail(
-                    &mut self.report,
-                    format!(
-                        "the trace ended with {n} descriptors RDMA_DESC_GEN wrote on tpb{}'s {engines} engine(s) never rung: no RDMA_DESC_START followed, so nothing moved them",
-                        c.tpb()
-                    ),
-                );
-            }
+    };
+    if let Some(g) = device
+        .wait_graph("end of trace", None)
+        .filter(|g| g.deadlock)
+    {
+        let dead: Vec<&crate::device::WaitNode> = g.waits.iter().filter(|w| w.deadlocked).collect();
+        if let Some(first) = dead.first() {
+            let value = first
+                .value
+                .map_or(String::new(), |v| format!(", now {v:#x}"));
+            let more = match dead.len() {
+                1 => String::new(),
+                n => format!("; {} more wait(s) nothing can end", n - 1),
+            };
+            fail(
+                report,
+                format!(
+                    "the trace ended with firmware work that can never run: {} waits on {} ({}{value}) and nothing can change it{more} (the wait-for graph is in the summary)",
+                    first.waiter, first.on, first.needs
+                ),
+            );
+        }
+        report.summary.deadlock = Some(g);
+    }
+    for c in device.cores() {
+        let (n, engines) = c.unrung();
+        if n > 0 {
+            fail(
+                report,
+                format!(
+                    "the trace ended with {n} descriptors RDMA_DESC_GEN wrote on tpb{}'s {engines} engine(s) never rung: no RDMA_DESC_START followed, so nothing moved them",
+                    c.tpb()
+                ),
+            );
         }
     }
 }
