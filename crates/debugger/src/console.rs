@@ -231,6 +231,12 @@ impl Console {
         if STEPPING.contains(&word) {
             return Err(refusal.to_string());
         }
+        // Ending the session is the client's (DAP `disconnect`), not a view.
+        if matches!(word, "q" | "quit") {
+            return Err(format!(
+                "`{word}` ends the session: use the client's stop button (disconnect)"
+            ));
+        }
         // Whatever the words, no step runs (`go` and `back` refuse).
         self.still = true;
         let reply = self.execute(line);

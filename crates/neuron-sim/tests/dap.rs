@@ -439,6 +439,18 @@ fn evaluate_refuses_stepping_commands_and_nothing_runs() {
         );
         assert_eq!(frame(&mut c), here, "{expression} moved the session");
     }
+    // `quit` is the client's (disconnect): refused, and the session goes on.
+    for expression in ["quit", "q"] {
+        let r = c.request(
+            "evaluate",
+            json!({"expression": expression, "context": "repl", "frameId": 1}),
+        );
+        assert_eq!(r["success"], false, "{expression}: {r}");
+        assert!(
+            r["message"].as_str().unwrap().contains("ends the session"),
+            "{expression}: {r}"
+        );
+    }
     // Views still answer, and the buttons step from where the session was.
     let e = c.ok(
         "evaluate",
