@@ -23,6 +23,39 @@ impl std::fmt::Debug for Device {
     }
 }
 
+/// Reads the first and last byte of `[addr, addr + n)`: a range that runs
+/// past its memory (`dev.read("hbm0", 1 << 40)`) is the fabric's
+/// `BusError` before any host memory is allocated for it.
+fn probe_ends(dev: &SocDevice, addr: u64, n: u64) -> PyResult<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let last = addr.checked_add(n - 1).ok_or_else(|| {
+        bus(format!(
+            "{n:#x} bytes at {addr:#x} run past the 64-bit address space"
+        ))
+    })?;
+    // A long range is memory, one target (registers are read a few at a
+    // time): the whole range is checked before anything is allocated.
+    if n > 64 * 1024 {
+        soc::memory::DeviceMemory::resolve(dev.map(), addr, n).map_err(bus)?;
+    }
+    let mut b = [0u8; 1];
+    dev.read_bytes(addr, &mut b).map_err(bus)?;
+    dev.read_bytes(last, &mut b).map_err(bus)
+}
+
+/// `n` zero bytes, or `MemoryError` when the host cannot hold them (never
+/// an abort of the interpreter).
+fn zeroed(n: usize) -> PyResult<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        pyo3::exceptions::PyMemoryError::new_err(format!("cannot allocate {n} bytes on the host"))
+    })?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
 impl Device {
     pub(crate) fn dev(&mut self) -> &mut SocDevice {
         self.session.device_mut()
@@ -110,8 +143,10 @@ impl Device {
         addr: u64,
         n: usize,
     ) -> PyResult<Bound<'py, PyArray1<u8>>> {
-        let mut buf = vec![0u8; n];
-        self.dev().read_bytes(addr, &mut buf).map_err(bus)?;
+        let dev = self.dev();
+        probe_ends(dev, addr, n as u64)?;
+        let mut buf = zeroed(n)?;
+        dev.read_bytes(addr, &mut buf).map_err(bus)?;
         Ok(PyArray1::from_vec(py, buf))
     }
 
@@ -128,8 +163,20 @@ impl Device {
         let total = rows
             .checked_mul(row_bytes)
             .ok_or_else(|| bad("block too large"))?;
-        let mut buf = vec![0u8; total];
         let dev = self.dev();
+        if rows > 0 {
+            probe_ends(dev, addr, row_bytes as u64)?;
+            let last = stride_bytes
+                .checked_mul(rows as u64 - 1)
+                .and_then(|o| addr.checked_add(o))
+                .ok_or_else(|| {
+                    bus(format!(
+                        "the last row of {rows} lies past the 64-bit address space"
+                    ))
+                })?;
+            probe_ends(dev, last, row_bytes as u64)?;
+        }
+        let mut buf = zeroed(total)?;
         for (r, chunk) in buf.chunks_mut(row_bytes.max(1)).enumerate() {
             let at = addr + stride_bytes * r as u64;
             dev.read_bytes(at, chunk).map_err(bus)?;

@@ -154,3 +154,16 @@ def test_write_vcd_and_perfetto(tmp_path):
 def test_write_vcd_needs_the_option(dev, tmp_path):
     with pytest.raises(ValueError, match="vcd=True"):
         dev.write_vcd(tmp_path / "w.vcd")
+
+
+def test_a_huge_read_is_a_bus_error_not_an_abort(dev):
+    # A range past its memory is checked before any host memory is
+    # allocated for it (it used to abort the interpreter).
+    with pytest.raises(ns.BusError):
+        dev.read("hbm0+0x1000", 1 << 40)
+    with pytest.raises(ns.BusError):
+        dev.read_array("hbm0+0x1000", (1 << 20, 1 << 20), "float64")
+    with pytest.raises(ns.BusError):
+        dev.sbuf(0)[0:128, 0:1 << 40]
+    # Reads that fit still work.
+    assert len(dev.read("hbm0+0x1000", 1 << 17)) == 1 << 17
