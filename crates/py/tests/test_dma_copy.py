@@ -48,8 +48,11 @@ def test_stepped_source(dev):
 def test_rejected_word_raises_device_error(dev):
     src, a = fill_hbm(dev, "hbm0", (64, 256), "float32", seed=2)
     dst = dev.sbuf_tile(0, (32, 64), "float32")
-    with pytest.raises(ns.DeviceError, match="rejected"):
+    with pytest.raises(ns.DeviceError, match="rejected") as e:
         ns.dma_copy(dev, dst=dst, src=src[::2, 1::4])
+    # The firmware's reason is in the message (no perfetto needed).
+    reason = dev.report()["firmware"]["tpb0"]["refused"][-1]["reason"]
+    assert reason in str(e.value)
 
 
 def test_negative_step(dev):
@@ -215,3 +218,25 @@ def test_timing_fields(dev):
     assert t["cycles"] == t.cycles
     assert abs(t.ns - t.cycles / dev.clock_ghz) < 1e-9
     assert t.packets > 0
+
+
+def test_a_copy_behind_a_word_that_never_runs_raises():
+    # A word gated on a semaphore nothing sets holds the core's queue: the
+    # copy never runs, and dma_copy says so instead of returning a Timing
+    # for bytes that did not move (docs/firmware.md §Work left at the end).
+    from neuron_sim import isa
+
+    dev = ns.Device()
+    src = dev.hbm_tensor("hbm0+0x100000", (128, 256), "float32")
+    src.write(np.ones((128, 256), np.float32))
+    dst = dev.sbuf_tile(0, (128, 256), "float32")
+    dev.configure_dge(0, 16, 0)
+    dev.inst(0, isa.asm(
+        "DIRECT2D events.wait_mode=WAIT_FOR_SEM_GE_IMM events.wait_idx=6 events.semaphore_value=1 "
+        "semaphore=2 sem_increment=1 src_start_addr=imm:0x20000000 src_step_elem=[1,256] "
+        "src_num_elem=[256,1] src_elem_size=1 dst_start_addr=imm:0x20100000 "
+        "dst_step_elem=[1,256] dst_num_elem=[256,1] dst_elem_size=1"))
+    assert dev.run() == "idle"
+    with pytest.raises(ns.DeviceError, match="the word never ran"):
+        ns.dma_copy(dev, dst=dst, src=src)
+    assert dst.numpy().sum() == 0

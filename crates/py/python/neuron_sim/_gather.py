@@ -111,12 +111,10 @@ def dma_gather(dev: Any, dst: TensorView, src: TensorView, indices: Any, core: i
         dst_addr = dst.addr + start * dst_stride
         cycles, descs, packets, stop, rejected = dev._n.copy_word(
             core, word.to_bytes(), src.addr, dst_addr)
-        if rejected or stop == "stalled":
-            from ._native import DeviceError
+        if rejected or stop == "stalled" or descs == 0:
+            from ._views import _word_ran
 
-            why = "rejected the word" if rejected else "stalled"
-            raise DeviceError(f"dma_gather: core {core}'s firmware {why} ({word.asm()}, dst "
-                              f"imm:{dst_addr:#x}); Device(perfetto=True) keeps the reason")
+            _word_ran(dev, "dma_gather", core, f"{word.asm()}, dst imm:{dst_addr:#x}", rejected, stop)
         t = Timing(cycles=cycles, ns=cycles / dev.clock_ghz, bytes=chunk.size * row_bytes,
                    descriptors=descs, packets=packets, word="INDIRECT1D")
         total = t if total is None else Timing(

@@ -388,21 +388,37 @@ def dma_copy(dev: Any, dst: TensorView, src: TensorView, core: int = 0, engines:
     dev.configure_dge(core, engines, queue)
     n = dev._n
     cycles, descs, packets, stop, rejected = n.copy_word(core, template, src.addr, dst.addr)
-    if rejected:
-        from ._native import DeviceError
+    if rejected or stop == "stalled" or descs == 0:
         from .isa import Word
 
         word = Word.decode(template)
         word["src_start_addr"] = f"imm:{src.addr:#x}"
         word["dst_start_addr"] = f"imm:{dst.addr:#x}"
-        raise DeviceError(f"dma_copy: core {core}'s firmware rejected the word ({word.asm()}); "
-                          f"Device(perfetto=True) keeps its REJECTED event with the reason")
-    if stop == "stalled":
-        from ._native import DeviceError
-
-        raise DeviceError(f"dma_copy: the device stalled at cycle {n.now} (see dev.report()['stall'])")
+        _word_ran(dev, "dma_copy", core, word.asm(), rejected, stop)
     return Timing(cycles=cycles, ns=cycles / n.clock_ghz, bytes=dst.nbytes,
                   descriptors=descs, packets=packets, word=kind)
+
+
+def _word_ran(dev: Any, what: str, core: int, asm: str, rejected: bool, stop: str) -> None:
+    """Raises `DeviceError` unless the word `what` queued on `core` ran:
+    refused (with the firmware's reason), the device stalled, or the word
+    still held behind work that never ends (docs/firmware.md §Work left at
+    the end) — never a `Timing` for bytes that did not move."""
+    from ._native import DeviceError
+
+    fw = dev.report().get("firmware", {}).get(f"tpb{core}", {})
+    if rejected:
+        refused = fw.get("refused") or [{}]
+        reason = refused[-1].get("reason", "no reason recorded")
+        raise DeviceError(f"{what}: core {core}'s firmware rejected the word ({asm}): {reason}")
+    if stop == "stalled":
+        raise DeviceError(f"{what}: the device stalled at cycle {dev._n.now} "
+                          f"(see dev.report()['stall']); the word: {asm}")
+    if fw.get("queued", 0) or fw.get("in_flight", 0):
+        raise DeviceError(f"{what}: the word never ran: core {core}'s firmware still holds "
+                          f"{fw.get('queued', 0)} queued and {fw.get('in_flight', 0)} in-flight "
+                          f"word(s) with the device idle (a wait nothing can end; dev.report()['firmware']); "
+                          f"the word: {asm}")
 
 
 def _split_copy(dev: Any, dst: TensorView, src: TensorView, core: int, engines: int,
