@@ -462,26 +462,34 @@ impl Server {
         let mut ids = Vec::new();
         let mut out = Vec::new();
         for (line, cond) in wanted {
+            // A condition that does not parse is an error and sets no
+            // breakpoint, as `condition N …` at the prompt changes nothing
+            // (never a breakpoint that stops every time).
+            let condition = match cond
+                .map(|c| crate::breakpoint::parse_condition(session.device(), &c))
+                .transpose()
+            {
+                Ok(t) => t,
+                Err(e) => {
+                    out.push(json!({"verified": false, "line": line,
+                        "message": format!("condition: {e}; no breakpoint set")}));
+                    continue;
+                }
+            };
             match session.add_break(&format!("line {line}")) {
                 Ok((id, note)) => {
                     let at = match session.breakpoints().get(id).map(|b| &b.kind) {
                         Some(BreakKind::Line(l)) => u64::from(*l),
                         _ => line,
                     };
-                    let mut message = note;
-                    if let Some(c) = cond {
-                        match crate::breakpoint::parse_condition(session.device(), &c) {
-                            Ok(t) => {
-                                if let Ok(b) = session.breakpoints_mut().get_mut(id) {
-                                    b.condition = t;
-                                }
-                            }
-                            Err(e) => message = Some(format!("condition: {e}")),
-                        }
+                    if let Some(t) = condition
+                        && let Ok(b) = session.breakpoints_mut().get_mut(id)
+                    {
+                        b.condition = t;
                     }
                     ids.push(id);
                     let mut b = json!({"id": id, "verified": true, "line": at});
-                    if let Some(m) = message {
+                    if let Some(m) = note {
                         b["message"] = json!(m);
                     }
                     out.push(b);

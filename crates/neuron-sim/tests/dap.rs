@@ -567,3 +567,35 @@ fn next_onto_a_breakpoint_line_reports_the_breakpoint() {
     c.ok("disconnect", json!({}));
     assert_eq!(c.child.wait().unwrap().code(), Some(3));
 }
+
+/// A breakpoint `condition` that does not parse sets no breakpoint and says
+/// why (`verified: false`), as `condition N …` at the prompt changes
+/// nothing; a good condition holds the stop until it is true.
+#[test]
+fn a_breakpoint_condition_that_does_not_parse_sets_no_breakpoint() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok("launch", json!({"program": "traces/copy-hbm-hbm.trace"}));
+    c.event("initialized");
+    let r = c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 15, "condition": "bogus cond"}, {"line": 17}]}),
+    );
+    let b = &r["breakpoints"];
+    assert_eq!(b[0]["verified"], false, "{r}");
+    assert!(
+        b[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no breakpoint set"),
+        "{r}"
+    );
+    assert_eq!(b[1]["verified"], true, "{r}");
+    c.ok("configurationDone", json!({}));
+    // The first stop is line 17's: nothing was set at line 15.
+    assert_eq!(c.event("stopped")["reason"], "breakpoint");
+    assert_eq!(frame(&mut c).0, 17);
+    c.ok("disconnect", json!({}));
+    let _ = c.child.wait();
+}
