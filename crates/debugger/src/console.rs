@@ -494,6 +494,13 @@ impl Console {
             return "this command steps; here only views and pokes run\n".into();
         }
         let was_ended = self.session.ended();
+        let finishing = match &g {
+            Granularity::Finish(FinishTarget::Word { tpb, seq }) => Some(format!("tpb{tpb}#{seq}")),
+            Granularity::Finish(FinishTarget::Packet { engine, queue }) => {
+                Some(format!("a packet of eng{engine}.q{queue}"))
+            }
+            _ => None,
+        };
         let stop = match self.session.step(g) {
             Ok(s) => s,
             Err(e) => return format!("{e}\n"),
@@ -510,6 +517,11 @@ impl Console {
             self.end_shown = true;
             for n in self.session.unreached() {
                 out.push_str(&format!("note: {n}\n"));
+            }
+            if let Some(what) = finishing.filter(|_| !was_ended) {
+                out.push_str(&format!(
+                    "note: finish: {what} did not complete before the trace ended (no such word or packet came)\n"
+                ));
             }
             out.push_str("   the final state stays for inspection; quit to leave\n");
         } else {

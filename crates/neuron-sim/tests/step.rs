@@ -793,3 +793,22 @@ fn step_to_the_end_fails_a_trace_run_fails_for_work_left() {
         .unwrap();
     assert_eq!(run.status.code(), o.status.code());
 }
+
+/// `finish` on a word the core never takes up (or a queue that never
+/// completes a packet) runs to the end of the trace and says why it did
+/// not stop earlier, as an unreached breakpoint does.
+#[test]
+fn a_finish_that_never_completes_says_so_at_the_end() {
+    let o = step_script(&["traces/fw-inst-stream.trace"], "finish tpb0#5\n");
+    let out = stdout(&o);
+    assert!(
+        out.contains("note: finish: tpb0#5 did not complete before the trace ended"),
+        "{out}"
+    );
+    let o = step_script(&["traces/ring-wrap.trace"], "finish eng7.m2s.q3\n");
+    let out = stdout(&o);
+    assert!(
+        out.contains("note: finish: a packet of eng7.q3 did not complete before the trace ended"),
+        "{out}"
+    );
+}
