@@ -216,9 +216,17 @@ impl Device {
 
     /// A 32-bit write through the fabric (doorbells ring, semaphores count).
     fn write32(&mut self, addr: u64, value: u32) -> PyResult<()> {
-        self.dev().write32(addr, value).map_err(bus)?;
+        let reg = self.dev().write32(addr, value).map_err(bus)?;
         self.keep_events();
-        Ok(())
+        // As `write32` in a trace: a write the register ignores is an error
+        // of the caller's (docs/python.md §Device), never silently dropped.
+        match reg {
+            Some(w) if w.read_only => Err(bus(format!(
+                "register {}.{} is read-only; value unchanged ({:#010x})",
+                w.region, w.register, w.new
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// A 32-bit value without side effects (None where nothing reads).

@@ -167,3 +167,11 @@ def test_a_huge_read_is_a_bus_error_not_an_abort(dev):
         dev.sbuf(0)[0:128, 0:1 << 40]
     # Reads that fit still work.
     assert len(dev.read("hbm0+0x1000", 1 << 17)) == 1 << 17
+
+
+def test_a_write_to_a_read_only_register_is_an_error(dev):
+    # As `write32` in a trace (exit 2): never silently dropped.
+    before = dev.read32("eng0.m2s.q0.tdrhp")
+    with pytest.raises(ns.BusError, match="read-only"):
+        dev.write32("eng0.m2s.q0.tdrhp", 0x5)
+    assert dev.read32("eng0.m2s.q0.tdrhp") == before
