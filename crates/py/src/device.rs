@@ -45,6 +45,12 @@ fn probe_ends(dev: &SocDevice, addr: u64, n: u64) -> PyResult<()> {
     dev.read_bytes(last, &mut b).map_err(bus)
 }
 
+/// Whether the firmware holds work nothing can end: a deadlocked wait of
+/// the wait-for graph, or descriptors RDMA_DESC_GEN wrote and no START rang.
+fn work_left(dev: &SocDevice) -> bool {
+    dev.wait_graph("run", None).is_some_and(|g| g.deadlock) || dev.cores().any(|c| c.unrung().0 > 0)
+}
+
 /// `n` zero bytes, or `MemoryError` when the host cannot hold them (never
 /// an abort of the interpreter).
 fn zeroed(n: usize) -> PyResult<Vec<u8>> {
@@ -281,6 +287,10 @@ impl Device {
         };
         self.keep_events();
         match stop {
+            // Idle with firmware work nothing can end (docs/firmware.md
+            // §Work left at the end): a word gated for ever, descriptors
+            // no RDMA_DESC_START rings.
+            soc::device::RunStop::Idle if work_left(self.dev()) => "deadlock",
             soc::device::RunStop::Idle => "idle",
             soc::device::RunStop::Limit => "limit",
             soc::device::RunStop::Stalled => "stalled",

@@ -236,7 +236,7 @@ def test_a_copy_behind_a_word_that_never_runs_raises():
         "semaphore=2 sem_increment=1 src_start_addr=imm:0x20000000 src_step_elem=[1,256] "
         "src_num_elem=[256,1] src_elem_size=1 dst_start_addr=imm:0x20100000 "
         "dst_step_elem=[1,256] dst_num_elem=[256,1] dst_elem_size=1"))
-    assert dev.run() == "idle"
+    assert dev.run() == "deadlock"
     with pytest.raises(ns.DeviceError, match="the word never ran"):
         ns.dma_copy(dev, dst=dst, src=src)
     assert dst.numpy().sum() == 0

@@ -238,7 +238,9 @@ class Device:
     # ----------------------------------------------------------------- time
     def run(self, cycles: int | None = None) -> str:
         """Runs until nothing is pending, or `cycles` more cycles; returns
-        "idle", "limit" or "stalled"."""
+        "idle", "limit", "stalled", or "deadlock" (idle, but the firmware
+        holds work nothing can end: a word gated for ever, descriptors no
+        RDMA_DESC_START rings; docs/firmware.md §Work left at the end)."""
         return self._n.run(None if cycles is None else int(cycles))
 
     def wait(self, addr: Any, op: str, value: int, timeout: int = 100_000,

@@ -97,7 +97,9 @@ class Device:
         """A 32-bit bus write (doorbells ring, semaphores count)."""
     def run(self, cycles: int | None = None) -> str:
         '''Runs until nothing is pending, or `cycles` more cycles; returns
-        "idle", "limit" or "stalled".'''
+        "idle", "limit", "stalled", or "deadlock" (idle, but the firmware
+        holds work nothing can end: a word gated for ever, descriptors no
+        RDMA_DESC_START rings; docs/firmware.md §Work left at the end).'''
     def wait(self, addr: Any, op: str, value: int, timeout: int = 100000, mask: int = 0xFFFFFFFF) -> int:
         '''Runs until the 32-bit value at `addr` compares with `value` by
         `op` ("==", "!=", ">="); returns the cycles waited. Raises
