@@ -59,6 +59,22 @@ impl Runtime {
         host: bool,
         channel: Option<u32>,
     ) -> PyResult<(u64, u64)> {
+        // The argument rules of the trace's `alloc` (docs/trace-format.md
+        // §5.4): bad input is a ValueError, not a runtime status.
+        if size == 0 {
+            return Err(bad("alloc: size must be greater than 0"));
+        }
+        if align != 0 && !align.is_power_of_two() {
+            return Err(bad(format!(
+                "alloc: align must be a power of two (or 0 for none), found {align}"
+            )));
+        }
+        if nc > 7 {
+            return Err(bad(format!("alloc: nc must be at most 7, found {nc}")));
+        }
+        if let Some(c) = channel.filter(|c| *c > 3) {
+            return Err(bad(format!("alloc: channel must be at most 3, found {c}")));
+        }
         let mut d = self.dev.borrow_mut(py);
         let op = HostOp::Alloc {
             name: name.clone(),

@@ -201,3 +201,15 @@ def test_runtime_tensor_feeds_dma_copy(dev, rt):
     u = rt.alloc(a.nbytes)
     ns.dma_copy(dev, dst=dev.hbm_tensor(u.addr, a.shape, "float32"), src=dst)
     assert np.array_equal(u.copyout(np.float32, shape=a.shape), a)
+
+
+def test_alloc_arguments_follow_the_trace_rules(rt):
+    # As `alloc` in a trace (trace-format §5.4): bad input is ValueError,
+    # never an allocation or a runtime status that reads as out of memory.
+    for kwargs, msg in [({"align": 3}, "power of two"), ({"align": 6000}, "power of two"),
+                        ({"nc": 9}, "nc must be at most 7"), ({"channel": 9}, "channel must be at most 3")]:
+        with pytest.raises(ValueError, match=msg):
+            rt.alloc(64, **kwargs)
+    with pytest.raises(ValueError, match="size must be greater than 0"):
+        rt.alloc(0)
+    assert rt.alloc(64, align=4096) is not None

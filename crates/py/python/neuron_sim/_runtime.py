@@ -106,7 +106,9 @@ class Runtime:
         (`dmem_alloc`; `dmem_alloc_aligned` when `align` > 0). `usage` is a
         usage type name (`"tensor"`, `"weight"`, `"io"`, …); `channel`
         defaults to `nc // 2`; `name` (default `t0`, `t1`, …) is the hint
-        the runtime's memory log shows."""
+        the runtime's memory log shows. As `alloc` in a trace, `size` must
+        be above 0, `align` 0 or a power of two, `nc` 0..7 and `channel`
+        0..3 (`ValueError` otherwise)."""
         if name is None:
             while True:
                 name = f"t{self._next}"
