@@ -175,3 +175,13 @@ def test_a_write_to_a_read_only_register_is_an_error(dev):
     with pytest.raises(ns.BusError, match="read-only"):
         dev.write32("eng0.m2s.q0.tdrhp", 0x5)
     assert dev.read32("eng0.m2s.q0.tdrhp") == before
+
+
+def test_partition_view_indices_are_numpy_like_or_an_index_error(dev):
+    sb = dev.sbuf(0)
+    sb[-1, 0:4] = 9                      # -1 is the last partition
+    assert sb[127, 0:4].tolist() == [[9, 9, 9, 9]]
+    assert sb[np.int64(127), 0:4].tolist() == [[9, 9, 9, 9]]
+    for bad in [(300, slice(0, 4)), (-129, slice(0, 4)), (0, slice(-4, -1)), (0, slice(10, 5))]:
+        with pytest.raises(IndexError):
+            sb[bad]

@@ -116,15 +116,28 @@ class PartitionView:
         if not isinstance(key, tuple) or len(key) != 2:
             raise IndexError("index a partition view with [partitions, columns]")
         p, c = key
-        if isinstance(p, int):
-            p = slice(p, p + 1)
-        if isinstance(c, int):
-            c = slice(c, c + 1)
+        # A partition index as numpy takes one (numpy integers too; -1 is
+        # the last partition); out of range is an IndexError, never an
+        # empty block that reads and writes nothing.
+        if isinstance(p, (int, np.integer)):
+            i = int(p)
+            if not -self.partitions <= i < self.partitions:
+                raise IndexError(f"partition {i} is out of range for {self.partitions} partitions")
+            i %= self.partitions
+            p = slice(i, i + 1)
+        if isinstance(c, (int, np.integer)):
+            c = slice(int(c), int(c) + 1)
+        if not isinstance(p, slice) or not isinstance(c, slice):
+            raise IndexError("index a partition view with [partitions, columns]: ints or slices")
         prange = range(*p.indices(self.partitions))
         if prange.step != 1 or (c.step not in (None, 1)):
             raise IndexError("partition views take contiguous slices (step 1)")
         if c.start is None or c.stop is None:
             raise IndexError("give the column range explicitly, e.g. [0:128, 0:4096]")
+        if int(c.start) < 0 or int(c.stop) < int(c.start):
+            raise IndexError(f"column range {c.start}:{c.stop}: columns count from 0 within a "
+                             f"partition, start <= stop")
+        c = slice(int(c.start), int(c.stop))
         return prange, c, (1 if self.etype is None else self.etype.itemsize)
 
     def __getitem__(self, key: Any) -> np.ndarray:
