@@ -213,3 +213,17 @@ def test_alloc_arguments_follow_the_trace_rules(rt):
     with pytest.raises(ValueError, match="size must be greater than 0"):
         rt.alloc(0)
     assert rt.alloc(64, align=4096) is not None
+
+
+def test_a_freed_handle_never_reaches_a_later_tensor_of_its_name(rt):
+    a = rt.alloc(64, name="w")
+    a.free()
+    b = rt.alloc(4096, name="w", usage="weight")
+    b.copyin(np.arange(64, dtype=np.uint8))
+    with pytest.raises(ValueError, match="this handle was freed"):
+        a.copyin(np.full(64, 0xEE, np.uint8))
+    with pytest.raises(ValueError, match="this handle was freed"):
+        a.copyout(size=8)
+    with pytest.raises(ValueError, match="this handle was freed"):
+        a.free()
+    assert b.copyout(size=4).tolist() == [0, 1, 2, 3]

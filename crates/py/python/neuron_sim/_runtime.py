@@ -44,9 +44,18 @@ class Tensor:
         return (f"<Tensor {self.name} {self.size} B at {self.addr:#x} nc{self.nc} "
                 f"{self.usage}{state}>")
 
+    def _own(self) -> None:
+        """A freed handle never reaches a later tensor that took its name
+        (docs/python.md §Host runtime: a tensor that is not live is a
+        `ValueError`); with the name free, the runtime's own error stands."""
+        if self.freed and self._rt._n.tensor_info(self.name) is not None:
+            raise ValueError(f"tensor `{self.name}` of this handle was freed; the name now "
+                             f"belongs to another allocation")
+
     def copyin(self, data: Any, offset: int = 0) -> None:
         """Copies a numpy array's bytes (C order), or bytes, into the tensor
         at byte `offset` (`dmem_buf_copyin`)."""
+        self._own()
         self._rt._n.copyin(self.name, int(offset), _flat_bytes(data))
 
     def copyout(self, dtype: Any = np.uint8, shape: Any = None, offset: int = 0,
@@ -54,6 +63,7 @@ class Tensor:
         """Copies the tensor's bytes from `offset` out (`dmem_buf_copyout`):
         `size` bytes (default: the rest of the tensor, or what `shape`
         needs), as an array of `dtype` and `shape` (default flat)."""
+        self._own()
         et = elem_type(dtype)
         if size is None:
             if shape is not None:
@@ -69,6 +79,7 @@ class Tensor:
     def free(self) -> str:
         """`dmem_free`; returns the runtime's text (`free t0: released`).
         Freeing twice raises `NrtError` (the runtime's double free)."""
+        self._own()
         text = self._rt._n.free(self.name)
         if self._rt._n.tensor_info(self.name) is None:
             self.freed = True
