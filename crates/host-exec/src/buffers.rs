@@ -109,6 +109,24 @@ impl HostSession {
         self.end(r)
     }
 
+    /// In timing-only mode, why the bytes a copy-out of `len` bytes at
+    /// `offset` of tensor `name` returns are not the device's (its copy
+    /// moved no payload, or it reads bytes a skipped copy left stale);
+    /// `None` when they are (docs/user-guide.md §11).
+    ///
+    /// # Errors
+    ///
+    /// `name` is not a live tensor.
+    pub fn copyout_stale(
+        &mut self,
+        name: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Option<String>, String> {
+        let t = self.tensor(name)?;
+        Ok(self.copy_out_stale(t.id, offset, len))
+    }
+
     fn copyout_inner(&mut self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>, String> {
         let t = self.tensor(name)?;
         let buf = self

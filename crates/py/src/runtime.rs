@@ -134,6 +134,20 @@ impl Runtime {
             .copyout_bytes(name, offset, len)
             .map_err(|m| fail(py, &d, m))?;
         d.keep_events();
+        // Timing-only: bytes no copy moved are not the device's; say so
+        // (a RuntimeWarning), as `run` skips such a check.
+        if let Ok(Some(why)) = d.session.copyout_stale(name, offset, len) {
+            let msg = std::ffi::CString::new(format!(
+                "copyout {name}: timing-only mode: {why}; the bytes are not the device's"
+            ))
+            .unwrap_or_default();
+            PyErr::warn(
+                py,
+                &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
+                &msg,
+                2,
+            )?;
+        }
         Ok(PyArray1::from_vec(py, bytes))
     }
 

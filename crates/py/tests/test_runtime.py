@@ -227,3 +227,14 @@ def test_a_freed_handle_never_reaches_a_later_tensor_of_its_name(rt):
     with pytest.raises(ValueError, match="this handle was freed"):
         a.free()
     assert b.copyout(size=4).tolist() == [0, 1, 2, 3]
+
+
+def test_a_timing_only_copyout_of_bytes_no_copy_moved_warns():
+    # As `run --timing-only` skips such a check (user guide §11): the bytes
+    # returned are not the device's, and the caller is told.
+    dev = ns.Device(timing_only=True)
+    rt = dev.runtime()
+    t = rt.alloc(4096)
+    t.copyin(np.full(4096, 7, np.uint8))
+    with pytest.warns(RuntimeWarning, match="timing-only mode"):
+        t.copyout()
