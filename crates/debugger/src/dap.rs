@@ -347,6 +347,11 @@ impl Server {
         }
         let moved = match command {
             "configurationDone" if self.stop_on_entry => {
+                // The entry stop is a stop at the first statement: a
+                // breakpoint there fires the next time a step arrives.
+                if let Ok(c) = self.console() {
+                    c.session().weigh_here();
+                }
                 let m = self.stopped("entry", "stopped before the first statement", &[]);
                 out.push(m);
                 None

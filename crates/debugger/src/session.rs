@@ -957,6 +957,16 @@ impl Session {
     /// hold the statement: the next command starts it. Without hits, the
     /// statement does not weigh them again when it starts (a hit passed
     /// over counts once).
+    /// The session stops where it stands (a client's entry stop): the
+    /// breakpoints of the next statement are weighed now, so one set there
+    /// fires only the next time a step arrives (docs/user-guide.md §12
+    /// "Stepping").
+    pub fn weigh_here(&mut self) {
+        if let Some((index, false)) = self.exec.position(&self.trace) {
+            self.monitor.weighed = Some(index);
+        }
+    }
+
     fn arrive(&mut self, kind: StopKind, mut hits: Vec<Hit>) -> (StopKind, Vec<Hit>) {
         let Some((index, false)) = self.exec.position(&self.trace) else {
             return (kind, hits);

@@ -599,3 +599,30 @@ fn a_breakpoint_condition_that_does_not_parse_sets_no_breakpoint() {
     c.ok("disconnect", json!({}));
     let _ = c.child.wait();
 }
+
+/// The entry stop is a stop at the first statement: a breakpoint there
+/// fires the next time a step arrives, not on the first `continue`, which
+/// runs the statement (docs/user-guide.md §12 "Stepping").
+#[test]
+fn a_breakpoint_on_the_entry_line_does_not_fire_again_on_the_first_continue() {
+    let mut c = Client::start();
+    c.ok("initialize", json!({}));
+    c.ok(
+        "launch",
+        json!({"program": "traces/copy-hbm-hbm.trace", "stopOnEntry": true}),
+    );
+    c.event("initialized");
+    c.ok(
+        "setBreakpoints",
+        json!({"source": {"path": "traces/copy-hbm-hbm.trace"},
+            "breakpoints": [{"line": 3}, {"line": 5}]}),
+    );
+    c.ok("configurationDone", json!({}));
+    assert_eq!(c.event("stopped")["reason"], "entry");
+    assert_eq!(frame(&mut c).0, 3);
+    c.ok("continue", json!({"threadId": 1}));
+    assert_eq!(c.event("stopped")["reason"], "breakpoint");
+    assert_eq!(frame(&mut c).0, 5, "the first continue ran line 3");
+    c.ok("disconnect", json!({}));
+    let _ = c.child.wait();
+}
