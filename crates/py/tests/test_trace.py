@@ -110,3 +110,14 @@ def test_example_script_runs(root):
     assert out.returncode == 0, out.stderr
     assert "ok: load and transpose match numpy" in out.stdout
     assert "GB/s" in out.stdout
+
+
+def test_a_missing_trace_path_is_named_and_bytes_are_refused():
+    with pytest.raises(FileNotFoundError, match="copy-hbm-hbm.trce"):
+        ns.run_trace("traces/copy-hbm-hbm.trce")
+    with pytest.raises(FileNotFoundError, match="nonexist.trace"):
+        ns.run_trace("nonexist.trace")
+    with pytest.raises(TypeError, match="not bytes"):
+        ns.run_trace(b"run\n")
+    # One-line trace text still runs as text.
+    assert ns.run_trace("fill hbm0 len=4 byte=0x1").exit_code == 0

@@ -50,6 +50,16 @@ def run_trace(path_or_text: Any, timing: str | None = None, timing_only: bool = 
     The options are `neuron-sim run`'s. Raises TraceError when the trace
     does not parse or resolve (nothing ran)."""
     text: str
+    if isinstance(path_or_text, (bytes, bytearray)):
+        raise TypeError("run_trace takes a path or trace text (str), not bytes: decode them first")
+    if (isinstance(path_or_text, str) and "\n" not in path_or_text
+            and not os.path.exists(path_or_text)
+            and (path_or_text.endswith(".trace") or os.sep in path_or_text)
+            and " " not in path_or_text.strip()):
+        # One word that looks like a path (a `.trace` name, or with a
+        # directory) and names no file: the CLI's error, not a parse error
+        # of the path as a directive.
+        raise FileNotFoundError(f"cannot read trace {path_or_text}: No such file or directory")
     if isinstance(path_or_text, os.PathLike) or (
             isinstance(path_or_text, str) and "\n" not in path_or_text and os.path.exists(path_or_text)):
         path = os.fspath(path_or_text)
