@@ -6,22 +6,8 @@
 
 mod common;
 
-use common::{MemFiles, device};
-use soc::Device;
-use soc::exec::{RunReport, run_source};
-
-fn run(source: &str) -> (RunReport, Device) {
-    let mut d = device();
-    let r = run_source(&mut d, source, "t.trace", &mut MemFiles::default())
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    (r, d)
-}
-
-fn read(d: &Device, addr: u64, len: usize) -> Vec<u8> {
-    let mut buf = vec![0u8; len];
-    d.read_bytes(addr, &mut buf).unwrap();
-    buf
-}
+use common::{read_at as read, run_trace as run};
+use soc::exec::RunReport;
 
 const DGE: &str = "write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00400000\n\
      write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff\n\

@@ -5,21 +5,11 @@
 
 mod common;
 
-use common::{MemFiles, device};
+use common::{read_at, run_trace as run};
 use soc::Device;
-use soc::exec::{RunReport, run_source};
-
-fn run(source: &str) -> (RunReport, Device) {
-    let mut d = device();
-    let r = run_source(&mut d, source, "t.trace", &mut MemFiles::default())
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    (r, d)
-}
 
 fn read(d: &Device, addr: &str, len: usize) -> Vec<u8> {
-    let mut buf = vec![0u8; len];
-    d.read_bytes(common::addr(d, addr), &mut buf).unwrap();
-    buf
+    read_at(d, common::addr(d, addr), len)
 }
 
 /// Design §2 (docs/references/design.md; wiki §A.4): the Q7 cores have no

@@ -83,3 +83,19 @@ write32 eng0.s2m.change_state 1
 memcpy tpb0 local=0x82000 hbm=hbm0+0x70000000 len=4096 read
 run
 ";
+
+/// Runs trace `source` (named `t.trace`) on a fresh device: the report and
+/// the device after it. Panics when the trace does not parse or link.
+pub fn run_trace(source: &str) -> (soc::exec::RunReport, Device) {
+    let mut d = device();
+    let r = soc::exec::run_source(&mut d, source, "t.trace", &mut MemFiles::default())
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    (r, d)
+}
+
+/// `len` bytes of device memory at `addr`.
+pub fn read_at(d: &Device, addr: u64, len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    d.read_bytes(addr, &mut buf).unwrap();
+    buf
+}
