@@ -87,3 +87,29 @@ fn runtime_falls_back_to_mem_alloc_v2mt_on_an_older_driver() {
     assert_eq!(calls.get("MEM_ALLOC_V2MT64"), Some(&9), "{calls:?}");
     assert_eq!(calls.get("MEM_ALLOC_V2MT"), Some(&9), "{calls:?}");
 }
+
+/// docs/trace-format.md §5 `copyin`: the runtime does not check a copy
+/// against the tensor's size; the driver checks it against its chunk (the
+/// size rounded up to 4 KiB pages, docs/host-runtime.md §3.2, §3.6). A
+/// 100-byte tensor takes 200 bytes (they read back), its last chunk byte
+/// is reachable, one byte more is `NRT_FAILURE`, in both directions.
+#[test]
+fn copies_are_bounded_by_the_drivers_chunk_not_the_tensor_size() {
+    let (exit, text) = run("alloc t size=100 nc=0
+copyin t byte=0x22 len=200
+copyout t offset=150 len=4 byte=0x22
+copyin t byte=0x33 offset=4095 len=1
+copyout t offset=4095 len=1 byte=0x33
+copyin t byte=0x44 offset=4095 len=2 status=failure
+copyout t offset=4096 len=1 status=failure
+");
+    assert_eq!(exit, 0, "{text}");
+    assert!(text.contains("copyout t: 4 bytes as expected"), "{text}");
+    assert!(text.contains("copyout t: 1 bytes as expected"), "{text}");
+    assert_eq!(
+        text.matches("NRT_FAILURE (1) [status NRT_FAILURE as expected]")
+            .count(),
+        2,
+        "{text}"
+    );
+}
