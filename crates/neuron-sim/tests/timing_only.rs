@@ -372,3 +372,63 @@ wait tpb0.sem.read[2] == 16 timeout=20000
         (Some("eng1 descriptor prefetch".to_string()), (0, 0, 1))
     );
 }
+
+/// A probe's finding (a false pass): in timing-only mode a small DMA copy
+/// (4 bytes, which moves in both modes) into a register aperture carried
+/// bytes a skipped 4 KiB copy should have written. The old bytes landed in
+/// the semaphore (or rang the doorbell) and the checks on that register
+/// passed, with payload they fail. A register written from bytes no copy
+/// moved steers the device: every later check is skipped, and the summary
+/// says from when (docs/user-guide.md §11).
+#[test]
+fn a_register_written_from_unmoved_bytes_skips_later_checks() {
+    // The 4 KiB copy leaves hbm0+0x200000 at 0x01.. (payload: 0x05..).
+    let stale_src = |then: &str| {
+        format!(
+            "fill hbm0+0x100000 len=4096 byte=0x05
+fill hbm0+0x200000 len=4096 byte=0x01
+{ENG0_Q0_SETUP}desc eng0.s2m.q0 len=4096 dst=hbm0+0x200000
+desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 first last
+doorbell eng0.s2m.q0 1
+doorbell eng0.m2s.q0 1
+run
+{then}desc eng0.m2s.q0 len=4 src=hbm0+0x200000 first last
+doorbell eng0.s2m.q0 1
+doorbell eng0.m2s.q0 1
+run
+"
+        )
+    };
+    let semaphore = stale_src("desc eng0.s2m.q0 len=4 dst=tpb0.sem.inc[3]\n")
+        + "read32 tpb0.sem.read[3] == 0x01010101\nwait tpb0.sem.read[3] == 0x01010101\n";
+    assert_eq!(control_outcome(&semaphore, false), (None, (0, 2, 0)));
+    assert_eq!(
+        control_outcome(&semaphore, true),
+        (Some("eng0 DMA copy into a register".to_string()), (0, 0, 2))
+    );
+    // Through `sem.set` as well.
+    let set = stale_src("desc eng0.s2m.q0 len=4 dst=tpb0.sem.set[3]\n")
+        + "read32 tpb0.sem.read[3] == 0x01010101\n";
+    assert_eq!(control_outcome(&set, false), (None, (0, 1, 0)));
+    assert_eq!(
+        control_outcome(&set, true),
+        (Some("eng0 DMA copy into a register".to_string()), (0, 0, 1))
+    );
+    // A doorbell rung with the old bytes: eng1 posts 1 descriptor, not 5.
+    let doorbell = stale_src(
+        "write32 eng1.m2s.q0.tdrbp_low 0x02000000
+write32 eng1.m2s.q0.tdrl 256
+desc eng0.s2m.q0 len=4 dst=eng1.m2s.q0.tdrtp_inc
+",
+    ) + "read32 eng1.m2s.q0.tdrtp == 0x40000001\n";
+    assert_eq!(control_outcome(&doorbell, false), (None, (0, 1, 0)));
+    assert_eq!(
+        control_outcome(&doorbell, true),
+        (Some("eng0 DMA copy into a register".to_string()), (0, 0, 1))
+    );
+    // Meaningful bytes into a register: no stale control, checks made.
+    let fresh = stale_src(
+        "fill hbm0+0x200000 len=4 byte=0x01\ndesc eng0.s2m.q0 len=4 dst=tpb0.sem.inc[3]\n",
+    ) + "read32 tpb0.sem.read[3] == 0x01010101\n";
+    assert_eq!(control_outcome(&fresh, true), (None, (1, 0, 0)));
+}

@@ -455,6 +455,19 @@ impl DmaBus<'_> {
         w.map(|_| ()).map_err(|e| access_error(e, addr))
     }
 
+    /// A DMA copy into a register read `[src, src + len)`: in timing-only
+    /// mode, bytes no copy moved there steer the device (a semaphore, a
+    /// doorbell) as control data does, so the run may differ from the run
+    /// with payload from here (docs/user-guide.md §11, "Timing-only mode").
+    fn note_register_source(&mut self, src: u64, len: u64) {
+        let engine = self.engine;
+        self.fabric
+            .memory
+            .note_control_read(&self.fabric.map, src, len, self.now.0, || {
+                format!("eng{engine} DMA copy into a register")
+            });
+    }
+
     /// Before a register access while recording: the engine is the master.
     pub(super) fn enter(&mut self) -> Option<Master> {
         let rec = self.fabric.rec.as_deref_mut()?;
@@ -589,6 +602,7 @@ impl Bus for DmaBus<'_> {
             let mut buf = [0u8; 8];
             let n = len as usize;
             self.read(src, &mut buf[..n])?;
+            self.note_register_source(src, len);
             // A 4-byte write is the register's, decoded above; any other
             // size goes the way `write` takes it.
             return match buf[..n] {
@@ -637,6 +651,7 @@ impl Bus for DmaBus<'_> {
                 let mut buf = [0u8; 8];
                 let n = len as usize;
                 self.read(src, &mut buf[..n])?;
+                self.note_register_source(src, len);
                 self.write(dst, &buf[..n])
             }
             Err((e, at)) => Err(access_error(e, at)),
