@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use soc::setup::{DeviceSources, Source};
 
 use crate::errors::{TraceError, bad};
+use crate::signals::Signals;
 
 fn read_source(path: &str, what: &str, kind: soc::input::InputKind) -> PyResult<Source> {
     let text = soc::input::read_text_file(std::path::Path::new(path), kind)
@@ -57,6 +58,7 @@ pub(crate) fn device_sources(
 #[pyo3(signature = (source, name, base_dir, timing=None, timing_only=false, soc_map=None, csr_maps=None, fail_on_fault=false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_trace_json(
+    py: Python<'_>,
     source: &str,
     name: &str,
     base_dir: PathBuf,
@@ -72,13 +74,17 @@ pub(crate) fn run_trace_json(
     // As `run --json`: the steps carry their device events.
     dev.set_trace(true);
     let mut files = host_exec::DirFiles::new(base_dir);
-    let ran = host_exec::run_source_with(
+    // Ctrl-C quits the trace and raises KeyboardInterrupt (no report).
+    let mut signals = Signals::new(py);
+    let ran = host_exec::run_source_observed(
         dev,
         source,
         name,
         &mut files,
         host_exec::SessionOptions::default(),
+        &mut signals,
     );
+    signals.finish()?;
     let (report, mut session) = ran.map_err(|errors| {
         let mut msg = errors.join("\n");
         msg.push_str(&format!("\n{} error(s); nothing was run", errors.len()));
