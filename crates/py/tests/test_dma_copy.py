@@ -262,3 +262,16 @@ def test_a_fully_indexed_view_reads_as_numpy_does(dev):
     h[2, 4].write(99)
     a[3, 17], b[2, 4] = -1.5, 99
     assert np.array_equal(sb.numpy(), a) and np.array_equal(h.numpy(), b)
+
+
+def test_float_names_no_size_and_is_refused():
+    # numpy reads "float" as float64, C and torch as float32, the trace
+    # language names widths only (FP32, fp32): never a silent guess.
+    for name in ["float", "FLOAT", " float "]:
+        with pytest.raises(ValueError, match="ambiguous") as e:
+            ns.elem_type(name)
+        assert "float32" in str(e.value) and "float64" in str(e.value)
+    # The explicit names, and numpy's dtypes (Python's float is float64).
+    assert ns.elem_type("float32").name == ns.elem_type("fp32").name == "float32"
+    assert ns.elem_type("float64").name == ns.elem_type(float).name == "float64"
+    assert ns.elem_type(np.dtype("float")).name == "float64"
