@@ -1208,53 +1208,17 @@ fn cmd_run(maps: &Maps, trace: &Path, o: &RunOpts<'_>) -> Result<u8, Failure> {
         return Ok(u8::try_from(128 + signal).unwrap_or(130));
     }
     let code = report.exit_code();
-    // Timing-only: faults first raised once the run acted on bytes no copy
-    // moved may not happen with payload (docs/user-guide.md §11); they are
-    // listed, not counted.
-    let (counted, uncounted) = match &report.summary.stale_control {
-        Some(c) => report
-            .summary
-            .faults
-            .iter()
-            .filter(|f| f.tally.is_unmasked() && !f.expected)
-            .fold((0, 0), |(before, after), f| {
-                if f.tally.first_cycle < c.cycle {
-                    (before + f.tally.count, after)
-                } else {
-                    (before, after + f.tally.count)
-                }
-            }),
-        None => (report.summary.unexpected_faults, 0),
-    };
-    if code == 0 && fail_on_fault && uncounted > 0 {
-        eprintln!(
-            "--fail-on-fault: {uncounted} unexpected fault(s) first raised after the run acted on bytes no copy moved (timing-only) are not counted: run with payload to check them"
-        );
-    }
-    if code == 0 && fail_on_fault && counted > 0 {
-        eprintln!(
-            "--fail-on-fault: {counted} unexpected fault(s) (listed under `faults:`; claim the intended ones with expect_fault)"
-        );
-        return Ok(1);
-    }
-    // A word the firmware refused moved nothing (docs/firmware.md
-    // §Refusals); refusals after timing-only stale control data are listed.
-    let refused = report
-        .summary
-        .unexpected_refusals()
-        .filter(|r| {
-            report
-                .summary
-                .stale_control
-                .as_ref()
-                .is_none_or(|c| r.at < c.cycle)
-        })
-        .count();
-    if code == 0 && fail_on_fault && refused > 0 {
-        eprintln!(
-            "--fail-on-fault: {refused} word(s) or call(s) refused by the firmware (the `REFUSED` lines of the summary; claim the intended ones with expect_refusal)"
-        );
-        return Ok(1);
+    // Unexpected faults and refusals (docs/user-guide.md §11 for the
+    // timing-only split); `neuron_sim.run_trace(fail_on_fault=True)` too.
+    if fail_on_fault {
+        let verdict = report.summary.fail_on_fault();
+        if let Some(note) = verdict.uncounted_note(code) {
+            eprintln!("{note}");
+        }
+        if let (failed, Some(why)) = verdict.verdict(code) {
+            eprintln!("{why}");
+            return Ok(failed);
+        }
     }
     if code == 0
         && fail_on_race

@@ -104,7 +104,7 @@ def main() -> None:
     trace_s, decode_s = float("inf"), float("inf")
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        doc, code = _native.run_trace_json(text, "loop.trace", ".")
+        doc, code, _, _ = _native.run_trace_json(text, "loop.trace", ".")
         t1 = time.perf_counter()
         rep = json.loads(doc)
         trace_s = min(trace_s, t1 - t0)

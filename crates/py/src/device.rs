@@ -8,6 +8,7 @@ use soc::device::OnStall;
 use soc::{Device as SocDevice, DeviceEvent};
 
 use crate::errors::{bad, bus, device};
+use crate::signals::Signals;
 
 /// A simulated Trainium2 device (the native half of `neuron_sim.Device`).
 #[pyclass(unsendable, module = "neuron_sim._native")]
@@ -276,17 +277,20 @@ impl Device {
     }
 
     /// Runs until idle, or for `cycles` more cycles; returns how it
-    /// stopped: "idle", "limit" or "stalled".
+    /// stopped: "idle", "limit" or "stalled". Ctrl-C stops it after the
+    /// event at hand and raises KeyboardInterrupt (a later run goes on).
     #[pyo3(signature = (cycles=None))]
-    fn run(&mut self, cycles: Option<u64>) -> &'static str {
+    fn run(&mut self, py: Python<'_>, cycles: Option<u64>) -> PyResult<&'static str> {
+        let mut signals = Signals::new(py);
         let dev = self.dev();
         let limit = cycles.map(|n| sim_core::Cycle(dev.now().0.saturating_add(n)));
-        let stop = match limit {
-            Some(l) => dev.advance_to(l),
-            None => dev.run(None),
+        let (stop, _) = match limit {
+            Some(l) => dev.advance_to_while(l, |_| signals.step()),
+            None => dev.run_while(None, OnStall::SkipToLimit, |_| signals.step()),
         };
         self.keep_events();
-        match stop {
+        signals.finish()?;
+        Ok(match stop {
             // Idle with firmware work nothing can end (docs/firmware.md
             // §Work left at the end): a word gated for ever, descriptors
             // no RDMA_DESC_START rings.
@@ -294,7 +298,7 @@ impl Device {
             soc::device::RunStop::Idle => "idle",
             soc::device::RunStop::Limit => "limit",
             soc::device::RunStop::Stalled => "stalled",
-        }
+        })
     }
 
     /// Runs until the 32-bit value at `addr` (masked) compares with
@@ -303,6 +307,7 @@ impl Device {
     #[pyo3(signature = (addr, op, value, timeout=100_000, mask=0xffff_ffff))]
     fn wait(
         &mut self,
+        py: Python<'_>,
         addr: u64,
         op: &str,
         value: u32,
@@ -327,12 +332,14 @@ impl Device {
             return Ok((true, first, 0, "held"));
         }
         let limit = sim_core::Cycle(start.saturating_add(timeout));
+        let mut signals = Signals::new(py);
         let (stop, met) = dev.run_while(Some(limit), OnStall::Stop, |d| {
-            Self::peek(d, addr).is_some_and(|v| holds(v & mask, value))
+            signals.step() || Self::peek(d, addr).is_some_and(|v| holds(v & mask, value))
         });
         let now = dev.now().0;
         let last = Self::peek(dev, addr).unwrap_or(0);
         self.keep_events();
+        signals.finish()?;
         let how = if met {
             "held"
         } else {
@@ -406,6 +413,7 @@ impl Device {
     /// firmware rejected a word meanwhile).
     fn copy_word(
         &mut self,
+        py: Python<'_>,
         tpb: u8,
         template: &[u8],
         src_addr: u64,
@@ -458,11 +466,13 @@ impl Device {
         let rej0 = rejected(dev);
         let start = dev.now().0;
         dev.submit_inst(tpb, w, "python".into()).map_err(device)?;
-        let stop = dev.run(None);
+        let mut signals = Signals::new(py);
+        let (stop, _) = dev.run_while(None, OnStall::SkipToLimit, |_| signals.step());
         let (descs1, pkts1) = totals(dev);
         let refused = rejected(dev) != rej0;
         let cycles = dev.now().0 - start;
         self.keep_events();
+        signals.finish()?;
         let stop = match stop {
             soc::device::RunStop::Idle => "idle",
             soc::device::RunStop::Limit => "limit",

@@ -11,6 +11,7 @@ mod device;
 mod errors;
 mod isa;
 mod runtime;
+mod signals;
 mod trace;
 
 #[pymodule]

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use soc::setup::{DeviceSources, Source};
 
 use crate::errors::{TraceError, bad};
+use crate::signals::Signals;
 
 fn read_source(path: &str, what: &str, kind: soc::input::InputKind) -> PyResult<Source> {
     let text = soc::input::read_text_file(std::path::Path::new(path), kind)
@@ -50,10 +51,14 @@ pub(crate) fn device_sources(
 
 /// Runs trace text `source` (named `name` in messages; its files relative
 /// to `base_dir`) and returns (the `run --json` document as JSON text
-/// without `schema_version` and `host_timing`, the exit code 0/1/2).
+/// without `schema_version` and `host_timing`, the exit code 0/1/2, why
+/// `fail_on_fault` failed the run, the faults it does not count). With
+/// `fail_on_fault` the code is `run --fail-on-fault`'s.
 #[pyfunction]
-#[pyo3(signature = (source, name, base_dir, timing=None, timing_only=false, soc_map=None, csr_maps=None))]
+#[pyo3(signature = (source, name, base_dir, timing=None, timing_only=false, soc_map=None, csr_maps=None, fail_on_fault=false))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_trace_json(
+    py: Python<'_>,
     source: &str,
     name: &str,
     base_dir: PathBuf,
@@ -61,20 +66,25 @@ pub(crate) fn run_trace_json(
     timing_only: bool,
     soc_map: Option<&str>,
     csr_maps: Option<&str>,
-) -> PyResult<(String, u8)> {
+    fail_on_fault: bool,
+) -> PyResult<(String, u8, Option<String>, Option<String>)> {
     let sources = device_sources(timing, soc_map, csr_maps)?;
     let mut dev = soc::setup::device_from(&sources).map_err(bad)?;
     dev.set_timing_only(timing_only);
     // As `run --json`: the steps carry their device events.
     dev.set_trace(true);
     let mut files = host_exec::DirFiles::new(base_dir);
-    let ran = host_exec::run_source_with(
+    // Ctrl-C quits the trace and raises KeyboardInterrupt (no report).
+    let mut signals = Signals::new(py);
+    let ran = host_exec::run_source_observed(
         dev,
         source,
         name,
         &mut files,
         host_exec::SessionOptions::default(),
+        &mut signals,
     );
+    signals.finish()?;
     let (report, mut session) = ran.map_err(|errors| {
         let mut msg = errors.join("\n");
         msg.push_str(&format!("\n{} error(s); nothing was run", errors.len()));
@@ -86,5 +96,13 @@ pub(crate) fn run_trace_json(
         interrupted: None,
     };
     let json = serde_json::to_string(&doc).map_err(|e| bad(e.to_string()))?;
-    Ok((json, report.exit_code()))
+    let code = report.exit_code();
+    if !fail_on_fault {
+        return Ok((json, code, None, None));
+    }
+    // The CLI's verdict (`soc::exec::Summary::fail_on_fault`).
+    let verdict = report.summary.fail_on_fault();
+    let uncounted = verdict.uncounted_note(code);
+    let (code, why) = verdict.verdict(code);
+    Ok((json, code, why, uncounted))
 }

@@ -185,3 +185,59 @@ def test_partition_view_indices_are_numpy_like_or_an_index_error(dev):
     for bad in [(300, slice(0, 4)), (-129, slice(0, 4)), (0, slice(-4, -1)), (0, slice(10, 5))]:
         with pytest.raises(IndexError):
             sb[bad]
+
+
+def test_an_int_out_of_range_is_a_value_error_naming_the_argument(dev):
+    # Never a bare OverflowError from the native layer.
+    rt = dev.runtime()
+    t = rt.alloc(64)
+    reg = dev.reg("eng0.m2s.q0.q_cfg")
+    cases = [
+        (lambda: dev.read(2**64, 4), "addr"),
+        (lambda: dev.read(-1, 4), "addr"),
+        (lambda: dev.write(2**64, b"x"), "addr"),
+        (lambda: dev.read32(2**64), "addr"),
+        (lambda: dev.read("hbm0", 2**64), "n"),
+        (lambda: dev.read("hbm0", -1), "n"),
+        (lambda: dev.fill("hbm0", 4, byte=256), "byte"),
+        (lambda: dev.write32("hbm0", 2**32), "value"),
+        (lambda: dev.write32("hbm0", -1), "value"),
+        (lambda: setattr(reg, "value", 2**32), "value"),
+        (lambda: dev.run(cycles=2**64), "cycles"),
+        (lambda: dev.run(cycles=-5), "cycles"),
+        (lambda: dev.wait("hbm0", "==", 2**32), "value"),
+        (lambda: dev.wait("hbm0", "==", 0, timeout=-1), "timeout"),
+        (lambda: dev.inst(256, bytes(64)), "core"),
+        (lambda: dev.hbm_tensor(2**64, (4,), "uint8"), "addr"),
+        (lambda: rt.alloc(2**64), "size"),
+        (lambda: t.copyin(b"x", offset=2**64), "offset"),
+        (lambda: t.copyout(offset=-1, size=4), "offset"),
+        (lambda: ns.desc.tx(2**32, 0), "len"),
+        (lambda: ns.desc.rx(64, 2**64), "dst"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=rf"\b{name}\b") as e:
+            call()
+        assert not isinstance(e.value, OverflowError), e.value
+
+
+def test_a_non_integer_count_is_a_type_error(dev):
+    dev.write("hbm0", np.arange(8, dtype=np.uint8))
+    rt = dev.runtime()
+    t = rt.alloc(64)
+    cases = [
+        (lambda: dev.read("hbm0", 2.9), "n"),
+        (lambda: dev.read(4096.0, 2), "addr"),
+        (lambda: dev.fill("hbm0", 2.5), "n"),
+        (lambda: dev.write32("hbm0", 1.5), "value"),
+        (lambda: dev.run(cycles=10.5), "cycles"),
+        (lambda: dev.reg("eng0.m2s.q0.q_cfg").set(EN_PREF=0.5), "EN_PREF"),
+        (lambda: rt.alloc(64.5), "size"),
+        (lambda: t.copyout(size=2.5), "size"),
+    ]
+    for call, name in cases:
+        with pytest.raises(TypeError, match=rf"\b{name}\b"):
+            call()
+    # Integers of numpy's and anything with __index__ are integers.
+    assert dev.read("hbm0", np.int64(3)).tolist() == [0, 1, 2]
+    assert dev.read(np.uint64(dev.addr("hbm0")), True).tolist() == [0]

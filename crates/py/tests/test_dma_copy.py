@@ -240,3 +240,38 @@ def test_a_copy_behind_a_word_that_never_runs_raises():
     with pytest.raises(ns.DeviceError, match="the word never ran"):
         ns.dma_copy(dev, dst=dst, src=src)
     assert dst.numpy().sum() == 0
+
+
+def test_a_fully_indexed_view_reads_as_numpy_does(dev):
+    # numpy: full integer indexing gives 0 dims; a partial one drops the
+    # indexed dims.
+    a = np.arange(128 * 32, dtype=np.float32).reshape(128, 32)
+    sb = dev.sbuf_tile(0, (128, 32), "float32")
+    sb.write(a)
+    h = dev.hbm_tensor("hbm0", (4, 5), "int32")
+    b = np.arange(20, dtype=np.int32).reshape(4, 5)
+    h.write(b)
+    for view, want in [(sb[3, 17], a[3, 17]), (sb[-1, -1], a[-1, -1]), (sb.T[17, 3], a.T[17, 3]),
+                       (h[2, 4], b[2, 4]), (h[2][4], b[2][4]), (h[1:3, 4], b[1:3, 4]), (sb[3], a[3])]:
+        got = view.numpy()
+        assert isinstance(got, np.ndarray) and got.shape == np.shape(want), (view, got.shape)
+        assert got.shape == view.shape and np.array_equal(got, want)
+        assert np.asarray(view).shape == np.shape(want)
+    # A 0-d view writes its one element.
+    sb[3, 17].write(-1.5)
+    h[2, 4].write(99)
+    a[3, 17], b[2, 4] = -1.5, 99
+    assert np.array_equal(sb.numpy(), a) and np.array_equal(h.numpy(), b)
+
+
+def test_float_names_no_size_and_is_refused():
+    # numpy reads "float" as float64, C and torch as float32, the trace
+    # language names widths only (FP32, fp32): never a silent guess.
+    for name in ["float", "FLOAT", " float "]:
+        with pytest.raises(ValueError, match="ambiguous") as e:
+            ns.elem_type(name)
+        assert "float32" in str(e.value) and "float64" in str(e.value)
+    # The explicit names, and numpy's dtypes (Python's float is float64).
+    assert ns.elem_type("float32").name == ns.elem_type("fp32").name == "float32"
+    assert ns.elem_type("float64").name == ns.elem_type(float).name == "float64"
+    assert ns.elem_type(np.dtype("float")).name == "float64"

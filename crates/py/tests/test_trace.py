@@ -121,3 +121,65 @@ def test_a_missing_trace_path_is_named_and_bytes_are_refused():
         ns.run_trace(b"run\n")
     # One-line trace text still runs as text.
     assert ns.run_trace("fill hbm0 len=4 byte=0x1").exit_code == 0
+
+
+# A 4 KiB copy into the pad past a partition's populated bytes: one
+# unexpected fault (as crates/neuron-sim/tests/faults.rs `pad_copy`).
+PAD_FAULT = """fill hbm0+0x100000 len=4096 pattern=incr8
+write32 eng0.m2s.q0.tdrbp_low 0x01000000
+write32 eng0.m2s.q0.tdrl 256
+write32 eng0.s2m.q0.rdrbp_low 0x01001000
+write32 eng0.s2m.q0.rdrl 256
+write32 eng0.s2m.q0.comp_cfg 0
+write32 eng0.m2s.q0.q_cfg 0x03030000
+write32 eng0.s2m.q0.q_cfg 0x03030000
+write32 eng0.m2s.change_state 1
+write32 eng0.s2m.change_state 1
+desc eng0.s2m.q0 len=4096 dst=tpb0.sbuf[p0]+0x38000
+desc eng0.m2s.q0 len=4096 src=hbm0+0x100000 first last
+doorbell eng0.s2m.q0 1
+doorbell eng0.m2s.q0 1
+run
+"""
+# A word the firmware refuses (crates/neuron-sim/tests/work_left.rs).
+REFUSED_WORD = """write32 tpb0.q7_local_reg.memcopy_carveout_cfg 0x00400000
+write32 tpb0.q7_local_reg.memcopy_dma_cfg 0x0001ffff
+inst tpb0 DIRECT2D events.update_mode=0x42 semaphore=1 sem_increment=1 src_start_addr=imm:0x10000000 src_step_elem=[1,256] src_num_elem=[256,1] src_elem_size=1 dst_start_addr=imm:0x10100000 dst_step_elem=[1,256] dst_num_elem=[256,1] dst_elem_size=1
+run
+"""
+
+
+@pytest.mark.parametrize("text,why", [(PAD_FAULT, "1 unexpected fault(s)"),
+                                      (REFUSED_WORD, "1 word(s) or call(s) refused by the firmware"),
+                                      (PAD_FAULT + "expect_fault eng0.s2m.q0\n", None),
+                                      (REFUSED_WORD + "expect_refusal tpb0 count=1\n", None)])
+def test_fail_on_fault_fails_unexpected_faults_and_refusals(text, why):
+    plain = ns.run_trace(text)
+    assert plain.ok and plain.exit_code == 0 and plain.fail_reasons == []
+    rep = ns.run_trace(text, fail_on_fault=True)
+    assert rep.to_dict() == plain.to_dict()
+    if why is None:
+        assert rep.ok and rep.exit_code == 0 and rep.fail_reasons == []
+    else:
+        assert not rep.ok and rep.exit_code == 1
+        assert len(rep.fail_reasons) == 1 and why in rep.fail_reasons[0]
+
+
+def test_fail_on_fault_does_not_count_faults_after_stale_control_data(root):
+    # Timing-only: such a fault is listed (a RuntimeWarning), not counted,
+    # as `run --fail-on-fault --timing-only` (docs/user-guide.md §11).
+    trace = root / "crates" / "neuron-sim" / "tests" / "data" / "stale-ring.trace"
+    assert ns.run_trace(trace, fail_on_fault=True).ok
+    with pytest.warns(RuntimeWarning, match="first raised after the run acted on bytes no copy moved"):
+        rep = ns.run_trace(trace, fail_on_fault=True, timing_only=True)
+    assert rep.ok
+
+
+@pytest.mark.parametrize("text", [PAD_FAULT, REFUSED_WORD, PAD_FAULT + "expect_fault eng0.s2m.q0\n"])
+def test_fail_on_fault_agrees_with_the_cli(cli, tmp_path, text):
+    trace = tmp_path / "t.trace"
+    trace.write_text(text)
+    for flag in [[], ["--fail-on-fault"]]:
+        want, code = cli_json(cli, trace, *flag)
+        rep = ns.run_trace(trace, fail_on_fault=bool(flag))
+        assert rep.exit_code == code and rep.to_dict()["unexpected_faults"] == want["unexpected_faults"]

@@ -1274,9 +1274,22 @@ impl Device {
     /// clock to `at` (time passes even when nothing is pending: a host
     /// sleeping or polling, docs/references/driver.md §4.5).
     pub fn advance_to(&mut self, at: Cycle) -> RunStop {
-        let r = self.run(Some(at));
-        self.now = self.now.max(at);
-        r
+        self.advance_to_while(at, |_| false).0
+    }
+
+    /// [`Device::advance_to`], stopping early (after the event at which it
+    /// first holds, the clock left there) when `stop` returns true (a host
+    /// interrupt). Returns whether it stopped for that reason.
+    pub fn advance_to_while(
+        &mut self,
+        at: Cycle,
+        stop: impl FnMut(&mut Device) -> bool,
+    ) -> (RunStop, bool) {
+        let (r, stopped) = self.run_while(Some(at), OnStall::SkipToLimit, stop);
+        if !stopped {
+            self.now = self.now.max(at);
+        }
+        (r, stopped)
     }
 
     /// Runs like [`Device::run`], stopping early (after the event at which

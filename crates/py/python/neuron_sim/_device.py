@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _native
 from ._dtypes import ElemType, elem_type
+from ._ints import U8, U32, U64, integer
 
 
 def _as_bytes(data: Any) -> np.ndarray:
@@ -44,7 +45,7 @@ class Register:
 
     @value.setter
     def value(self, v: int) -> None:
-        self._dev._n.write32(self.addr, int(v))
+        self._dev._n.write32(self.addr, integer(v, "value", 0, U32))
 
     def read(self) -> int:
         """A bus read (read-to-clear and counters act)."""
@@ -52,7 +53,7 @@ class Register:
 
     def write(self, v: int) -> None:
         """A bus write (doorbells ring, W1C clears)."""
-        self._dev._n.write32(self.addr, int(v))
+        self._dev._n.write32(self.addr, integer(v, "value", 0, U32))
 
     @property
     def field_names(self) -> list[str]:
@@ -91,7 +92,7 @@ class Register:
         for name, fv in fields.items():
             n = self._field_name(name)
             lsb, w, _, _ = self._fields[n]
-            fv = int(fv)
+            fv = integer(fv, n, -U64, U64)  # an integer; the width check follows
             if fv < 0 or fv >= (1 << w):
                 raise ValueError(f"{self.region}.{self.register}.{n} is {w} bits wide: {fv} does not fit")
             v = (v & ~(((1 << w) - 1) << lsb)) | (fv << lsb)
@@ -191,23 +192,25 @@ class Device:
     def addr(self, a: Any) -> int:
         """A SoC address from an int or a trace address (`"hbm0+0x1000"`,
         `"tpb0.sbuf[p5]"`, `"eng0.m2s.q0.q_cfg"`)."""
+        return self._addr(a, "addr")
+
+    def _addr(self, a: Any, name: str) -> int:
+        """`addr` for the argument `name` (named in its errors)."""
         if isinstance(a, str):
             return self._n.resolve(a)[0]
         if isinstance(a, (int, np.integer)):
-            if a < 0:
-                raise ValueError(f"address {a} is negative")
-            return int(a)
-        raise TypeError(f"an address is an int or a string, not {type(a).__name__}")
+            return integer(a, name, 0, U64)
+        raise TypeError(f"{name}: an address is an int or a string, not {type(a).__name__}")
 
     # --------------------------------------------------------------- memory
     def write(self, addr: Any, data: Any) -> None:
         """Writes bytes, a bytes-like object or a numpy array (its bytes, C
         order) at `addr`."""
-        self._n.write_bytes(self.addr(addr), _as_bytes(data))
+        self._n.write_bytes(self._addr(addr, "addr"), _as_bytes(data))
 
     def read(self, addr: Any, n: int) -> np.ndarray:
         """Reads `n` bytes at `addr` as a uint8 array."""
-        return self._n.read_bytes(self.addr(addr), int(n))
+        return self._n.read_bytes(self._addr(addr, "addr"), integer(n, "n"))
 
     def read_array(self, addr: Any, shape: Any, dtype: Any) -> np.ndarray:
         """Reads a C-order array of `shape` and `dtype` at `addr`."""
@@ -218,17 +221,17 @@ class Device:
 
     def fill(self, addr: Any, n: int, byte: int = 0) -> None:
         """Fills `n` bytes with `byte`."""
-        self.write(addr, np.full(int(n), byte, dtype=np.uint8))
+        self.write(addr, np.full(integer(n, "n"), integer(byte, "byte", 0, U8), dtype=np.uint8))
 
     def sbuf(self, core: int = 0, dtype: Any = None) -> PartitionView:
         """Core `core`'s SBUF as (partitions, bytes) — or elements of
         `dtype`."""
-        return PartitionView(self, "sbuf", core, dtype)
+        return PartitionView(self, "sbuf", integer(core, "core", 0, U8), dtype)
 
     def psum(self, core: int = 0, dtype: Any = None) -> PartitionView:
         """Core `core`'s PSUM as (partitions, bytes) — or elements of
         `dtype`."""
-        return PartitionView(self, "psum", core, dtype)
+        return PartitionView(self, "psum", integer(core, "core", 0, U8), dtype)
 
     # ------------------------------------------------------------ registers
     def reg(self, name: str) -> Register:
@@ -242,11 +245,11 @@ class Device:
 
     def read32(self, addr: Any) -> int:
         """A 32-bit bus read (register read side effects apply)."""
-        return self._n.read32(self.addr(addr))
+        return self._n.read32(self._addr(addr, "addr"))
 
     def write32(self, addr: Any, value: int) -> None:
         """A 32-bit bus write (doorbells ring, semaphores count)."""
-        self._n.write32(self.addr(addr), int(value))
+        self._n.write32(self._addr(addr, "addr"), integer(value, "value", 0, U32))
 
     # ----------------------------------------------------------------- time
     def run(self, cycles: int | None = None) -> str:
@@ -254,7 +257,7 @@ class Device:
         "idle", "limit", "stalled", or "deadlock" (idle, but the firmware
         holds work nothing can end: a word gated for ever, descriptors no
         RDMA_DESC_START rings; docs/firmware.md §Work left at the end)."""
-        return self._n.run(None if cycles is None else int(cycles))
+        return self._n.run(None if cycles is None else integer(cycles, "cycles"))
 
     def wait(self, addr: Any, op: str, value: int, timeout: int = 100_000,
              mask: int = 0xFFFF_FFFF) -> int:
@@ -262,8 +265,9 @@ class Device:
         `op` ("==", "!=", ">="); returns the cycles waited. Raises
         TimeoutError (naming the last value) when it does not hold within
         `timeout` cycles or cannot change any more."""
-        a = self.addr(addr)
-        held, last, waited, how = self._n.wait(a, op, int(value), int(timeout), int(mask))
+        a = self._addr(addr, "addr")
+        held, last, waited, how = self._n.wait(a, op, integer(value, "value", 0, U32),
+                                               integer(timeout, "timeout"), integer(mask, "mask", 0, U32))
         if not held:
             raise TimeoutError(f"wait {addr} {op} {value:#x}: {how} after {waited} cycles; value {last:#010x}")
         return waited
@@ -310,13 +314,18 @@ class Device:
         """Queues an instruction word (a neuron_sim.isa word or 64 bytes)
         on core `core`'s firmware."""
         data = word.to_bytes() if hasattr(word, "to_bytes") and not isinstance(word, (bytes, bytearray)) else bytes(word)
-        self._n.inst(int(core), data)
+        self._n.inst(integer(core, "core", 0, U8), data)
 
     def configure_dge(self, core: int = 0, engines: int = 16, queue: int = 0,
                       ring_descriptors: int = 256, carveout_offset: int = 0) -> None:
         """Programs core `core`'s DGE configuration (local registers 39/40,
         docs/firmware.md): the lowest `engines` engines on queue `queue`,
         rings of `ring_descriptors`."""
+        core = integer(core, "core", 0, U8)
+        # Integers here; their ranges are checked below, with the reason.
+        engines, queue = integer(engines, "engines", -U64, U64), integer(queue, "queue", -U64, U64)
+        ring_descriptors = integer(ring_descriptors, "ring_descriptors", 0, 0xFFFF)
+        carveout_offset = integer(carveout_offset, "carveout_offset", 0, 0xFFFF)
         if not 1 <= engines <= 16:
             raise ValueError(f"engines = {engines}: a core has 16 engines (1..16)")
         if not 0 <= queue <= 15:
@@ -340,7 +349,7 @@ class Device:
         memory), sliceable with numpy indexing."""
         from ._views import TensorView
 
-        return TensorView.contiguous(self, self.addr(addr), shape, dtype)
+        return TensorView.contiguous(self, self._addr(addr, "addr"), shape, dtype)
 
     def sbuf_tile(self, core: int, shape: Any, dtype: Any, partition_offset: int = 0,
                   byte_offset: int = 0) -> "TensorView":
@@ -349,11 +358,15 @@ class Device:
         from `byte_offset`."""
         from ._views import TensorView
 
-        return TensorView.tile(self, "sbuf", core, shape, dtype, partition_offset, byte_offset)
+        return TensorView.tile(self, "sbuf", integer(core, "core", 0, U8), shape, dtype,
+                               integer(partition_offset, "partition_offset"),
+                               integer(byte_offset, "byte_offset"))
 
     def psum_tile(self, core: int, shape: Any, dtype: Any, partition_offset: int = 0,
                   byte_offset: int = 0) -> "TensorView":
         """Like sbuf_tile, in PSUM."""
         from ._views import TensorView
 
-        return TensorView.tile(self, "psum", core, shape, dtype, partition_offset, byte_offset)
+        return TensorView.tile(self, "psum", integer(core, "core", 0, U8), shape, dtype,
+                               integer(partition_offset, "partition_offset"),
+                               integer(byte_offset, "byte_offset"))

@@ -48,7 +48,6 @@ _ALIASES = {
     "fp16": "float16",
     "half": "float16",
     "fp32": "float32",
-    "float": "float32",
     "f4": "float32",
     "f2": "float16",
     "i4": "int32",
@@ -62,7 +61,8 @@ _ALIASES = {
 
 def elem_type(dtype: Any) -> ElemType:
     """The element type of `dtype`: a name ("bfloat16", "float32"), a numpy
-    dtype or scalar type (np.float32), or an ml_dtypes type."""
+    dtype or scalar type (np.float32), or an ml_dtypes type. The name
+    "float" is refused as ambiguous (numpy's float64, C's float32)."""
     if isinstance(dtype, ElemType):
         return dtype
     if isinstance(dtype, str):
@@ -72,6 +72,11 @@ def elem_type(dtype: Any) -> ElemType:
             name = np.dtype(dtype).name
         except TypeError as e:
             raise ValueError(f"dtype {dtype!r} is not a numpy or ml_dtypes type") from e
+    if name == "float":
+        # numpy's "float" is float64, C's and torch's float32; the trace
+        # language names widths only (FP32, docs/instruction-words.md DTYPE).
+        raise ValueError(f"dtype {dtype!r} is ambiguous (numpy reads it as float64, C and torch as "
+                         f"float32): name the width, float32 (fp32, f4) or float64")
     name = _ALIASES.get(name, name)
     if name not in _TABLE:
         known = ", ".join(sorted(_TABLE))

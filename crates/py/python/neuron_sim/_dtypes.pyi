@@ -14,4 +14,5 @@ class ElemType(NamedTuple):
 
 def elem_type(dtype: Any) -> ElemType:
     '''The element type of `dtype`: a name ("bfloat16", "float32"), a numpy
-    dtype or scalar type (np.float32), or an ml_dtypes type.'''
+    dtype or scalar type (np.float32), or an ml_dtypes type. The name
+    "float" is refused as ambiguous (numpy's float64, C's float32).'''

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _native
 from ._dtypes import elem_type
+from ._ints import U32, integer
 
 
 def _flat_bytes(data: Any) -> np.ndarray:
@@ -56,7 +57,7 @@ class Tensor:
         """Copies a numpy array's bytes (C order), or bytes, into the tensor
         at byte `offset` (`dmem_buf_copyin`)."""
         self._own()
-        self._rt._n.copyin(self.name, int(offset), _flat_bytes(data))
+        self._rt._n.copyin(self.name, integer(offset, "offset"), _flat_bytes(data))
 
     def copyout(self, dtype: Any = np.uint8, shape: Any = None, offset: int = 0,
                 size: int | None = None) -> np.ndarray:
@@ -65,15 +66,16 @@ class Tensor:
         needs), as an array of `dtype` and `shape` (default flat)."""
         self._own()
         et = elem_type(dtype)
+        offset = integer(offset, "offset")
         if size is None:
             if shape is not None:
                 n = int(np.prod(shape, dtype=np.int64)) if np.ndim(shape) else int(shape)
                 size = n * et.itemsize
             else:
-                size = self.size - int(offset)
-        if size < 0:
-            raise ValueError(f"copyout {self.name}: offset {offset} is past its {self.size} bytes")
-        raw = self._rt._n.copyout(self.name, int(offset), int(size))
+                size = self.size - offset
+                if size < 0:
+                    raise ValueError(f"copyout {self.name}: offset {offset} is past its {self.size} bytes")
+        raw = self._rt._n.copyout(self.name, offset, integer(size, "size"))
         return _typed(raw, et, shape, self.name)
 
     def free(self) -> str:
@@ -126,11 +128,13 @@ class Runtime:
                 self._next += 1
                 if self._n.tensor_info(name) is None:
                     break
-        if size < 0:
+        if isinstance(size, (int, np.integer)) and size < 0:
             raise ValueError(f"alloc {name}: size {size} is negative")
-        addr, allocated = self._n.alloc(name, int(size), str(usage), int(nc), int(align),
-                                        bool(host), None if channel is None else int(channel))
-        return Tensor(self, name, int(size), addr, allocated, int(nc), str(usage))
+        size = integer(size, "size")
+        nc = integer(nc, "nc", 0, U32)
+        addr, allocated = self._n.alloc(name, size, str(usage), nc, integer(align, "align"),
+                                        bool(host), None if channel is None else integer(channel, "channel", 0, U32))
+        return Tensor(self, name, size, addr, allocated, nc, str(usage))
 
     def batch_copy(self, items: Iterable[Item]) -> list[np.ndarray] | None:
         """One batch ioctl for several tensors. Items `(tensor, array)` copy

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any, Iterator
 
@@ -13,11 +14,14 @@ from . import _native
 class Report(Mapping):
     """The report of a run: the same data as `neuron-sim run --json` (less
     `schema_version` and the host wall-clock `host_timing`), subscriptable
-    like that dict (`rep["cycles"]`, `rep["steps"][0]`)."""
+    like that dict (`rep["cycles"]`, `rep["steps"][0]`). `fail_reasons`
+    says why `fail_on_fault` failed the run (the CLI's `--fail-on-fault:`
+    line), else it is empty."""
 
-    def __init__(self, data: dict, exit_code: int) -> None:
+    def __init__(self, data: dict, exit_code: int, fail_reasons: list[str] | None = None) -> None:
         self._data = data
         self.exit_code = exit_code
+        self.fail_reasons: list[str] = list(fail_reasons or [])
 
     def __getitem__(self, k: str) -> Any:
         """The report field `k` (`rep["cycles"]`)."""
@@ -35,7 +39,9 @@ class Report(Mapping):
 
     @property
     def ok(self) -> bool:
-        """Every expectation held and nothing was bad input."""
+        """Every expectation held and nothing was bad input; with
+        `run_trace(..., fail_on_fault=True)` also no unexpected fault or
+        firmware refusal (`run --fail-on-fault`)."""
         return self.exit_code == 0
 
     def __repr__(self) -> str:
@@ -45,10 +51,14 @@ class Report(Mapping):
 
 
 def run_trace(path_or_text: Any, timing: str | None = None, timing_only: bool = False,
-              soc_map: str | None = None, csr_maps: str | None = None, name: str | None = None) -> Report:
+              soc_map: str | None = None, csr_maps: str | None = None, name: str | None = None,
+              fail_on_fault: bool = False) -> Report:
     """Runs a trace file (a path) or trace text and returns its report.
-    The options are `neuron-sim run`'s. Raises TraceError when the trace
-    does not parse or resolve (nothing ran)."""
+    The options are `neuron-sim run`'s: `fail_on_fault` fails the run
+    (`ok` False, `exit_code` 1, `fail_reasons` says why) on an unexpected
+    fault or firmware refusal as `--fail-on-fault` does; faults it does
+    not count (timing-only) are a RuntimeWarning. Raises TraceError when
+    the trace does not parse or resolve (nothing ran)."""
     text: str
     if isinstance(path_or_text, (bytes, bytearray)):
         raise TypeError("run_trace takes a path or trace text (str), not bytes: decode them first")
@@ -71,6 +81,9 @@ def run_trace(path_or_text: Any, timing: str | None = None, timing_only: bool = 
         text = str(path_or_text)
         trace_name = name or "<python>"
         base = "."
-    doc, code = _native.run_trace_json(text, trace_name, base, timing=timing, timing_only=timing_only,
-                                       soc_map=soc_map, csr_maps=csr_maps)
-    return Report(json.loads(doc), code)
+    doc, code, why, uncounted = _native.run_trace_json(
+        text, trace_name, base, timing=timing, timing_only=timing_only, soc_map=soc_map,
+        csr_maps=csr_maps, fail_on_fault=bool(fail_on_fault))
+    if uncounted is not None:
+        warnings.warn(uncounted, RuntimeWarning, stacklevel=2)
+    return Report(json.loads(doc), code, [] if why is None else [why])

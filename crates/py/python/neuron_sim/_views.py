@@ -165,8 +165,10 @@ class TensorView:
         return rows[1] - rows[0] if len(rows) > 1 else 0
 
     def numpy(self) -> np.ndarray:
-        """The view's elements as a new numpy array (C order). One native
-        read for the whole view (all partitions), no Python per element."""
+        """The view's elements as a new numpy array (C order) of the view's
+        shape: 0-d for a fully indexed view (`t[3, 17]`), as numpy. One
+        native read for the whole view (all partitions), no Python per
+        element."""
         it = self.etype.itemsize
         if 0 in self.shape:
             return np.zeros(self.shape, dtype=self.etype.np_dtype)
@@ -187,7 +189,10 @@ class TensorView:
         v = np.lib.stride_tricks.as_strided(arr, shape=(len(rows),) + tuple(shape),
                                             strides=(span_bytes,) + tuple(s * it for s in strides))
         out = v[0] if self.pdim is None else np.moveaxis(v, 0, self.pdim)
-        return np.ascontiguousarray(out)
+        # ascontiguousarray makes a 0-d view 1-d: a fully indexed view
+        # reads as numpy's full integer indexing does, 0-d (docs/python.md
+        # §dma_copy).
+        return np.ascontiguousarray(out).reshape(self.shape)
 
     def write(self, value: Any) -> None:
         """Writes `value` (broadcast to the view's shape) into the view: one

@@ -46,8 +46,10 @@ class TensorView:
         """A sub-view by numpy basic indexing (ints, slices with steps); no
         data moves."""
     def numpy(self) -> np.ndarray:
-        """The view's elements as a new numpy array (C order). One native
-        read for the whole view (all partitions), no Python per element."""
+        """The view's elements as a new numpy array (C order) of the view's
+        shape: 0-d for a fully indexed view (`t[3, 17]`), as numpy. One
+        native read for the whole view (all partitions), no Python per
+        element."""
     def write(self, value: Any) -> None:
         """Writes `value` (broadcast to the view's shape) into the view: one
         native write for a view whose partition rows are contiguous."""

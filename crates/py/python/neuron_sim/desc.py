@@ -13,6 +13,7 @@ import json
 from typing import Optional
 
 from . import _native
+from ._ints import U8, U32, U64, integer
 
 
 def tx(
@@ -31,7 +32,9 @@ def tx(
     Word 1 is the default copy command unless `word1` is given; `ring_id`
     defaults to 1, the ring id of a ring's first pass after reset."""
     return _native.encode_desc(
-        "tx", len, src, first, last, int_en, dmb, False, concat, ring_id, word1
+        "tx", integer(len, "len", 0, U32), integer(src, "src", 0, U64), first, last, int_en,
+        dmb, False, concat, integer(ring_id, "ring_id", 0, U8),
+        None if word1 is None else integer(word1, "word1", 0, U32),
     )
 
 
@@ -48,7 +51,8 @@ def rx(
 ) -> bytes:
     """An S2M (RX) descriptor writing `len` bytes (1..=65536) at `dst`."""
     return _native.encode_desc(
-        "rx", len, dst, first, last, int_en, False, sow, concat, ring_id, None
+        "rx", integer(len, "len", 0, U32), integer(dst, "dst", 0, U64), first, last, int_en,
+        False, sow, concat, integer(ring_id, "ring_id", 0, U8), None,
     )
 
 

@@ -394,6 +394,39 @@ impl Summary {
         }
     }
 
+    /// What `run --fail-on-fault` fails on (docs/user-guide.md §11 for the
+    /// timing-only split), so the CLI and `neuron_sim.run_trace` agree.
+    pub fn fail_on_fault(&self) -> FailOnFault {
+        // Timing-only: faults first raised once the run acted on bytes no
+        // copy moved may not happen with payload; they are listed, not
+        // counted. So are refusals from then on (a refused word moved
+        // nothing, docs/firmware.md §Refusals).
+        let stale = self.stale_control.as_ref().map(|c| c.cycle);
+        let (faults, faults_after_stale) = match stale {
+            Some(at) => self
+                .faults
+                .iter()
+                .filter(|f| f.tally.is_unmasked() && !f.expected)
+                .fold((0, 0), |(before, after), f| {
+                    if f.tally.first_cycle < at {
+                        (before + f.tally.count, after)
+                    } else {
+                        (before, after + f.tally.count)
+                    }
+                }),
+            None => (self.unexpected_faults, 0),
+        };
+        let refusals = self
+            .unexpected_refusals()
+            .filter(|r| stale.is_none_or(|at| r.at < at))
+            .count();
+        FailOnFault {
+            faults,
+            faults_after_stale,
+            refusals,
+        }
+    }
+
     fn count_unexpected(&mut self) {
         self.unexpected_faults = self
             .faults
@@ -401,6 +434,57 @@ impl Summary {
             .filter(|f| f.tally.is_unmasked() && !f.expected)
             .map(|f| f.tally.count)
             .sum();
+    }
+}
+
+/// What `--fail-on-fault` counts ([`Summary::fail_on_fault`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FailOnFault {
+    /// Unexpected faults (unmasked, no `expect_fault` claimed them).
+    pub faults: u64,
+    /// Timing-only: unexpected faults first raised after the run acted on
+    /// bytes no copy moved; not counted.
+    pub faults_after_stale: u64,
+    /// Firmware refusals no `expect_refusal` claimed.
+    pub refusals: usize,
+}
+
+impl FailOnFault {
+    /// The line `run --fail-on-fault` prints about the faults it does not
+    /// count (timing-only), if any; a run that failed otherwise gets none.
+    pub fn uncounted_note(&self, code: u8) -> Option<String> {
+        (code == 0 && self.faults_after_stale > 0).then(|| {
+            format!(
+                "--fail-on-fault: {} unexpected fault(s) first raised after the run acted on bytes no copy moved (timing-only) are not counted: run with payload to check them",
+                self.faults_after_stale
+            )
+        })
+    }
+
+    /// The exit code `run --fail-on-fault` turns `code` into, with the line
+    /// saying why when it fails a run that passed.
+    pub fn verdict(&self, code: u8) -> (u8, Option<String>) {
+        if code != 0 {
+            (code, None)
+        } else if self.faults > 0 {
+            (
+                1,
+                Some(format!(
+                    "--fail-on-fault: {} unexpected fault(s) (listed under `faults:`; claim the intended ones with expect_fault)",
+                    self.faults
+                )),
+            )
+        } else if self.refusals > 0 {
+            (
+                1,
+                Some(format!(
+                    "--fail-on-fault: {} word(s) or call(s) refused by the firmware (the `REFUSED` lines of the summary; claim the intended ones with expect_refusal)",
+                    self.refusals
+                )),
+            )
+        } else {
+            (0, None)
+        }
     }
 }
 
