@@ -950,14 +950,13 @@ impl HostSession {
             .get(id)
             .map(|d| d.pa + d.align_offset_bytes + offset);
         // Only a DMA copy skips its payload: a host tensor's copy is the
-        // CPU's (docs/host-runtime.md §3.6), so only bytes a skipped copy
-        // left stale in the tensor are unknown. The zero-copy path moves
-        // every tensor's bytes by DMA through its pinned chunks.
-        let by_dma = self.dmem.config().test_zerocopy
-            || self
-                .dmem
-                .get(id)
-                .is_some_and(|d| d.mem_type != MemLocation::HostDram);
+        // CPU's (docs/host-runtime.md §3.6), also on the zero-copy path,
+        // which copies a host chunk by CPU (§3.10), so only bytes a
+        // skipped copy left stale in the tensor are unknown.
+        let by_dma = self
+            .dmem
+            .get(id)
+            .is_some_and(|d| d.mem_type != MemLocation::HostDram);
         let dev = HostRuntime::device(self);
         if !dev.timing_only() {
             return None;

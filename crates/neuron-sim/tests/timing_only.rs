@@ -296,6 +296,22 @@ copyout d byte=4
 ";
     assert_eq!(checks(device, true), (0, 0, 1));
     assert_eq!(checks(device, false), (0, 1, 0));
+    // A probe's finding (a false pass): with `runtime zerocopy=on` a host
+    // tensor's copy-out still goes by the CPU (the driver's zero-copy of a
+    // host chunk, docs/host-runtime.md §3.10), so its check is made; it
+    // was skipped as a DMA copy that moved no payload. A device tensor's
+    // zero-copy is a DMA copy: skipped.
+    let zerocopy_host = format!("runtime zerocopy=on\n{source}");
+    for timing_only in [false, true] {
+        assert_eq!(
+            checks(&zerocopy_host, timing_only),
+            (2, 1, 0),
+            "zerocopy, timing_only {timing_only}"
+        );
+    }
+    let zerocopy_device = format!("runtime zerocopy=on\n{device}");
+    assert_eq!(checks(&zerocopy_device, true), (0, 0, 1));
+    assert_eq!(checks(&zerocopy_device, false), (0, 1, 0));
 }
 
 /// The reader of the first stale control read, and (passed, failed,
