@@ -289,8 +289,9 @@ pub struct Executor {
     /// Q_SW_CTRL.
     next: BTreeMap<(u16, Dir, u8), (u32, u8)>,
     /// Faults an `expect_fault` matched: (engine, direction, queue, cause,
-    /// action) of each tally it claimed.
-    claimed_faults: Vec<(u16, Dir, Option<u8>, String, &'static str)>,
+    /// action) of each tally it claimed, and the raises it claimed (those
+    /// so far: later raises of the kind are unexpected).
+    claimed_faults: Vec<(FaultKey, u64)>,
     /// Refusals an `expect_refusal` matched: (core, index among the
     /// core's refusals).
     claimed_refusals: Vec<(u8, usize)>,

@@ -126,9 +126,28 @@ pub struct FaultSummary {
     /// Where, what and how often.
     #[serde(flatten)]
     pub tally: udma::FaultTally,
-    /// True when a trace's `expect_fault` claimed it.
+    /// True when a trace's `expect_fault` claimed every raise of it.
     pub expected: bool,
+    /// Set when `expect_fault` claimed only the first raises (those it
+    /// counted): the later ones are unexpected (docs/trace-format.md §4.9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed: Option<u64>,
 }
+
+impl FaultSummary {
+    /// The raises no `expect_fault` claimed, if the fault stopped work or
+    /// raised an interrupt: what `--fail-on-fault` fails on.
+    pub fn unexpected_raises(&self) -> u64 {
+        if !self.tally.is_unmasked() || self.expected {
+            return 0;
+        }
+        self.tally.count - self.claimed.unwrap_or(0).min(self.tally.count)
+    }
+}
+
+/// What identifies a kind of fault an `expect_fault` claims: engine,
+/// direction, queue, cause, action.
+pub type FaultKey = (u16, Dir, Option<u8>, String, &'static str);
 
 /// A hardware check an engine passed over in timing-only mode.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
@@ -257,6 +276,7 @@ impl Summary {
                     engine: e.id(),
                     tally: f.clone(),
                     expected: false,
+                    claimed: None,
                 });
             }
         }
@@ -352,15 +372,27 @@ impl Summary {
         s
     }
 
-    /// Marks the faults `expect_fault` statements matched as expected
-    /// (keys: engine, direction, queue, cause, action) and recounts
+    /// Marks the faults `expect_fault` statements matched as expected, as
+    /// far as the raises they claimed go (key: engine, direction, queue,
+    /// cause, action; and the raises claimed), and recounts
     /// [`Summary::unexpected_faults`].
-    pub fn claim_faults(&mut self, claimed: &[(u16, Dir, Option<u8>, String, &'static str)]) {
+    pub fn claim_faults(&mut self, claimed: &[(FaultKey, u64)]) {
         for f in &mut self.faults {
             let t = &f.tally;
-            f.expected |= claimed.iter().any(|(e, d, q, c, a)| {
-                *e == f.engine && *d == t.dir && *q == t.queue && *c == t.cause && *a == t.action
-            });
+            let raises = claimed
+                .iter()
+                .filter(|((e, d, q, c, a), _)| {
+                    *e == f.engine
+                        && *d == t.dir
+                        && *q == t.queue
+                        && *c == t.cause
+                        && *a == t.action
+                })
+                .map(|(_, n)| *n)
+                .max()
+                .unwrap_or(0);
+            f.expected = raises > 0 && raises >= t.count;
+            f.claimed = (raises > 0 && !f.expected).then_some(raises);
         }
         self.count_unexpected();
     }
@@ -403,17 +435,13 @@ impl Summary {
         // nothing, docs/firmware.md §Refusals).
         let stale = self.stale_control.as_ref().map(|c| c.cycle);
         let (faults, faults_after_stale) = match stale {
-            Some(at) => self
-                .faults
-                .iter()
-                .filter(|f| f.tally.is_unmasked() && !f.expected)
-                .fold((0, 0), |(before, after), f| {
-                    if f.tally.first_cycle < at {
-                        (before + f.tally.count, after)
-                    } else {
-                        (before, after + f.tally.count)
-                    }
-                }),
+            Some(at) => self.faults.iter().fold((0, 0), |(before, after), f| {
+                if f.tally.first_cycle < at {
+                    (before + f.unexpected_raises(), after)
+                } else {
+                    (before, after + f.unexpected_raises())
+                }
+            }),
             None => (self.unexpected_faults, 0),
         };
         let refusals = self
@@ -431,8 +459,7 @@ impl Summary {
         self.unexpected_faults = self
             .faults
             .iter()
-            .filter(|f| f.tally.is_unmasked() && !f.expected)
-            .map(|f| f.tally.count)
+            .map(FaultSummary::unexpected_raises)
             .sum();
     }
 }
@@ -616,7 +643,11 @@ impl RunReport {
                     t.action,
                     t.count,
                     t.first_cycle,
-                    if f.expected { ", expected" } else { "" },
+                    match (f.expected, f.claimed) {
+                        (true, _) => ", expected".to_string(),
+                        (false, Some(n)) => format!(", {n} expected"),
+                        (false, None) => String::new(),
+                    },
                     t.detail
                 ));
             }
