@@ -443,3 +443,52 @@ run
         assert_eq!(predicted_fault, faulted, "{what}: {warnings:?}");
     }
 }
+
+/// A write the register file ignores shows in `events` (docs/user-guide.md
+/// §12 "Views") at the step that made it — a trace statement or a poke at
+/// the prompt — with its cycle, naming the register and not taking the
+/// value written for an address.
+#[test]
+fn an_ignored_write_shows_at_its_step_with_its_cycle() {
+    let source = "write32 eng0.m2s.q0.tdrl 0xffffffff
+run cycles=10
+write32 eng0.m2s.q0.tdrbp_low 0x09000000
+";
+    let mut s = session_of("ignored.trace", source);
+    s.step(Granularity::Statement).unwrap();
+    let lines = |s: &mut Session| -> Vec<String> {
+        let events: Vec<soc::DeviceEvent> = s.recent_events().cloned().collect();
+        let d = s.device();
+        events
+            .iter()
+            .map(|e| debugger::view::event_line(d, e))
+            .collect()
+    };
+    assert_eq!(
+        lines(&mut s),
+        [
+            "    @0 write of 0xffffffff to eng0.m2s.q0.TDRL: bits 0xff000000 are read-only or reserved\n"
+        ]
+    );
+    s.step(Granularity::Statement).unwrap();
+    let (status, text) = s.poke("write32 eng0.m2s.q0.tdrl 0xffffffff").unwrap();
+    assert_eq!(status, Status::Ok, "{text}");
+    assert_eq!(
+        lines(&mut s).last().map(String::as_str),
+        Some(
+            "    @10 write of 0xffffffff to eng0.m2s.q0.TDRL: bits 0xff000000 are read-only or reserved\n"
+        ),
+    );
+    // `set` of a read-only register, and the console's view of it.
+    assert!(
+        s.set("eng0.m2s.q0.q_status", 5)
+            .unwrap()
+            .contains("is read-only")
+    );
+    let mut c = debugger::Console::new(s);
+    let text = c.execute("events 1").text;
+    assert_eq!(
+        text,
+        "    @10 ignored write of 0x00000005 to read-only eng0.m2s.q0.Q_STATUS\n"
+    );
+}
