@@ -323,6 +323,9 @@ impl Session {
         let sink = Arc::new(Mutex::new(Vec::new()));
         let to = Arc::clone(&sink);
         device.set_trace(true);
+        // One order of the events, however often the session pauses
+        // (docs/user-guide.md §12 "Views").
+        device.set_events_in_step_order(true);
         device.set_event_sink(Some(Box::new(move |events| {
             if let Ok(mut v) = to.lock() {
                 v.extend(events);
