@@ -323,6 +323,9 @@ impl Session {
         let sink = Arc::new(Mutex::new(Vec::new()));
         let to = Arc::clone(&sink);
         device.set_trace(true);
+        // One order of the events, however often the session pauses
+        // (docs/user-guide.md §12 "Views").
+        device.set_events_in_step_order(true);
         device.set_event_sink(Some(Box::new(move |events| {
             if let Ok(mut v) = to.lock() {
                 v.extend(events);
@@ -559,6 +562,8 @@ impl Session {
             .exec
             .run_extra(&mut self.host, stmt, linked, &mut *self.files);
         self.history.journal.push(Entry::Poke(line.to_string()));
+        // Its events show in `events` now, not after the next step.
+        self.monitor.drain(self.host.device_mut(), true, false);
         Ok(out)
     }
 
@@ -570,7 +575,10 @@ impl Session {
     ///
     /// An unknown name, a number too wide for the field, a bus fault.
     pub fn set(&mut self, target: &str, value: u32) -> Result<String, String> {
-        let out = self.set_value(target, value)?;
+        let out = self.set_value(target, value);
+        // Its events (an ignored write) show in `events` now.
+        self.monitor.drain(self.host.device_mut(), true, false);
+        let out = out?;
         self.history
             .journal
             .push(Entry::Set(target.to_string(), value));

@@ -20,13 +20,19 @@ pub(crate) use regs::glob_match;
 pub use regs::{RegRow, registers, show_regs};
 pub use ring::{doorbell_warnings, show_ring, show_ring_range};
 
-/// A device event as a line, each mapped address in it followed by its
-/// name (`data write at 0x4000200000 (hbm1+0x200000)`).
+/// A device event as a line (docs/user-guide.md §12 "Views"): an engine
+/// or firmware event with each mapped address in it followed by its name
+/// (`data write at 0x4000200000 (hbm1+0x200000)`); a register-side event
+/// (semaphore, doorbell, pulse, ignored write) with its cycle, `@C`, and
+/// its numbers left as they are: they are values, the register is named.
 pub fn event_line(device: &Device, e: &soc::DeviceEvent) -> String {
-    format!(
-        "    {}\n",
-        name_addresses(device, &soc::exec::event_text(e))
-    )
+    let text = soc::exec::event_text(e);
+    match e {
+        soc::DeviceEvent::Engine(_) | soc::DeviceEvent::Firmware(_) => {
+            format!("    {}\n", name_addresses(device, &text))
+        }
+        _ => format!("    @{} {text}\n", e.cycle()),
+    }
 }
 
 /// `text` with each hex number of at least 5 digits that falls in a mapped

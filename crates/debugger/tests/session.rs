@@ -665,3 +665,57 @@ fn a_step_that_lands_on_a_breakpoint_reports_it() {
     let b = s.breakpoints().get(five).unwrap();
     assert_eq!((b.hits, b.ignore), (1, 0));
 }
+
+/// Every device event of a trace, as the `events` view words them.
+fn event_texts(s: &mut Session) -> Vec<String> {
+    s.take_timeline()
+        .iter()
+        .map(soc::exec::event_text)
+        .collect()
+}
+
+/// The events come in one order, by cycle and then as the device produced
+/// them, however often the session paused (docs/user-guide.md §12
+/// "Views"): a trace run to its end, stepped a statement at a time, a
+/// device event at a time and every few cycles lists the same events in
+/// the same order, their cycles never going back.
+#[test]
+fn events_come_in_one_order_whatever_the_pauses() {
+    let timeline = || SessionConfig {
+        keep_timeline: true,
+        ..SessionConfig::default()
+    };
+    for name in [
+        "calib-32k-hbm-sbuf.trace",
+        "copy-hbm-hbm.trace",
+        "arb-dwrr-ratelimit.trace",
+        "fw-semaphore-chain.trace",
+    ] {
+        let (mut s, _) = session_with(name, timeline());
+        while step(&mut s, Granularity::ToEnd).kind != StopKind::End {}
+        let want = event_texts(&mut s);
+        let cycles: Vec<u64> = {
+            let (mut s, _) = session_with(name, timeline());
+            while step(&mut s, Granularity::ToEnd).kind != StopKind::End {}
+            s.take_timeline()
+                .iter()
+                .map(soc::DeviceEvent::cycle)
+                .collect()
+        };
+        assert_eq!(
+            cycles.len(),
+            want.len(),
+            "{name}: every event has its cycle"
+        );
+        assert!(cycles.is_sorted(), "{name}: {cycles:?}");
+        for g in [
+            Granularity::Statement,
+            Granularity::Event,
+            Granularity::Cycles(13),
+        ] {
+            let (mut s, _) = session_with(name, timeline());
+            while step(&mut s, g.clone()).kind != StopKind::End {}
+            assert_eq!(event_texts(&mut s), want, "{name}: paused at every {g:?}");
+        }
+    }
+}

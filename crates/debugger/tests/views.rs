@@ -376,3 +376,119 @@ fn event_lines_and_base_registers_name_their_addresses() {
         "{regs}"
     );
 }
+
+/// A session over trace text `source` (named `name`).
+fn session_of(name: &str, source: &str) -> Session {
+    Session::new(
+        Device::trn2().unwrap(),
+        source,
+        name,
+        Box::new(Dir(traces())),
+        SessionConfig::default(),
+        Box::new(|_| {}),
+    )
+    .unwrap()
+}
+
+/// A doorbell stop's prediction (docs/user-guide.md §12 "What a stop
+/// shows") is what stepping the doorbell then does: the slots flagged
+/// `new` are the slots it posts, and the PREF_RING_ID warning says the
+/// prefetch will raise it only when it does — on an engine never enabled
+/// (the doorbell posts, nothing is prefetched), an enabled one, and a ring
+/// the doorbell overruns (dropped: nothing posts).
+#[test]
+fn a_doorbell_stop_predicts_what_stepping_it_does() {
+    const ENABLE: &str =
+        "write32 eng128.m2s.q0.q_cfg 0x03030000\nwrite32 eng128.m2s.change_state 0x1\n";
+    for (what, enable, increment) in [
+        ("disabled", "", 1),
+        ("enabled", ENABLE, 1),
+        ("overrun", ENABLE, 33),
+    ] {
+        let source = format!(
+            "fill hbm0+0xb00000 len=4096 pattern=incr8
+write32 eng128.m2s.q0.tdrbp_low 0x09000000
+write32 eng128.m2s.q0.tdrl 32
+{enable}desc eng128.m2s.q0[0] len=4096 src=hbm0+0xb00000 first last ring_id=2
+doorbell eng128.m2s.q0 {increment}
+run
+"
+        );
+        let mut s = session_of(&format!("{what}.trace"), &source);
+        let stop = s.step(Granularity::Doorbell).unwrap();
+        let StopKind::Doorbell { queue, increment } = stop.kind else {
+            panic!("{what}: {stop:?}");
+        };
+        let d = s.device();
+        let predicted_slots: Vec<String> = show_ring(d, &queue, increment)
+            .lines()
+            .filter(|l| l.starts_with("  new "))
+            .filter_map(|l| Some(l.split_once('[')?.1.split_once(']')?.0.trim().to_string()))
+            .collect();
+        let warnings = doorbell_warnings(d, &queue, increment);
+        let predicted_fault = warnings
+            .iter()
+            .any(|w| w.contains("will raise PREF_RING_ID"));
+        let tail_before = soc::exec::ring_of(d, &queue).unwrap().2;
+        // The doorbell, then the `run` that lets it take effect.
+        s.step(Granularity::Statement).unwrap();
+        s.step(Granularity::Statement).unwrap();
+        let d = s.device();
+        let tail_after = soc::exec::ring_of(d, &queue).unwrap().2;
+        let posted: Vec<String> = (tail_before..tail_after).map(|i| i.to_string()).collect();
+        let faulted = s
+            .recent_events()
+            .any(|e| soc::exec::event_text(e).contains("FAULT SEC_A_INT_CAUSE.PREF_RING_ID"));
+        assert_eq!(predicted_slots, posted, "{what}: the slots flagged new");
+        assert_eq!(predicted_fault, faulted, "{what}: {warnings:?}");
+    }
+}
+
+/// A write the register file ignores shows in `events` (docs/user-guide.md
+/// §12 "Views") at the step that made it — a trace statement or a poke at
+/// the prompt — with its cycle, naming the register and not taking the
+/// value written for an address.
+#[test]
+fn an_ignored_write_shows_at_its_step_with_its_cycle() {
+    let source = "write32 eng0.m2s.q0.tdrl 0xffffffff
+run cycles=10
+write32 eng0.m2s.q0.tdrbp_low 0x09000000
+";
+    let mut s = session_of("ignored.trace", source);
+    s.step(Granularity::Statement).unwrap();
+    let lines = |s: &mut Session| -> Vec<String> {
+        let events: Vec<soc::DeviceEvent> = s.recent_events().cloned().collect();
+        let d = s.device();
+        events
+            .iter()
+            .map(|e| debugger::view::event_line(d, e))
+            .collect()
+    };
+    assert_eq!(
+        lines(&mut s),
+        [
+            "    @0 write of 0xffffffff to eng0.m2s.q0.TDRL: bits 0xff000000 are read-only or reserved\n"
+        ]
+    );
+    s.step(Granularity::Statement).unwrap();
+    let (status, text) = s.poke("write32 eng0.m2s.q0.tdrl 0xffffffff").unwrap();
+    assert_eq!(status, Status::Ok, "{text}");
+    assert_eq!(
+        lines(&mut s).last().map(String::as_str),
+        Some(
+            "    @10 write of 0xffffffff to eng0.m2s.q0.TDRL: bits 0xff000000 are read-only or reserved\n"
+        ),
+    );
+    // `set` of a read-only register, and the console's view of it.
+    assert!(
+        s.set("eng0.m2s.q0.q_status", 5)
+            .unwrap()
+            .contains("is read-only")
+    );
+    let mut c = debugger::Console::new(s);
+    let text = c.execute("events 1").text;
+    assert_eq!(
+        text,
+        "    @10 ignored write of 0x00000005 to read-only eng0.m2s.q0.Q_STATUS\n"
+    );
+}

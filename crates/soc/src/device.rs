@@ -25,6 +25,9 @@ use crate::record::{Access, Master, Recorder, RegLog, Waves, access_line};
 
 mod cores;
 mod digest;
+mod events;
+pub use events::EventSink;
+use events::{EVENT_FLUSH_STEPS, SinkSlot};
 mod fabric;
 mod inflight;
 mod race_hooks;
@@ -51,6 +54,10 @@ pub enum DeviceEvent {
         register: String,
         /// The increment.
         increment: u32,
+        /// The cycle it happened at (the `events` view shows it; the run
+        /// output lists these events without one, docs/user-guide.md §8).
+        #[serde(skip)]
+        cycle: u64,
     },
     /// WO command bits written as 1 on a block without an engine model.
     Pulse {
@@ -60,6 +67,10 @@ pub enum DeviceEvent {
         register: String,
         /// The bits pulsed.
         bits: Hex32,
+        /// The cycle it happened at (the `events` view shows it; the run
+        /// output lists these events without one, docs/user-guide.md §8).
+        #[serde(skip)]
+        cycle: u64,
     },
     /// A semaphore changed through its SET/INC/DEC window.
     Semaphore {
@@ -71,6 +82,10 @@ pub enum DeviceEvent {
         old: u32,
         /// Value after.
         new: u32,
+        /// The cycle it happened at (the `events` view shows it; the run
+        /// output lists these events without one, docs/user-guide.md §8).
+        #[serde(skip)]
+        cycle: u64,
     },
     /// A write that could not change what it tried to (read-only register,
     /// or read-only/reserved bits).
@@ -85,6 +100,10 @@ pub enum DeviceEvent {
         ignored: Hex32,
         /// The whole register is read-only.
         read_only: bool,
+        /// The cycle it happened at (the `events` view shows it; the run
+        /// output lists these events without one, docs/user-guide.md §8).
+        #[serde(skip)]
+        cycle: u64,
     },
     /// Something a core's Q7 firmware did.
     Firmware(q7::FwEvent),
@@ -205,6 +224,13 @@ struct Fabric {
     /// Records register-side events (doorbells, pulses, semaphores,
     /// ignored writes): [`Device::set_trace`].
     trace: bool,
+    /// The device's cycle, which the register-side events are stamped
+    /// with.
+    now: u64,
+    /// Each engine step's events join [`Fabric::events`] after it, so they
+    /// stay in the order the device produced them:
+    /// [`Device::set_events_in_step_order`].
+    step_order: bool,
     /// SEM_READ's offset in the EVT_SEM block, by semaphore index, found
     /// on first use (every EVT_SEM region shares one map).
     sem_read_offsets: Vec<Option<u32>>,
@@ -386,25 +412,6 @@ struct PartitionedRegion {
     stride_bytes: u64,
 }
 
-/// Receives the device's events as a run produces them
-/// ([`Device::set_event_sink`]).
-pub type EventSink = Box<dyn FnMut(Vec<DeviceEvent>) + Send>;
-
-/// Engine steps between two hand-overs to the event sink (a power of two).
-const EVENT_FLUSH_STEPS: u64 = 1 << 12;
-
-struct SinkSlot(Option<EventSink>);
-
-impl std::fmt::Debug for SinkSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "Some(sink)"
-        } else {
-            "None"
-        })
-    }
-}
-
 impl Device {
     /// The Trn2 device with the built-in maps and default timing.
     pub fn trn2() -> Result<Self, DeviceError> {
@@ -521,6 +528,8 @@ impl Device {
                 rec: None,
                 hbm,
                 trace: true,
+                now: 0,
+                step_order: false,
                 sem_read_offsets: Vec::new(),
                 race: None,
             },
@@ -804,50 +813,6 @@ impl Device {
     /// The CSR map of a region's register block, if it has one.
     pub fn block_of(&self, region: RegionId) -> Option<&'static CsrMap> {
         self.fabric.block_of(region)
-    }
-
-    /// Side effects recorded so far.
-    pub fn events(&self) -> &[DeviceEvent] {
-        &self.fabric.events
-    }
-
-    /// Hands recorded events to `sink` as the device runs (every few
-    /// thousand engine steps, and at [`Device::flush_events`]) instead of
-    /// keeping them until [`Device::take_events`]: a consumer that streams
-    /// them keeps memory flat however long the run (docs/user-guide.md
-    /// §Output). `None` keeps them again.
-    pub fn set_event_sink(&mut self, sink: Option<EventSink>) {
-        self.flush_events();
-        self.sink = SinkSlot(sink);
-    }
-
-    /// Whether an event sink is set.
-    pub fn has_event_sink(&self) -> bool {
-        self.sink.0.is_some()
-    }
-
-    /// Hands the events recorded so far to the sink, if one is set.
-    pub fn flush_events(&mut self) {
-        if self.sink.0.is_none() {
-            return;
-        }
-        let events = self.take_events();
-        if !events.is_empty()
-            && let Some(sink) = self.sink.0.as_mut()
-        {
-            sink(events);
-        }
-    }
-
-    /// Takes the recorded side effects.
-    pub fn take_events(&mut self) -> Vec<DeviceEvent> {
-        for e in self.engines.iter_mut().flatten() {
-            let log = e.take_log();
-            self.fabric
-                .events
-                .extend(log.into_iter().map(DeviceEvent::Engine));
-        }
-        std::mem::take(&mut self.fabric.events)
     }
 
     /// Where a 32-bit register access at `addr` lands, if `addr` is in a
@@ -1185,6 +1150,7 @@ impl Device {
                 }
                 self.doorbell_epochs[i] = self.doorbell_epochs[i].wrapping_add(steps);
             }
+            self.collect_engine_log(id);
             let Some(out) = out else {
                 continue;
             };
@@ -1206,6 +1172,7 @@ impl Device {
                     written: Hex32(value),
                     ignored: Hex32(out.ignored),
                     read_only: out.read_only,
+                    cycle: now.0,
                 });
             }
             self.reschedule(id);
@@ -1288,6 +1255,7 @@ impl Device {
         let (r, stopped) = self.run_while(Some(at), OnStall::SkipToLimit, stop);
         if !stopped {
             self.now = self.now.max(at);
+            self.fabric.now = self.now.0;
         }
         (r, stopped)
     }
@@ -1325,6 +1293,7 @@ impl Device {
                     return (self.limit_stop(), false);
                 }
                 self.now = self.now.max(fw_at);
+                self.fabric.now = self.now.0;
                 self.fw_runs += 1;
                 self.run_core(core);
                 if stop(self) {
@@ -1362,6 +1331,7 @@ impl Device {
                     break;
                 }
                 self.now = self.now.max(at);
+                self.fabric.now = self.now.0;
                 let crhp_moves = engine.crhp_moves();
                 let mut bus = DmaBus {
                     fabric: &mut self.fabric,
@@ -1370,6 +1340,11 @@ impl Device {
                     now: at,
                 };
                 engine.step(at, &mut bus, &self.timing);
+                if self.fabric.step_order {
+                    self.fabric
+                        .events
+                        .extend(engine.drain_log().map(DeviceEvent::Engine));
+                }
                 let next = engine.next_event();
                 let owners = if engine.crhp_moves() == crhp_moves {
                     0

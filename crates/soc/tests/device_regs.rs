@@ -73,6 +73,7 @@ fn rw_register_ignores_reserved_bits() {
             written: Hex32(0xffff_ffff),
             ignored: Hex32(reserved),
             read_only: false,
+            cycle: 0,
         }]
     );
     // A write that only touches real fields reports nothing.
@@ -308,6 +309,7 @@ fn semaphores_set_inc_dec_with_wrap_around() {
         index: 3,
         old,
         new,
+        cycle: 0,
     };
 
     d.write32(set, 10).unwrap();

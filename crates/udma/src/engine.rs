@@ -36,6 +36,7 @@ mod pieces;
 mod prefetch;
 mod qcfg;
 mod queue;
+pub use queue::PrefetchOff;
 mod sched;
 
 use faults::{sec_a, sec_b};
@@ -658,6 +659,11 @@ impl Engine {
     /// Records engine events for [`Engine::take_log`] when on.
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;
+    }
+
+    /// Drains the recorded events, keeping the log's room for the next.
+    pub fn drain_log(&mut self) -> std::vec::Drain<'_, EngineEvent> {
+        self.log.drain(..)
     }
 
     /// Takes the recorded events.

@@ -15,7 +15,7 @@ pub mod regs;
 pub mod stats;
 
 pub use block::{Dir, QUEUES, UnitBlock};
-pub use engine::{DirState, Engine, EngineFactory, FAULT_CAUSES, JITTER_MAX_CYCLES};
+pub use engine::{DirState, Engine, EngineFactory, FAULT_CAUSES, JITTER_MAX_CYCLES, PrefetchOff};
 pub use event::{EngineEvent, EventKind};
 pub use regs::{MapMismatch, UnitMaps};
 pub use stats::{FaultTally, QueueStats, UncheckedTally};

@@ -7,7 +7,7 @@
 
 use soc::Device;
 use soc::exec::{QueueTarget, ring_of};
-use udma::Dir;
+use udma::{Dir, DirState, PrefetchOff};
 
 use super::symbolic;
 
@@ -77,11 +77,35 @@ fn reg(device: &Device, region: &str, name: &str) -> Option<u32> {
     device.peek_reg(t)
 }
 
+/// Whether the engine drops a doorbell of `increment` on `q` that takes
+/// effect now: the engine's own rule ([`udma::Engine::doorbell_drops`]).
+/// An engine never written is at reset, with no ring: it drops it.
+fn doorbell_dropped(device: &Device, q: &QueueTarget, increment: u32) -> bool {
+    device
+        .engine(q.engine)
+        .is_none_or(|e| e.doorbell_drops(q.dir, q.queue, increment))
+}
+
+/// Why `q` does not prefetch now, if it does not: the engine's own rule
+/// ([`udma::Engine::prefetch_off`]); an engine never written is disabled.
+fn prefetch_off(device: &Device, q: &QueueTarget) -> Option<PrefetchOff> {
+    match device.engine(q.engine) {
+        Some(e) => e.prefetch_off(q.dir, q.queue),
+        None => Some(PrefetchOff::State(DirState::Disabled)),
+    }
+}
+
 /// The ring as at a stop: the slots in flight, posted, and the `pending`
-/// the doorbell at the stop will post.
+/// the doorbell at the stop will post (none when the engine drops it:
+/// docs/user-guide.md §12 "What a stop shows").
 pub fn show_ring(device: &Device, q: &QueueTarget, pending: u32) -> String {
     let Some(st) = RingState::read(device, q) else {
         return format!("{}: cannot read the ring registers\n", q.region);
+    };
+    let pending = if pending > 0 && doorbell_dropped(device, q, pending) {
+        0
+    } else {
+        pending
     };
     let mut out = header(q, &st);
     if st.len == 0 {
@@ -191,7 +215,11 @@ fn slot_line(device: &Device, q: &QueueTarget, st: &RingState, idx: u32, pending
 }
 
 /// What a doorbell about to be written will do wrong: overrun the ring,
-/// or post descriptors whose ring id the prefetch will reject.
+/// or post descriptors whose ring id the prefetch will reject — when the
+/// queue prefetches; a queue that does not (its engine disabled, its
+/// enables clear) raises nothing until it does (docs/user-guide.md §12
+/// "What a stop shows"). Overrun and prefetch are judged by the engine's
+/// own rules.
 pub fn doorbell_warnings(device: &Device, q: &QueueTarget, increment: u32) -> Vec<String> {
     let Some(st) = RingState::read(device, q) else {
         return Vec::new();
@@ -204,7 +232,7 @@ pub fn doorbell_warnings(device: &Device, q: &QueueTarget, increment: u32) -> Ve
         )];
     }
     let mut out = Vec::new();
-    if u64::from(st.outstanding) + u64::from(increment) > u64::from(st.len) {
+    if doorbell_dropped(device, q, increment) {
         out.push(format!(
             "warning: this doorbell overruns the ring: {} outstanding + {increment} > {} descriptors; the engine drops it and raises SEC_D_INT_CAUSE.{dir}_DOORBELL_OVERRUN (doorbells rung since time last passed are not counted yet)",
             st.outstanding, st.len
@@ -232,8 +260,14 @@ pub fn doorbell_warnings(device: &Device, q: &QueueTarget, increment: u32) -> Ve
     if !stale.is_empty() {
         let n = stale.len();
         stale.truncate(4);
+        let outcome = match prefetch_off(device, q) {
+            None => "the prefetch will raise PREF_RING_ID".to_string(),
+            Some(why) => format!(
+                "the queue does not prefetch now ({why}), so PREF_RING_ID is raised only once it does"
+            ),
+        };
         out.push(format!(
-            "warning: {n} of the {increment} descriptors this doorbell posts carry a stale ring id ({}{}): the prefetch will raise PREF_RING_ID",
+            "warning: {n} of the {increment} descriptors this doorbell posts carry a stale ring id ({}{}): {outcome}",
             stale.join(", "),
             if n > 4 { ", …" } else { "" }
         ));

@@ -297,6 +297,7 @@ impl Fabric {
                 written: Hex32(value),
                 ignored: Hex32(out.ignored),
                 read_only: out.read_only,
+                cycle: self.now,
             });
         }
         if is_sem {
@@ -309,6 +310,7 @@ impl Fabric {
                     region: self.map.name(t.region).to_string(),
                     register: register.clone().unwrap_or_default(),
                     increment: n,
+                    cycle: self.now,
                 });
             }
             if out.pulses != 0 {
@@ -316,6 +318,7 @@ impl Fabric {
                     region: self.map.name(t.region).to_string(),
                     register: register.clone().unwrap_or_default(),
                     bits: Hex32(out.pulses),
+                    cycle: self.now,
                 });
             }
         }
@@ -349,6 +352,7 @@ impl Fabric {
                 region: name,
                 index,
                 old,
+                cycle: self.now,
                 new,
             });
         }

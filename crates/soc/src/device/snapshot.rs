@@ -28,6 +28,8 @@ impl Fabric {
             rec: None,
             hbm: self.hbm.clone(),
             trace: self.trace,
+            now: self.now,
+            step_order: self.step_order,
             sem_read_offsets: self.sem_read_offsets.clone(),
             race: None,
         })

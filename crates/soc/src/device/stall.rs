@@ -504,6 +504,7 @@ impl Device {
     /// moves there.
     pub(super) fn past(&mut self, at: Cycle) {
         self.now = self.now.max(at);
+        self.fabric.now = self.now.0;
         self.cur_key = self.cur_key.max((at.0, 2, 0));
     }
 

@@ -173,6 +173,7 @@ impl Device {
             }
             self.doorbell_epochs[i] = self.doorbell_epochs[i].wrapping_add(steps);
         }
+        self.collect_engine_log(r.engine);
         let Some(out) = out else {
             return Err(self.fabric.no_register(addr, t));
         };
@@ -183,6 +184,7 @@ impl Device {
                 written: Hex32(value),
                 ignored: Hex32(out.ignored),
                 read_only: out.read_only,
+                cycle: now.0,
             });
         }
         if self.wake.get(r.engine) != next {

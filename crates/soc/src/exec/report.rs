@@ -791,17 +791,20 @@ pub fn event_text(e: &DeviceEvent) -> String {
             region,
             register,
             increment,
+            ..
         } => format!("doorbell {region}.{register} +{increment}"),
         DeviceEvent::Pulse {
             region,
             register,
             bits,
+            ..
         } => format!("pulse {region}.{register} bits {bits}"),
         DeviceEvent::Semaphore {
             region,
             index,
             old,
             new,
+            ..
         } => format!("semaphore {region}[{index}] {old} -> {new}"),
         DeviceEvent::Engine(e) => engine_event_text(e),
         DeviceEvent::Firmware(e) => fw_event_text(e),
@@ -811,6 +814,7 @@ pub fn event_text(e: &DeviceEvent) -> String {
             written,
             ignored,
             read_only,
+            ..
         } => {
             if *read_only {
                 format!("ignored write of {written} to read-only {region}.{register}")

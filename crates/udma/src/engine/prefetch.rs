@@ -16,16 +16,12 @@ impl Engine {
     pub(super) fn try_fetch(&mut self, dir: Dir, q: u8, timing: &TimingConfig) {
         let qi = usize::from(q) % QUEUES;
         let d = dir_idx(dir);
-        if self.state[d] != DirState::Normal {
+        // The enables, M2S PREF_QUEUE_EN included (docs/references/wiki.md §B.2).
+        if self.prefetch_off(dir, q).is_some() {
             return;
         }
-        let (en_pref, _) = self.enabled(dir, q);
         let qd = &self.q[qi][d];
-        if !en_pref || qd.fetch_busy || qd.non_active {
-            return;
-        }
-        // The M2S engine-level per-queue prefetch enable (docs/references/wiki.md §B.2).
-        if dir == Dir::M2s && self.cfg.pref_queue_en & (1 << qi) == 0 {
+        if qd.fetch_busy {
             return;
         }
         let pending = qd.posted - qd.fetched_total;

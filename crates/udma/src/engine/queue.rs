@@ -4,7 +4,7 @@
 use sim_core::{Bus, Cycle, TimingConfig};
 
 use super::faults::sec_d;
-use super::{Engine, Ev, INITIAL_RING_ID, MAX_RING_DESCS, MIN_RING_DESCS, dir_idx};
+use super::{DirState, Engine, Ev, INITIAL_RING_ID, MAX_RING_DESCS, MIN_RING_DESCS, dir_idx};
 use crate::block::{Dir, QUEUES};
 use crate::event::EventKind;
 use crate::regs::Group;
@@ -231,7 +231,7 @@ impl Engine {
         let len = self.q[usize::from(q) % QUEUES].cfg.ring_len[dir_idx(dir)];
         let qi = usize::from(q) % QUEUES;
         let outstanding = self.q[qi][dir_idx(dir)].outstanding();
-        if len == 0 || outstanding + u64::from(n) > u64::from(len) {
+        if self.doorbell_drops(dir, q, n) {
             let (bit, name) = match dir {
                 Dir::M2s => (sec_d::M2S_DOORBELL_OVERRUN, "M2S_DOORBELL_OVERRUN"),
                 Dir::S2m => (sec_d::S2M_DOORBELL_OVERRUN, "S2M_DOORBELL_OVERRUN"),
@@ -281,12 +281,75 @@ impl Engine {
         let _ = bus;
     }
 
+    /// Whether a doorbell of `n` descriptors taking effect now on queue
+    /// `q` is dropped as an overrun: the ring has no length, or its
+    /// outstanding descriptors and `n` exceed it (docs/descriptors.md
+    /// "Queue control"). The engine's own rule, also what a debugger's
+    /// doorbell stop predicts (docs/user-guide.md §12 "What a stop shows").
+    pub fn doorbell_drops(&self, dir: Dir, q: u8, n: u32) -> bool {
+        let qi = usize::from(q) % QUEUES;
+        let len = self.q[qi].cfg.ring_len[dir_idx(dir)];
+        len == 0 || self.q[qi][dir_idx(dir)].outstanding() + u64::from(n) > u64::from(len)
+    }
+
+    /// Why queue `q` does not prefetch its posted descriptors now, if it
+    /// does not: its direction is not NORMAL, its `Q_CFG.EN_PREF` is clear,
+    /// (M2S) its `PREF_QUEUE_EN` bit is clear, or it went NON_ACTIVE
+    /// (docs/descriptors.md "Enables"). The rule the prefetch itself
+    /// applies; `None`: it prefetches (a burst in flight only delays it).
+    #[inline(always)]
+    pub fn prefetch_off(&self, dir: Dir, q: u8) -> Option<PrefetchOff> {
+        let qi = usize::from(q) % QUEUES;
+        let d = dir_idx(dir);
+        if self.state[d] != DirState::Normal {
+            return Some(PrefetchOff::State(self.state[d]));
+        }
+        if !self.enabled(dir, q).0 {
+            return Some(PrefetchOff::EnPref);
+        }
+        if dir == Dir::M2s && self.cfg.pref_queue_en & (1 << qi) == 0 {
+            return Some(PrefetchOff::PrefQueueEn);
+        }
+        if self.q[qi][d].non_active {
+            return Some(PrefetchOff::NonActive);
+        }
+        None
+    }
+
     pub(super) fn ring_base(&self, dir: Dir, q: u8) -> u64 {
         self.q[usize::from(q) % QUEUES].cfg.ring_base[dir_idx(dir)]
     }
 
     pub(super) fn enabled(&self, dir: Dir, q: u8) -> (bool, bool) {
         self.q[usize::from(q) % QUEUES].cfg.en[dir_idx(dir)]
+    }
+}
+
+/// Why a queue does not prefetch ([`Engine::prefetch_off`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrefetchOff {
+    /// Its direction is not NORMAL (disabled, or aborted).
+    State(DirState),
+    /// Its `Q_CFG.EN_PREF` is clear.
+    EnPref,
+    /// (M2S) its bit of the engine's `PREF_QUEUE_EN` is clear.
+    PrefQueueEn,
+    /// It went NON_ACTIVE after an AXI error.
+    NonActive,
+}
+
+impl std::fmt::Display for PrefetchOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrefetchOff::State(s) => {
+                write!(f, "its direction is in state {}, not NORMAL", s.name())
+            }
+            PrefetchOff::EnPref => f.write_str("its Q_CFG.EN_PREF is clear"),
+            PrefetchOff::PrefQueueEn => {
+                f.write_str("its bit of the engine's PREF_QUEUE_EN is clear")
+            }
+            PrefetchOff::NonActive => f.write_str("it is NON_ACTIVE"),
+        }
     }
 }
 
