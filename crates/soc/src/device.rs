@@ -896,6 +896,20 @@ impl Device {
                 .is_some_and(|r| r.spec().masks().ro == u32::MAX)
     }
 
+    /// The register at `addr` (`region.REG`, `SEM_INC[3]` for an array
+    /// element) and its bits that always read 0 (`WO`, `INC`, `DEC` and
+    /// reserved bits: no write or reset sets them), if `addr` is a
+    /// register of a map.
+    pub fn reg_read_zero_bits(&self, addr: u64) -> Option<(String, u32)> {
+        let t = self.reg_target(addr).ok()??;
+        let r = self.block_of(t.region)?.register_at(t.offset)?;
+        let masks = r.spec().masks();
+        Some((
+            format!("{}.{}", self.map().name(t.region), r.name()),
+            masks.read_zero() | masks.reserved,
+        ))
+    }
+
     /// Register value without side effects (for debuggers and decoders).
     pub fn peek_reg(&self, t: RegTarget) -> Option<u32> {
         if let Some(r) = self.fabric.engine_block(t.region) {

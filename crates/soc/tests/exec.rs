@@ -166,6 +166,33 @@ fn link_errors_name_every_unknown_name() {
     );
 }
 
+/// A probe's finding (a check that cannot fail): `read32 … == 0` and
+/// `wait … == 0` on a register that always reads 0 (WO `Q_SW_CTRL`, INC
+/// `TDRTP_INC` and `SEM_INC[3]`, DEC `SEM_DEC[3]`) held whatever the device
+/// did, so `sem.inc[3]` for `sem.read[3]` passed silently. Rejected before
+/// anything runs, at the address; a mask over readable bits, or a plain
+/// read32 that prints, is fine.
+#[test]
+fn a_check_of_a_register_that_always_reads_zero_is_bad_input() {
+    let errors = link_errors(
+        "read32 eng0.m2s.q0.q_sw_ctrl == 0\n\
+         read32 eng0.m2s.q0.tdrtp_inc == 0\n\
+         read32 tpb0.sem.inc[3] == 0\n\
+         wait eng0.m2s.q0.q_sw_ctrl == 0\n\
+         wait tpb0.sem.dec[3] != 1 timeout=10\n",
+    );
+    let got: Vec<(u32, u32)> = errors.iter().map(|e| (e.line, e.column)).collect();
+    assert_eq!(got, vec![(1, 8), (2, 8), (3, 8), (4, 6), (5, 6)]);
+    for e in &errors {
+        assert!(e.message.contains("always reads 0"), "{e}");
+    }
+    assert!(errors[2].message.contains("SEM_INC[3]"), "{}", errors[2]);
+    let r = run("read32 eng0.m2s.q0.q_sw_ctrl\n\
+                 read32 tpb0.sem.read[3] == 0\n\
+                 read32 eng0.m2s.q0.q_cfg == 0x03000000 mask=0xff000000\n");
+    assert_eq!(r.exit_code(), 0, "{}", r.to_text());
+}
+
 #[test]
 fn nothing_runs_when_a_name_is_unknown() {
     let mut d = device();

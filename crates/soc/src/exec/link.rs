@@ -257,10 +257,48 @@ pub(super) fn link_one(device: &Device, kind: &StatementKind) -> Result<Linked, 
             }
         }
         other => match other.try_addr() {
-            Some(a) => Ok(Linked::Addr(resolve(device, a)?)),
+            Some(a) => {
+                let res = resolve(device, a)?;
+                check_reads_something(device, other, a.span, res.addr)?;
+                Ok(Linked::Addr(res))
+            }
             None => Ok(Linked::Run),
         },
     }
+}
+
+/// A `read32 … ==` or a `wait` on a register whose bits under the mask
+/// always read 0 (`WO`, `INC`, `DEC`: a command or a doorbell window; or
+/// reserved bits) checks nothing: it holds whatever the device does, or never does. It is
+/// rejected with the other checks that cannot fail or cannot pass
+/// (docs/trace-format.md §3 `read32`, §4.5 `wait`).
+fn check_reads_something(
+    device: &Device,
+    kind: &StatementKind,
+    span: Span,
+    addr: u64,
+) -> Result<(), ResolveError> {
+    let (what, mask) = match kind {
+        StatementKind::Read32 {
+            expect: Some(_),
+            mask,
+            ..
+        } => ("read32", mask),
+        StatementKind::Wait { mask, .. } => ("wait", mask),
+        _ => return Ok(()),
+    };
+    let Some((register, read_zero)) = device.reg_read_zero_bits(addr) else {
+        return Ok(());
+    };
+    if mask.unwrap_or(u32::MAX) & !read_zero != 0 {
+        return Ok(());
+    }
+    Err(ResolveError {
+        span,
+        message: format!(
+            "{what}: register {register} always reads 0 under the mask (write-only WO, INC or DEC bits, reserved bits), so the check cannot fail or cannot pass; check the register it acts on (a SEM_READ, the queue's TDRTP/RDRTP, …)"
+        ),
+    })
 }
 
 /// Resolves every name of a parsed trace; all errors, or the targets.
