@@ -326,8 +326,11 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         ioctl_record: Option<PathBuf>,
         /// Timing-only mode: bulk DMA copies move no payload (cycles, faults
-        /// and registers as in data mode; memory contents not meaningful, so
-        /// expectations on copied data fail).
+        /// and registers as in data mode). Checks of bytes a copy should
+        /// have written are skipped, not passed, and a skip does not change
+        /// the exit status; from the first time the device acts on such
+        /// bytes (a descriptor, an index vector, a register written from
+        /// them) every later check is skipped (docs/user-guide.md §11).
         #[arg(long)]
         timing_only: bool,
         /// Log every CSR access to FILE, one stable line each (cycle, master,

@@ -448,3 +448,20 @@ desc eng0.s2m.q0 len=4 dst=eng1.m2s.q0.tdrtp_inc
     ) + "read32 tpb0.sem.read[3] == 0x01010101\n";
     assert_eq!(control_outcome(&fresh, true), (None, (1, 0, 0)));
 }
+
+/// A probe's finding: `run --help` said that in timing-only mode checks of
+/// copied data fail; they are skipped, and a skip does not change the exit
+/// status (docs/user-guide.md §11), which a CI author reading only the
+/// help could not know.
+#[test]
+fn the_help_says_checks_of_unmoved_bytes_are_skipped() {
+    let o = common::run(&["run", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = common::text(&o.stdout);
+    let flag = help.split("--timing-only").nth(1).unwrap();
+    // Its description: up to the next option.
+    let para = flag.split("\n  -").next().unwrap();
+    assert!(para.contains("skipped"), "{para}");
+    assert!(para.contains("exit status"), "{para}");
+    assert!(!para.contains("fail"), "{para}");
+}
