@@ -193,6 +193,25 @@ fn a_check_of_a_register_that_always_reads_zero_is_bad_input() {
     assert_eq!(r.exit_code(), 0, "{}", r.to_text());
 }
 
+/// A probe's finding (a wrong error): a `sha256=` check whose range runs from SBUF
+/// bytes into the partition pad named the range's last byte (offset
+/// 0x38003) as the one in the pad; the first is 0x38000.
+#[test]
+fn a_range_into_the_pad_names_its_first_unpopulated_byte() {
+    let r = run(
+        "expect tpb0.sbuf[p0]+0x37ffc len=8 sha256=af5570f5a1810b7af78caf4bc70a660f0df51e42baf91d4de5b2328de0e83dfc\n\
+                 expect tpb0.sbuf[p0]+0x37fff len=0x101 sha256=af5570f5a1810b7af78caf4bc70a660f0df51e42baf91d4de5b2328de0e83dfc\n",
+    );
+    assert_eq!(r.errors.len(), 2, "{}", r.to_text());
+    for e in &r.errors {
+        assert!(
+            e.message.contains("0x2000038000") && e.message.contains("offset 0x38000 "),
+            "{}",
+            e.message
+        );
+    }
+}
+
 #[test]
 fn nothing_runs_when_a_name_is_unknown() {
     let mut d = device();

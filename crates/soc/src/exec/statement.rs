@@ -921,8 +921,20 @@ pub(super) fn probe_read(device: &Device, addr: u64, len: u64) -> Result<(), Ste
     crate::memory::DeviceMemory::resolve(device.map(), addr, len).map_err(fault)?;
     let mut b = [0u8; 1];
     device.read_bytes(addr, &mut b).map_err(fault)?;
-    if len > 0 {
-        device.read_bytes(addr + len - 1, &mut b).map_err(fault)?;
+    if len > 0 && device.read_bytes(addr + len - 1, &mut b).is_err() {
+        // The first byte reads and the last does not: the error names the
+        // first byte that does not (where a range runs into a pad or a
+        // hole), found by bisection.
+        let (mut ok, mut bad) = (addr, addr + len - 1);
+        while bad - ok > 1 {
+            let mid = ok + (bad - ok) / 2;
+            if device.read_bytes(mid, &mut b).is_ok() {
+                ok = mid;
+            } else {
+                bad = mid;
+            }
+        }
+        device.read_bytes(bad, &mut b).map_err(fault)?;
     }
     Ok(())
 }
