@@ -32,6 +32,13 @@ pub(crate) fn cmd_disasm(file: &Path, output: Option<&Path>, full: bool) -> Resu
         outputs::Dash::Stdio,
     )?;
     let bytes = read_bytes_or_stdin(file, "instruction stream", InputKind::InstructionStream)?;
+    // As `run FILE.bin` and `inst_stream` (docs/trace-format.md §4.6).
+    if bytes.is_empty() {
+        return Err(bad_input(format!(
+            "{}: the stream is empty: it holds no 64-byte word",
+            name_of(file)
+        )));
+    }
     let style = if full {
         TextStyle::Full
     } else {
@@ -63,6 +70,14 @@ pub(crate) fn cmd_asm(file: &Path, output: &Path) -> Result<u8, Failure> {
         msg.push(format!("{} error(s); nothing was written", errors.len()));
         bad_input(msg.join("\n"))
     })?;
+    // An empty stream cannot run (`run FILE.bin` and `inst_stream` refuse
+    // it, docs/trace-format.md §4.6): said now, not when it runs.
+    if bytes.is_empty() {
+        return Err(bad_input(format!(
+            "{}: no instruction word in the text (only comments or blank lines): an empty stream cannot run; nothing was written",
+            name_of(file)
+        )));
+    }
     outputs::write(output, &bytes)
         .map_err(|e| bad_input(format!("cannot write {}: {e}", outputs::name_of(output))))?;
     Ok(0)

@@ -290,3 +290,25 @@ fn asm_skips_a_leading_byte_order_mark() {
         stderr(&o)
     );
 }
+
+/// A probe's finding: `asm` of text with no word (comments, blank lines)
+/// wrote an empty `.bin` and exited 0, and `disasm` of an empty file
+/// printed nothing and exited 0, while `run FILE.bin` and `inst_stream`
+/// refuse an empty stream: a pipeline found out only when it ran. Both are
+/// bad input now, and `asm` writes nothing.
+#[test]
+fn an_empty_stream_is_bad_input_to_asm_and_disasm() {
+    let dir = tmp_dir("empty");
+    let src = dir.join("comments.txt");
+    std::fs::write(&src, "# no words yet\n\n").unwrap();
+    let out = dir.join("comments.bin");
+    let o = run(&["asm", path(&src), "-o", path(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no instruction word"), "{}", stderr(&o));
+    assert!(!out.exists());
+    let empty = dir.join("empty.bin");
+    std::fs::write(&empty, []).unwrap();
+    let o = run(&["disasm", path(&empty)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the stream is empty"), "{}", stderr(&o));
+}
