@@ -465,3 +465,33 @@ fn the_help_says_checks_of_unmoved_bytes_are_skipped() {
     assert!(para.contains("exit status"), "{para}");
     assert!(!para.contains("fail"), "{para}");
 }
+
+/// A probe's finding: in timing-only mode `dump` printed (or wrote to a
+/// file, which a later `load` makes meaningful) the old bytes of a skipped
+/// copy's destination with no word that they are not the payload run's.
+/// It now warns, naming the first such byte; with payload it does not.
+#[test]
+fn a_dump_of_unmoved_bytes_warns() {
+    let source = copy_4k(
+        "hbm0+0x200000",
+        "dump hbm0+0x200ff0 len=0x10\ndump hbm0+0x300000 len=0x10\n",
+    );
+    let warnings = |timing_only: bool| {
+        let mut dev = Device::trn2().unwrap();
+        dev.set_timing_only(timing_only);
+        let mut files = DirFiles(std::env::temp_dir());
+        let (report, _) = host_exec::run_source(dev, &source, "t.trace", &mut files).unwrap();
+        report
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    let w = warnings(true);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("byte 0x200ff0") && w[0].contains("moved no payload"),
+        "{w:?}"
+    );
+    assert_eq!(warnings(false), Vec::<String>::new());
+}

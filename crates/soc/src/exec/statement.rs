@@ -798,47 +798,72 @@ pub(super) fn step(
                 Ok(Outcome::Expectation { text, held })
             }
         },
-        StatementKind::Dump { len, file, .. } => match file {
-            Some(f) => {
-                probe_read(device, addr, *len)?;
-                let n = usize::try_from(*len)
-                    .map_err(|_| (None, "dump: length too large".to_string()))?;
-                let mut data = vec![0u8; n];
-                device.read_bytes(addr, &mut data).map_err(fault)?;
-                exec.read_digest = Some(read_digest(FNV_OFFSET, &data));
-                files.write(&f.path, &data).map_err(|e| {
-                    (
-                        Some(f.span),
-                        format!("dump: cannot write `{}`: {e}", f.path),
-                    )
-                })?;
-                Ok(Outcome::Done(format!(
-                    "dump {at} {len:#x} bytes to {}",
-                    f.path
-                )))
+        StatementKind::Dump { len, file, .. } => {
+            // Timing-only: bytes a copy should have written are the old
+            // ones; the dump (and a file a later `load` reads) cannot show
+            // the payload run's (docs/user-guide.md §11).
+            let stale = device.stale_byte_in(addr, *len);
+            let done = dump(device, exec, files, addr, &at, *len, file.as_ref())?;
+            if let Some(b) = stale {
+                exec.warnings.push(format!(
+                    "dump {at}: byte {b:#x} (and maybe others) is the destination of a DMA copy that moved no payload (timing-only): the dump holds the old bytes there, not the payload run's"
+                ));
             }
-            None => {
-                if *len > MAX_PRINTED_DUMP_BYTES {
-                    return Err((
-                        None,
-                        format!(
-                            "dump of {len:#x} bytes is too long to print (limit {MAX_PRINTED_DUMP_BYTES:#x}); add file=PATH"
-                        ),
-                    ));
-                }
-                let mut data = vec![0u8; *len as usize];
-                device.read_bytes(addr, &mut data).map_err(fault)?;
-                exec.read_digest = Some(read_digest(FNV_OFFSET, &data));
-                Ok(Outcome::Done(format!(
-                    "dump {at} {len:#x} bytes\n{}",
-                    hexdump(addr, &data)
-                )))
-            }
-        },
+            Ok(done)
+        }
         other => Err((
             None,
             format!("`{}` is not supported by this executor", other.directive()),
         )),
+    }
+}
+
+/// `dump`: the bytes printed as a hexdump, or written to `file`.
+fn dump(
+    device: &mut Device,
+    exec: &mut Executor,
+    files: &mut dyn TraceFiles,
+    addr: u64,
+    at: &str,
+    len: u64,
+    file: Option<&trace_format::FileRef>,
+) -> Result<Outcome, StepError> {
+    match file {
+        Some(f) => {
+            probe_read(device, addr, len)?;
+            let n =
+                usize::try_from(len).map_err(|_| (None, "dump: length too large".to_string()))?;
+            let mut data = vec![0u8; n];
+            device.read_bytes(addr, &mut data).map_err(fault)?;
+            exec.read_digest = Some(read_digest(FNV_OFFSET, &data));
+            files.write(&f.path, &data).map_err(|e| {
+                (
+                    Some(f.span),
+                    format!("dump: cannot write `{}`: {e}", f.path),
+                )
+            })?;
+            Ok(Outcome::Done(format!(
+                "dump {at} {len:#x} bytes to {}",
+                f.path
+            )))
+        }
+        None => {
+            if len > MAX_PRINTED_DUMP_BYTES {
+                return Err((
+                    None,
+                    format!(
+                        "dump of {len:#x} bytes is too long to print (limit {MAX_PRINTED_DUMP_BYTES:#x}); add file=PATH"
+                    ),
+                ));
+            }
+            let mut data = vec![0u8; len as usize];
+            device.read_bytes(addr, &mut data).map_err(fault)?;
+            exec.read_digest = Some(read_digest(FNV_OFFSET, &data));
+            Ok(Outcome::Done(format!(
+                "dump {at} {len:#x} bytes\n{}",
+                hexdump(addr, &data)
+            )))
+        }
     }
 }
 
