@@ -35,8 +35,14 @@ pub fn event_line(device: &Device, e: &soc::DeviceEvent) -> String {
     }
 }
 
+/// Words before a number that make it a value, not an address: a
+/// REGWRITE micro-op's `REG[r] = V`, a packet's `checksum C`, a queue
+/// reset's `bits B`.
+const VALUE_MARKS: [&str; 3] = ["= ", "checksum ", "bits "];
+
 /// `text` with each hex number of at least 5 digits that falls in a mapped
-/// region followed by the region's name in parentheses.
+/// region followed by the region's name in parentheses; numbers that are
+/// values ([`VALUE_MARKS`]) are left as they are.
 pub fn name_addresses(device: &Device, text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -51,7 +57,11 @@ pub fn name_addresses(device: &Device, text: &str) -> String {
         rest = &from[2 + digits..];
         // Offsets inside a name (`hbm0+0x200000`) and numbers already
         // named are left as they are.
-        if digits < 5 || rest.starts_with(" (") || before.ends_with('+') {
+        if digits < 5
+            || rest.starts_with(" (")
+            || before.ends_with('+')
+            || VALUE_MARKS.iter().any(|m| before.ends_with(m))
+        {
             continue;
         }
         if let Ok(addr) = u64::from_str_radix(&token[2..], 16)

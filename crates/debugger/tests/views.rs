@@ -366,6 +366,16 @@ fn event_lines_and_base_registers_name_their_addresses() {
     ] {
         assert_eq!(debugger::view::name_addresses(&d, plain), plain);
     }
+    // A helper's finding: values that happen to fall in a mapped region
+    // were named as addresses — a REGWRITE micro-op's value, a packet's
+    // checksum, a register's bits. They are values: left as numbers.
+    for value in [
+        "push REGWRITE to DMA[0]: src = REG[3] = 0x200000",
+        "@40 eng0 q0 packet done: 64 bytes written, checksum 0x5c0000aa",
+        "@3 eng0 m2s.q0 Q_SW_CTRL reset bits 0x100000",
+    ] {
+        assert_eq!(debugger::view::name_addresses(&d, value), value);
+    }
     let mut s = session("copy-hbm-hbm.trace");
     s.step(Granularity::Doorbell).unwrap();
     let regs = show_regs(s.device(), "eng0.m2s.q0", true, None);
