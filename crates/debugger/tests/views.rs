@@ -30,15 +30,7 @@ impl TraceFiles for Dir {
 
 fn session(name: &str) -> Session {
     let source = std::fs::read_to_string(traces().join(name)).unwrap();
-    Session::new(
-        Device::trn2().unwrap(),
-        &source,
-        name,
-        Box::new(Dir(traces())),
-        SessionConfig::default(),
-        Box::new(|_| {}),
-    )
-    .unwrap()
+    session_of(name, &source)
 }
 
 #[test]

@@ -464,11 +464,17 @@ impl DmaBus<'_> {
     /// doorbell) as control data does, so the run may differ from the run
     /// with payload from here (docs/user-guide.md §11, "Timing-only mode").
     fn note_register_source(&mut self, src: u64, len: u64) {
+        self.note_engine_control_read(src, len, "DMA copy into a register");
+    }
+
+    /// This engine read `[addr, addr + len)` as control data (`what`): in
+    /// timing-only mode, bytes no copy moved there raise stale control.
+    fn note_engine_control_read(&mut self, addr: u64, len: u64, what: &str) {
         let engine = self.engine;
         self.fabric
             .memory
-            .note_control_read(&self.fabric.map, src, len, self.now.0, || {
-                format!("eng{engine} DMA copy into a register")
+            .note_control_read(&self.fabric.map, addr, len, self.now.0, || {
+                format!("eng{engine} {what}")
             });
     }
 
@@ -680,12 +686,7 @@ impl Bus for DmaBus<'_> {
     }
 
     fn note_control_read(&mut self, addr: u64, len: u64) {
-        let engine = self.engine;
-        self.fabric
-            .memory
-            .note_control_read(&self.fabric.map, addr, len, self.now.0, || {
-                format!("eng{engine} descriptor prefetch")
-            });
+        self.note_engine_control_read(addr, len, "descriptor prefetch");
     }
 
     fn read_as(&mut self, nan: Option<sim_core::ElementNan>) {
