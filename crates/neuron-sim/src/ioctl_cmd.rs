@@ -94,6 +94,12 @@ pub(crate) fn run(cmd: IoctlCmd, maps: &crate::Maps) -> Result<u8, Failure> {
                     }
                     Ok(u8::from(issued == 0))
                 }
+                // With --json stdout holds only JSON: the mismatch goes to
+                // stderr, as any error of a --json run (user guide §9).
+                Err(e) if json => {
+                    eprintln!("{}: {e}", file.display());
+                    Ok(1)
+                }
                 Err(e) => {
                     outln!("{}: {e}", file.display());
                     Ok(1)

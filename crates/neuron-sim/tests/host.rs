@@ -105,6 +105,20 @@ fn recorded_ioctls_replay_on_a_fresh_driver() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("mismatch"), "{}", stdout(&o));
+    // A probe's finding: with --json the mismatch was a text line on
+    // stdout, which no JSON reader takes. As every error of a --json run
+    // (user guide §9): text on stderr, stdout empty.
+    let o = bin()
+        .args(["ioctl", "replay", bad_path.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("replay mismatch"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 
     // A recording of bus failures only re-issues nothing: nothing was
     // checked, which is not a match (a review's false pass: exit 0, "every
