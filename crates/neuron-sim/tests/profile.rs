@@ -126,6 +126,39 @@ fn trace_descriptors_and_driver_copies_have_their_queue_types() {
     );
 }
 
+/// A probe's finding (a wrong result): every ioctl of one name was one
+/// aggregated row (`ioctl MEM_COPY_ASYNC64`: a copy-in and a copy-out
+/// merged, 15 ioctls of both directions spanning the whole run). The
+/// schema promises one row per ioctl, `ioctl#I`: each row's packets come
+/// from one ioctl, in one direction.
+#[test]
+fn each_driver_ioctl_is_its_own_aggregate() {
+    let (p, report) = profile("host-dmem-size-classes.trace");
+    check_consistent(&p, &report);
+    let rows: Vec<&Value> = p["DmaPacketAggregated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["id"].as_str().unwrap().starts_with("ioctl"))
+        .collect();
+    assert!(rows.len() > 2, "{rows:#?}");
+    let ids: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), rows.len(), "one row per ioctl: {rows:#?}");
+    for r in &rows {
+        let id = r["id"].as_str().unwrap();
+        assert!(
+            id.strip_prefix("ioctl#")
+                .is_some_and(|n| n.parse::<u32>().is_ok()),
+            "{id}"
+        );
+        assert_eq!(r["op"], "MEM_COPY_ASYNC64", "{r}");
+    }
+    // Both directions, each its own row.
+    assert!(rows.iter().any(|r| r["dest"] == "host"), "{rows:#?}");
+    assert!(rows.iter().any(|r| r["source"] == "host"), "{rows:#?}");
+}
+
 #[test]
 fn the_profile_can_go_to_standard_output() {
     let out = run(&[

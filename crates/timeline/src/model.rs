@@ -238,7 +238,7 @@ impl Builder {
                 .ioctls
                 .get(i)
                 .and_then(|(_, _, s)| self.m.slices.get(*s))
-                .map_or_else(|| "ioctl".into(), |s| format!("ioctl {}", s.name)),
+                .map_or_else(|| format!("ioctl#{i}"), |s| format!("ioctl#{i} {}", s.name)),
             Cause::Trace => "trace".into(),
         }
     }

@@ -170,8 +170,9 @@ fn kind_of(name: &str) -> (&'static str, String) {
     let first = name.split_whitespace().next().unwrap_or("");
     if first.starts_with("tpb") {
         ("hardware_dynamic", first.to_string())
-    } else if first == "ioctl" {
-        ("software_dynamic", name.to_string())
+    } else if first.starts_with("ioctl#") {
+        // One row per ioctl (`ioctl#2`), not per ioctl name.
+        ("software_dynamic", first.to_string())
     } else {
         ("data", "trace".to_string())
     }

@@ -466,7 +466,9 @@ fn an_ioctl_flows_to_the_h2t_packets_it_rang() {
     assert_eq!(b["args"]["ctx"], "Sync");
     let p = packets(&v);
     assert!(p.iter().all(|p| p["pid"] == HOST_PID));
-    assert!(p.iter().all(|p| p["name"] == "ioctl MEM_BUF_COPY64"));
+    // Named by the ioctl (the run's second, from 0) as a word's packets
+    // are by the word: one aggregated profile row per ioctl.
+    assert!(p.iter().all(|p| p["name"] == "ioctl#1 MEM_BUF_COPY64"));
     assert_eq!(out.flows, 1);
     // The flow starts inside the ioctl, on the ioctl track.
     let src: Vec<&&Value> = x.iter().filter(|e| e["cat"] == "flow").collect();
