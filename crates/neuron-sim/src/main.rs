@@ -304,8 +304,10 @@ enum Cmd {
     Run {
         /// The trace file (`-`: standard input).
         trace: PathBuf,
-        /// Write every CSR that differs from reset to FILE (YAML, or JSON if
-        /// FILE ends in .json; `-`: YAML on standard output).
+        /// Write every CSR that differs from the value the device starts
+        /// with (its reset value; the SENG engines' boot masks, user guide
+        /// §10) to FILE (YAML, or JSON if FILE ends in .json; `-`: YAML on
+        /// standard output).
         #[arg(long, value_name = "FILE")]
         csr_snapshot: Option<PathBuf>,
         /// Print the run report as JSON (docs/schemas/run.schema.json).

@@ -516,3 +516,39 @@ fn read32_run_matches_one_read_per_register() {
     d.read32_run(reg0 + 4, &mut run);
     assert_eq!(run, [0x1000_0007, 0x1000_000e, 0x1000_0015]);
 }
+
+/// A probe's finding: on the SENG engines six mask registers read the
+/// driver's boot masks at cycle 0 while `csr list`, `map` and docs/csr said
+/// only "reset 0", so `read32 … == 0` written from the docs failed. Their
+/// descriptions now say the value the device starts with; this holds them
+/// to it, on a SENG engine, and the reset value on an H2T engine.
+#[test]
+fn the_seng_boot_masks_are_the_values_their_descriptions_give() {
+    let mut d = device();
+    for reg in [
+        "m2s.err_log_mask",
+        "s2m.err_log_mask",
+        "gen.sec_a_int_mask",
+        "gen.sec_a_int_abort_msk",
+        "gen.sec_b_int_mask",
+        "gen.sec_b_int_abort_msk",
+    ] {
+        let seng = addr(&d, &format!("eng7.{reg}"));
+        let info = soc::describe(&d, seng);
+        let text = info.description.unwrap();
+        let stated = text
+            .split("read32 there gives ")
+            .nth(1)
+            .and_then(|t| t.get(..10))
+            .and_then(|h| u32::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+            .unwrap_or_else(|| panic!("{reg}: no power-on value in {text:?}"));
+        assert_ne!(stated, 0, "{reg}");
+        assert_eq!(d.read32(seng).unwrap(), stated, "{reg}");
+        let h2t = addr(&d, &format!("eng128.{reg}"));
+        assert_eq!(
+            Some(Hex32(d.read32(h2t).unwrap())),
+            soc::describe(&d, h2t).reset,
+            "{reg} on an H2T engine"
+        );
+    }
+}
