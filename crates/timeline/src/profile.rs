@@ -278,7 +278,8 @@ pub(crate) fn build(m: &Model, meta: &Meta, region: &dyn Fn(u64) -> String) -> P
             .entry(agg_id.clone())
             .or_default()
             .insert(engine);
-        intervals.push((start, end));
+        // In cycles: rounded once, at the end (docs/user-guide.md §17).
+        intervals.push((s.start, s.end.max(s.start)));
         packets.push(DmaPacket {
             id: id as u64,
             packet_idx,
@@ -311,7 +312,8 @@ pub(crate) fn build(m: &Model, meta: &Meta, region: &dyn Fn(u64) -> String) -> P
     }
     let mut aggregated: Vec<DmaPacketAggregated> = agg.into_values().collect();
     aggregated.sort_by(|a, b| (a.trigger, &a.id).cmp(&(b.trigger, &b.id)));
-    // Active time: the union of packet intervals.
+    // Active time: the union of packet intervals, in cycles, then in ns
+    // (rounding each interval first drifted by up to a few ns).
     intervals.sort_unstable();
     let mut active = 0u64;
     let mut cur: Option<(u64, u64)> = None;
@@ -355,7 +357,7 @@ pub(crate) fn build(m: &Model, meta: &Meta, region: &dyn Fn(u64) -> String) -> P
             } else {
                 0.0
             },
-            dma_active_time: active,
+            dma_active_time: ns(active),
             total_time: ns(meta.end_cycle),
         },
     }
