@@ -402,7 +402,13 @@ pub(crate) fn render(m: &Model, meta: &Meta, f: &Filter, races: &[crate::RaceMar
         other.push_list("queues", q.iter().map(ToString::to_string));
     }
     if let Some(w) = f.window {
-        other = other.s("window", format!("{}..{}", w.start, w.end));
+        // As written: an open end stays open (`195..`).
+        let end = if w.end == u64::MAX {
+            String::new()
+        } else {
+            w.end.to_string()
+        };
+        other = other.s("window", format!("{}..{end}", w.start));
     }
     buf.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"otherData\":");
     // Writing into a Vec cannot fail, and every map here has string keys.

@@ -576,6 +576,9 @@ fn filters_keep_engines_queues_and_a_window() {
     let (o, v) = run(&events, &[], &f);
     assert_eq!(o.flows, 0);
     assert!(packets(&v).is_empty());
+    // An open end is written as given, not as the largest cycle (a
+    // probe's finding: "1000..18446744073709551615").
+    assert_eq!(v["otherData"]["window"], "1000..");
 }
 
 #[test]
