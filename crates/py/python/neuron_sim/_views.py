@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._dtypes import ElemType, elem_type
+from ._ints import bounds, shape as _shape
 
 
 class TensorView:
@@ -34,7 +35,7 @@ class TensorView:
     def contiguous(cls, dev: Any, addr: int, shape: Any, dtype: Any) -> "TensorView":
         """A C-order view of `shape` at `addr`."""
         et = elem_type(dtype)
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = _shape(shape)
         strides = []
         acc = 1
         for s in reversed(shape):
@@ -47,7 +48,7 @@ class TensorView:
              partition_offset: int, byte_offset: int) -> "TensorView":
         """A tile of `space` ("sbuf", "psum") whose dim 0 is the partition."""
         et = elem_type(dtype)
-        shape = tuple(shape)
+        shape = _shape(shape)
         if len(shape) < 1 or shape[0] + partition_offset > 128 or partition_offset < 0:
             raise ValueError(f"a tile's dim 0 is partitions: {shape[0] if shape else 0} from "
                              f"partition {partition_offset} does not fit 128")
@@ -133,7 +134,8 @@ class TensorView:
                 continue
             if not isinstance(k, slice):
                 raise TypeError(f"dim {d}: index with ints and slices, not {type(k).__name__}")
-            r = range(*k.indices(n))
+            # A float bound is a TypeError, as numpy's (docs/python.md §Device).
+            r = range(*bounds(k, f"dim {d}").indices(n))
             if d == self.pdim:
                 pdim = len(shape)
             if len(r):
