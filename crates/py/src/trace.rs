@@ -3,9 +3,14 @@
 //! JSON document (`host_exec::RunDocument`).
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
+use soc::Device as SocDevice;
+use soc::DeviceEvent;
+use soc::exec::{Control, ExecHooks, Executor, Linked, StepRecord};
 use soc::setup::{DeviceSources, Source};
+use trace_format::Statement;
 
 use crate::errors::{TraceError, bad};
 use crate::signals::Signals;
@@ -49,6 +54,45 @@ pub(crate) fn device_sources(
     })
 }
 
+/// Events the device handed over, not yet given to a statement.
+type Pending = Arc<Mutex<Vec<DeviceEvent>>>;
+
+/// The steps of a run whose events go through an event sink, as `run`
+/// takes them (docs/user-guide.md §8 "Output as the run goes": every few
+/// thousand engine steps a chunk, each in the usual order), so that a
+/// statement's events come in `run --json`'s order (§9). Taken at the
+/// statement's end instead, they would come in one chunk: another order
+/// for a statement of more than ~4,096 engine steps.
+struct Steps<'py> {
+    signals: Signals<'py>,
+    pending: Pending,
+    steps: Vec<StepRecord>,
+}
+
+impl ExecHooks for Steps<'_> {
+    fn before(
+        &mut self,
+        index: usize,
+        stmt: &Statement,
+        linked: &Linked,
+        device: &mut SocDevice,
+        executor: &Executor,
+    ) -> Control {
+        self.signals.before(index, stmt, linked, device, executor)
+    }
+
+    fn during_run(&mut self, device: &mut SocDevice) -> Control {
+        self.signals.during_run(device)
+    }
+
+    fn statement(&mut self, record: &StepRecord) {
+        let mut record = record.clone();
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        record.events = std::mem::take(&mut *pending);
+        self.steps.push(record);
+    }
+}
+
 /// Runs trace text `source` (named `name` in messages; its files relative
 /// to `base_dir`) and returns (the `run --json` document as JSON text
 /// without `schema_version` and `host_timing`, the exit code 0/1/2, why
@@ -71,25 +115,39 @@ pub(crate) fn run_trace_json(
     let sources = device_sources(timing, soc_map, csr_maps)?;
     let mut dev = soc::setup::device_from(&sources).map_err(bad)?;
     dev.set_timing_only(timing_only);
-    // As `run --json`: the steps carry their device events.
+    // As `run --json`: the steps carry their device events, handed over
+    // through an event sink as `run` takes them (their order, user guide
+    // §8 "Output as the run goes").
     dev.set_trace(true);
+    let pending: Pending = Arc::default();
+    let sink = Arc::clone(&pending);
+    dev.set_event_sink(Some(Box::new(move |events| {
+        sink.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(events);
+    })));
     let mut files = host_exec::DirFiles::new(base_dir);
     // Ctrl-C quits the trace and raises KeyboardInterrupt (no report).
-    let mut signals = Signals::new(py);
+    let mut hooks = Steps {
+        signals: Signals::new(py),
+        pending,
+        steps: Vec::new(),
+    };
     let ran = host_exec::run_source_observed(
         dev,
         source,
         name,
         &mut files,
         host_exec::SessionOptions::default(),
-        &mut signals,
+        &mut hooks,
     );
-    signals.finish()?;
-    let (report, mut session) = ran.map_err(|errors| {
+    hooks.signals.finish()?;
+    let (mut report, mut session) = ran.map_err(|errors| {
         let mut msg = errors.join("\n");
         msg.push_str(&format!("\n{} error(s); nothing was run", errors.len()));
         TraceError::new_err(msg)
     })?;
+    report.steps = hooks.steps;
     let doc = host_exec::RunDocument {
         report: &report,
         host_runtime: session.used().then(|| session.report()),

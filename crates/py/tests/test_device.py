@@ -241,3 +241,35 @@ def test_a_non_integer_count_is_a_type_error(dev):
     # Integers of numpy's and anything with __index__ are integers.
     assert dev.read("hbm0", np.int64(3)).tolist() == [0, 1, 2]
     assert dev.read(np.uint64(dev.addr("hbm0")), True).tolist() == [0]
+
+
+def test_a_float_shape_or_bound_is_a_type_error_naming_it(dev):
+    # numpy refuses float shapes and slice bounds (TypeError); so do the
+    # shapes and bounds here, naming the argument, never cutting 2.5 to 2.
+    dev.write("hbm0", np.arange(64, dtype=np.uint8))
+    t = dev.runtime().alloc(4096)
+    sb, sbf = dev.sbuf(0), dev.sbuf(0, dtype="float32")
+    hbm = dev.hbm_tensor("hbm0", (8, 4), "float32")
+    cases = [
+        (lambda: dev.read_array("hbm0", (2.5, 4), "float32"), r"shape\[0\]"),
+        (lambda: dev.read_array("hbm0", 2.5, "float32"), "shape"),
+        (lambda: t.copyout(np.float32, shape=(2.9, 4)), r"shape\[0\]"),
+        (lambda: t.copyout(np.float32, shape=2.9), "shape"),
+        (lambda: sb[0:2.7, 0:16], "partition stop"),
+        (lambda: sb[0.0:2, 0:16], "partition start"),
+        (lambda: sb[0:2, 0:16.5], "column stop"),
+        (lambda: sbf[0:2, 1.5:4], "column start"),
+        (lambda: sb.__setitem__((slice(0, 2), slice(0, 3.5)), 7), "column stop"),
+        (lambda: dev.hbm_tensor("hbm0", (2.5, 4), "float32"), r"shape\[0\]"),
+        (lambda: dev.sbuf_tile(0, (8, 4.5), "float32"), r"shape\[1\]"),
+        (lambda: hbm[0:2.5], "dim 0 stop"),
+        (lambda: hbm[:, 1.0:], "dim 1 start"),
+    ]
+    for call, name in cases:
+        with pytest.raises(TypeError, match=name):
+            call()
+    # Integers of numpy's are integers, as for numpy.
+    assert dev.read_array("hbm0", (np.int64(2), 4), "uint8").tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert t.copyout(np.uint8, shape=np.int64(3)).shape == (3,)
+    assert sb[np.int64(0):np.int64(2), 0:np.uint8(16)].shape == (2, 16)
+    assert hbm[np.int64(1):np.int64(3)].shape == (2, 4)

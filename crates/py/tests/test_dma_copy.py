@@ -46,10 +46,13 @@ def test_stepped_source(dev):
 
 
 def test_rejected_word_raises_device_error(dev):
-    src, a = fill_hbm(dev, "hbm0", (64, 256), "float32", seed=2)
-    dst = dev.sbuf_tile(0, (32, 64), "float32")
+    # A DIRECT2D past the rings is split now (test_a_copy_past_the_rings_
+    # is_split_into_words); a DIRECT2D_XPOSE of 32 tiles of 16 descriptors
+    # on one engine is still one word, which the firmware refuses.
+    src, a = fill_hbm(dev, "hbm0", (512, 64), "float32", seed=2)
+    dst = dev.sbuf_tile(0, (64, 512), "float32")
     with pytest.raises(ns.DeviceError, match="rejected") as e:
-        ns.dma_copy(dev, dst=dst, src=src[::2, 1::4])
+        ns.dma_copy(dev, dst=dst, src=src.T, engines=1)
     # The firmware's reason is in the message (no perfetto needed).
     reason = dev.report()["firmware"]["tpb0"]["refused"][-1]["reason"]
     assert reason in str(e.value)
@@ -275,3 +278,44 @@ def test_float_names_no_size_and_is_refused():
     assert ns.elem_type("float32").name == ns.elem_type("fp32").name == "float32"
     assert ns.elem_type("float64").name == ns.elem_type(float).name == "float64"
     assert ns.elem_type(np.dtype("float")).name == "float64"
+
+
+@pytest.mark.parametrize("engines", [1, 4])
+def test_a_copy_past_the_rings_is_split_into_words(dev, engines):
+    # 1024 rows of 65535 bytes: more descriptors than one engine's ring
+    # holds (256 a ring) on 1 or 4 engines. dma_copy splits the copy into
+    # words that fit, as a compiler would (docs/python.md §dma_copy), the
+    # firmware refuses none, and the Timing covers them all.
+    a = np.random.default_rng(11).integers(0, 256, size=(1024, 65535), dtype=np.uint8)
+    src = dev.hbm_tensor("hbm0+0x10000000", a.shape, "uint8")
+    src.write(a)
+    dst = dev.hbm_tensor("hbm1", a.shape, "uint8")
+    t = ns.dma_copy(dev, dst=dst, src=src, engines=engines)
+    assert np.array_equal(dst.numpy(), a)
+    assert dev.report()["firmware"]["tpb0"].get("refused", []) == []
+    assert t.words > 1 and t.bytes == a.size and t.word == "DIRECT2D"
+    assert t.descriptors == dev.report()["descriptors"]
+
+
+def test_a_tile_whose_partitions_share_an_engine_is_split_into_words(dev):
+    # Partitions 0..7 are one engine's (docs/firmware.md §DIRECT2D
+    # expansion); a stepped source makes one descriptor pair an element:
+    # 8 × 1024 pairs on one engine, far past its ring.
+    a = np.random.default_rng(12).integers(0, 1 << 15, size=(8, 2048), dtype=np.uint16)
+    src = dev.hbm_tensor("hbm0+0x100000", a.shape, "float16")
+    src.write(a.view(np.float16))
+    dst = dev.sbuf_tile(0, (8, 1024), "float16")
+    t = ns.dma_copy(dev, dst=dst, src=src[:, ::2])
+    assert np.array_equal(dst.numpy().view(np.uint16), a[:, ::2])
+    assert dev.report()["firmware"]["tpb0"].get("refused", []) == []
+    assert t.words > 1 and t.bytes == dst.nbytes
+
+
+def test_copies_that_fit_stay_one_word(dev):
+    # The split is no cost for a word the rings hold: a 16 MiB contiguous
+    # copy is 256 runs of 64 KiB, 16 an engine.
+    src = dev.hbm_tensor("hbm0+0x10000000", (4096, 4096), "uint8")
+    dst = dev.hbm_tensor("hbm1", (4096, 4096), "uint8")
+    assert ns.dma_copy(dev, dst=dst, src=src).words == 1
+    tile = dev.sbuf_tile(0, (128, 2048), "bfloat16")
+    assert ns.dma_copy(dev, dst=tile, src=dev.hbm_tensor("hbm0", (128, 2048), "bfloat16")).words == 1

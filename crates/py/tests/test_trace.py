@@ -2,6 +2,7 @@
 CLI's CSR snapshot of the same work (items 1, 5)."""
 
 import json
+import pathlib
 import subprocess
 
 import numpy as np
@@ -10,6 +11,9 @@ import pytest
 import neuron_sim as ns
 
 TRACES = ["fw-tile-load-bf16.trace", "copy-hbm-hbm.trace", "fw-transpose.trace"]
+# Every golden trace (traces/, with its subdirectories).
+GOLDEN_DIR = pathlib.Path(__file__).resolve().parents[3] / "traces"
+GOLDEN = sorted(str(p.relative_to(GOLDEN_DIR)) for p in GOLDEN_DIR.rglob("*.trace"))
 
 
 def cli_json(cli, trace, *extra):
@@ -27,6 +31,28 @@ def test_run_trace_equals_cli_json(root, cli, name):
     rep = ns.run_trace(str(trace))
     assert rep.to_dict() == want
     assert rep.exit_code == code == 0
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_every_golden_trace_equals_cli_json(root, cli, name):
+    # The whole document, the steps' device events in their order
+    # included: `run --json` is the reference (docs/user-guide.md §8
+    # "Output as the run goes", §9).
+    trace = root / "traces" / name
+    out = subprocess.run([str(cli), "run", str(trace), "--json", "--no-host-timing"],
+                         capture_output=True, text=True)
+    if out.returncode == 2 and not out.stdout:
+        # Bad input to the CLI (a sweep template): nothing runs in either.
+        with pytest.raises(ns.TraceError, match="nothing was run"):
+            ns.run_trace(str(trace))
+        return
+    want = json.loads(out.stdout)
+    want.pop("schema_version", None)
+    rep = ns.run_trace(str(trace))
+    assert rep.exit_code == out.returncode
+    for i, (got, exp) in enumerate(zip(rep["steps"], want["steps"])):
+        assert got == exp, f"step {i} (line {exp['line']}) differs"
+    assert rep.to_dict() == want
 
 
 def test_report_is_subscriptable(root):

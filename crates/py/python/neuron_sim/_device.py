@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from . import _native
 from ._dtypes import ElemType, elem_type
-from ._ints import U8, U32, U64, integer
+from ._ints import U8, U32, U64, bounds, integer, shape as _shape
 
 
 def _as_bytes(data: Any) -> np.ndarray:
@@ -130,15 +131,17 @@ class PartitionView:
             c = slice(int(c), int(c) + 1)
         if not isinstance(p, slice) or not isinstance(c, slice):
             raise IndexError("index a partition view with [partitions, columns]: ints or slices")
+        # Float bounds are a TypeError, as numpy's, never truncated
+        # (docs/python.md §Device).
+        p, c = bounds(p, "partition"), bounds(c, "column")
         prange = range(*p.indices(self.partitions))
         if prange.step != 1 or (c.step not in (None, 1)):
             raise IndexError("partition views take contiguous slices (step 1)")
         if c.start is None or c.stop is None:
             raise IndexError("give the column range explicitly, e.g. [0:128, 0:4096]")
-        if int(c.start) < 0 or int(c.stop) < int(c.start):
+        if c.start < 0 or c.stop < c.start:
             raise IndexError(f"column range {c.start}:{c.stop}: columns count from 0 within a "
                              f"partition, start <= stop")
-        c = slice(int(c.start), int(c.stop))
         return prange, c, (1 if self.etype is None else self.etype.itemsize)
 
     def __getitem__(self, key: Any) -> np.ndarray:
@@ -215,8 +218,9 @@ class Device:
     def read_array(self, addr: Any, shape: Any, dtype: Any) -> np.ndarray:
         """Reads a C-order array of `shape` and `dtype` at `addr`."""
         et = elem_type(dtype)
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        n = int(np.prod(shape, dtype=np.int64)) * et.itemsize
+        # A float size is a TypeError, as numpy's (docs/python.md §Device).
+        shape = _shape(shape)
+        n = math.prod(shape) * et.itemsize
         return self.read(addr, n).view(et.np_dtype).reshape(shape)
 
     def fill(self, addr: Any, n: int, byte: int = 0) -> None:

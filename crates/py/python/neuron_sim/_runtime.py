@@ -6,13 +6,14 @@ trace's host operation of the same name (`alloc`, `copyin`, `copyout`,
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Sequence, Union
 
 import numpy as np
 
 from . import _native
 from ._dtypes import elem_type
-from ._ints import U32, integer
+from ._ints import U32, integer, shape as _shape
 
 
 def _flat_bytes(data: Any) -> np.ndarray:
@@ -67,10 +68,11 @@ class Tensor:
         self._own()
         et = elem_type(dtype)
         offset = integer(offset, "offset")
+        # A float size is a TypeError, as numpy's (docs/python.md §Device).
+        shape = None if shape is None else _shape(shape)
         if size is None:
             if shape is not None:
-                n = int(np.prod(shape, dtype=np.int64)) if np.ndim(shape) else int(shape)
-                size = n * et.itemsize
+                size = math.prod(shape) * et.itemsize
             else:
                 size = self.size - offset
                 if size < 0:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._dtypes import ElemType, elem_type
+from ._ints import U8, bounds, integer, shape as _shape
 
 
 class TensorView:
@@ -34,7 +35,7 @@ class TensorView:
     def contiguous(cls, dev: Any, addr: int, shape: Any, dtype: Any) -> "TensorView":
         """A C-order view of `shape` at `addr`."""
         et = elem_type(dtype)
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = _shape(shape)
         strides = []
         acc = 1
         for s in reversed(shape):
@@ -47,7 +48,7 @@ class TensorView:
              partition_offset: int, byte_offset: int) -> "TensorView":
         """A tile of `space` ("sbuf", "psum") whose dim 0 is the partition."""
         et = elem_type(dtype)
-        shape = tuple(shape)
+        shape = _shape(shape)
         if len(shape) < 1 or shape[0] + partition_offset > 128 or partition_offset < 0:
             raise ValueError(f"a tile's dim 0 is partitions: {shape[0] if shape else 0} from "
                              f"partition {partition_offset} does not fit 128")
@@ -133,7 +134,8 @@ class TensorView:
                 continue
             if not isinstance(k, slice):
                 raise TypeError(f"dim {d}: index with ints and slices, not {type(k).__name__}")
-            r = range(*k.indices(n))
+            # A float bound is a TypeError, as numpy's (docs/python.md §Device).
+            r = range(*bounds(k, f"dim {d}").indices(n))
             if d == self.pdim:
                 pdim = len(shape)
             if len(r):
@@ -349,10 +351,64 @@ def plan_word(dst: TensorView, src: TensorView, dtype: Any = None) -> tuple[str,
     return "DIRECT2D", fields
 
 
+_RUN_MAX = 64 * 1024
+_PARTITIONED = ("sbuf", "psum")
+
+
+def _runs(dst: TensorView, src: TensorView, itemsize: int) -> int:
+    """At most the descriptor pairs the firmware makes of a DIRECT2D copy
+    of `src` into `dst` (docs/firmware.md §DIRECT2D expansion): one a
+    maximal run contiguous on both sides and at most 64 KiB, one an
+    element when a side's element step is not 1."""
+    n = math.prod(dst.shape)
+    if n == 0:
+        return 0
+    (sr, sc), (srs, scs) = _squeeze2(src, "src")
+    (dr, dc), (drs, dcs) = _squeeze2(dst, "dst")
+    if scs != 1 or dcs != 1:
+        return n
+    # A side breaks the stream at each row start unless its rows follow
+    # one another (whole rows are one run); both sides' breaks count once.
+    cuts = [c for r, c, rs in ((sr, sc, srs), (dr, dc, drs)) if r > 1 and rs != c]
+    breaks = sum(n // c - 1 for c in cuts)
+    if len(cuts) == 2:
+        breaks -= n // math.lcm(*cuts) - 1
+    # Each 64 KiB cut adds at most one run.
+    return 1 + breaks + n * itemsize // _RUN_MAX
+
+
+def _engine_share(dev: Any, dst: TensorView, src: TensorView, itemsize: int, runs: int,
+                  engines: int) -> int:
+    """At most the pairs of the copy one engine gets: a run goes to the
+    engine of its destination's (else its source's) SBUF/PSUM partition,
+    partitions 8e..8e+7 to engine e folded over the `engines` allowed,
+    other runs round robin (docs/firmware.md §DIRECT2D expansion)."""
+    side = dst if dst.space in _PARTITIONED else src if src.space in _PARTITIONED else None
+    if side is None:
+        return -(-runs // engines)
+    if side.pdim is None or side.shape[side.pdim] <= 1:
+        return runs  # one partition: one engine
+    d = side.pdim
+    key = (slice(None),) * d + (0,)
+    try:  # every partition's share of the copy has the same geometry
+        per_partition = _runs(dst[key], src[key], itemsize)
+    except ValueError:
+        per_partition = runs
+    p0 = dev.addr(f"tpb{side.core}.{side.space}[p0]")
+    stride = dev.addr(f"tpb{side.core}.{side.space}[p1]") - p0
+    first = (side.addr - p0) // stride
+    step = side.strides[d] * side.etype.itemsize // stride
+    groups: dict[int, int] = {}
+    for i in range(side.shape[d]):
+        g = ((first + i * step) // 8) % engines
+        groups[g] = groups.get(g, 0) + 1
+    return min(runs, per_partition * max(groups.values()))
+
+
 # Planned words by the views' geometry (everything but the two addresses,
 # which `_native.Device.copy_word` puts into the word): a loop over tiles
 # plans and encodes its word once.
-_PLANS: dict[tuple, tuple[str, bytes]] = {}
+_PLANS: dict[tuple, tuple[str, bytes, int]] = {}
 _PLANS_MAX = 4096
 
 
@@ -371,7 +427,9 @@ def dma_copy(dev: Any, dst: TensorView, src: TensorView, core: int = 0, engines:
     The word is planned once per geometry (shapes, strides, dtypes) and
     reused with new addresses: one native call per copy (docs/python.md
     §Speed). A dimension over 65535 elements splits the copy into several
-    words (`Timing.words`)."""
+    words (`Timing.words`), and so does a copy with more descriptors than
+    the engines' rings hold: the firmware refuses such a word
+    (docs/firmware.md §Refusals), so it is split as a compiler would."""
     key = (_geometry(dst), _geometry(src), dtype, semaphore, dst.addr % 32 == 0)
     plan = _PLANS.get(key)
     if plan is None:
@@ -385,12 +443,29 @@ def dma_copy(dev: Any, dst: TensorView, src: TensorView, core: int = 0, engines:
             fields.append(("semaphore", str(semaphore)))
         else:
             fields += [("semaphore", str(semaphore)), ("sem_increment", "1")]
-        plan = (kind, Word.from_fields(kind, fields).to_bytes())
+        # The descriptor pairs a DIRECT2D word makes at most (the ring check
+        # below); an XPOSE word's size is bounded by its tiles.
+        runs = 0
+        if kind == "DIRECT2D":
+            se = src.etype if dtype is None else elem_type(dtype)
+            de = dst.etype if dtype is None else elem_type(dtype)
+            runs = _runs(dst, src, max(se.itemsize, de.itemsize))
+        plan = (kind, Word.from_fields(kind, fields).to_bytes(), runs)
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.clear()
         _PLANS[key] = plan
-    kind, template = plan
+    kind, template, runs = plan
     dev.configure_dge(core, engines, queue)
+    # An engine's share and its semaphore write must fit its ring
+    # (CARVEOUT_SIZE_DESCS, docs/firmware.md §Refusals): more is split.
+    cap = dev._dge[integer(core, "core", 0, U8)][0] >> 16
+    if runs + 1 > cap and runs > 1:
+        se = src.etype if dtype is None else elem_type(dtype)
+        de = dst.etype if dtype is None else elem_type(dtype)
+        share = _engine_share(dev, dst, src, max(se.itemsize, de.itemsize), runs,
+                              integer(engines, "engines", 1, 16))
+        if share + 1 > cap:
+            return _split_copy(dev, dst, src, core, engines, dtype, semaphore, queue)
     n = dev._n
     cycles, descs, packets, stop, rejected = n.copy_word(core, template, src.addr, dst.addr)
     if rejected or stop == "stalled" or descs == 0:
@@ -428,7 +503,8 @@ def _word_ran(dev: Any, what: str, core: int, asm: str, rejected: bool, stop: st
 
 def _split_copy(dev: Any, dst: TensorView, src: TensorView, core: int, engines: int,
                 dtype: Any, semaphore: int, queue: int) -> Timing:
-    """A copy with a dimension over 65535 elements as several words: the
+    """A copy with a dimension over 65535 elements, or more descriptors
+    than the rings hold, as several words: the
     outermost dimension of more than one element is halved until every
     piece fits one word (a piece of one element per dimension always
     does). The pieces run one after another; the timing adds them up."""
