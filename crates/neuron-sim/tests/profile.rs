@@ -14,7 +14,7 @@ fn traces(name: &str) -> String {
 
 /// Runs `trace` with `--profile` and `--json`; (profile, report).
 fn profile(trace: &str) -> (Value, Value) {
-    let out_path = tmp("profile", &format!("{trace}.json"), "");
+    let out_path = tmp("profile", &format!("{}.json", trace.replace('/', "-")), "");
     let out = run(&[
         "run",
         "--json",
@@ -209,6 +209,27 @@ fn dma_active_time_is_the_union_of_packet_cycles_rounded_once() {
     let ghz = p["clock_ghz"].as_f64().unwrap();
     let want = (union as f64 / ghz).round() as u64;
     assert_eq!(u(&p["Summary"]["dma_active_time"]), want, "{union} cycles");
+}
+
+/// A probe's finding (misleading): an HBM->SBUF transpose word's row said
+/// `tpb0.dge_memory -> tpb0.evt_sem`, the regions of its 4-byte completion
+/// semaphore write, which starts first; its data never showed. The row
+/// names the largest packet's regions: the data.
+#[test]
+fn a_words_row_names_the_regions_of_its_data() {
+    let (p, report) = profile("calib/xpose-hbm-sbuf.trace");
+    check_consistent(&p, &report);
+    let row = p["DmaPacketAggregated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "tpb0#0")
+        .unwrap();
+    assert_eq!(
+        (&row["source"], &row["dest"]),
+        (&Value::from("hbm0"), &Value::from("tpb0.sbuf")),
+        "{row}"
+    );
 }
 
 #[test]

@@ -98,9 +98,10 @@ pub struct DmaPacketAggregated {
     pub pcore_idx: Option<u16>,
     /// Where the instruction came from (`line 12`).
     pub source_line: String,
-    /// The memory region the first packet read (`hbm0`, `tpb0.sbuf`).
+    /// The memory region the largest packet read (`hbm0`, `tpb0.sbuf`;
+    /// the first of equals): the data, not a completion semaphore write.
     pub source: String,
-    /// The memory region the first packet wrote.
+    /// The memory region the largest packet wrote.
     pub dest: String,
     /// The instruction's first firmware event (queued, gated or
     /// generating), ns; for an ioctl or the trace's descriptors, the first
@@ -216,6 +217,8 @@ pub(crate) fn build(m: &Model, meta: &Meta, region: &dyn Fn(u64) -> String) -> P
     let mut per_queue: BTreeMap<(u16, u8), (u64, u64, &'static str)> = BTreeMap::new();
     let mut agg: BTreeMap<String, DmaPacketAggregated> = BTreeMap::new();
     let mut agg_engines: BTreeMap<String, std::collections::BTreeSet<u16>> = BTreeMap::new();
+    // Per aggregate, the bytes of its largest packet so far.
+    let mut agg_largest: BTreeMap<String, u64> = BTreeMap::new();
     let mut intervals: Vec<(u64, u64)> = Vec::with_capacity(order.len());
     for (id, &i) in order.iter().enumerate() {
         let s = &m.slices[i];
@@ -237,13 +240,13 @@ pub(crate) fn build(m: &Model, meta: &Meta, region: &dyn Fn(u64) -> String) -> P
         let duration_ns = end.saturating_sub(start);
         let src = val_s(&s.args, "src").unwrap_or("").to_string();
         let dst = val_s(&s.args, "dst").unwrap_or("").to_string();
+        let parse = |t: &str| {
+            u64::from_str_radix(t.trim_start_matches("0x"), 16)
+                .map(region)
+                .unwrap_or_default()
+        };
         let a = agg.entry(agg_id.clone()).or_insert_with(|| {
             let inst = insts.get(&agg_id).map(|&k| &m.slices[k]);
-            let parse = |t: &str| {
-                u64::from_str_radix(t.trim_start_matches("0x"), 16)
-                    .map(region)
-                    .unwrap_or_default()
-            };
             DmaPacketAggregated {
                 id: agg_id.clone(),
                 op: inst.and_then(|x| val_s(&x.args, "kind")).map_or_else(
@@ -270,6 +273,15 @@ pub(crate) fn build(m: &Model, meta: &Meta, region: &dyn Fn(u64) -> String) -> P
                 transfer_bytes: 0,
             }
         });
+        // Source and destination are the largest packet's (the first of
+        // equals): the data, not a word's 4-byte completion semaphore
+        // write that may start first (docs/user-guide.md §17).
+        let largest = agg_largest.entry(agg_id.clone()).or_insert(bytes);
+        if bytes > *largest {
+            *largest = bytes;
+            a.source = parse(&src);
+            a.dest = parse(&dst);
+        }
         a.packets += 1;
         a.transfer_bytes += bytes;
         a.completion = a.completion.max(end);
