@@ -86,6 +86,23 @@ impl JsonlError {
     }
 }
 
+/// An ioctl record the recording bus could not have written is bad input,
+/// not a replay that passes or a mismatch blamed on the driver
+/// (docs/host-runtime.md §2.4): its name must be the request's (`unknown`
+/// for a number no ioctl has), since messages name a record by it.
+fn check_call(call: &Call) -> Result<(), String> {
+    let Call::Ioctl { request, name, .. } = call else {
+        return Ok(());
+    };
+    let want = ioctl_abi::table::lookup(*request).map_or("unknown", |d| d.name);
+    if name != want {
+        return Err(format!(
+            "name `{name}` is not request {request:#010x}'s (`{want}`)"
+        ));
+    }
+    Ok(())
+}
+
 impl std::fmt::Display for JsonlError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -234,6 +251,13 @@ impl Recording {
                         r.seq,
                         records.len()
                     ),
+                });
+            }
+            if let Err(message) = check_call(&r.call) {
+                return Err(JsonlError {
+                    line: i + 1,
+                    column: 1,
+                    message: format!("record seq {}: {message}", r.seq),
                 });
             }
             records.push(r);
@@ -878,6 +902,26 @@ mod tests {
             )
         );
         assert_eq!(Recording::from_jsonl(&text), Ok(rec));
+    }
+
+    /// A probe's finding: a record whose name is not its request's
+    /// replayed and passed (exit 0), and a mismatch named the record by the
+    /// name it claimed. It is bad input naming the record.
+    #[test]
+    fn an_ioctl_records_name_must_be_its_requests() {
+        let good = r#"{"seq":0,"kind":"ioctl","request":"0x80084e16","name":"MEM_FREE","arg_in":"0000000000000000","arg_out":"0000000000000000","result":{"ret":0}}"#;
+        Recording::from_jsonl(good).unwrap();
+        let err = Recording::from_jsonl(&good.replace("MEM_FREE", "MEM_GET_PA")).unwrap_err();
+        assert!(
+            err.message.contains(
+                "record seq 0: name `MEM_GET_PA` is not request 0x80084e16's (`MEM_FREE`)"
+            ),
+            "{err}"
+        );
+        let unknown = good.replace("0x80084e16", "0x12345678");
+        let err = Recording::from_jsonl(&unknown).unwrap_err();
+        assert!(err.message.contains("(`unknown`)"), "{err}");
+        Recording::from_jsonl(&unknown.replace("MEM_FREE", "unknown")).unwrap();
     }
 
     #[test]
