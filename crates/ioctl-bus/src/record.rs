@@ -86,6 +86,37 @@ impl JsonlError {
     }
 }
 
+/// The 1-based column of the first character of a hex-bytes value
+/// (`arg_in`, `arg_out`, `bytes`) of `line` that is not a hex digit, or of
+/// the closing quote of one with an odd number of digits.
+fn first_bad_hex_column(line: &str) -> Option<usize> {
+    for key in ["\"arg_in\"", "\"arg_out\"", "\"bytes\""] {
+        let mut from = 0;
+        while let Some(k) = line[from..].find(key) {
+            let after = from + k + key.len();
+            from = after;
+            let rest = line[after..].trim_start();
+            let Some(rest) = rest.strip_prefix(':') else {
+                continue;
+            };
+            let rest = rest.trim_start();
+            let Some(value) = rest.strip_prefix('"') else {
+                continue;
+            };
+            let start = line.len() - value.len();
+            let end = value.find('"').unwrap_or(value.len());
+            let digits = &value[..end];
+            if let Some(bad) = digits.find(|c: char| !c.is_ascii_hexdigit()) {
+                return Some(line[..start + bad].chars().count() + 1);
+            }
+            if digits.len() % 2 != 0 {
+                return Some(line[..start + end].chars().count() + 1);
+            }
+        }
+    }
+    None
+}
+
 /// An ioctl record the recording bus could not have written is bad input,
 /// not a replay that passes or a mismatch blamed on the driver
 /// (docs/host-runtime.md §2.4): its name must be the request's (`unknown`
@@ -239,7 +270,17 @@ impl Recording {
             if line.trim().is_empty() {
                 continue;
             }
-            let r: Record = serde_json::from_str(line).map_err(|e| JsonlError::new(i + 1, &e))?;
+            let r: Record = serde_json::from_str(line).map_err(|e| {
+                let mut err = JsonlError::new(i + 1, &e);
+                // serde places a field's own error at the end of the record:
+                // a bad hex digit is found in the line instead.
+                if err.message.starts_with("hex bytes")
+                    && let Some(column) = first_bad_hex_column(line)
+                {
+                    err.column = column;
+                }
+                err
+            })?;
             // Records are numbered from 0 in order: a gap or a repeat is a
             // recording cut or spliced, which a replay would not show.
             if r.seq != records.len() as u64 {
@@ -933,6 +974,10 @@ mod tests {
             r#"{"seq":0,"kind":"mmap_write","offset":"0x10","bytes":"0g","result":{"ret":0}}"#;
         let err = Recording::from_jsonl(bad_hex).unwrap_err();
         assert_eq!(err.line, 1, "{err}");
+        // A probe's finding: the column was the record's end (serde's
+        // place for a field's error); it is the bad digit's.
+        let at = bad_hex.find("0g").unwrap() + 2;
+        assert_eq!(err.column, at, "{err}");
     }
 
     /// One place per error: the recording's line and the column in it,
