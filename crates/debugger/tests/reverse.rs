@@ -6,45 +6,22 @@
 //! events, restored mid-trace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::*;
 
 use debugger::{CheckpointConfig, Granularity, Session, SessionConfig, StopKind};
 use proptest::prelude::*;
 use soc::Device;
-use soc::exec::TraceFiles;
-
-fn traces() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces")
-}
-
-struct Dir(PathBuf);
-
-impl TraceFiles for Dir {
-    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.0.join(path))
-    }
-    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn session_of(source: &str, name: &str) -> Session {
-    let mut s = Session::new(
-        Device::trn2().unwrap(),
-        source,
-        name,
-        Box::new(Dir(traces())),
-        SessionConfig::default(),
-        Box::new(|_| {}),
-    )
-    .unwrap();
+    let mut s = new_session(name, source, SessionConfig::default(), Box::new(|_| {}));
     s.set_device_factory(Box::new(|| Device::trn2().map_err(|e| e.to_string())));
     s
 }
 
 fn session(name: &str) -> Session {
-    let source = std::fs::read_to_string(traces().join(name)).unwrap();
-    session_of(&source, name)
+    session_of(&trace_text(name), name)
 }
 
 /// A session with a checkpoint every `interval` simulator events.

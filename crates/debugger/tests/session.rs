@@ -3,45 +3,28 @@
 //! why, and pausing anywhere leaves the run exactly as `run` would have it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::*;
+
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use debugger::{DoorbellFilter, FinishTarget, Granularity, Session, SessionConfig, Stop, StopKind};
 use soc::Device;
-use soc::exec::{RunReport, StepRecord, TraceFiles};
-
-fn traces() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces")
-}
-
-/// Trace files next to the traces.
-struct Dir(PathBuf);
-
-impl TraceFiles for Dir {
-    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.0.join(path))
-    }
-    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use soc::exec::{RunReport, StepRecord};
 
 type Records = Rc<RefCell<Vec<StepRecord>>>;
 
 fn session_with(name: &str, config: SessionConfig) -> (Session, Records) {
-    let source = std::fs::read_to_string(traces().join(name)).unwrap();
     let records: Records = Rc::default();
     let r = Rc::clone(&records);
-    let s = Session::new(
-        Device::trn2().unwrap(),
-        &source,
+    let s = new_session(
         name,
-        Box::new(Dir(traces())),
+        &trace_text(name),
         config,
         Box::new(move |rec| r.borrow_mut().push(rec.clone())),
-    )
-    .unwrap();
+    );
     (s, records)
 }
 

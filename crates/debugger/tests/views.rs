@@ -4,33 +4,19 @@
 //! statements and `set` typed at a stop run at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::*;
 
 use debugger::view::{
     doorbell_warnings, show_mem, show_regs, show_ring, show_ring_range, symbolic,
 };
 use debugger::{Granularity, Session, SessionConfig, StopKind};
 use soc::Device;
-use soc::exec::{Status, TraceFiles, queue_target};
-
-fn traces() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces")
-}
-
-struct Dir(PathBuf);
-
-impl TraceFiles for Dir {
-    fn read(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.0.join(path))
-    }
-    fn write(&mut self, _path: &str, _data: &[u8]) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use soc::exec::{Status, queue_target};
 
 fn session(name: &str) -> Session {
-    let source = std::fs::read_to_string(traces().join(name)).unwrap();
-    session_of(name, &source)
+    session_of(name, &trace_text(name))
 }
 
 #[test]
@@ -381,15 +367,7 @@ fn event_lines_and_base_registers_name_their_addresses() {
 
 /// A session over trace text `source` (named `name`).
 fn session_of(name: &str, source: &str) -> Session {
-    Session::new(
-        Device::trn2().unwrap(),
-        source,
-        name,
-        Box::new(Dir(traces())),
-        SessionConfig::default(),
-        Box::new(|_| {}),
-    )
-    .unwrap()
+    new_session(name, source, SessionConfig::default(), Box::new(|_| {}))
 }
 
 /// A doorbell stop's prediction (docs/user-guide.md §12 "What a stop
